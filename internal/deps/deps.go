@@ -23,7 +23,7 @@ import (
 	_ "k8s.io/utils/clock"
 	_ "sigs.k8s.io/descheduler/pkg/descheduler/evictions"
 	_ "sigs.k8s.io/descheduler/pkg/descheduler/node"
-	_ "sigs.k8s.io/descheduler/pkg/framework/plugins/removepodsviolatingtopologyspreadconstraint"
 	_ "sigs.k8s.io/descheduler/pkg/features"
+	_ "sigs.k8s.io/descheduler/pkg/framework/plugins/removepodsviolatingtopologyspreadconstraint"
 	_ "sigs.k8s.io/yaml"
 )
