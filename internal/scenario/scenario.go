@@ -1,0 +1,363 @@
+// Package scenario describes Redis Cluster placements on a set of zoned nodes, and builds the
+// Kubernetes objects for them: nodes, one StatefulSet per shard carrying the seed's constraints
+// (policies.Constraints), a PodDisruptionBudget per shard, and the pods bound as described. Unit
+// tests use the objects as a policies.Snapshot; the e2e suite and the demo create them on a real
+// API server.
+package scenario
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+)
+
+// Labels every scenario pod carries.
+const (
+	// AppLabel marks Redis pods (app.kubernetes.io/name=redis).
+	AppLabel = "app.kubernetes.io/name"
+	// AppValue is AppLabel's value.
+	AppValue = "redis"
+	// ShardLabel names the pod's shard (its StatefulSet).
+	ShardLabel = "redis.rebalancer.io/shard"
+	// RoleLabel gives the pod's Redis role offline, when Scenario.RoleLabels is set.
+	RoleLabel = "redis.rebalancer.io/role"
+)
+
+// Zone is a zone and its nodes.
+type Zone struct {
+	Name  string
+	Nodes []string
+}
+
+// Scenario is a Redis cluster of Shards × PodsPerShard pods placed on zoned nodes.
+type Scenario struct {
+	// Name identifies the scenario ("post-scale-down").
+	Name string
+	// Description says what it shows, in one or two sentences.
+	Description string
+	// Namespace of every namespaced object ("redis" when empty).
+	Namespace string
+	// Cluster is the Redis cluster's name: the value of policies.DefaultClusterLabel ("redis"
+	// when empty). Shard i's StatefulSet is "<Cluster>-s<i>", its pods "<Cluster>-s<i>-<ordinal>".
+	Cluster string
+	// Zones and their nodes. A zone named "" gives nodes without a zone label.
+	Zones []Zone
+	// Shards and PodsPerShard give N = Shards × PodsPerShard.
+	Shards, PodsPerShard int
+	// Placement maps a pod name to the node it is bound to; pods not listed are Pending.
+	Placement map[string]string
+	// Relaxed writes seed 000 §四's relaxed maxSkew into the templates.
+	Relaxed bool
+	// RunningMaxSkew, when set, overrides the hostname and zone maxSkew of the running pods (the
+	// StatefulSet templates keep the generated values): a scale-down where the operator updated
+	// the templates but the pods still carry the old constraints.
+	RunningMaxSkew *[2]int32
+	// Tolerations are added to every pod template (e2e: kwok's node taint).
+	Tolerations []corev1.Toleration
+	// SchedulerName, when set, goes into the pod templates (e2e: a scheduler nobody serves, so
+	// the test can bind pods itself).
+	SchedulerName string
+	// RoleLabels labels pods with RoleLabel: ordinal 0 master, others replica.
+	RoleLabels bool
+	// Image is the container image (informational; kwok runs no container).
+	Image string
+}
+
+func (s Scenario) ns() string {
+	if s.Namespace == "" {
+		return "redis"
+	}
+	return s.Namespace
+}
+
+func (s Scenario) cluster() string {
+	if s.Cluster == "" {
+		return "redis"
+	}
+	return s.Cluster
+}
+
+// N returns the cluster size.
+func (s Scenario) N() int { return s.Shards * s.PodsPerShard }
+
+// ShardName returns shard i's StatefulSet name.
+func (s Scenario) ShardName(i int) string { return fmt.Sprintf("%s-s%d", s.cluster(), i) }
+
+// PodName returns the name of shard i's pod with the given ordinal.
+func (s Scenario) PodName(i, ordinal int) string {
+	return fmt.Sprintf("%s-%d", s.ShardName(i), ordinal)
+}
+
+// ClusterLabels returns the labels that select every pod of the cluster.
+func (s Scenario) ClusterLabels() map[string]string {
+	return map[string]string{AppLabel: AppValue, policies.DefaultClusterLabel: s.cluster()}
+}
+
+// Selector returns the label selector of the cluster's pods, in kubectl's syntax.
+func (s Scenario) Selector() string {
+	return AppLabel + "=" + AppValue + "," + policies.DefaultClusterLabel + "=" + s.cluster()
+}
+
+// ZoneNames returns the zone names in order.
+func (s Scenario) ZoneNames() []string {
+	var out []string
+	for _, z := range s.Zones {
+		if z.Name != "" {
+			out = append(out, z.Name)
+		}
+	}
+	return out
+}
+
+// Nodes returns one node per listed node name, labelled with hostname and zone, with 32 CPUs,
+// 256Gi of memory and 110 pods allocatable.
+func (s Scenario) Nodes() []*corev1.Node {
+	var out []*corev1.Node
+	for _, z := range s.Zones {
+		for _, name := range z.Nodes {
+			n := &corev1.Node{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+				ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("node-" + name), Labels: map[string]string{corev1.LabelHostname: name}},
+				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110"),
+				}},
+			}
+			if z.Name != "" {
+				n.Labels[corev1.LabelTopologyZone] = z.Name
+			}
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Template returns shard i's pod template: the seed's constraints for N pods (policies.Constraints).
+func (s Scenario) Template(i int) (corev1.PodTemplateSpec, error) {
+	shard := map[string]string{ShardLabel: s.ShardName(i)}
+	spread, aff, err := policies.Constraints(policies.ConstraintsInput{
+		ClusterLabels: s.ClusterLabels(), ShardLabels: shard,
+		Shards: s.Shards, PodsPerShard: s.PodsPerShard, Zones: s.ZoneNames(), Relaxed: s.Relaxed,
+	})
+	if err != nil {
+		return corev1.PodTemplateSpec{}, err
+	}
+	lbl := s.ClusterLabels()
+	lbl[ShardLabel] = s.ShardName(i)
+	image := s.Image
+	if image == "" {
+		image = "redis:7.0"
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: lbl},
+		Spec: corev1.PodSpec{
+			SchedulerName:                 s.SchedulerName,
+			Affinity:                      aff,
+			TopologySpreadConstraints:     spread,
+			Tolerations:                   append([]corev1.Toleration(nil), s.Tolerations...),
+			TerminationGracePeriodSeconds: ptr.To[int64](5),
+			Containers: []corev1.Container{{
+				Name: "redis", Image: image,
+				Ports: []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}, {Name: "bus", ContainerPort: 16379}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
+				}},
+			}},
+		},
+	}, nil
+}
+
+// StatefulSets returns one StatefulSet per shard, updateStrategy OnDelete (as an operator leaves
+// them after a resize), podManagementPolicy Parallel.
+func (s Scenario) StatefulSets() ([]*appsv1.StatefulSet, error) {
+	var out []*appsv1.StatefulSet
+	for i := 0; i < s.Shards; i++ {
+		t, err := s.Template(i)
+		if err != nil {
+			return nil, err
+		}
+		sel := map[string]string{policies.DefaultClusterLabel: s.cluster(), ShardLabel: s.ShardName(i)}
+		out = append(out, &appsv1.StatefulSet{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+			ObjectMeta: metav1.ObjectMeta{Name: s.ShardName(i), Namespace: s.ns(), UID: types.UID("sts-" + s.ShardName(i)), Labels: s.ClusterLabels()},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas:            ptr.To(int32(s.PodsPerShard)),
+				Selector:            &metav1.LabelSelector{MatchLabels: sel},
+				ServiceName:         s.cluster(),
+				Template:            t,
+				UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+				PodManagementPolicy: appsv1.ParallelPodManagement,
+			},
+		})
+	}
+	return out, nil
+}
+
+// PodDisruptionBudgets returns one PDB per shard with maxUnavailable 1.
+func (s Scenario) PodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
+	var out []*policyv1.PodDisruptionBudget
+	for i := 0; i < s.Shards; i++ {
+		out = append(out, &policyv1.PodDisruptionBudget{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+			ObjectMeta: metav1.ObjectMeta{Name: s.ShardName(i), Namespace: s.ns()},
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+				Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{policies.DefaultClusterLabel: s.cluster(), ShardLabel: s.ShardName(i)}},
+			},
+		})
+	}
+	return out
+}
+
+// Pods returns every pod of the cluster as its StatefulSet would create it, bound per Placement
+// (Running) or Pending with PodScheduled=False/Unschedulable.
+func (s Scenario) Pods() ([]*corev1.Pod, error) {
+	stss, err := s.StatefulSets()
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.Pod
+	for i, sts := range stss {
+		for o := 0; o < s.PodsPerShard; o++ {
+			name := s.PodName(i, o)
+			lbl := map[string]string{}
+			for k, v := range sts.Spec.Template.Labels {
+				lbl[k] = v
+			}
+			lbl[appsv1.StatefulSetPodNameLabel] = name
+			lbl[appsv1.PodIndexLabel] = strconv.Itoa(o)
+			if s.RoleLabels {
+				lbl[RoleLabel] = "replica"
+				if o == 0 {
+					lbl[RoleLabel] = "master"
+				}
+			}
+			p := &corev1.Pod{
+				TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+				ObjectMeta: metav1.ObjectMeta{
+					Name: name, Namespace: s.ns(), UID: types.UID("pod-" + name), Labels: lbl,
+					OwnerReferences: []metav1.OwnerReference{{
+						APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID, Controller: ptr.To(true),
+					}},
+				},
+				Spec: *sts.Spec.Template.Spec.DeepCopy(),
+			}
+			if s.RunningMaxSkew != nil {
+				for k := range p.Spec.TopologySpreadConstraints {
+					c := &p.Spec.TopologySpreadConstraints[k]
+					if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+						continue
+					}
+					if c.TopologyKey == corev1.LabelHostname {
+						c.MaxSkew = s.RunningMaxSkew[0]
+					} else {
+						c.MaxSkew = s.RunningMaxSkew[1]
+					}
+				}
+			}
+			if node, ok := s.Placement[name]; ok && node != "" {
+				p.Spec.NodeName = node
+				p.Status.Phase = corev1.PodRunning
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+			} else {
+				p.Status.Phase = corev1.PodPending
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Snapshot returns the scenario's objects as a policies.Snapshot.
+func (s Scenario) Snapshot() (*policies.Snapshot, error) {
+	stss, err := s.StatefulSets()
+	if err != nil {
+		return nil, err
+	}
+	pods, err := s.Pods()
+	if err != nil {
+		return nil, err
+	}
+	return &policies.Snapshot{Nodes: s.Nodes(), Pods: pods, StatefulSets: stss, PodDisruptionBudgets: s.PodDisruptionBudgets()}, nil
+}
+
+// MustSnapshot is Snapshot for tests and package-level scenarios; it panics on error.
+func (s Scenario) MustSnapshot() *policies.Snapshot {
+	snap, err := s.Snapshot()
+	if err != nil {
+		panic(err)
+	}
+	return snap
+}
+
+// NodeNames returns every node name, zone by zone.
+func (s Scenario) NodeNames() []string {
+	var out []string
+	for _, z := range s.Zones {
+		out = append(out, z.Nodes...)
+	}
+	return out
+}
+
+// PlacementOf returns node → pods (sorted), for printing.
+func (s Scenario) PlacementOf() map[string][]string {
+	out := map[string][]string{}
+	for pod, node := range s.Placement {
+		out[node] = append(out[node], pod)
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
+
+// ThreeZones returns zones a (n1, n2), b (n3, n4), c (n5, n6): seed 000's test topology.
+func ThreeZones() []Zone {
+	return []Zone{{"zone-a", []string{"n1", "n2"}}, {"zone-b", []string{"n3", "n4"}}, {"zone-c", []string{"n5", "n6"}}}
+}
+
+// PostScaleDown is issue 2's scenario: a cluster scaled down to 5 shards × 2 pods (N = 10) with
+// four masters stacked on n1, breaking MaxPodsPerNode (n1: 4 ≥ 10/3), MaxPodsPerZone (zone-a: 5 ≥
+// 10/2) and TopologySpread on hostname (4 − 0 > 3).
+func PostScaleDown() Scenario {
+	s := Scenario{
+		Name:        "post-scale-down",
+		Description: "5 shards x 2 pods (N=10) left after a scale-down: n1 holds 4 masters, zone-a 5 pods.",
+		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
+	}
+	s.Placement = map[string]string{
+		s.PodName(0, 0): "n1", s.PodName(1, 0): "n1", s.PodName(2, 0): "n1", s.PodName(3, 0): "n1",
+		s.PodName(4, 0): "n2",
+		s.PodName(0, 1): "n3", s.PodName(1, 1): "n3",
+		s.PodName(2, 1): "n4", s.PodName(3, 1): "n4",
+		s.PodName(4, 1): "n5",
+	}
+	return s
+}
+
+// SeedDeadlock is seed 000 补充参考 2: 3 shards × 2 pods on 3 zones × 2 nodes, node maxSkew 1;
+// Pod0-0→n1, Pod1-0→n4, Pod2-0→n6, Pod0-1→n3, Pod1-1→n2, and Pod2-1 Pending forever. Evicting
+// Pod1-1 (n2) unblocks it.
+func SeedDeadlock() Scenario {
+	s := Scenario{
+		Name:        "seed-deadlock",
+		Description: "Seed 000 supplement 2: shard 2's replica is Pending forever; evicting shard 1's replica on n2 unblocks it.",
+		Zones:       ThreeZones(), Shards: 3, PodsPerShard: 2,
+	}
+	s.Placement = map[string]string{
+		s.PodName(0, 0): "n1", s.PodName(1, 0): "n4", s.PodName(2, 0): "n6",
+		s.PodName(0, 1): "n3", s.PodName(1, 1): "n2",
+	}
+	return s
+}

@@ -1,0 +1,107 @@
+package policies
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeMaxSkew returns the hostname maxSkew the operator writes for a cluster of n pods: n/3
+// (integer division), minus 1 when 3 divides n, at least 1 (seed 000 §二). Relaxed (seed 000 §四)
+// drops the "minus 1".
+func NodeMaxSkew(n int, relaxed bool) int {
+	s := n / 3
+	if n%3 == 0 && !relaxed {
+		s--
+	}
+	return max(s, 1)
+}
+
+// ZoneMaxSkew returns the zone maxSkew the operator writes for n pods with Z≥2: n/2, minus 1
+// when 2 divides n, at least 1 (seed 000 §二). Relaxed drops the "minus 1".
+func ZoneMaxSkew(n int, relaxed bool) int {
+	s := n / 2
+	if n%2 == 0 && !relaxed {
+		s--
+	}
+	return max(s, 1)
+}
+
+// ConstraintsInput describes a Redis cluster for the constraint generator.
+type ConstraintsInput struct {
+	// ClusterLabels select every pod of the cluster (e.g. {cluster-label: name}).
+	ClusterLabels map[string]string
+	// ShardLabels, added to ClusterLabels, select the pods of one shard.
+	ShardLabels map[string]string
+	// Shards and PodsPerShard give N = Shards × PodsPerShard.
+	Shards, PodsPerShard int
+	// Zones are the allowed zones (seed available-zones); empty or one zone means single-zone.
+	Zones []string
+	// ZoneKey is the zone topology key (LabelZone when empty; seed 000 uses LabelZoneLegacy).
+	ZoneKey string
+	// Relaxed applies seed 000 §四's "at most" form (maxSkew without the "minus 1").
+	Relaxed bool
+}
+
+// Constraints returns what the operator writes into every StatefulSet template of the cluster
+// (seed 000 §二): hard topology spread on hostname (NodeMaxSkew) and, with two or more zones, on
+// the zone (ZoneMaxSkew); soft maxSkew 1 on the same keys; required pod anti-affinity inside the
+// shard on hostname (one zone) or zone; and required node affinity on the zones when listed.
+func Constraints(in ConstraintsInput) ([]corev1.TopologySpreadConstraint, *corev1.Affinity, error) {
+	if in.Shards < 1 || in.PodsPerShard < 1 {
+		return nil, nil, fmt.Errorf("constraints: shards and pods per shard must be at least 1 (got %d, %d)", in.Shards, in.PodsPerShard)
+	}
+	if len(in.ClusterLabels) == 0 || len(in.ShardLabels) == 0 {
+		return nil, nil, fmt.Errorf("constraints: cluster labels and shard labels are required")
+	}
+	zoneKey := in.ZoneKey
+	if zoneKey == "" {
+		zoneKey = LabelZone
+	}
+	n := in.Shards * in.PodsPerShard
+	multiZone := len(in.Zones) >= 2
+	cluster := &metav1.LabelSelector{MatchLabels: in.ClusterLabels}
+	shardLabels := map[string]string{}
+	for k, v := range in.ClusterLabels {
+		shardLabels[k] = v
+	}
+	for k, v := range in.ShardLabels {
+		shardLabels[k] = v
+	}
+	spread := []corev1.TopologySpreadConstraint{{
+		MaxSkew: int32(NodeMaxSkew(n, in.Relaxed)), TopologyKey: LabelHostname,
+		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: cluster,
+	}}
+	if multiZone {
+		spread = append(spread, corev1.TopologySpreadConstraint{
+			MaxSkew: int32(ZoneMaxSkew(n, in.Relaxed)), TopologyKey: zoneKey,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: cluster,
+		})
+	}
+	spread = append(spread, corev1.TopologySpreadConstraint{
+		MaxSkew: 1, TopologyKey: LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: cluster,
+	})
+	if multiZone {
+		spread = append(spread, corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: zoneKey, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: cluster,
+		})
+	}
+	antiKey := LabelHostname
+	if multiZone {
+		antiKey = zoneKey
+	}
+	aff := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: shardLabels}, TopologyKey: antiKey,
+		}},
+	}}
+	if len(in.Zones) > 0 {
+		aff.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: zoneKey, Operator: corev1.NodeSelectorOpIn, Values: append([]string(nil), in.Zones...),
+			}}}},
+		}}
+	}
+	return spread, aff, nil
+}

@@ -1,0 +1,369 @@
+package policies
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Rule is a stable rule name (SPEC "HA rules").
+type Rule string
+
+// The rules. Hard rules decide compliance; NodeSpread and ZoneBalance are soft and only reported.
+const (
+	// ShardSeparation: no two pods of one shard share a node (Z=1) or a zone (Z≥2).
+	ShardSeparation Rule = "ShardSeparation"
+	// MaxPodsPerNode: every node holds fewer than N/3 of the cluster's pods (at most N/3 relaxed).
+	MaxPodsPerNode Rule = "MaxPodsPerNode"
+	// ZoneEvenSplit: with Z=2, the two zones differ by at most N mod 2 pods.
+	ZoneEvenSplit Rule = "ZoneEvenSplit"
+	// MaxPodsPerZone: with Z≥3, every zone holds fewer than N/2 of the pods (at most N/2 relaxed).
+	MaxPodsPerZone Rule = "MaxPodsPerZone"
+	// AllowedZones: no pod runs outside the zones the cluster's node affinity lists.
+	AllowedZones Rule = "AllowedZones"
+	// TopologySpread: every DoNotSchedule constraint in the pods' spec holds: for every domain,
+	// count − global minimum ≤ maxSkew.
+	TopologySpread Rule = "TopologySpread"
+	// Unschedulable: no pod of the cluster is Pending with PodScheduled=False/Unschedulable.
+	Unschedulable Rule = "Unschedulable"
+	// NodeSpread (soft, Z≥2): inside each zone, the pods spread over its nodes within 1.
+	NodeSpread Rule = "NodeSpread"
+	// ZoneBalance (soft, Z≥2): the pods spread over the allowed zones within 1.
+	ZoneBalance Rule = "ZoneBalance"
+)
+
+// Violation is one broken rule in one topology domain. Its JSON form is part of the `check` and
+// `plan` output contract.
+type Violation struct {
+	// Rule is the rule's stable name.
+	Rule Rule `json:"rule"`
+	// Soft marks a soft rule (reported, not enforced).
+	Soft bool `json:"soft,omitempty"`
+	// Domain is the node or zone the violation is about ("" when cluster-wide).
+	Domain string `json:"domain,omitempty"`
+	// TopologyKey is the key Domain is a value of.
+	TopologyKey string `json:"topologyKey,omitempty"`
+	// Count is the number of the cluster's pods in Domain (or the skew, for TopologySpread).
+	Count int `json:"count"`
+	// Limit is the largest Count the rule allows.
+	Limit int `json:"limit"`
+	// Pods are the pods involved ("namespace/name"), sorted.
+	Pods []string `json:"pods,omitempty"`
+	// Message says it in words.
+	Message string `json:"message"`
+}
+
+// NodeLimit returns the most pods of a cluster of size n one node may hold: fewer than n/3
+// (seed 000 §一 "单个Node节点部署同一个集群的实例Pod数必须少于1/3"), or at most n/3 when relaxed.
+func NodeLimit(n int, relaxed bool) int {
+	if relaxed {
+		return n / 3
+	}
+	return (n - 1) / 3 // largest c with 3c < n
+}
+
+// ZoneLimit returns the most pods of a cluster of size n one zone may hold (Z≥3): fewer than n/2
+// (seed 000 §一), or at most n/2 when relaxed.
+func ZoneLimit(n int, relaxed bool) int {
+	if relaxed {
+		return n / 2
+	}
+	return (n - 1) / 2
+}
+
+// Evaluate returns every violation of the cluster's rules under placement p, hard rules first,
+// then by rule name and domain. Members that are unplaced are not counted in any domain.
+func (c *Cluster) Evaluate(p Placement) []Violation {
+	var out []Violation
+	out = append(out, c.shardSeparation(p)...)
+	out = append(out, c.maxPerNode(p)...)
+	out = append(out, c.zoneRules(p)...)
+	out = append(out, c.allowedZones(p)...)
+	out = append(out, c.topologySpread(p)...)
+	out = append(out, c.unschedulable(p)...)
+	out = append(out, c.softRules(p)...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Soft != out[j].Soft {
+			return !out[i].Soft
+		}
+		if out[i].Rule != out[j].Rule {
+			return out[i].Rule < out[j].Rule
+		}
+		return out[i].Domain < out[j].Domain
+	})
+	return out
+}
+
+// Hard returns the hard violations of vs.
+func Hard(vs []Violation) []Violation {
+	var out []Violation
+	for _, v := range vs {
+		if !v.Soft {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Compliant reports whether no hard rule is broken under p.
+func (c *Cluster) Compliant(p Placement) bool { return len(Hard(c.Evaluate(p))) == 0 }
+
+func (c *Cluster) podNames(idx []int) []string {
+	out := make([]string, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, c.Members[i].Key())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// byNode groups the placed members by node index.
+func byNode(p Placement) map[int][]int {
+	g := map[int][]int{}
+	for i, n := range p {
+		if n >= 0 {
+			g[n] = append(g[n], i)
+		}
+	}
+	return g
+}
+
+// byZone groups the placed members by zone ("" for nodes without a zone label).
+func (c *Cluster) byZone(p Placement) map[string][]int {
+	g := map[string][]int{}
+	for i, n := range p {
+		if n >= 0 {
+			z := c.model.Nodes[n].Zone
+			g[z] = append(g[z], i)
+		}
+	}
+	return g
+}
+
+func (c *Cluster) shardSeparation(p Placement) []Violation {
+	key, what := LabelHostname, "node"
+	if c.Z() >= 2 {
+		key, what = c.ZoneKey, "zone"
+	}
+	var out []Violation
+	for _, s := range c.Shards {
+		groups := map[string][]int{}
+		for _, i := range s.Members {
+			if p[i] < 0 {
+				continue
+			}
+			d := c.model.Nodes[p[i]].Name
+			if what == "zone" {
+				d = c.model.Nodes[p[i]].Zone
+			}
+			groups[d] = append(groups[d], i)
+		}
+		for d, idx := range groups {
+			if len(idx) < 2 {
+				continue
+			}
+			out = append(out, Violation{
+				Rule: ShardSeparation, Domain: d, TopologyKey: key, Count: len(idx), Limit: 1,
+				Pods:    c.podNames(idx),
+				Message: fmt.Sprintf("shard %s has %d pods in %s %s", s.Name, len(idx), what, d),
+			})
+		}
+	}
+	return out
+}
+
+func (c *Cluster) maxPerNode(p Placement) []Violation {
+	relaxed := c.model.Options.RelaxedLimits
+	limit := NodeLimit(c.N, relaxed)
+	var out []Violation
+	for n, idx := range byNode(p) {
+		if len(idx) <= limit {
+			continue
+		}
+		cmp := "fewer than"
+		if relaxed {
+			cmp = "at most"
+		}
+		out = append(out, Violation{
+			Rule: MaxPodsPerNode, Domain: c.model.Nodes[n].Name, TopologyKey: LabelHostname,
+			Count: len(idx), Limit: limit, Pods: c.podNames(idx),
+			Message: fmt.Sprintf("node %s holds %d of %d pods; a node may hold %s N/3 (at most %d)", c.model.Nodes[n].Name, len(idx), c.N, cmp, limit),
+		})
+	}
+	return out
+}
+
+func (c *Cluster) zoneRules(p Placement) []Violation {
+	z := c.Z()
+	if z < 2 {
+		return nil
+	}
+	zones := c.byZone(p)
+	if z == 2 {
+		a, b := c.AllowedZones[0], c.AllowedZones[1]
+		na, nb := len(zones[a]), len(zones[b])
+		if na < nb {
+			a, b, na, nb = b, a, nb, na
+		}
+		if na-nb <= c.N%2 {
+			return nil
+		}
+		return []Violation{{
+			Rule: ZoneEvenSplit, Domain: a, TopologyKey: c.ZoneKey, Count: na - nb, Limit: c.N % 2,
+			Pods:    c.podNames(zones[a]),
+			Message: fmt.Sprintf("zones %s and %s hold %d and %d pods; they may differ by at most %d", a, b, na, nb, c.N%2),
+		}}
+	}
+	relaxed := c.model.Options.RelaxedLimits
+	limit := ZoneLimit(c.N, relaxed)
+	var out []Violation
+	for zone, idx := range zones {
+		if len(idx) <= limit || zone == "" {
+			continue
+		}
+		cmp := "fewer than"
+		if relaxed {
+			cmp = "at most"
+		}
+		out = append(out, Violation{
+			Rule: MaxPodsPerZone, Domain: zone, TopologyKey: c.ZoneKey, Count: len(idx), Limit: limit,
+			Pods:    c.podNames(idx),
+			Message: fmt.Sprintf("zone %s holds %d of %d pods; a zone may hold %s N/2 (at most %d)", zone, len(idx), c.N, cmp, limit),
+		})
+	}
+	return out
+}
+
+func (c *Cluster) allowedZones(p Placement) []Violation {
+	if !c.ZoneList {
+		return nil
+	}
+	var out []Violation
+	for zone, idx := range c.byZone(p) {
+		if c.allowed[zone] {
+			continue
+		}
+		out = append(out, Violation{
+			Rule: AllowedZones, Domain: zone, TopologyKey: c.ZoneKey, Count: len(idx), Limit: 0,
+			Pods:    c.podNames(idx),
+			Message: fmt.Sprintf("%d pods run in zone %q, outside the allowed zones [%s]", len(idx), zone, strings.Join(c.AllowedZones, " ")),
+		})
+	}
+	return out
+}
+
+// topologySpread checks every DoNotSchedule constraint instance in effect for some placed member:
+// for every eligible domain, count − min ≤ maxSkew (kube-scheduler's skew, seen after the fact).
+func (c *Cluster) topologySpread(p Placement) []Violation {
+	inEffect := map[int]bool{}
+	for j, n := range p {
+		if n < 0 {
+			continue
+		}
+		for _, idx := range c.specOf(j, p).spread {
+			inEffect[idx] = true
+		}
+	}
+	idxs := make([]int, 0, len(inEffect))
+	for idx := range inEffect {
+		idxs = append(idxs, idx)
+	}
+	sort.Ints(idxs)
+	var out []Violation
+	for _, idx := range idxs {
+		in := c.spread[idx]
+		counts, min := c.spreadCounts(in, p, -1)
+		for d, cnt := range counts {
+			if cnt-min <= in.maxSkew {
+				continue
+			}
+			var pods []int
+			for j, n := range p {
+				if n >= 0 && in.eligible[n] && in.matches[j] && in.dom.ofNode[n] == d {
+					pods = append(pods, j)
+				}
+			}
+			out = append(out, Violation{
+				Rule: TopologySpread, Domain: in.dom.names[d], TopologyKey: in.constraint.TopologyKey,
+				Count: cnt - min, Limit: in.maxSkew, Pods: c.podNames(pods),
+				Message: fmt.Sprintf("%s=%s has %d matching pods, global minimum %d: skew %d > maxSkew %d", in.constraint.TopologyKey, in.dom.names[d], cnt, min, cnt-min, in.maxSkew),
+			})
+		}
+	}
+	return out
+}
+
+// unschedulable reports members that cannot be placed: Pending pods the scheduler marked
+// Unschedulable, and (in a simulated placement) members that were moved but not re-placed.
+func (c *Cluster) unschedulable(p Placement) []Violation {
+	var idx []int
+	for i, n := range p {
+		mem := c.Members[i]
+		if n < 0 && !mem.Terminating && (mem.Unschedulable || mem.Node >= 0) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	return []Violation{{
+		Rule: Unschedulable, Count: len(idx), Limit: 0, Pods: c.podNames(idx),
+		Message: fmt.Sprintf("%d pod(s) cannot be scheduled: %s", len(idx), strings.Join(c.podNames(idx), ", ")),
+	}}
+}
+
+// softRules reports NodeSpread (inside each allowed zone, over the nodes the pods may use, counts
+// within 1) and ZoneBalance (over the allowed zones, counts within 1), for Z≥2.
+func (c *Cluster) softRules(p Placement) []Violation {
+	if c.Z() < 2 {
+		return nil
+	}
+	var out []Violation
+	usable := c.Members[0].next.static
+	nodeCount := map[int]int{}
+	for _, n := range p {
+		if n >= 0 {
+			nodeCount[n]++
+		}
+	}
+	zoneCount := map[string]int{}
+	for _, zone := range c.AllowedZones {
+		lo, hi, hiNode := -1, -1, ""
+		for n, node := range c.model.Nodes {
+			if node.Zone != zone || (usable[n] != fitOK && nodeCount[n] == 0) {
+				continue
+			}
+			cnt := nodeCount[n]
+			zoneCount[zone] += cnt
+			if lo < 0 || cnt < lo {
+				lo = cnt
+			}
+			if cnt > hi {
+				hi, hiNode = cnt, node.Name
+			}
+		}
+		if lo >= 0 && hi-lo > 1 {
+			out = append(out, Violation{
+				Rule: NodeSpread, Soft: true, Domain: hiNode, TopologyKey: LabelHostname, Count: hi - lo, Limit: 1,
+				Message: fmt.Sprintf("in zone %s, node %s holds %d pods and another node %d", zone, hiNode, hi, lo),
+			})
+		}
+	}
+	lo, hi, hiZone := -1, -1, ""
+	for _, zone := range c.AllowedZones {
+		cnt := zoneCount[zone]
+		if lo < 0 || cnt < lo {
+			lo = cnt
+		}
+		if cnt > hi {
+			hi, hiZone = cnt, zone
+		}
+	}
+	if hi-lo > 1 {
+		out = append(out, Violation{
+			Rule: ZoneBalance, Soft: true, Domain: hiZone, TopologyKey: c.ZoneKey, Count: hi - lo, Limit: 1,
+			Message: fmt.Sprintf("zone %s holds %d pods and another allowed zone %d", hiZone, hi, lo),
+		})
+	}
+	return out
+}
