@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -192,6 +193,8 @@ type Cluster struct {
 	spread    []*spreadInstance // every distinct DoNotSchedule constraint instance
 	soft      []*spreadInstance // ScheduleAnyway instances (reported, not enforced)
 	usedOther []resources       // node index → requests of non-member pods
+	classOnce sync.Once
+	classes   []uint64 // node index → NodeClass, built on first use
 }
 
 // Z returns the number of allowed zones.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -219,6 +220,9 @@ func (s Scenario) PodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
 	return out
 }
 
+// creationBase is the creation time of a scenario's first pod.
+var creationBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // Pods returns every pod of the cluster as its StatefulSet would create it, bound per Placement
 // (Running) or Pending with PodScheduled=False/Unschedulable.
 func (s Scenario) Pods() ([]*corev1.Pod, error) {
@@ -242,10 +246,14 @@ func (s Scenario) Pods() ([]*corev1.Pod, error) {
 					lbl[RoleLabel] = "master"
 				}
 			}
+			// StatefulSets create ordinal 0 of every shard first: creation order is
+			// (ordinal, shard), one second apart.
+			created := metav1.NewTime(creationBase.Add(time.Duration(o*s.Shards+i) * time.Second))
 			p := &corev1.Pod{
 				TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 				ObjectMeta: metav1.ObjectMeta{
 					Name: name, Namespace: s.ns(), UID: types.UID("pod-" + name), Labels: lbl,
+					CreationTimestamp: created,
 					OwnerReferences: []metav1.OwnerReference{{
 						APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID, Controller: ptr.To(true),
 					}},
