@@ -1,0 +1,307 @@
+package redisctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-redis/redis/v8"
+)
+
+// Client talks to the nodes of one Redis cluster, each by its own address (pod IP:port), through
+// a pool of single-node go-redis clients. It deliberately does not use go-redis' ClusterClient
+// (see NewClusterClient for why). A Client is safe for concurrent use.
+type Client struct {
+	opts resolved
+
+	mu     sync.Mutex
+	nodes  map[string]*redis.Client
+	closed bool
+}
+
+// ErrClosed is returned by a Client's methods after Close.
+var ErrClosed = errors.New("redisctl: client closed")
+
+// New returns a Client for opts. It reads the credentials (PasswordFile, PasswordEnv, ...) and TLS
+// files now; errors name the file or variable, never a secret. New does not connect.
+func New(opts Options) (*Client, error) {
+	r, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Client{opts: r, nodes: map[string]*redis.Client{}}, nil
+}
+
+// Options returns the options the client was created with (the password is redacted when
+// printed).
+func (c *Client) Options() Options { return c.opts.Options }
+
+// AddrOf returns "ip:port" for a node's IP with the client's port.
+func (c *Client) AddrOf(ip string) string { return c.opts.AddrOf(ip) }
+
+// Close closes every pooled connection. The Client cannot be used afterwards.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var errs []error
+	for addr, n := range c.nodes {
+		if err := n.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("redisctl: close %s: %w", addr, err))
+		}
+	}
+	c.nodes = nil
+	return c.redact(errors.Join(errs...))
+}
+
+// Forget closes and drops the pooled connections to addr, for example after its pod is gone.
+func (c *Client) Forget(addr string) {
+	c.mu.Lock()
+	n := c.nodes[addr]
+	delete(c.nodes, addr)
+	c.mu.Unlock()
+	if n != nil {
+		_ = n.Close()
+	}
+}
+
+// redisOptions returns go-redis options for one node address.
+func (r resolved) redisOptions(addr string) *redis.Options {
+	return &redis.Options{
+		Addr:         addr,
+		Username:     r.Username,
+		Password:     r.Password,
+		Dialer:       r.dialer(),
+		DialTimeout:  r.DialTimeout,
+		ReadTimeout:  r.ReadTimeout,
+		WriteTimeout: r.WriteTimeout,
+		// Every caller polls; a retry would only double the wait on a node that hangs.
+		MaxRetries: -1,
+		PoolSize:   4,
+	}
+}
+
+// node returns the pooled client for addr.
+func (c *Client) node(addr string) (*redis.Client, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("redisctl: bad node address %q: %w", addr, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	n := c.nodes[addr]
+	if n == nil {
+		n = redis.NewClient(c.opts.redisOptions(addr))
+		c.nodes[addr] = n
+	}
+	return n, nil
+}
+
+// Do sends one command to the node at addr and returns its reply, for commands this package has
+// no method for. Errors are prefixed with the address.
+func (c *Client) Do(ctx context.Context, addr string, args ...interface{}) (interface{}, error) {
+	n, err := c.node(addr)
+	if err != nil {
+		return nil, err
+	}
+	v, err := n.Do(ctx, args...).Result()
+	if err != nil {
+		return nil, c.errf("%s: %s: %w", addr, cmdName(args), err)
+	}
+	return v, nil
+}
+
+func cmdName(args []interface{}) string {
+	var parts []string
+	for i, a := range args {
+		if i == 2 {
+			break
+		}
+		parts = append(parts, strings.ToUpper(fmt.Sprint(a)))
+	}
+	return strings.Join(parts, " ")
+}
+
+// ClusterNodes returns the node at addr's CLUSTER NODES view, parsed.
+func (c *Client) ClusterNodes(ctx context.Context, addr string) ([]Node, error) {
+	n, err := c.node(addr)
+	if err != nil {
+		return nil, err
+	}
+	text, err := n.Do(ctx, "cluster", "nodes").Text()
+	if err != nil {
+		return nil, c.errf("%s: CLUSTER NODES: %w", addr, err)
+	}
+	nodes, err := ParseClusterNodes(text)
+	if err != nil {
+		return nil, c.errf("%s: %w", addr, err)
+	}
+	return nodes, nil
+}
+
+// InfoReplication returns the node at addr's INFO replication, parsed.
+func (c *Client) InfoReplication(ctx context.Context, addr string) (Replication, error) {
+	n, err := c.node(addr)
+	if err != nil {
+		return Replication{}, err
+	}
+	text, err := n.Info(ctx, "replication").Result()
+	if err != nil {
+		return Replication{}, c.errf("%s: INFO replication: %w", addr, err)
+	}
+	return ParseInfo(text).Replication(), nil
+}
+
+// ClusterInfo returns the node at addr's CLUSTER INFO, parsed.
+func (c *Client) ClusterInfo(ctx context.Context, addr string) (Info, error) {
+	n, err := c.node(addr)
+	if err != nil {
+		return nil, err
+	}
+	text, err := n.ClusterInfo(ctx).Result()
+	if err != nil {
+		return nil, c.errf("%s: CLUSTER INFO: %w", addr, err)
+	}
+	return ParseInfo(text), nil
+}
+
+// View is what one node reports about the cluster, read in one round trip.
+type View struct {
+	// Addr is the address the view was read from.
+	Addr string
+	// Nodes is its CLUSTER NODES reply.
+	Nodes []Node
+	// ClusterInfo is its CLUSTER INFO reply.
+	ClusterInfo Info
+	// Replication is its INFO replication reply.
+	Replication Replication
+}
+
+// Myself returns the view's own line (flag myself).
+func (v View) Myself() (Node, bool) {
+	for _, n := range v.Nodes {
+		if n.IsMyself() {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Node returns the view's line for node id.
+func (v View) Node(id string) (Node, bool) {
+	for _, n := range v.Nodes {
+		if n.ID == id {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// ReadView reads CLUSTER NODES, CLUSTER INFO and INFO replication from addr in one pipeline.
+func (c *Client) ReadView(ctx context.Context, addr string) (View, error) {
+	n, err := c.node(addr)
+	if err != nil {
+		return View{}, err
+	}
+	pipe := n.Pipeline()
+	nodesCmd := pipe.Do(ctx, "cluster", "nodes")
+	infoCmd := pipe.ClusterInfo(ctx)
+	replCmd := pipe.Info(ctx, "replication")
+	if _, err := pipe.Exec(ctx); err != nil {
+		return View{}, c.errf("%s: read view: %w", addr, err)
+	}
+	text, err := nodesCmd.Text()
+	if err != nil {
+		return View{}, c.errf("%s: CLUSTER NODES: %w", addr, err)
+	}
+	nodes, err := ParseClusterNodes(text)
+	if err != nil {
+		return View{}, c.errf("%s: %w", addr, err)
+	}
+	return View{
+		Addr:        addr,
+		Nodes:       nodes,
+		ClusterInfo: ParseInfo(infoCmd.Val()),
+		Replication: ParseInfo(replCmd.Val()).Replication(),
+	}, nil
+}
+
+// readViews reads the views of addrs concurrently (at most 8 at a time). It returns the views
+// that answered, sorted by address, and the errors of those that did not.
+func (c *Client) readViews(ctx context.Context, addrs []string) ([]View, map[string]error) {
+	type res struct {
+		v   View
+		err error
+	}
+	out := make([]res, len(addrs))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, a := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			v, err := c.ReadView(ctx, a)
+			out[i] = res{v, err}
+		}()
+	}
+	wg.Wait()
+	var views []View
+	errs := map[string]error{}
+	for i, r := range out {
+		if r.err != nil {
+			errs[addrs[i]] = r.err
+			continue
+		}
+		views = append(views, r.v)
+	}
+	sort.Slice(views, func(a, b int) bool { return views[a].Addr < views[b].Addr })
+	return views, errs
+}
+
+// errf formats an error with the "redisctl: " prefix and removes the password from its text.
+func (c *Client) errf(format string, args ...interface{}) error {
+	return c.redact(fmt.Errorf("redisctl: "+format, args...))
+}
+
+// redact returns err with every occurrence of the password replaced, keeping it unwrappable.
+// Redis and go-redis never echo a password; this is a second line of defence.
+func (c *Client) redact(err error) error {
+	return redactErr(err, c.opts.Password)
+}
+
+func redactErr(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), secret, "<redacted>"), err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// uniq returns the sorted distinct non-empty strings of ss.
+func uniq(ss []string) []string {
+	m := map[string]bool{}
+	var out []string
+	for _, s := range ss {
+		if s != "" && !m[s] {
+			m[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
