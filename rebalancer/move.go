@@ -349,4 +349,3 @@ func unschedulableNote(p *corev1.Pod) string {
 	}
 	return ""
 }
-
