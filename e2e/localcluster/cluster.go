@@ -1,0 +1,557 @@
+// Package localcluster runs a real Kubernetes control plane (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler) on loopback with kwok simulating the nodes and their
+// pods, for end-to-end tests and the demo.
+//
+// Binaries come from hack/build-tools.sh (`make tools`); see DefaultBinaries. A cluster starts
+// in about ten seconds. Everything listens on free 127.0.0.1 ports, so several clusters can run
+// at once if each gets its own Config.PodNetwork.
+//
+// Nodes are added with AddNode. They carry the NoSchedule taint KwokTaintKey, so pods must
+// tolerate it (KwokToleration). Pods become Running and Ready as soon as they are scheduled and
+// get an IP from their node's pod CIDR (PodNetwork.<i>.0/24), a loopback address that a test can
+// bind a real server (redis-server) to. Pod annotations PodReadyDelayAnnotation and
+// PodDeleteDelayAnnotation slow starts and terminations down.
+//
+// No Service should select loopback pod IPs: EndpointSlices reject them. A StatefulSet's
+// serviceName only has to be set.
+package localcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/redis-rebalancer/redis-rebalancer/internal/proc"
+)
+
+const (
+	// DefaultPodNetwork is the default Config.PodNetwork.
+	DefaultPodNetwork = "127.10"
+	// DefaultStartTimeout is the default Config.StartTimeout.
+	DefaultStartTimeout = 60 * time.Second
+
+	serviceCIDR = "10.0.0.0/24"
+	serviceIP   = "10.0.0.1" // the kubernetes Service, first address of serviceCIDR
+
+	pollInterval = 100 * time.Millisecond
+	probeTimeout = 2 * time.Second
+	logTailBytes = 3000
+)
+
+// Config describes a local cluster. The zero value is a valid configuration.
+type Config struct {
+	// Binaries locates the executables; DefaultBinaries() when zero.
+	Binaries Binaries
+	// WorkDir holds the certificates, kubeconfigs, etcd's data and each component's log
+	// (<component>.log). A new temporary directory when empty, removed by Stop unless
+	// KeepWorkDir is set. A given WorkDir is created if needed and never removed.
+	WorkDir string
+	// KeepWorkDir keeps a temporary WorkDir after Stop, for inspecting the logs.
+	KeepWorkDir bool
+	// PodNetwork is the first two octets of the loopback range of pod IPs (DefaultPodNetwork
+	// when empty): the i-th node added gets the pod CIDR <PodNetwork>.<i>.0/24 and the
+	// InternalIP <PodNetwork>.0.<i>. Clusters running at once need different PodNetworks.
+	PodNetwork string
+	// Log receives a progress line per component ("localcluster: etcd ready in 1.2s");
+	// discarded when nil.
+	Log io.Writer
+	// StartTimeout bounds Start (DefaultStartTimeout when 0).
+	StartTimeout time.Duration
+}
+
+// withDefaults returns cfg with defaults filled in, or an error if it is invalid.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Binaries.isZero() {
+		b, err := DefaultBinaries()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Binaries = b
+	} else if err := cfg.Binaries.Validate(); err != nil {
+		return cfg, err
+	}
+	if cfg.PodNetwork == "" {
+		cfg.PodNetwork = DefaultPodNetwork
+	}
+	if ip := net.ParseIP(cfg.PodNetwork + ".0.0").To4(); ip == nil || ip[0] != 127 {
+		return cfg, fmt.Errorf("localcluster: PodNetwork %q: want the first two octets of a 127.x.0.0/16 range, such as %q", cfg.PodNetwork, DefaultPodNetwork)
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.StartTimeout < 0 {
+		return cfg, fmt.Errorf("localcluster: negative StartTimeout %v", cfg.StartTimeout)
+	}
+	return cfg, nil
+}
+
+// component is a started control-plane process.
+type component struct {
+	name    string
+	logPath string
+	proc    *proc.Process
+	grace   time.Duration // how long Stop waits after SIGTERM
+}
+
+// Cluster is a running local cluster. Its methods are safe for concurrent use.
+type Cluster struct {
+	cfg         Config
+	workDir     string
+	removeDir   bool // the work dir is a temporary one
+	pki         *pki
+	restConfig  *rest.Config
+	client      kubernetes.Interface
+	components  []*component // in start order
+	startupTime time.Duration
+
+	mu       sync.Mutex
+	nextNode int // index of the next node, from 1
+	stopped  bool
+}
+
+// ports are the loopback ports of a cluster's listeners.
+type ports struct {
+	etcdClient, etcdPeer, etcdMetrics, apiserver, kcm, scheduler, kwok int
+}
+
+// Start starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, and waits
+// until all are healthy and the default ServiceAccount exists, so that pods can be created. It
+// has no nodes yet (see AddNode). On error, everything already started is stopped, and the error
+// says where the logs are. Callers must call Stop (t.Cleanup(c.Stop), or StartForTest).
+func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+	began := time.Now()
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, workDir: cfg.WorkDir, nextNode: 1}
+	if c.workDir == "" {
+		if c.workDir, err = os.MkdirTemp("", "localcluster-"); err != nil {
+			return nil, fmt.Errorf("localcluster: work dir: %w", err)
+		}
+		c.removeDir = true
+	} else if err := os.MkdirAll(c.workDir, 0o755); err != nil {
+		return nil, fmt.Errorf("localcluster: work dir: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			c.stop(true)
+			err = fmt.Errorf("%w (logs in %s)", err, c.workDir)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+
+	p, err := freePorts(7)
+	if err != nil {
+		return nil, fmt.Errorf("localcluster: ports: %w", err)
+	}
+	pt := ports{p[0], p[1], p[2], p[3], p[4], p[5], p[6]}
+	serverURL := "https://127.0.0.1:" + strconv.Itoa(pt.apiserver)
+	if c.pki, err = writePKI(filepath.Join(c.workDir, "pki"), serverURL); err != nil {
+		return nil, fmt.Errorf("localcluster: pki: %w", err)
+	}
+	if c.restConfig, err = clientcmd.BuildConfigFromFlags("", c.pki.adminKubeconfig); err != nil {
+		return nil, fmt.Errorf("localcluster: admin kubeconfig: %w", err)
+	}
+	c.restConfig.QPS, c.restConfig.Burst = 200, 400
+	c.restConfig.UserAgent = "localcluster"
+	if c.client, err = kubernetes.NewForConfig(c.restConfig); err != nil {
+		return nil, fmt.Errorf("localcluster: client: %w", err)
+	}
+
+	// etcd, then the apiserver, then the rest at once: they only need the apiserver.
+	etcd, err := c.startEtcd(pt)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitHealthy(ctx, etcd, httpProbe(fmt.Sprintf("http://127.0.0.1:%d/health", pt.etcdClient), `"health":"true"`)); err != nil {
+		return nil, err
+	}
+	apiserver, err := c.startAPIServer(pt)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitHealthy(ctx, apiserver, c.apiserverReady); err != nil {
+		return nil, err
+	}
+	kcm, err := c.startControllerManager(pt)
+	if err != nil {
+		return nil, err
+	}
+	scheduler, err := c.startScheduler(pt)
+	if err != nil {
+		return nil, err
+	}
+	kwok, err := c.startKwok(pt)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range []struct {
+		comp  *component
+		probe func(context.Context) error
+	}{
+		{kcm, httpProbe(fmt.Sprintf("https://127.0.0.1:%d/healthz", pt.kcm), "ok")},
+		{scheduler, httpProbe(fmt.Sprintf("https://127.0.0.1:%d/healthz", pt.scheduler), "ok")},
+		{kwok, httpProbe(fmt.Sprintf("http://127.0.0.1:%d/healthz", pt.kwok), "")},
+	} {
+		if err := c.waitHealthy(ctx, w.comp, w.probe); err != nil {
+			return nil, err
+		}
+	}
+	// Pods cannot be created in a namespace before its default ServiceAccount exists.
+	saStart := time.Now()
+	if err := c.waitServiceAccount(ctx, metav1.NamespaceDefault); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Log, "localcluster: default ServiceAccount ready in %v\n", roundDuration(time.Since(saStart)))
+	c.startupTime = time.Since(began)
+	fmt.Fprintf(cfg.Log, "localcluster: cluster ready in %v (apiserver %s, work dir %s)\n", roundDuration(c.startupTime), serverURL, c.workDir)
+	return c, nil
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1. They are free when it returns; a
+// process may take one before it is used, which is unlikely.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// start starts a component whose output goes to <WorkDir>/<name>.log.
+func (c *Cluster) start(name, path string, grace time.Duration, args ...string) (*component, error) {
+	comp := &component{name: name, logPath: c.logPath(name), grace: grace}
+	p, err := proc.Start(proc.Spec{Name: name, Path: path, Args: args, Dir: c.workDir, LogPath: comp.logPath})
+	if err != nil {
+		return nil, fmt.Errorf("localcluster: %w", err)
+	}
+	comp.proc = p
+	c.components = append(c.components, comp)
+	return comp, nil
+}
+
+func (c *Cluster) startEtcd(pt ports) (*component, error) {
+	peer := fmt.Sprintf("http://127.0.0.1:%d", pt.etcdPeer)
+	client := fmt.Sprintf("http://127.0.0.1:%d", pt.etcdClient)
+	return c.start("etcd", c.cfg.Binaries.Etcd, 10*time.Second,
+		"--name=localcluster",
+		"--data-dir="+filepath.Join(c.workDir, "etcd"),
+		"--listen-client-urls="+client,
+		"--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer,
+		"--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=localcluster="+peer,
+		fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", pt.etcdMetrics),
+		"--unsafe-no-fsync", // test data only
+		"--log-level=warn",
+	)
+}
+
+func (c *Cluster) startAPIServer(pt ports) (*component, error) {
+	p := c.pki
+	return c.start("kube-apiserver", c.cfg.Binaries.APIServer, 10*time.Second,
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", pt.etcdClient),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", pt.apiserver),
+		"--cert-dir="+filepath.Join(c.workDir, "kube-apiserver"),
+		"--tls-cert-file="+p.serverCert,
+		"--tls-private-key-file="+p.serverKey,
+		"--client-ca-file="+p.caCert,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+p.saPub,
+		"--service-account-signing-key-file="+p.saKey,
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--authorization-mode=Node,RBAC",
+		// Nothing can reach 127.0.0.1 through the kubernetes Service's endpoints.
+		"--endpoint-reconciler-type=none",
+		"--allow-privileged=true",
+		"--profiling=false",
+	)
+}
+
+func (c *Cluster) startControllerManager(pt ports) (*component, error) {
+	p := c.pki
+	return c.start("kube-controller-manager", c.cfg.Binaries.ControllerManager, 5*time.Second,
+		"--kubeconfig="+p.kcmKubeconfig,
+		"--authentication-kubeconfig="+p.kcmKubeconfig,
+		"--authorization-kubeconfig="+p.kcmKubeconfig,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", pt.kcm),
+		"--cert-dir="+filepath.Join(c.workDir, "kube-controller-manager"),
+		// Every default controller, among them statefulset, disruption (PDB status, which the
+		// Eviction API reads), garbage collector, serviceaccount, node lifecycle and pod GC.
+		"--controllers=*",
+		"--use-service-account-credentials=true",
+		"--leader-elect=false",
+		// ServiceAccount tokens and the kube-root-ca.crt ConfigMaps.
+		"--root-ca-file="+p.caCert,
+		"--service-account-private-key-file="+p.saKey,
+		"--cluster-signing-cert-file="+p.caCert,
+		"--cluster-signing-key-file="+p.caKey,
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--allocate-node-cidrs=false", // AddNode sets each node's pod CIDR
+		// Faster reactions than the defaults, for tests.
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
+		"--concurrent-statefulset-syncs=10",
+		"--concurrent-deployment-syncs=10",
+		"--concurrent-replicaset-syncs=10",
+		"--concurrent-gc-syncs=30",
+		"--profiling=false",
+	)
+}
+
+func (c *Cluster) startScheduler(pt ports) (*component, error) {
+	p := c.pki
+	config := map[string]any{
+		"apiVersion": "kubescheduler.config.k8s.io/v1",
+		"kind":       "KubeSchedulerConfiguration",
+		"clientConnection": map[string]any{
+			"kubeconfig": p.schedulerKubeconfig,
+			"qps":        200,
+			"burst":      400,
+		},
+		"leaderElection": map[string]any{"leaderElect": false},
+		// Retry unschedulable pods sooner than the defaults (1 s, 10 s), for tests.
+		"podInitialBackoffSeconds": 1,
+		"podMaxBackoffSeconds":     2,
+	}
+	data, err := yaml.Marshal(config)
+	if err != nil {
+		return nil, fmt.Errorf("localcluster: kube-scheduler config: %w", err)
+	}
+	configPath := filepath.Join(c.workDir, "kube-scheduler.yaml")
+	if err := os.WriteFile(configPath, data, 0o644); err != nil {
+		return nil, fmt.Errorf("localcluster: kube-scheduler config: %w", err)
+	}
+	return c.start("kube-scheduler", c.cfg.Binaries.Scheduler, 5*time.Second,
+		"--config="+configPath,
+		"--authentication-kubeconfig="+p.schedulerKubeconfig,
+		"--authorization-kubeconfig="+p.schedulerKubeconfig,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", pt.scheduler),
+		"--cert-dir="+filepath.Join(c.workDir, "kube-scheduler"),
+	)
+}
+
+func (c *Cluster) startKwok(pt ports) (*component, error) {
+	configPath := filepath.Join(c.workDir, "kwok.yaml")
+	if err := writeKwokConfig(configPath, c.cfg.Binaries.KwokStages); err != nil {
+		return nil, fmt.Errorf("localcluster: kwok config: %w", err)
+	}
+	return c.start("kwok", c.cfg.Binaries.Kwok, 5*time.Second,
+		"--kubeconfig="+c.pki.adminKubeconfig,
+		"--config="+configPath,
+		"--manage-all-nodes=true",
+		"--cidr="+c.cfg.PodNetwork+".0.0/16",
+		fmt.Sprintf("--server-address=127.0.0.1:%d", pt.kwok),
+	)
+}
+
+// waitHealthy polls probe until it succeeds, the component exits, or ctx ends, and prints how
+// long the component took to become healthy.
+func (c *Cluster) waitHealthy(ctx context.Context, comp *component, probe func(context.Context) error) error {
+	began := time.Now()
+	var last error
+	err := c.poll(ctx, func(ctx context.Context) (bool, error) {
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		defer cancel()
+		last = probe(pctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		if last != nil && !errors.Is(err, last) {
+			err = fmt.Errorf("%w; last probe: %w", err, last)
+		}
+		return fmt.Errorf("localcluster: %s: not healthy after %v: %w\n--- end of %s ---\n%s",
+			comp.name, roundDuration(time.Since(began)), err, comp.logPath, comp.proc.LogTail(logTailBytes))
+	}
+	fmt.Fprintf(c.cfg.Log, "localcluster: %s ready in %v\n", comp.name, roundDuration(time.Since(began)))
+	return nil
+}
+
+// poll runs cond every pollInterval until it returns true or an error, a component exits, or
+// ctx ends.
+func (c *Cluster) poll(ctx context.Context, cond wait.ConditionWithContextFunc) error {
+	timeout := DefaultStartTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	return wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.exited(); err != nil {
+			return false, err
+		}
+		return cond(ctx)
+	})
+}
+
+// exited returns an error, with the end of its log, if a component has exited.
+func (c *Cluster) exited() error {
+	for _, comp := range c.components {
+		if done, err := comp.proc.Exited(); done {
+			return fmt.Errorf("localcluster: %s exited early (%v); end of %s:\n%s",
+				comp.name, err, comp.logPath, comp.proc.LogTail(logTailBytes))
+		}
+	}
+	return nil
+}
+
+// apiserverReady probes the apiserver's /readyz with the admin credentials.
+func (c *Cluster) apiserverReady(ctx context.Context) error {
+	body, err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("/readyz: %w: %s", err, body)
+	}
+	return nil
+}
+
+// waitServiceAccount waits until the default ServiceAccount of namespace exists.
+func (c *Cluster) waitServiceAccount(ctx context.Context, namespace string) error {
+	began := time.Now()
+	err := c.poll(ctx, func(ctx context.Context) (bool, error) {
+		_, err := c.client.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
+		switch {
+		case err == nil:
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		default:
+			return false, nil // transient; retried until the deadline
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("localcluster: namespace %s: no default ServiceAccount after %v (kube-controller-manager log: %s): %w",
+			namespace, roundDuration(time.Since(began)), c.logPath("kube-controller-manager"), err)
+	}
+	return nil
+}
+
+// httpProbe returns a probe that GETs url (TLS without verification: health endpoints only) and
+// wants status 200 and, when want is not empty, a body containing want.
+func httpProbe(url, want string) func(context.Context) error {
+	client := &http.Client{Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback health probe
+		DisableKeepAlives: true,
+	}}
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+		}
+		return nil
+	}
+}
+
+// roundDuration rounds d for progress lines.
+func roundDuration(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+
+// Kubeconfig returns the path of a kubeconfig file with admin (system:masters) credentials;
+// certificates are embedded, so the file can be copied. It is removed by Stop unless the work
+// dir is kept.
+func (c *Cluster) Kubeconfig() string { return c.pki.adminKubeconfig }
+
+// RESTConfig returns a copy of the admin client configuration (QPS 200, burst 400).
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
+
+// Client returns a clientset with admin credentials.
+func (c *Cluster) Client() kubernetes.Interface { return c.client }
+
+// WorkDir returns the directory holding the cluster's certificates, kubeconfigs, data and
+// component logs (<component>.log).
+func (c *Cluster) WorkDir() string { return c.workDir }
+
+// StartupTime returns how long Start took.
+func (c *Cluster) StartupTime() time.Duration { return c.startupTime }
+
+// PodNetwork returns the first two octets of the cluster's pod IP range (Config.PodNetwork).
+func (c *Cluster) PodNetwork() string { return c.cfg.PodNetwork }
+
+// Pids returns the process id of each component by name ("etcd", "kube-apiserver",
+// "kube-controller-manager", "kube-scheduler", "kwok"), for checking that none is left behind.
+func (c *Cluster) Pids() map[string]int {
+	pids := make(map[string]int, len(c.components))
+	for _, comp := range c.components {
+		pids[comp.name] = comp.proc.Pid()
+	}
+	return pids
+}
+
+// Stop stops kwok, kube-scheduler, kube-controller-manager, kube-apiserver and etcd, in that
+// order (SIGTERM, then SIGKILL after a few seconds), and removes a temporary work dir unless
+// Config.KeepWorkDir is set. It is idempotent.
+func (c *Cluster) Stop() { c.stop(c.cfg.KeepWorkDir) }
+
+// stop stops the components and removes a temporary work dir unless keep is set.
+func (c *Cluster) stop(keep bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
+	c.stopped = true
+	// The components that only talk to the apiserver stop at once, then the apiserver, then etcd.
+	var wg sync.WaitGroup
+	for i := len(c.components) - 1; i >= 0; i-- {
+		comp := c.components[i]
+		if comp.name == "kube-apiserver" || comp.name == "etcd" {
+			continue
+		}
+		wg.Go(func() { comp.proc.Stop(comp.grace) })
+	}
+	wg.Wait()
+	for i := len(c.components) - 1; i >= 0; i-- {
+		c.components[i].proc.Stop(c.components[i].grace)
+	}
+	if c.removeDir && !keep {
+		_ = os.RemoveAll(c.workDir)
+	}
+}
+
+// KwokToleration returns the toleration pods need to be scheduled on kwok nodes.
+func KwokToleration() corev1.Toleration {
+	return corev1.Toleration{Key: KwokTaintKey, Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule}
+}
+
+// logPath returns the path of a component's log file.
+func (c *Cluster) logPath(component string) string {
+	return filepath.Join(c.workDir, component+".log")
+}

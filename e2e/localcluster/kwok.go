@@ -1,0 +1,87 @@
+package localcluster
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Annotations and taints of kwok nodes. Pods must tolerate KwokTaint (see KwokToleration) to be
+// scheduled on them.
+const (
+	// KwokNodeAnnotation marks a Node as managed by kwok (value "fake").
+	KwokNodeAnnotation = "kwok.x-k8s.io/node"
+	// KwokTaintKey is the key of the NoSchedule taint every kwok node carries (value "fake").
+	KwokTaintKey = "kwok.x-k8s.io/node"
+)
+
+// Pod annotations that slow down a pod's simulated lifecycle. Their value is a Go duration
+// ("1.5s") or an RFC 3339 time; without them every transition is immediate.
+const (
+	// PodReadyDelayAnnotation delays a pod's start: it stays Pending, without an IP, for the
+	// duration after it has been scheduled, then becomes Running and Ready. It simulates a slow
+	// container start, which makes a PodDisruptionBudget bite.
+	PodReadyDelayAnnotation = "pod-ready.stage.kwok.x-k8s.io/delay"
+	// PodDeleteDelayAnnotation delays a pod's disappearance after its deletion (eviction,
+	// delete): it stays Running, with its deletionTimestamp set, for the duration. It simulates
+	// a slow shutdown.
+	PodDeleteDelayAnnotation = "pod-delete.stage.kwok.x-k8s.io/delay"
+)
+
+// stageFiles are the Stage documents kwok runs with, relative to Binaries.KwokStages, and the
+// annotation each takes its delay from ("" for none).
+var stageFiles = []struct{ path, delayAnnotation string }{
+	{"node/fast/node-initialize.yaml", ""},
+	{"node/heartbeat-with-lease/node-heartbeat-with-lease.yaml", ""},
+	{"pod/fast/pod-ready.yaml", PodReadyDelayAnnotation},
+	{"pod/fast/pod-complete.yaml", ""},
+	{"pod/fast/pod-delete.yaml", PodDeleteDelayAnnotation},
+}
+
+// writeKwokConfig concatenates the Stage documents from stageDir into one multi-document YAML
+// file at path. The pod-ready and pod-delete stages (immediate in kwok's "fast" set) get a delay
+// read from a pod annotation, zero when the annotation is absent.
+func writeKwokConfig(path, stageDir string) error {
+	var buf bytes.Buffer
+	for _, s := range stageFiles {
+		data, err := os.ReadFile(filepath.Join(stageDir, filepath.FromSlash(s.path)))
+		if err != nil {
+			return err
+		}
+		if s.delayAnnotation != "" {
+			if data, err = withDelayFrom(data, s.delayAnnotation); err != nil {
+				return fmt.Errorf("stage %s: %w", s.path, err)
+			}
+		}
+		buf.WriteString("---\n")
+		buf.Write(bytes.TrimSpace(data))
+		buf.WriteString("\n")
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// withDelayFrom returns the Stage document data with spec.delay set to take its duration from
+// the pod annotation (zero when it is absent).
+func withDelayFrom(data []byte, annotation string) ([]byte, error) {
+	var stage map[string]any
+	if err := yaml.Unmarshal(data, &stage); err != nil {
+		return nil, err
+	}
+	spec, ok := stage["spec"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("no spec")
+	}
+	if _, ok := spec["delay"]; ok {
+		return nil, fmt.Errorf("already has a delay")
+	}
+	spec["delay"] = map[string]any{
+		"durationMilliseconds": 0,
+		"durationFrom": map[string]any{
+			"expressionFrom": fmt.Sprintf(".metadata.annotations[%q]", annotation),
+		},
+	}
+	return yaml.Marshal(stage)
+}

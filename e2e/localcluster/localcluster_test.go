@@ -1,0 +1,250 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+const testTimeout = 30 * time.Second
+
+func TestCluster(t *testing.T) {
+	ctx := t.Context()
+	began := time.Now()
+	c := StartForTest(t, Config{})
+	t.Logf("cluster start took %v (Start: %v)", time.Since(began).Round(time.Millisecond), c.StartupTime().Round(time.Millisecond))
+	pids := c.Pids()
+	if len(pids) != 5 {
+		t.Fatalf("Pids() = %v, want 5 components", pids)
+	}
+	client := c.Client()
+
+	nodes := []NodeSpec{{Name: "node-a1", Zone: "zone-a"}, {Name: "node-b1", Zone: "zone-b"}, {Name: "node-a2", Zone: "zone-a", CPU: "4", Memory: "8Gi", Pods: 20}}
+	for i, spec := range nodes {
+		n, err := c.AddNode(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCIDR := fmt.Sprintf("127.10.%d.0/24", i+1)
+		if n.Spec.PodCIDR != wantCIDR || n.Labels[LabelZone] != spec.Zone || n.Labels[LabelHostname] != spec.Name {
+			t.Errorf("node %s: podCIDR %q, labels %v; want podCIDR %q, zone %q", n.Name, n.Spec.PodCIDR, n.Labels, wantCIDR, spec.Zone)
+		}
+	}
+	if n, err := client.CoreV1().Nodes().Get(ctx, "node-a2", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if got := n.Status.Allocatable[corev1.ResourcePods]; got.Value() != 20 {
+		t.Errorf("node-a2 allocatable pods = %v, want 20", got.String())
+	}
+
+	const ns = "e2e"
+	if _, err := c.Namespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "web"}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To[int32](2),
+			ServiceName:         "web",
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Tolerations: []corev1.Toleration{KwokToleration()},
+					Containers:  []corev1.Container{{Name: "web", Image: "fake"}},
+				},
+			},
+		},
+	}
+	if _, err := client.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web0 := waitRunning(t, client, ns, "web-0", "")
+	waitRunning(t, client, ns, "web-1", "")
+
+	// A PDB that allows no disruption: the Eviction API answers 429.
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+			Selector:       &metav1.LabelSelector{MatchLabels: labels},
+		},
+	}
+	if _, err := client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The disruption controller works: the PDB's status counts both pods.
+	poll(t, "PDB status", func(ctx context.Context) (bool, error) {
+		p, err := client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Status.ObservedGeneration == p.Generation && p.Status.ExpectedPods == 2 && p.Status.CurrentHealthy == 2, nil
+	})
+	err := evict(ctx, client, ns, "web-0")
+	if !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("eviction of web-0 with a PDB maxUnavailable=0: got %v, want 429 TooManyRequests", err)
+	}
+	t.Logf("eviction refused as expected: %v", err)
+
+	// Without the PDB the eviction succeeds and the StatefulSet recreates the pod.
+	if err := client.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := evict(ctx, client, ns, "web-0"); err != nil {
+		t.Fatalf("eviction of web-0 without a PDB: %v", err)
+	}
+	waitRunning(t, client, ns, "web-0", web0.UID)
+
+	// A deleted node's pods are recreated elsewhere.
+	web1, err := client.CoreV1().Pods(ns).Get(ctx, "web-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteNode(ctx, web1.Spec.NodeName); err != nil {
+		t.Fatal(err)
+	}
+	if moved := waitRunning(t, client, ns, "web-1", web1.UID); moved.Spec.NodeName == web1.Spec.NodeName {
+		t.Errorf("web-1 recreated on deleted node %s", web1.Spec.NodeName)
+	}
+
+	// The ready-delay annotation keeps a pod Pending for that long.
+	const delay = 2 * time.Second
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: ns, Annotations: map[string]string{PodReadyDelayAnnotation: delay.String()}},
+		Spec: corev1.PodSpec{
+			Tolerations: []corev1.Toleration{KwokToleration()},
+			Containers:  []corev1.Container{{Name: "slow", Image: "fake"}},
+		},
+	}
+	created := time.Now()
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, client, ns, "slow", "")
+	if took := time.Since(created); took < delay {
+		t.Errorf("pod with %s=%v Running after %v, want at least %v", PodReadyDelayAnnotation, delay, took, delay)
+	}
+
+	stopBegan := time.Now()
+	c.Stop()
+	t.Logf("stop took %v", time.Since(stopBegan).Round(time.Millisecond))
+	c.Stop() // idempotent
+	assertGone(t, pids)
+	if _, err := os.Stat(c.WorkDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("work dir %s not removed: %v", c.WorkDir(), err)
+	}
+}
+
+// TestStartFailsCleanly starts a cluster whose etcd exits at once: Start must fail, say why and
+// where the logs are, and leave no process behind.
+func TestStartFailsCleanly(t *testing.T) {
+	b, err := DefaultBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Etcd = "/bin/false"
+	dir := t.TempDir()
+	c, err := Start(t.Context(), Config{Binaries: b, WorkDir: dir, StartTimeout: 10 * time.Second})
+	if err == nil {
+		c.Stop()
+		t.Fatal("Start with a failing etcd succeeded")
+	}
+	t.Logf("Start error: %v", err)
+	for _, want := range []string{"etcd exited early", dir} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Start error %q does not contain %q", err, want)
+		}
+	}
+}
+
+func TestDefaultBinariesMissing(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(EnvK8sBinDir, filepath.Join(dir, "k8s"))
+	t.Setenv(EnvEtcdBinDir, filepath.Join(dir, "etcd"))
+	t.Setenv(EnvKwokBinDir, filepath.Join(dir, "kwok"))
+	_, err := DefaultBinaries()
+	if err == nil {
+		t.Fatal("DefaultBinaries with empty dirs: no error")
+	}
+	for _, want := range []string{"kube-apiserver", "etcd", "kwok", "pod/fast/pod-ready.yaml", "make tools"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
+
+func evict(ctx context.Context, client kubernetes.Interface, ns, name string) error {
+	return client.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
+}
+
+// waitRunning waits until pod ns/name, with a UID other than oldUID, is Running with an IP from
+// its node's pod CIDR, and returns it.
+func waitRunning(t *testing.T, client kubernetes.Interface, ns, name string, oldUID types.UID) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	poll(t, "pod "+name+" Running", func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		pod = p
+		return p.UID != oldUID && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp == nil, nil
+	})
+	node, err := client.CoreV1().Nodes().Get(t.Context(), pod.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cidr, err := net.ParseCIDR(node.Spec.PodCIDR)
+	if err != nil {
+		t.Fatalf("node %s podCIDR: %v", node.Name, err)
+	}
+	if !cidr.Contains(net.ParseIP(pod.Status.PodIP)) {
+		t.Errorf("pod %s IP %s not in node %s pod CIDR %s", name, pod.Status.PodIP, node.Name, cidr)
+	}
+	t.Logf("pod %s Running on %s with IP %s", name, node.Name, pod.Status.PodIP)
+	return pod
+}
+
+func poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, testTimeout, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// assertGone checks that no process of the given ids, nor any process of their process groups,
+// is left.
+func assertGone(t *testing.T, pids map[string]int) {
+	t.Helper()
+	for name, pid := range pids {
+		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("%s (process group %d) still running after Stop (kill -0: %v)", name, pid, err)
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("%s (pid %d) still running after Stop (kill -0: %v)", name, pid, err)
+		}
+	}
+}
