@@ -197,9 +197,10 @@ type Runtime struct {
 }
 
 // Start starts the runtime: it watches the pods selected by cfg and returns once the informer has
-// synced; servers then start asynchronously, and count as running once they answer PING (use WaitForServer / WaitForServers). ctx bounds the
-// initial sync and the runtime's lifetime: when ctx is done the runtime stops as if Stop were
-// called. Call Stop to stop every server.
+// synced. Servers then start asynchronously and count as running once they answer PING (wait with
+// WaitForServer, WaitForServers or WaitFor). ctx bounds the initial sync and the runtime's
+// lifetime: when ctx is done the runtime stops as if Stop were called. Call Stop to stop every
+// server.
 func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -642,7 +643,7 @@ func waitPong(ctx context.Context, srv *redisserver.Server) error {
 		return last == "+PONG", nil
 	})
 	if err != nil {
-		return fmt.Errorf("redisrt: %s does not answer PING (last answer %q): %w; log:\n%s", srv.Addr(), last, err, srv.LogTail())
+		return fmt.Errorf("%s does not answer PING (last answer %q): %w; log:\n%s", srv.Addr(), last, err, srv.LogTail())
 	}
 	return nil
 }

@@ -105,6 +105,8 @@ func newEnv(t *testing.T, workers int, pods ...*corev1.Pod) *env {
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
+			log.mu.Lock()
+			defer log.mu.Unlock()
 			t.Logf("runtime log:\n%s", strings.Join(log.lines, "\n"))
 		}
 	})
