@@ -44,7 +44,7 @@ import (
 )
 
 const (
-	// DefaultPodNetwork is the default Config.PodNetwork.
+	// DefaultPodNetwork is the first pod network tried when Config.PodNetwork is empty.
 	DefaultPodNetwork = "127.10"
 	// DefaultStartTimeout is the default Config.StartTimeout.
 	DefaultStartTimeout = 60 * time.Second
@@ -67,9 +67,12 @@ type Config struct {
 	WorkDir string
 	// KeepWorkDir keeps a temporary WorkDir after Stop, for inspecting the logs.
 	KeepWorkDir bool
-	// PodNetwork is the first two octets of the loopback range of pod IPs (DefaultPodNetwork
-	// when empty): the i-th node added gets the pod CIDR <PodNetwork>.<i>.0/24 and the
-	// InternalIP <PodNetwork>.0.<i>. Clusters running at once need different PodNetworks.
+	// PodNetwork is the first two octets of the loopback range of pod IPs, such as "127.10":
+	// the i-th node added gets the pod CIDR <PodNetwork>.<i>.0/24 and the InternalIP
+	// <PodNetwork>.0.<i>. Clusters running at once on a machine need different ranges, so a
+	// cluster claims its range for its lifetime with a lock file in os.TempDir(); Start fails
+	// if another cluster holds the range given here. When empty, the first free range from
+	// DefaultPodNetwork (127.10, 127.11, ...) is used; see Cluster.PodNetwork.
 	PodNetwork string
 	// Log receives a progress line per component ("localcluster: etcd ready in 1.2s");
 	// discarded when nil.
@@ -89,10 +92,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	} else if err := cfg.Binaries.Validate(); err != nil {
 		return cfg, err
 	}
-	if cfg.PodNetwork == "" {
-		cfg.PodNetwork = DefaultPodNetwork
-	}
-	if ip := net.ParseIP(cfg.PodNetwork + ".0.0").To4(); ip == nil || ip[0] != 127 {
+	if ip := net.ParseIP(cfg.PodNetwork + ".0.0").To4(); cfg.PodNetwork != "" && (ip == nil || ip[0] != 127) {
 		return cfg, fmt.Errorf("localcluster: PodNetwork %q: want the first two octets of a 127.x.0.0/16 range, such as %q", cfg.PodNetwork, DefaultPodNetwork)
 	}
 	if cfg.Log == nil {
@@ -121,6 +121,7 @@ type Cluster struct {
 	workDir     string
 	removeDir   bool // the work dir is a temporary one
 	pki         *pki
+	netLock     *networkLock
 	restConfig  *rest.Config
 	client      kubernetes.Interface
 	components  []*component // in start order
@@ -163,6 +164,15 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}()
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
+
+	if c.cfg.PodNetwork == "" {
+		c.cfg.PodNetwork, c.netLock, err = lockFreeNetwork()
+	} else {
+		c.netLock, err = lockNetwork(c.cfg.PodNetwork)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("localcluster: %w", err)
+	}
 
 	p, err := freePorts(7)
 	if err != nil {
@@ -228,7 +238,8 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	fmt.Fprintf(cfg.Log, "localcluster: default ServiceAccount ready in %v\n", roundDuration(time.Since(saStart)))
 	c.startupTime = time.Since(began)
-	fmt.Fprintf(cfg.Log, "localcluster: cluster ready in %v (apiserver %s, work dir %s)\n", roundDuration(c.startupTime), serverURL, c.workDir)
+	fmt.Fprintf(cfg.Log, "localcluster: cluster ready in %v (apiserver %s, pod network %s.0.0/16, work dir %s)\n",
+		roundDuration(c.startupTime), serverURL, c.cfg.PodNetwork, c.workDir)
 	return c, nil
 }
 
@@ -292,6 +303,13 @@ func (c *Cluster) startAPIServer(pt ports) (*component, error) {
 		"--service-account-signing-key-file="+p.saKey,
 		"--service-cluster-ip-range="+serviceCIDR,
 		"--authorization-mode=Node,RBAC",
+		"--requestheader-client-ca-file="+p.frontProxyCACert,
+		"--requestheader-allowed-names="+frontProxyClient,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+p.proxyCert,
+		"--proxy-client-key-file="+p.proxyKey,
 		// Nothing can reach 127.0.0.1 through the kubernetes Service's endpoints.
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
@@ -389,12 +407,13 @@ func (c *Cluster) waitHealthy(ctx context.Context, comp *component, probe func(c
 		last = probe(pctx)
 		return last == nil, nil
 	})
-	if err != nil {
-		if last != nil && !errors.Is(err, last) {
-			err = fmt.Errorf("%w; last probe: %w", err, last)
-		}
-		return fmt.Errorf("localcluster: %s: not healthy after %v: %w\n--- end of %s ---\n%s",
-			comp.name, roundDuration(time.Since(began)), err, comp.logPath, comp.proc.LogTail(logTailBytes))
+	var exited *exitError
+	switch {
+	case errors.As(err, &exited):
+		return err
+	case err != nil:
+		return fmt.Errorf("localcluster: %s: not healthy after %v: %w (last probe: %v); end of %s:\n%s",
+			comp.name, roundDuration(time.Since(began)), err, last, comp.logPath, comp.proc.LogTail(logTailBytes))
 	}
 	fmt.Fprintf(c.cfg.Log, "localcluster: %s ready in %v\n", comp.name, roundDuration(time.Since(began)))
 	return nil
@@ -415,12 +434,17 @@ func (c *Cluster) poll(ctx context.Context, cond wait.ConditionWithContextFunc) 
 	})
 }
 
-// exited returns an error, with the end of its log, if a component has exited.
+// exitError reports a component that exited while the cluster was starting or waiting.
+type exitError struct{ msg string }
+
+func (e *exitError) Error() string { return e.msg }
+
+// exited returns an *exitError, with the end of the component's log, if a component has exited.
 func (c *Cluster) exited() error {
 	for _, comp := range c.components {
 		if done, err := comp.proc.Exited(); done {
-			return fmt.Errorf("localcluster: %s exited early (%v); end of %s:\n%s",
-				comp.name, err, comp.logPath, comp.proc.LogTail(logTailBytes))
+			return &exitError{fmt.Sprintf("localcluster: %s exited early (%v); end of %s:\n%s",
+				comp.name, err, comp.logPath, comp.proc.LogTail(logTailBytes))}
 		}
 	}
 	return nil
@@ -502,7 +526,8 @@ func (c *Cluster) WorkDir() string { return c.workDir }
 // StartupTime returns how long Start took.
 func (c *Cluster) StartupTime() time.Duration { return c.startupTime }
 
-// PodNetwork returns the first two octets of the cluster's pod IP range (Config.PodNetwork).
+// PodNetwork returns the first two octets of the cluster's pod IP range, such as "127.10"
+// (Config.PodNetwork, or the free range Start chose).
 func (c *Cluster) PodNetwork() string { return c.cfg.PodNetwork }
 
 // Pids returns the process id of each component by name ("etcd", "kube-apiserver",
@@ -528,6 +553,7 @@ func (c *Cluster) stop(keep bool) {
 		return
 	}
 	c.stopped = true
+	began := time.Now()
 	// The components that only talk to the apiserver stop at once, then the apiserver, then etcd.
 	var wg sync.WaitGroup
 	for i := len(c.components) - 1; i >= 0; i-- {
@@ -541,9 +567,11 @@ func (c *Cluster) stop(keep bool) {
 	for i := len(c.components) - 1; i >= 0; i-- {
 		c.components[i].proc.Stop(c.components[i].grace)
 	}
+	c.netLock.unlock()
 	if c.removeDir && !keep {
 		_ = os.RemoveAll(c.workDir)
 	}
+	fmt.Fprintf(c.cfg.Log, "localcluster: stopped in %v\n", roundDuration(time.Since(began)))
 }
 
 // KwokToleration returns the toleration pods need to be scheduled on kwok nodes.

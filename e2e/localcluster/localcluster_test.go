@@ -39,11 +39,13 @@ func TestCluster(t *testing.T) {
 
 	nodes := []NodeSpec{{Name: "node-a1", Zone: "zone-a"}, {Name: "node-b1", Zone: "zone-b"}, {Name: "node-a2", Zone: "zone-a", CPU: "4", Memory: "8Gi", Pods: 20}}
 	for i, spec := range nodes {
+		added := time.Now()
 		n, err := c.AddNode(ctx, spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantCIDR := fmt.Sprintf("127.10.%d.0/24", i+1)
+		t.Logf("node %s Ready in %v", n.Name, time.Since(added).Round(time.Millisecond))
+		wantCIDR := fmt.Sprintf("%s.%d.0/24", c.PodNetwork(), i+1)
 		if n.Spec.PodCIDR != wantCIDR || n.Labels[LabelZone] != spec.Zone || n.Labels[LabelHostname] != spec.Name {
 			t.Errorf("node %s: podCIDR %q, labels %v; want podCIDR %q, zone %q", n.Name, n.Spec.PodCIDR, n.Labels, wantCIDR, spec.Zone)
 		}
@@ -175,6 +177,31 @@ func TestStartFailsCleanly(t *testing.T) {
 			t.Errorf("Start error %q does not contain %q", err, want)
 		}
 	}
+}
+
+func TestNetworkLock(t *testing.T) {
+	n1, l1, err := lockFreeNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l1.unlock()
+	n2, l2, err := lockFreeNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.unlock()
+	if n1 == n2 {
+		t.Fatalf("lockFreeNetwork returned %s twice", n1)
+	}
+	if _, err := lockNetwork(n1); !errors.Is(err, errNetworkInUse) {
+		t.Fatalf("lockNetwork(%s) while locked: got %v, want errNetworkInUse", n1, err)
+	}
+	l1.unlock()
+	l3, err := lockNetwork(n1)
+	if err != nil {
+		t.Fatalf("lockNetwork(%s) after unlock: %v", n1, err)
+	}
+	l3.unlock()
 }
 
 func TestDefaultBinariesMissing(t *testing.T) {

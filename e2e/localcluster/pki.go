@@ -21,6 +21,9 @@ import (
 	"k8s.io/client-go/util/keyutil"
 )
 
+// frontProxyClient is the common name of the apiserver's front-proxy client certificate.
+const frontProxyClient = "front-proxy-client"
+
 // certValidity is the lifetime of every generated certificate; clusters live for minutes.
 const certValidity = 7 * 24 * time.Hour
 
@@ -29,6 +32,8 @@ type pki struct {
 	caCert, caKey         string
 	serverCert, serverKey string
 	saKey, saPub          string
+	// The aggregation layer's front proxy: its CA and the apiserver's client certificate.
+	frontProxyCACert, proxyCert, proxyKey string
 	// Kubeconfigs by user.
 	adminKubeconfig, kcmKubeconfig, schedulerKubeconfig string
 }
@@ -53,12 +58,12 @@ func encodeKey(key crypto.PrivateKey) ([]byte, error) {
 	return keyutil.MarshalPrivateKeyToPEM(key)
 }
 
-func newCA() (*ca, error) {
+func newCA(name string) (*ca, error) {
 	key, err := newKey()
 	if err != nil {
 		return nil, err
 	}
-	c, err := cert.NewSelfSignedCACert(cert.Config{CommonName: "localcluster-ca"}, key)
+	c, err := cert.NewSelfSignedCACert(cert.Config{CommonName: name}, key)
 	if err != nil {
 		return nil, err
 	}
@@ -124,13 +129,26 @@ func writePKI(dir, serverURL string) (*pki, error) {
 		serverKey:           filepath.Join(dir, "apiserver.key"),
 		saKey:               filepath.Join(dir, "sa.key"),
 		saPub:               filepath.Join(dir, "sa.pub"),
+		frontProxyCACert:    filepath.Join(dir, "front-proxy-ca.crt"),
+		proxyCert:           filepath.Join(dir, "front-proxy-client.crt"),
+		proxyKey:            filepath.Join(dir, "front-proxy-client.key"),
 		adminKubeconfig:     filepath.Join(dir, "admin.kubeconfig"),
 		kcmKubeconfig:       filepath.Join(dir, "kube-controller-manager.kubeconfig"),
 		schedulerKubeconfig: filepath.Join(dir, "kube-scheduler.kubeconfig"),
 	}
-	authority, err := newCA()
+	authority, err := newCA("localcluster-ca")
 	if err != nil {
 		return nil, fmt.Errorf("CA: %w", err)
+	}
+	// Without a front-proxy (requestheader) CA, kube-controller-manager and kube-scheduler log
+	// an error about it every few seconds.
+	frontProxyCA, err := newCA("localcluster-front-proxy-ca")
+	if err != nil {
+		return nil, fmt.Errorf("front-proxy CA: %w", err)
+	}
+	proxy, err := frontProxyCA.sign(pkix.Name{CommonName: frontProxyClient}, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("front-proxy client certificate: %w", err)
 	}
 	server, err := authority.sign(pkix.Name{CommonName: "kube-apiserver"},
 		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)},
@@ -160,6 +178,9 @@ func writePKI(dir, serverURL string) (*pki, error) {
 		{p.serverKey, server.keyPEM},
 		{p.saKey, saKeyPEM},
 		{p.saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER})},
+		{p.frontProxyCACert, frontProxyCA.certPEM},
+		{p.proxyCert, proxy.certPEM},
+		{p.proxyKey, proxy.keyPEM},
 	}
 	for _, f := range files {
 		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {

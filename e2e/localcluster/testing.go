@@ -1,9 +1,6 @@
 package localcluster
 
-import (
-	"context"
-	"testing"
-)
+import "testing"
 
 // StartForTest starts a cluster for cfg, logging its progress to t when cfg.Log is nil, and
 // registers its Stop with t.Cleanup. If the test fails, the work dir with the component logs is
@@ -14,7 +11,7 @@ func StartForTest(t testing.TB, cfg Config) *Cluster {
 	if cfg.Log == nil {
 		cfg.Log = testWriter{t}
 	}
-	c, err := Start(context.Background(), cfg)
+	c, err := Start(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
