@@ -63,9 +63,11 @@ type Config struct {
 	Binaries Binaries
 	// WorkDir holds the certificates, kubeconfigs, etcd's data and each component's log
 	// (<component>.log). A new temporary directory when empty, removed by Stop unless
-	// KeepWorkDir is set. A given WorkDir is created if needed and never removed.
+	// KeepWorkDir is set. A given WorkDir must be empty or missing; it is created if needed
+	// and never removed.
 	WorkDir string
-	// KeepWorkDir keeps a temporary WorkDir after Stop, for inspecting the logs.
+	// KeepWorkDir keeps a temporary WorkDir after Stop, for inspecting the logs. A temporary
+	// WorkDir is also kept when Start fails.
 	KeepWorkDir bool
 	// PodNetwork is the first two octets of the loopback range of pod IPs, such as "127.10":
 	// the i-th node added gets the pod CIDR <PodNetwork>.<i>.0/24 and the InternalIP
@@ -155,6 +157,11 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		c.removeDir = true
 	} else if err := os.MkdirAll(c.workDir, 0o755); err != nil {
 		return nil, fmt.Errorf("localcluster: work dir: %w", err)
+	} else if entries, err := os.ReadDir(c.workDir); err != nil {
+		return nil, fmt.Errorf("localcluster: work dir: %w", err)
+	} else if len(entries) > 0 {
+		// An old etcd data dir would bring back objects signed by an old CA.
+		return nil, fmt.Errorf("localcluster: work dir %s is not empty: a cluster needs a fresh one", c.workDir)
 	}
 	defer func() {
 		if err != nil {

@@ -129,10 +129,13 @@ func TestCluster(t *testing.T) {
 		t.Errorf("web-1 recreated on deleted node %s", web1.Spec.NodeName)
 	}
 
-	// The ready-delay annotation keeps a pod Pending for that long.
+	// The delay annotations keep a pod Pending, then Terminating, for that long.
 	const delay = 2 * time.Second
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: ns, Annotations: map[string]string{PodReadyDelayAnnotation: delay.String()}},
+		ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: ns, Annotations: map[string]string{
+			PodReadyDelayAnnotation:  delay.String(),
+			PodDeleteDelayAnnotation: delay.String(),
+		}},
 		Spec: corev1.PodSpec{
 			Tolerations: []corev1.Toleration{KwokToleration()},
 			Containers:  []corev1.Container{{Name: "slow", Image: "fake"}},
@@ -145,6 +148,17 @@ func TestCluster(t *testing.T) {
 	waitRunning(t, client, ns, "slow", "")
 	if took := time.Since(created); took < delay {
 		t.Errorf("pod with %s=%v Running after %v, want at least %v", PodReadyDelayAnnotation, delay, took, delay)
+	}
+	deleted := time.Now()
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "slow", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "pod slow gone", func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Pods(ns).Get(ctx, "slow", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if took := time.Since(deleted); took < delay {
+		t.Errorf("pod with %s=%v gone %v after its deletion, want at least %v", PodDeleteDelayAnnotation, delay, took, delay)
 	}
 
 	stopBegan := time.Now()
