@@ -75,6 +75,17 @@ func (r *Rebalancer) move(ctx context.Context, c *policies.Cluster, mv Move) (Mo
 		}
 		mr.Failover = fo
 		masterID = newMasterID
+		t0 := clk.Now()
+		busy, err := r.cfg.Redis.WaitClientsDrained(ctx, addr, r.cfg.DrainQuiet, r.cfg.DrainTimeout)
+		mr.Drain = clk.Since(t0)
+		switch {
+		case err != nil:
+			r.printf("  ! could not watch the old master's clients: %v\n", err)
+		case len(busy) > 0:
+			r.printf("  ! %d clients still use %s after %s (they will reconnect): %s\n", len(busy), pod.Name, r.cfg.DrainTimeout, clientsText(busy))
+		default:
+			r.printf("  ✓ clients moved off %s in %s (no keyspace command for %s)\n", pod.Name, round(mr.Drain), r.cfg.DrainQuiet)
+		}
 	}
 	// The pod must be a replica, as Redis says right now, before it is evicted.
 	role, err := r.cfg.Redis.Do(ctx, addr, "ROLE")
@@ -127,6 +138,18 @@ func (r *Rebalancer) move(ctx context.Context, c *policies.Cluster, mv Move) (Mo
 	}
 	r.printf("  ✓ %s (%s) rejoined as an in-sync replica in %s; move took %s\n", np.Name, newAddr, round(mr.Rejoin), round(clk.Since(start)))
 	return mr, nil
+}
+
+func clientsText(cs []redisctl.ClientConn) string {
+	var parts []string
+	for i, c := range cs {
+		if i == 5 {
+			parts = append(parts, "...")
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s, idle %s)", c.Addr, c.Cmd, c.Idle))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }

@@ -39,6 +39,10 @@ type Config struct {
 	FailoverMode redisctl.FailoverMode
 	// FailoverTimeout bounds a failover, verification included (30 s when 0).
 	FailoverTimeout time.Duration
+	// DrainQuiet and DrainTimeout: after a failover, wait until no client has run a keyspace
+	// command on the old master for DrainQuiet (1 s when 0), at most DrainTimeout (15 s when 0),
+	// so that clients learn the new master from its MOVED replies before it goes away.
+	DrainQuiet, DrainTimeout time.Duration
 	// HealthTimeout bounds the wait for the cluster to be healthy before a move (2 min when 0).
 	HealthTimeout time.Duration
 	// RecreateTimeout bounds the wait for an evicted pod to be re-created, scheduled and Ready
@@ -67,6 +71,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.FailoverTimeout == 0 {
 		c.FailoverTimeout = 30 * time.Second
+	}
+	if c.DrainQuiet == 0 {
+		c.DrainQuiet = time.Second
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 15 * time.Second
 	}
 	if c.HealthTimeout == 0 {
 		c.HealthTimeout = 2 * time.Minute
@@ -168,8 +178,9 @@ type MoveReport struct {
 	Evicted bool `json:"evicted"`
 	// Skipped says why the move was not made ("" when it was).
 	Skipped string `json:"skipped,omitempty"`
-	// Durations of the phases.
-	Gate, Evict, Recreate, Rejoin, Total time.Duration
+	// Durations of the phases: health gate, client drain after a failover, eviction, re-creation
+	// until Ready, rejoin until in sync, and the whole move.
+	Gate, Drain, Evict, Recreate, Rejoin, Total time.Duration
 }
 
 // FailoverReport describes a verified failover.

@@ -88,6 +88,11 @@ type Config struct {
 	// Workers is the number of pods reconciled concurrently (DefaultWorkers when 0). One pod is
 	// never reconciled by two workers at once.
 	Workers int
+	// BeforeStop, when set, is called with the pod (as last seen; only name, namespace and UID
+	// when it is already gone) and its server's address just before a running server is stopped
+	// because its pod went away, stopped running, changed IP or was re-created; the server still
+	// answers then. Tests use it to ask Redis about a node at the moment its pod is evicted.
+	BeforeStop func(pod *corev1.Pod, addr string)
 	// Log receives one line per server start, stop, crash and failed start (discarded when nil),
 	// for example "redis-server ns/pod started on 127.10.3.2:6379 (pid 123)".
 	Log io.Writer
@@ -533,6 +538,13 @@ func (r *Runtime) reconcile(key string) error {
 			reason = "pod recreated"
 		}
 		if reason != "" {
+			if r.cfg.BeforeStop != nil && e.alive() {
+				p := pod
+				if p == nil || p.UID != e.uid {
+					p = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.namespace, Name: e.name, UID: e.uid}}
+				}
+				r.cfg.BeforeStop(p, e.srv.Addr())
+			}
 			r.stopEntry(e, reason)
 			e = nil
 		}

@@ -1,0 +1,169 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis/v8"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+)
+
+// Writer writes keys "seq:<n>" = n through a cluster-aware go-redis client at a fixed rate, and
+// remembers which writes Redis acknowledged, so that a test can read every acknowledged key back.
+type Writer struct {
+	client *redis.ClusterClient
+	rate   int
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu        sync.Mutex
+	acked     []int64
+	failures  []string
+	latencies []time.Duration
+	started   time.Time
+	stopped   time.Time
+}
+
+// WriterStats are a Writer's figures.
+type WriterStats struct {
+	// Acked and Failed count the writes acknowledged and the writes that failed after the
+	// client's retries.
+	Acked, Failed int
+	// Rate is the acknowledged writes per second over the writer's life.
+	Rate float64
+	// P50, P99 and Max are write latencies.
+	P50, P99, Max time.Duration
+	// Failures are the first failures' messages (up to 10).
+	Failures []string
+}
+
+// String formats the stats on one line.
+func (s WriterStats) String() string {
+	return fmt.Sprintf("%d writes acknowledged (%.0f/s), %d failed; latency p50 %s, p99 %s, max %s", s.Acked, s.Rate, s.Failed, s.P50, s.P99, s.Max)
+}
+
+// StartWriter starts writing to the cluster that seeds belong to, rate writes per second (one
+// goroutine; each write waits for its reply). Call Stop, then Verify.
+func StartWriter(seeds []string, rate int) (*Writer, error) {
+	client, err := redisctl.NewClusterClient(redisctl.Options{}, seeds)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &Writer{client: client, rate: rate, cancel: cancel, done: make(chan struct{}), started: time.Now()}
+	go w.loop(ctx)
+	return w, nil
+}
+
+func (w *Writer) loop(ctx context.Context) {
+	defer close(w.done)
+	var seq int64
+	lastReload := time.Now()
+	interval := time.Second / time.Duration(w.rate)
+	// A ticker paces the writes; the condition never ends the loop, ctx does.
+	_ = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+		seq++
+		t0 := time.Now()
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := w.client.Set(wctx, "seq:"+strconv.FormatInt(seq, 10), seq, 0).Err()
+		cancel()
+		d := time.Since(t0)
+		w.mu.Lock()
+		if err != nil {
+			w.failures = append(w.failures, fmt.Sprintf("seq %d: %v", seq, err))
+		} else {
+			w.acked = append(w.acked, seq)
+			w.latencies = append(w.latencies, d)
+		}
+		w.mu.Unlock()
+		// Pods that moved have new IPs: refresh the slot map now and then (go-redis otherwise
+		// keeps an old address for up to a minute).
+		if time.Since(lastReload) > time.Second {
+			w.client.ReloadState(context.Background())
+			lastReload = time.Now()
+		}
+		return false, nil
+	})
+}
+
+// Stop stops writing and waits for the last write to finish.
+func (w *Writer) Stop() {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	if w.stopped.IsZero() {
+		w.stopped = time.Now()
+	}
+	w.mu.Unlock()
+}
+
+// Stats returns the writer's figures so far.
+func (w *Writer) Stats() WriterStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	end := w.stopped
+	if end.IsZero() {
+		end = time.Now()
+	}
+	s := WriterStats{Acked: len(w.acked), Failed: len(w.failures)}
+	s.Rate = float64(len(w.acked)) / end.Sub(w.started).Seconds()
+	lat := append([]time.Duration(nil), w.latencies...)
+	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
+	if n := len(lat); n > 0 {
+		s.P50, s.P99, s.Max = lat[n/2], lat[n*99/100], lat[n-1]
+	}
+	if len(w.failures) > 10 {
+		s.Failures = append(s.Failures, w.failures[:10]...)
+	} else {
+		s.Failures = append(s.Failures, w.failures...)
+	}
+	return s
+}
+
+// Verify reads every acknowledged key back and returns an error naming the keys that are missing
+// or hold another value (an acknowledged write was lost).
+func (w *Writer) Verify(ctx context.Context) error {
+	w.mu.Lock()
+	acked := append([]int64(nil), w.acked...)
+	w.mu.Unlock()
+	w.client.ReloadState(ctx)
+	var lost []string
+	for _, seq := range acked {
+		key := "seq:" + strconv.FormatInt(seq, 10)
+		var v string
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := w.client.Get(ctx, key).Result()
+			if err == redis.Nil {
+				v = "(missing)"
+				return true, nil
+			}
+			if err != nil {
+				return false, nil // a transient error: retry
+			}
+			v = got
+			return true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("read %s back: %w", key, err)
+		}
+		if v != strconv.FormatInt(seq, 10) {
+			lost = append(lost, key+"="+v)
+		}
+	}
+	if len(lost) > 0 {
+		if len(lost) > 20 {
+			lost = append(lost[:20], fmt.Sprintf("... (%d in all)", len(lost)))
+		}
+		return fmt.Errorf("%d acknowledged writes lost: %v", len(lost), lost)
+	}
+	return nil
+}
+
+// Close closes the writer's client.
+func (w *Writer) Close() error { return w.client.Close() }
