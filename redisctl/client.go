@@ -88,7 +88,7 @@ func (r resolved) redisOptions(addr string) *redis.Options {
 // node returns the pooled client for addr.
 func (c *Client) node(addr string) (*redis.Client, error) {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return nil, fmt.Errorf("redisctl: bad node address %q: %w", addr, err)
+		return nil, fmt.Errorf("bad node address %q: %w", addr, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -106,15 +106,34 @@ func (c *Client) node(addr string) (*redis.Client, error) {
 // Do sends one command to the node at addr and returns its reply, for commands this package has
 // no method for. Errors are prefixed with the address.
 func (c *Client) Do(ctx context.Context, addr string, args ...interface{}) (interface{}, error) {
+	v, err := c.do(ctx, addr, args...)
+	return v, prefixed(err)
+}
+
+// do is Do with errors not prefixed by "redisctl: ", for wrapping by the composite operations.
+func (c *Client) do(ctx context.Context, addr string, args ...interface{}) (interface{}, error) {
 	n, err := c.node(addr)
 	if err != nil {
 		return nil, err
 	}
 	v, err := n.Do(ctx, args...).Result()
 	if err != nil {
-		return nil, c.errf("%s: %s: %w", addr, cmdName(args), err)
+		return nil, c.nodeErr(addr, cmdName(args), err)
 	}
 	return v, nil
+}
+
+// nodeErr formats the error of one operation on one node as "addr: op: err", password removed.
+func (c *Client) nodeErr(addr, op string, err error) error {
+	return c.redact(fmt.Errorf("%s: %s: %w", addr, op, err))
+}
+
+// prefixed adds the package prefix to an error of an internal helper.
+func prefixed(err error) error {
+	if err == nil || errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("redisctl: %w", err)
 }
 
 func cmdName(args []interface{}) string {
@@ -130,30 +149,40 @@ func cmdName(args []interface{}) string {
 
 // ClusterNodes returns the node at addr's CLUSTER NODES view, parsed.
 func (c *Client) ClusterNodes(ctx context.Context, addr string) ([]Node, error) {
+	nodes, err := c.clusterNodes(ctx, addr)
+	return nodes, prefixed(err)
+}
+
+func (c *Client) clusterNodes(ctx context.Context, addr string) ([]Node, error) {
 	n, err := c.node(addr)
 	if err != nil {
 		return nil, err
 	}
 	text, err := n.Do(ctx, "cluster", "nodes").Text()
 	if err != nil {
-		return nil, c.errf("%s: CLUSTER NODES: %w", addr, err)
+		return nil, c.nodeErr(addr, "CLUSTER NODES", err)
 	}
-	nodes, err := ParseClusterNodes(text)
+	nodes, err := parseClusterNodes(text)
 	if err != nil {
-		return nil, c.errf("%s: %w", addr, err)
+		return nil, c.nodeErr(addr, "CLUSTER NODES", err)
 	}
 	return nodes, nil
 }
 
 // InfoReplication returns the node at addr's INFO replication, parsed.
 func (c *Client) InfoReplication(ctx context.Context, addr string) (Replication, error) {
+	r, err := c.infoReplication(ctx, addr)
+	return r, prefixed(err)
+}
+
+func (c *Client) infoReplication(ctx context.Context, addr string) (Replication, error) {
 	n, err := c.node(addr)
 	if err != nil {
 		return Replication{}, err
 	}
 	text, err := n.Info(ctx, "replication").Result()
 	if err != nil {
-		return Replication{}, c.errf("%s: INFO replication: %w", addr, err)
+		return Replication{}, c.nodeErr(addr, "INFO replication", err)
 	}
 	return ParseInfo(text).Replication(), nil
 }
@@ -166,7 +195,7 @@ func (c *Client) ClusterInfo(ctx context.Context, addr string) (Info, error) {
 	}
 	text, err := n.ClusterInfo(ctx).Result()
 	if err != nil {
-		return nil, c.errf("%s: CLUSTER INFO: %w", addr, err)
+		return nil, prefixed(c.nodeErr(addr, "CLUSTER INFO", err))
 	}
 	return ParseInfo(text), nil
 }
@@ -205,6 +234,11 @@ func (v View) Node(id string) (Node, bool) {
 
 // ReadView reads CLUSTER NODES, CLUSTER INFO and INFO replication from addr in one pipeline.
 func (c *Client) ReadView(ctx context.Context, addr string) (View, error) {
+	v, err := c.readView(ctx, addr)
+	return v, prefixed(err)
+}
+
+func (c *Client) readView(ctx context.Context, addr string) (View, error) {
 	n, err := c.node(addr)
 	if err != nil {
 		return View{}, err
@@ -214,15 +248,15 @@ func (c *Client) ReadView(ctx context.Context, addr string) (View, error) {
 	infoCmd := pipe.ClusterInfo(ctx)
 	replCmd := pipe.Info(ctx, "replication")
 	if _, err := pipe.Exec(ctx); err != nil {
-		return View{}, c.errf("%s: read view: %w", addr, err)
+		return View{}, c.nodeErr(addr, "read view", err)
 	}
 	text, err := nodesCmd.Text()
 	if err != nil {
-		return View{}, c.errf("%s: CLUSTER NODES: %w", addr, err)
+		return View{}, c.nodeErr(addr, "CLUSTER NODES", err)
 	}
-	nodes, err := ParseClusterNodes(text)
+	nodes, err := parseClusterNodes(text)
 	if err != nil {
-		return View{}, c.errf("%s: %w", addr, err)
+		return View{}, c.nodeErr(addr, "CLUSTER NODES", err)
 	}
 	return View{
 		Addr:        addr,
@@ -248,7 +282,7 @@ func (c *Client) readViews(ctx context.Context, addrs []string) ([]View, map[str
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			v, err := c.ReadView(ctx, a)
+			v, err := c.readView(ctx, a)
 			out[i] = res{v, err}
 		}()
 	}
@@ -265,6 +299,21 @@ func (c *Client) readViews(ctx context.Context, addrs []string) ([]View, map[str
 	sort.Slice(views, func(a, b int) bool { return views[a].Addr < views[b].Addr })
 	return views, errs
 }
+
+// wrapf returns an error "redisctl: <format>: <err>" that wraps err, without repeating the
+// "redisctl: " prefix of err's own message; the password is removed from the text.
+func (c *Client) wrapf(err error, format string, args ...interface{}) error {
+	msg := "redisctl: " + fmt.Sprintf(format, args...) + ": " + strings.TrimPrefix(err.Error(), "redisctl: ")
+	return c.redact(&wrapError{msg: msg, err: err})
+}
+
+type wrapError struct {
+	msg string
+	err error
+}
+
+func (e *wrapError) Error() string { return e.msg }
+func (e *wrapError) Unwrap() error { return e.err }
 
 // errf formats an error with the "redisctl: " prefix and removes the password from its text.
 func (c *Client) errf(format string, args ...interface{}) error {

@@ -133,7 +133,7 @@ func (s *slotSource) loadFrom(ctx context.Context, addr string) ([]redis.Cluster
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", addr, err)
 	}
-	nodes, err := ParseClusterNodes(text)
+	nodes, err := parseClusterNodes(text)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", addr, err)
 	}

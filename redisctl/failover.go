@@ -168,12 +168,12 @@ func (c *Client) ChooseReplica(ctx context.Context, topo *Topology, masterID str
 // replica is in sync. prob is "" when it is, else every problem, joined.
 func (c *Client) syncOf(ctx context.Context, id, addr, masterID, masterAddr string, opts HealthOptions) (ReplicaSync, string) {
 	opts = opts.withDefaults(c.opts.MaxLagBytes, c.opts.MaxLastIOSeconds)
-	rr, err := c.InfoReplication(ctx, addr)
+	rr, err := c.infoReplication(ctx, addr)
 	if err != nil {
 		return ReplicaSync{ID: id, Addr: addr, LagBytes: -1}, "not answering: " + err.Error()
 	}
 	var mp *Replication
-	if mr, err := c.InfoReplication(ctx, masterAddr); err == nil {
+	if mr, err := c.infoReplication(ctx, masterAddr); err == nil {
 		mp = &mr
 	}
 	s := EvaluateSync(id, addr, masterID, masterAddr, rr, mp, opts)
@@ -210,7 +210,7 @@ func (c *Client) Failover(ctx context.Context, replicaAddr string, opts Failover
 		return c.errf("failover %s: "+format, append([]interface{}{replicaAddr}, args...)...)
 	}
 
-	view, err := c.ClusterNodes(ctx, replicaAddr)
+	view, err := c.clusterNodes(ctx, replicaAddr)
 	if err != nil {
 		return nil, fail("%w", err)
 	}
@@ -259,7 +259,7 @@ func (c *Client) Failover(ctx context.Context, replicaAddr string, opts Failover
 	}
 	klog.V(2).InfoS("Sending CLUSTER FAILOVER", "replica", replicaAddr, "master", old.Addr(), "mode", opts.Mode, "lagBytes", res.LagBytes)
 	start := time.Now()
-	if _, err := c.Do(ctx, replicaAddr, args...); err != nil {
+	if _, err := c.do(ctx, replicaAddr, args...); err != nil {
 		return nil, fail("%w", err)
 	}
 
@@ -313,7 +313,7 @@ func (c *Client) observeFailover(ctx context.Context, res *FailoverResult, verif
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		r, err := c.InfoReplication(ctx, res.NewMasterAddr)
+		r, err := c.infoReplication(ctx, res.NewMasterAddr)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -325,7 +325,7 @@ func (c *Client) observeFailover(ctx context.Context, res *FailoverResult, verif
 	}()
 	go func() {
 		defer wg.Done()
-		nodes, err := c.ClusterNodes(ctx, res.OldMasterAddr)
+		nodes, err := c.clusterNodes(ctx, res.OldMasterAddr)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -342,15 +342,17 @@ func (c *Client) observeFailover(ctx context.Context, res *FailoverResult, verif
 		case me.IsReplica() && me.MasterID == res.NewMasterID:
 			s.oldMasterState = "is a replica of the new master"
 			s.oldIsReplica = true
+		case me.MasterID != "":
+			s.oldMasterState = fmt.Sprintf("reports flags %s, master %s", strings.Join(me.Flags, ","), shortID(me.MasterID))
 		default:
-			s.oldMasterState = fmt.Sprintf("reports flags %s master %q", strings.Join(me.Flags, ","), shortID(me.MasterID))
+			s.oldMasterState = "reports flags " + strings.Join(me.Flags, ",")
 		}
 	}()
 	for _, a := range verify {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nodes, err := c.ClusterNodes(ctx, a)
+			nodes, err := c.clusterNodes(ctx, a)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -34,9 +34,9 @@ func SlotShares(k int) []SlotRange {
 
 // MyID returns the node ID of the node at addr (CLUSTER MYID).
 func (c *Client) MyID(ctx context.Context, addr string) (string, error) {
-	v, err := c.Do(ctx, addr, "cluster", "myid")
+	v, err := c.do(ctx, addr, "cluster", "myid")
 	if err != nil {
-		return "", err
+		return "", prefixed(err)
 	}
 	s, ok := v.(string)
 	if !ok || s == "" {
@@ -49,19 +49,25 @@ func (c *Client) MyID(ctx context.Context, addr string) (string, error) {
 // cluster bus port is taken to be port+10000, Redis' default). Gossip then introduces the peer to
 // every other member. The handshake completes asynchronously.
 func (c *Client) Meet(ctx context.Context, addr, peerAddr string) error {
+	return prefixed(c.meet(ctx, addr, peerAddr))
+}
+
+func (c *Client) meet(ctx context.Context, addr, peerAddr string) error {
 	host, port, err := net.SplitHostPort(peerAddr)
 	if err != nil {
-		return c.errf("%s: CLUSTER MEET %q: %w", addr, peerAddr, err)
+		return fmt.Errorf("%s: CLUSTER MEET %q: %w", addr, peerAddr, err)
 	}
-	if _, err := c.Do(ctx, addr, "cluster", "meet", host, port); err != nil {
-		return err
-	}
-	return nil
+	_, err = c.do(ctx, addr, "cluster", "meet", host, port)
+	return err
 }
 
 // AddSlots assigns ranges to the master at addr with CLUSTER ADDSLOTSRANGE (Redis 7), falling
 // back to CLUSTER ADDSLOTS (Redis 6 and older) when the server does not know ADDSLOTSRANGE.
 func (c *Client) AddSlots(ctx context.Context, addr string, ranges ...SlotRange) error {
+	return prefixed(c.addSlots(ctx, addr, ranges...))
+}
+
+func (c *Client) addSlots(ctx context.Context, addr string, ranges ...SlotRange) error {
 	if len(ranges) == 0 {
 		return nil
 	}
@@ -69,7 +75,7 @@ func (c *Client) AddSlots(ctx context.Context, addr string, ranges ...SlotRange)
 	for _, r := range ranges {
 		args = append(args, r.Start, r.End)
 	}
-	_, err := c.Do(ctx, addr, args...)
+	_, err := c.do(ctx, addr, args...)
 	if err == nil || !isUnknownCommand(err) {
 		return err
 	}
@@ -79,7 +85,7 @@ func (c *Client) AddSlots(ctx context.Context, addr string, ranges ...SlotRange)
 			for i := s; i <= r.End && i < s+1000; i++ {
 				args = append(args, i)
 			}
-			if _, err := c.Do(ctx, addr, args...); err != nil {
+			if _, err := c.do(ctx, addr, args...); err != nil {
 				return err
 			}
 		}
@@ -92,32 +98,41 @@ func isUnknownCommand(err error) bool {
 	return strings.Contains(s, "unknown subcommand") || strings.Contains(s, "unknown command")
 }
 
+func setEpoch(ctx context.Context, c *Client, addr string, epoch uint64) error {
+	_, err := c.do(ctx, addr, "cluster", "set-config-epoch", epoch)
+	return err
+}
+
 // SetConfigEpoch sets the config epoch of a fresh node (CLUSTER SET-CONFIG-EPOCH), as
 // redis-cli --cluster create does so that masters start with distinct epochs. Redis refuses it
 // once the node knows other nodes or has an epoch; that error is returned.
 func (c *Client) SetConfigEpoch(ctx context.Context, addr string, epoch uint64) error {
-	_, err := c.Do(ctx, addr, "cluster", "set-config-epoch", epoch)
-	return err
+	_, err := c.do(ctx, addr, "cluster", "set-config-epoch", epoch)
+	return prefixed(err)
 }
 
 // Replicate makes the node at addr a replica of masterID (CLUSTER REPLICATE). The node must
 // already know masterID (after Meet and gossip) and, if it is a master, serve no slots and hold
 // no keys.
 func (c *Client) Replicate(ctx context.Context, addr, masterID string) error {
-	_, err := c.Do(ctx, addr, "cluster", "replicate", masterID)
-	return err
+	_, err := c.do(ctx, addr, "cluster", "replicate", masterID)
+	return prefixed(err)
 }
 
 // ReplicateWhenKnown calls Replicate until the node at addr knows masterID and accepts, or
 // timeout passes (it polls every 100 ms; "Unknown node" is expected while gossip spreads).
 func (c *Client) ReplicateWhenKnown(ctx context.Context, addr, masterID string, timeout time.Duration) error {
+	return prefixed(c.replicateWhenKnown(ctx, addr, masterID, timeout))
+}
+
+func (c *Client) replicateWhenKnown(ctx context.Context, addr, masterID string, timeout time.Duration) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		last = c.Replicate(ctx, addr, masterID)
+		_, last = c.do(ctx, addr, "cluster", "replicate", masterID)
 		return last == nil, nil
 	})
 	if err != nil {
-		return c.errf("%s: replicate %s: %w (last error: %v)", addr, shortID(masterID), err, last)
+		return c.redact(fmt.Errorf("%s: replicate %s: %w (last error: %v)", addr, shortID(masterID), err, last))
 	}
 	return nil
 }
@@ -146,9 +161,9 @@ func (c *Client) FormCluster(ctx context.Context, shards [][]string, timeout tim
 	for i, s := range shards {
 		all = append(all, s...)
 		addr := s[0]
-		nodes, err := c.ClusterNodes(ctx, addr)
+		nodes, err := c.clusterNodes(ctx, addr)
 		if err != nil {
-			return nil, fmt.Errorf("redisctl: form cluster: %w", err)
+			return nil, c.wrapf(err, "form cluster")
 		}
 		me, ok := (View{Nodes: nodes}).Myself()
 		if !ok {
@@ -162,18 +177,18 @@ func (c *Client) FormCluster(ctx context.Context, shards [][]string, timeout tim
 			return nil, c.errf("form cluster: %s already serves slots %s, want %s", addr, have, shares[i])
 		}
 		if len(nodes) == 1 && me.ConfigEpoch == 0 {
-			if err := c.SetConfigEpoch(ctx, addr, uint64(i+1)); err != nil {
-				return nil, fmt.Errorf("redisctl: form cluster: %w", err)
+			if err := setEpoch(ctx, c, addr, uint64(i+1)); err != nil {
+				return nil, c.wrapf(err, "form cluster")
 			}
 		}
-		if err := c.AddSlots(ctx, addr, shares[i]); err != nil {
-			return nil, fmt.Errorf("redisctl: form cluster: %w", err)
+		if err := c.addSlots(ctx, addr, shares[i]); err != nil {
+			return nil, c.wrapf(err, "form cluster")
 		}
 	}
 	seed := shards[0][0]
-	known, err := c.ClusterNodes(ctx, seed)
+	known, err := c.clusterNodes(ctx, seed)
 	if err != nil {
-		return nil, fmt.Errorf("redisctl: form cluster: %w", err)
+		return nil, c.wrapf(err, "form cluster")
 	}
 	knownAddr := map[string]bool{}
 	for _, n := range known {
@@ -183,14 +198,14 @@ func (c *Client) FormCluster(ctx context.Context, shards [][]string, timeout tim
 		if knownAddr[a] {
 			continue
 		}
-		if err := c.Meet(ctx, seed, a); err != nil {
-			return nil, fmt.Errorf("redisctl: form cluster: %w", err)
+		if err := c.meet(ctx, seed, a); err != nil {
+			return nil, c.wrapf(err, "form cluster")
 		}
 	}
 	for i, s := range shards {
 		for _, a := range s[1:] {
-			if err := c.ReplicateWhenKnown(ctx, a, masterIDs[i], timeout); err != nil {
-				return nil, fmt.Errorf("redisctl: form cluster: %w", err)
+			if err := c.replicateWhenKnown(ctx, a, masterIDs[i], timeout); err != nil {
+				return nil, c.wrapf(err, "form cluster")
 			}
 		}
 	}
@@ -202,11 +217,11 @@ func (c *Client) FormCluster(ctx context.Context, shards [][]string, timeout tim
 // masterID: seedAddr meets it, then it replicates masterID once it knows it. It returns when
 // CLUSTER REPLICATE was accepted; use WaitRejoin to wait until the new replica is in sync.
 func (c *Client) AddReplica(ctx context.Context, addr, seedAddr, masterID string, timeout time.Duration) error {
-	if err := c.Meet(ctx, seedAddr, addr); err != nil {
-		return fmt.Errorf("redisctl: add replica %s: %w", addr, err)
+	if err := c.meet(ctx, seedAddr, addr); err != nil {
+		return c.wrapf(err, "add replica %s", addr)
 	}
-	if err := c.ReplicateWhenKnown(ctx, addr, masterID, timeout); err != nil {
-		return fmt.Errorf("redisctl: add replica %s: %w", addr, err)
+	if err := c.replicateWhenKnown(ctx, addr, masterID, timeout); err != nil {
+		return c.wrapf(err, "add replica %s", addr)
 	}
 	return nil
 }
@@ -228,7 +243,7 @@ func (c *Client) WaitFormed(ctx context.Context, addrs []string, timeout time.Du
 		if last == nil {
 			last = err
 		}
-		return h, fmt.Errorf("redisctl: wait for a healthy cluster: %v: %w", err, last)
+		return h, c.wrapf(last, "wait for a healthy cluster: %v", err)
 	}
 	return h, nil
 }
@@ -262,7 +277,7 @@ func (c *Client) WaitRejoin(ctx context.Context, addr, masterID string, timeout 
 }
 
 func (c *Client) rejoinStatus(ctx context.Context, addr, masterID string) (bool, string) {
-	nodes, err := c.ClusterNodes(ctx, addr)
+	nodes, err := c.clusterNodes(ctx, addr)
 	if err != nil {
 		return false, "not answering: " + err.Error()
 	}
@@ -281,7 +296,7 @@ func (c *Client) rejoinStatus(ctx context.Context, addr, masterID string) (bool,
 	if !ok || !m.IsUsable() {
 		return false, fmt.Sprintf("master %s unknown or without address", shortID(me.MasterID))
 	}
-	mnodes, err := c.ClusterNodes(ctx, m.Addr())
+	mnodes, err := c.clusterNodes(ctx, m.Addr())
 	if err != nil {
 		return false, "master not answering: " + err.Error()
 	}

@@ -190,6 +190,14 @@ func (n Node) String() string {
 // <link-state> <slot>...", as documented at https://redis.io/commands/cluster-nodes/.
 // Empty lines are skipped. It returns an error naming the first malformed line.
 func ParseClusterNodes(text string) ([]Node, error) {
+	nodes, err := parseClusterNodes(text)
+	if err != nil {
+		return nil, fmt.Errorf("redisctl: CLUSTER NODES %w", err)
+	}
+	return nodes, nil
+}
+
+func parseClusterNodes(text string) ([]Node, error) {
 	var nodes []Node
 	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
@@ -198,7 +206,7 @@ func ParseClusterNodes(text string) ([]Node, error) {
 		}
 		n, err := parseNodeLine(line)
 		if err != nil {
-			return nil, fmt.Errorf("redisctl: CLUSTER NODES line %d: %w", i+1, err)
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}
 		nodes = append(nodes, n)
 	}

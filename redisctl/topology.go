@@ -52,7 +52,7 @@ func (d Disagreement) String() string {
 
 // Topology reads the views of addrs, and of every further node address those views list, and
 // merges them. It fails only when no node answers (or ctx ends); unreachable nodes are listed in
-// Topology.Unreachable.
+// Topology.Unreachable. Errors of single nodes never include the password.
 func (c *Client) Topology(ctx context.Context, addrs []string) (*Topology, error) {
 	addrs = uniq(addrs)
 	if len(addrs) == 0 {
@@ -85,15 +85,16 @@ func (c *Client) Topology(ctx context.Context, addrs []string) (*Topology, error
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("redisctl: topology: %w", ctx.Err())
 	}
+	t := MergeViews(views)
+	t.Unreachable = errs
 	if len(views) == 0 {
 		var msgs []string
 		for _, a := range uniq(keys(errs)) {
 			msgs = append(msgs, errs[a].Error())
 		}
-		return nil, c.errf("topology: no node answered: %s", strings.Join(msgs, "; "))
+		// The empty topology goes with the error, for CheckHealth's reasons.
+		return t, c.errf("topology: no node answered: %s", strings.Join(msgs, "; "))
 	}
-	t := MergeViews(views)
-	t.Unreachable = errs
 	return t, nil
 }
 

@@ -1,0 +1,292 @@
+package redisctl_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
+)
+
+// failoverShard runs what the rebalancer does before evicting shard's master: the health gate
+// (waiting for it), the choice of an in-sync replica, the verified failover. It checks the
+// result against the roles Redis reports (ROLE) and returns it.
+func failoverShard(ctx context.Context, t testing.TB, c *redistest.Cluster, shard int) *redisctl.FailoverResult {
+	t.Helper()
+	h, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second)
+	if err != nil {
+		t.Fatalf("health gate before failover: %v", err)
+	}
+	m := h.Topology.Masters()[shard]
+	r, err := c.Client.ChooseReplica(ctx, h.Topology, m.ID, nil)
+	if err != nil {
+		t.Fatalf("ChooseReplica: %v", err)
+	}
+	res, err := c.Client.Failover(ctx, r.Addr(), redisctl.FailoverOptions{Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("Failover: %v", err)
+	}
+	type roles struct{ NewMaster, OldMaster, Slots string }
+	want := roles{NewMaster: r.ID, OldMaster: m.ID, Slots: fmt.Sprint(m.Slots)}
+	got := roles{NewMaster: res.NewMasterID, OldMaster: res.OldMasterID, Slots: fmt.Sprint(res.Slots)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("FailoverResult (-want +got):\n%s", diff)
+	}
+	for addr, role := range map[string]string{r.Addr(): "master", m.Addr(): "slave"} {
+		v, err := c.Client.Do(ctx, addr, "role")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := v.([]interface{})[0]; got != role {
+			t.Fatalf("ROLE of %s = %v right after the verified failover, want %s", addr, got, role)
+		}
+	}
+	return res
+}
+
+func waitAcked(ctx context.Context, t testing.TB, w *redistest.Writer, atLeast int64) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return w.Stats().Acked >= atLeast, nil
+	})
+	if err != nil {
+		t.Fatalf("writer stuck at %+v: %v", w.Stats(), err)
+	}
+}
+
+func durationStats(ds []time.Duration) (median, max time.Duration) {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
+	if len(s) == 0 {
+		return 0, 0
+	}
+	if len(s)%2 == 1 {
+		median = s[len(s)/2]
+	} else {
+		median = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return median, s[len(s)-1]
+}
+
+// runFailoversUnderLoad fails over n masters in turn (shard i mod K) while a writer runs through
+// a cluster client, then checks that no acknowledged write was lost. It returns the failover
+// durations (CLUSTER FAILOVER sent → every node shows the new master).
+func runFailoversUnderLoad(t testing.TB, c *redistest.Cluster, n int) []time.Duration {
+	ctx := context.Background()
+	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	w := redistest.StartWriter(cc, "load", 2)
+	defer w.Stop()
+	waitAcked(ctx, t, w, 500)
+	var ds []time.Duration
+	for i := 0; i < n; i++ {
+		before := w.Stats().Acked
+		res := failoverShard(ctx, t, c, i%len(c.Shards))
+		ds = append(ds, res.Duration)
+		// Writes go on after the failover (the client follows MOVED to the new master).
+		waitAcked(ctx, t, w, before+200)
+	}
+	st := w.Stop()
+	if err := w.Verify(ctx); err != nil {
+		t.Fatalf("after %d failovers: %v (writer: %+v)", n, err, st)
+	}
+	t.Logf("writer: %d writes acknowledged, all read back; %d failed (unacknowledged), last error %q", st.Acked, st.Failed, st.LastError)
+	return ds
+}
+
+func TestFailoverUnderWriteLoad(t *testing.T) {
+	c := redistest.Start(t, redistest.Config{Shards: 3, PodsPerShard: 2})
+	ds := runFailoversUnderLoad(t, c, 3)
+	med, max := durationStats(ds)
+	t.Logf("3 failovers under write load: median %s, max %s (%v)", med, max, ds)
+}
+
+// BenchmarkFailoverUnderLoad measures failover time under write load (one op = one failover of
+// the next shard's master, health gate and replica choice included in ns/op; the metrics
+// median-ms and max-ms are the failover alone: CLUSTER FAILOVER sent → all nodes show the new
+// master). For the figures: go test ./redisctl -run '^$' -bench FailoverUnderLoad -benchtime 20x
+func BenchmarkFailoverUnderLoad(b *testing.B) {
+	c := redistest.Start(b, redistest.Config{Shards: 3, PodsPerShard: 2})
+	b.ResetTimer()
+	ds := runFailoversUnderLoad(b, c, b.N)
+	b.StopTimer()
+	med, max := durationStats(ds)
+	b.ReportMetric(float64(med.Microseconds())/1000, "median-ms")
+	b.ReportMetric(float64(max.Microseconds())/1000, "max-ms")
+	b.Logf("%d failovers under write load: median %s, max %s", len(ds), med, max)
+}
+
+func TestFailoverRefused(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Start(t, redistest.Config{Shards: 3, PodsPerShard: 2, ExtraArgs: []string{"--enable-debug-command", "yes"}})
+	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	// A client with a short read timeout, so that a node in DEBUG SLEEP times out quickly.
+	quick, err := redisctl.New(redisctl.Options{ReadTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer quick.Close()
+
+	tests := []struct {
+		name  string
+		shard int
+		// fault breaks shard's replica and returns the undo.
+		fault func(t *testing.T, master, replica *redistest.Pod) (undo func())
+		// client is the redisctl client that checks (c.Client when nil).
+		client *redisctl.Client
+		// wantHealth are reason codes CheckHealth must report (among others).
+		wantHealth []redisctl.ReasonCode
+		wantChoose error
+		wantFail   error // nil: any error will do (the replica cannot even be read)
+	}{
+		{
+			name:  "replica 2 MiB behind (CLIENT PAUSE WRITE while the master takes writes): refused, replica_lag",
+			shard: 0,
+			fault: func(t *testing.T, master, replica *redistest.Pod) func() {
+				mustDo(t, c.Client, replica.Addr(), "client", "pause", "20000", "write")
+				writeToShard(t, cc, c.Client, master.Addr(), 40, 64<<10)
+				return func() { mustDo(t, c.Client, replica.Addr(), "client", "unpause") }
+			},
+			wantHealth: []redisctl.ReasonCode{redisctl.ReasonReplicaLag},
+			wantChoose: redisctl.ErrNoInSyncReplica,
+			wantFail:   redisctl.ErrNotInSync,
+		},
+		{
+			name:  "replica in DEBUG SLEEP (not answering): refused, node_unreachable",
+			shard: 1,
+			fault: func(t *testing.T, master, replica *redistest.Pod) func() {
+				done := debugSleep(t, replica.Addr(), 3*time.Second)
+				// Wait until the sleep has begun: a quick PING times out.
+				err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+					_, err := quick.Do(ctx, replica.Addr(), "ping")
+					return err != nil, nil
+				})
+				if err != nil {
+					t.Fatalf("DEBUG SLEEP did not start: %v", err)
+				}
+				return func() { <-done }
+			},
+			client:     quick,
+			wantHealth: []redisctl.ReasonCode{redisctl.ReasonNodeUnreachable},
+			wantChoose: redisctl.ErrNoInSyncReplica,
+		},
+		{
+			name:  "replica stopped: refused, node_unreachable and no_connected_replica",
+			shard: 2,
+			fault: func(t *testing.T, master, replica *redistest.Pod) func() {
+				replica.Stop()
+				return func() {
+					if err := replica.Start(); err != nil {
+						t.Fatal(err)
+					}
+					if err := c.Client.WaitRejoin(ctx, replica.Addr(), "", 30*time.Second, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			wantHealth: []redisctl.ReasonCode{redisctl.ReasonNodeUnreachable, redisctl.ReasonNoConnectedReplica},
+			wantChoose: redisctl.ErrNoInSyncReplica,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := tc.client
+			if cl == nil {
+				cl = c.Client
+			}
+			h, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			topo := h.Topology
+			master, replica := c.Shards[tc.shard][0], c.Shards[tc.shard][1]
+			mNode, _ := topo.NodeByIP(master.IP)
+			undo := tc.fault(t, master, replica)
+			func() {
+				defer undo()
+				_, err := cl.CheckHealth(ctx, c.Addrs(), redisctl.HealthOptions{})
+				var he *redisctl.HealthError
+				if !errors.As(err, &he) {
+					t.Fatalf("CheckHealth: %v, want a *HealthError", err)
+				}
+				for _, code := range tc.wantHealth {
+					if !he.Has(code) {
+						t.Errorf("CheckHealth reasons %v lack %s: %v", he.Codes(), code, he)
+					}
+				}
+				if _, err := cl.ChooseReplica(ctx, topo, mNode.ID, nil); !errors.Is(err, tc.wantChoose) {
+					t.Errorf("ChooseReplica: %v, want %v", err, tc.wantChoose)
+				} else {
+					t.Logf("ChooseReplica refused: %v", err)
+				}
+				_, err = cl.Failover(ctx, replica.Addr(), redisctl.FailoverOptions{Timeout: 5 * time.Second})
+				switch {
+				case err == nil:
+					t.Errorf("Failover succeeded, want a refusal")
+				case tc.wantFail != nil && !errors.Is(err, tc.wantFail):
+					t.Errorf("Failover: %v, want %v", err, tc.wantFail)
+				default:
+					t.Logf("Failover refused: %v", err)
+				}
+			}()
+			// Left alone: the master is still the master, and the cluster heals.
+			if _, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			v := mustDo(t, c.Client, master.Addr(), "role")
+			if role := v.([]interface{})[0]; role != "master" {
+				t.Errorf("after the refused failover, ROLE of the master = %v", role)
+			}
+		})
+	}
+}
+
+// TestFailoverTimeout: a default-mode failover whose replica cannot catch up (its clients are
+// paused, so it does not apply the last writes) is not verified; Failover reports what it saw
+// and leaves the cluster alone: Redis aborts its manual failover after 5 s and the master stays.
+func TestFailoverTimeout(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Start(t, redistest.Config{Shards: 3, PodsPerShard: 2})
+	master, replica := c.Shards[0][0], c.Shards[0][1]
+	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	// Paused for longer than Redis' manual-failover timeout (5 s) after the failover starts.
+	mustDo(t, c.Client, replica.Addr(), "client", "pause", "8000", "write")
+	writeToShard(t, cc, c.Client, master.Addr(), 1, 100) // 100 bytes behind: still "in sync"
+	start := time.Now()
+	_, err = c.Client.Failover(ctx, replica.Addr(), redisctl.FailoverOptions{Timeout: 2 * time.Second})
+	if !errors.Is(err, redisctl.ErrFailoverNotVerified) {
+		t.Fatalf("Failover: %v, want ErrFailoverNotVerified", err)
+	}
+	t.Logf("after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	for _, want := range []string{"replica role:slave", "old master reports flags myself,master"} {
+		if !contains(err.Error(), want) {
+			t.Errorf("error does not say %q", want)
+		}
+	}
+	// Once the pause ends (after Redis gave up), the cluster is healthy with the same master.
+	if _, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	v := mustDo(t, c.Client, master.Addr(), "role")
+	if role := v.([]interface{})[0]; role != "master" {
+		t.Errorf("ROLE of the master after the timed-out failover = %v, want master", role)
+	}
+}
