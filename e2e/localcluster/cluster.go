@@ -3,8 +3,10 @@
 // pods, for end-to-end tests and the demo.
 //
 // Binaries come from hack/build-tools.sh (`make tools`); see DefaultBinaries. A cluster starts
-// in about ten seconds. Everything listens on free 127.0.0.1 ports, so several clusters can run
-// at once if each gets its own Config.PodNetwork.
+// in 5 to 10 seconds. Each cluster on a machine claims its own pod network 127.x.0.0/16
+// (Config.PodNetwork) and its control plane listens on 127.0.0.1, on ports 20000+10*x and up
+// (below the ephemeral range; a busy one is replaced by a random free one), so several clusters
+// can run at once, in one process or several.
 //
 // Nodes are added with AddNode. They carry the NoSchedule taint KwokTaintKey, so pods must
 // tolerate it (KwokToleration). Pods become Running and Ready as soon as they are scheduled and
@@ -181,7 +183,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("localcluster: %w", err)
 	}
 
-	p, err := freePorts(7)
+	p, err := clusterPorts(c.cfg.PodNetwork, 7)
 	if err != nil {
 		return nil, fmt.Errorf("localcluster: ports: %w", err)
 	}
@@ -248,21 +250,6 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	fmt.Fprintf(cfg.Log, "localcluster: cluster ready in %v (apiserver %s, pod network %s.0.0/16, work dir %s)\n",
 		roundDuration(c.startupTime), serverURL, c.cfg.PodNetwork, c.workDir)
 	return c, nil
-}
-
-// freePorts returns n distinct free TCP ports on 127.0.0.1. They are free when it returns; a
-// process may take one before it is used, which is unlikely.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // start starts a component whose output goes to <WorkDir>/<name>.log.

@@ -218,6 +218,31 @@ func TestNetworkLock(t *testing.T) {
 	l3.unlock()
 }
 
+func TestClusterPorts(t *testing.T) {
+	// 127.251 is above the automatic range, so no cluster uses its ports. Its first port is
+	// busy (if something else has it already, so much the better).
+	if busy, err := net.Listen("tcp", "127.0.0.1:22510"); err == nil {
+		defer busy.Close()
+	}
+	ports, err := clusterPorts("127.251", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{22510: true}
+	for k, p := range ports {
+		if seen[p] {
+			t.Errorf("port %d chosen twice or busy: %v", p, ports)
+		}
+		seen[p] = true
+		if p >= ephemeralPortStart() {
+			t.Errorf("port %d in the ephemeral range", p)
+		}
+		if k > 0 && p != 22510+k {
+			t.Errorf("port %d = %d, want %d (the cluster's block)", k, p, 22510+k)
+		}
+	}
+}
+
 func TestDefaultBinariesMissing(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(EnvK8sBinDir, filepath.Join(dir, "k8s"))
