@@ -117,6 +117,7 @@ type component struct {
 	logPath string
 	proc    *proc.Process
 	grace   time.Duration // how long Stop waits after SIGTERM
+	started time.Time
 }
 
 // Cluster is a running local cluster. Its methods are safe for concurrent use.
@@ -254,7 +255,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 
 // start starts a component whose output goes to <WorkDir>/<name>.log.
 func (c *Cluster) start(name, path string, grace time.Duration, args ...string) (*component, error) {
-	comp := &component{name: name, logPath: c.logPath(name), grace: grace}
+	comp := &component{name: name, logPath: c.logPath(name), grace: grace, started: time.Now()}
 	p, err := proc.Start(proc.Spec{Name: name, Path: path, Args: args, Dir: c.workDir, LogPath: comp.logPath})
 	if err != nil {
 		return nil, fmt.Errorf("localcluster: %w", err)
@@ -391,9 +392,8 @@ func (c *Cluster) startKwok(pt ports) (*component, error) {
 }
 
 // waitHealthy polls probe until it succeeds, the component exits, or ctx ends, and prints how
-// long the component took to become healthy.
+// long the component took to become healthy since it started.
 func (c *Cluster) waitHealthy(ctx context.Context, comp *component, probe func(context.Context) error) error {
-	began := time.Now()
 	var last error
 	err := c.poll(ctx, func(ctx context.Context) (bool, error) {
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
@@ -407,9 +407,9 @@ func (c *Cluster) waitHealthy(ctx context.Context, comp *component, probe func(c
 		return err
 	case err != nil:
 		return fmt.Errorf("localcluster: %s: not healthy after %v: %w (last probe: %v); end of %s:\n%s",
-			comp.name, roundDuration(time.Since(began)), err, last, comp.logPath, comp.proc.LogTail(logTailBytes))
+			comp.name, roundDuration(time.Since(comp.started)), err, last, comp.logPath, comp.proc.LogTail(logTailBytes))
 	}
-	fmt.Fprintf(c.cfg.Log, "localcluster: %s ready in %v\n", comp.name, roundDuration(time.Since(began)))
+	fmt.Fprintf(c.cfg.Log, "localcluster: %s ready in %v\n", comp.name, roundDuration(time.Since(comp.started)))
 	return nil
 }
 
