@@ -1,0 +1,68 @@
+# redis-rebalancer — build, test and demo. `make demo` and `make test` install what a fresh
+# machine lacks (Debian's redis-server; etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kwok built from the Go module proxy and cached in $(TOOLS_CACHE)).
+SHELL := /bin/bash
+GO ?= go
+
+K8S_VERSION  ?= v1.36.3
+ETCD_VERSION ?= v3.6.16
+KWOK_VERSION ?= v0.8.0
+TOOLS_CACHE  ?= $(HOME)/.cache/redis-rebalancer
+export K8S_VERSION ETCD_VERSION KWOK_VERSION
+export REBALANCER_TOOLS_CACHE := $(TOOLS_CACHE)
+export K8S_BIN_DIR  := $(TOOLS_CACHE)/k8s-$(K8S_VERSION)
+export ETCD_BIN_DIR := $(TOOLS_CACHE)/etcd-$(ETCD_VERSION)
+export KWOK_BIN_DIR := $(TOOLS_CACHE)/kwok-$(KWOK_VERSION)
+
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/internal/cli.Version=$(VERSION)
+FUZZTIME ?= 30s
+TEST_TIMEOUT ?= 45m
+
+.PHONY: all build test unit e2e fuzz bench demo tools deps vet clean help
+
+all: build
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## build bin/redis-rebalancer and bin/rebalancer-demo
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/redis-rebalancer ./cmd/redis-rebalancer
+	$(GO) build -o bin/rebalancer-demo ./cmd/rebalancer-demo
+
+deps: ## install Debian's redis-server and redis-tools when missing
+	@if ! command -v redis-server >/dev/null; then \
+	  echo "installing redis-server and redis-tools (apt-get)"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
+	fi
+	@redis-server --version
+
+tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok for the local cluster
+	./hack/build-tools.sh all
+
+vet: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+unit: deps ## unit tests (real redis-server where they need one; no Kubernetes)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /e2e)
+
+e2e: tools ## end-to-end tests on a local cluster with real Redis
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
+
+test: tools vet ## every test: unit and end-to-end
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+fuzz: deps ## fuzz the CLUSTER NODES and INFO parsers for FUZZTIME each
+	$(GO) test -run '^$$' -fuzz '^FuzzParseClusterNodes$$' -fuzztime $(FUZZTIME) ./redisctl
+	$(GO) test -run '^$$' -fuzz '^FuzzParseInfo$$' -fuzztime $(FUZZTIME) ./redisctl
+
+bench: ## benchmarks (figures printed, nothing asserted)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+demo: tools build ## local cluster + real Redis Cluster in a bad placement + redis-rebalancer fixing it
+	./bin/rebalancer-demo -binary bin/redis-rebalancer $(DEMO_ARGS)
+
+clean: ## remove built binaries (the tool cache stays)
+	rm -rf bin
