@@ -96,8 +96,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	} else if err := cfg.Binaries.Validate(); err != nil {
 		return cfg, err
 	}
-	if ip := net.ParseIP(cfg.PodNetwork + ".0.0").To4(); cfg.PodNetwork != "" && (ip == nil || ip[0] != 127) {
-		return cfg, fmt.Errorf("localcluster: PodNetwork %q: want the first two octets of a 127.x.0.0/16 range, such as %q", cfg.PodNetwork, DefaultPodNetwork)
+	// 127.0 holds 127.0.0.1, where the control plane listens.
+	if ip := net.ParseIP(cfg.PodNetwork + ".0.0").To4(); cfg.PodNetwork != "" && (ip == nil || ip[0] != 127 || ip[1] == 0) {
+		return cfg, fmt.Errorf("localcluster: PodNetwork %q: want the first two octets of a 127.x.0.0/16 range (x > 0), such as %q", cfg.PodNetwork, DefaultPodNetwork)
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
