@@ -3,6 +3,7 @@ package redisctl_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,4 +90,117 @@ func TestFormedClusters(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestChooseReplica(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Start(t, redistest.Config{Shards: 2, PodsPerShard: 3})
+	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	master, r1, r2 := c.Shards[0][0], c.Shards[0][1], c.Shards[0][2]
+	onPod := func(p *redistest.Pod) func(redisctl.Node) bool {
+		return func(n redisctl.Node) bool { return n.IP == p.IP }
+	}
+	tests := []struct {
+		name   string
+		prefer func(redisctl.Node) bool
+		lag    *redistest.Pod // made to lag 2 MiB behind (CLIENT PAUSE WRITE) before choosing
+		want   *redistest.Pod
+	}{
+		{name: "no preference, both in sync: the lower address", want: r1},
+		{name: "placement prefers the second replica: it is chosen", prefer: onPod(r2), want: r2},
+		{name: "placement prefers a replica 2 MiB behind: the in-sync one is chosen anyway", prefer: onPod(r2), lag: r2, want: r1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.lag != nil {
+				mustDo(t, c.Client, tc.lag.Addr(), "client", "pause", "10000", "write")
+				defer mustDo(t, c.Client, tc.lag.Addr(), "client", "unpause")
+				writeToShard(t, cc, c.Client, master.Addr(), 40, 64<<10)
+			}
+			m, _ := h.Topology.NodeByIP(master.IP)
+			got, err := c.Client.ChooseReplica(ctx, h.Topology, m.ID, tc.prefer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want.Addr(), got.Addr()); diff != "" {
+				t.Errorf("chosen replica (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestClusterClientRedis7 checks the two go-redis v8 workarounds of NewClusterClient against the
+// installed Redis: the slot map comes from CLUSTER NODES, and COMMAND info (needed to find each
+// command's key) arrives in the 7-element format v8 parses.
+func TestClusterClientRedis7(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Start(t, redistest.Config{Shards: 3, PodsPerShard: 2})
+	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs()[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	type check struct{ Name, Got string }
+	var got []check
+	info, err := cc.Command(ctx).Result()
+	if err != nil {
+		got = append(got, check{"COMMAND through the cluster client", err.Error()})
+	} else {
+		got = append(got, check{"COMMAND through the cluster client", "ok"})
+		for _, name := range []string{"set", "get", "mget"} {
+			ci := info[name]
+			if ci == nil {
+				got = append(got, check{name + " first key", "missing"})
+				continue
+			}
+			got = append(got, check{name + " first key", fmt.Sprint(ci.FirstKeyPos)})
+		}
+	}
+	slots, err := cc.ClusterSlots(ctx).Result()
+	_ = slots // ClusterSlots (the command) fails on Redis 7 with v8; the client does not need it.
+	got = append(got, check{"CLUSTER SLOTS reply parse (v8 limitation)", fmt.Sprint(err != nil)})
+	// Keys are routed straight to their master: no MOVED redirection is counted by the servers.
+	before := movedTotal(t, c)
+	for i := 0; i < 300; i++ {
+		if err := cc.Set(ctx, fmt.Sprintf("route:%d", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got = append(got, check{"redirections for 300 SETs", fmt.Sprint(movedTotal(t, c) - before)})
+	want := []check{
+		{"COMMAND through the cluster client", "ok"},
+		{"set first key", "1"},
+		{"get first key", "1"},
+		{"mget first key", "1"},
+		{"CLUSTER SLOTS reply parse (v8 limitation)", "true"},
+		{"redirections for 300 SETs", "0"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("cluster client (-want +got):\n%s", diff)
+	}
+}
+
+// movedTotal sums the MOVED errors all nodes have replied (INFO errorstats, Redis 6.2+).
+func movedTotal(t *testing.T, c *redistest.Cluster) int64 {
+	t.Helper()
+	var total int64
+	for _, a := range c.Addrs() {
+		v := mustDo(t, c.Client, a, "info", "errorstats")
+		info := redisctl.ParseInfo(fmt.Sprint(v))
+		s, _ := info.Get("errorstat_MOVED")
+		if s != "" {
+			var n int64
+			fmt.Sscanf(strings.TrimPrefix(s, "count="), "%d", &n)
+			total += n
+		}
+	}
+	return total
 }

@@ -270,6 +270,18 @@ func (c *Cluster) NewIP() string {
 	return ip
 }
 
+// AddPod starts a new, fresh redis-server for shard on a new IP with its own data directory and
+// appends it to Shards[shard], without joining it to the cluster (see redisctl.AddReplica).
+func (c *Cluster) AddPod(shard int) (*Pod, error) {
+	p := &Pod{Shard: shard, Index: len(c.Shards[shard]), c: c, IP: c.NewIP()}
+	p.Dir = filepath.Join(c.tb.TempDir(), p.Name())
+	if err := p.start(); err != nil {
+		return nil, err
+	}
+	c.Shards[shard] = append(c.Shards[shard], p)
+	return p, nil
+}
+
 // Stop stops the pod's server with SIGTERM (as a pod deletion does).
 func (p *Pod) Stop() {
 	if s := p.Server(); s != nil {
