@@ -257,25 +257,26 @@ func (r *Rebalancer) observe(ctx context.Context, key string) (*policies.Cluster
 	}
 	for _, c := range model.Clusters {
 		if c.Key() == key {
-			topo, err := r.applyRoles(ctx, c)
+			topo, err := ApplyRoles(ctx, r.cfg.Redis, c)
 			return c, topo, err
 		}
 	}
 	return nil, nil, fmt.Errorf("cluster %s has no pods any more", key)
 }
 
-// applyRoles reads the Redis topology through the members' pod IPs and sets each member's Role.
-func (r *Rebalancer) applyRoles(ctx context.Context, c *policies.Cluster) (*redisctl.Topology, error) {
+// ApplyRoles reads the Redis topology through the members' pod IPs (rc.AddrOf) and sets each
+// member's Role from what Redis reports; members Redis does not list get RoleUnknown.
+func ApplyRoles(ctx context.Context, rc *redisctl.Client, c *policies.Cluster) (*redisctl.Topology, error) {
 	var addrs []string
 	for _, m := range c.Members {
 		if m.Pod.Status.PodIP != "" && !m.Terminating {
-			addrs = append(addrs, r.cfg.Redis.AddrOf(m.Pod.Status.PodIP))
+			addrs = append(addrs, rc.AddrOf(m.Pod.Status.PodIP))
 		}
 	}
 	if len(addrs) == 0 {
 		return nil, errors.New("no member has a pod IP")
 	}
-	topo, err := r.cfg.Redis.Topology(ctx, addrs)
+	topo, err := rc.Topology(ctx, addrs)
 	if err != nil {
 		return nil, fmt.Errorf("read Redis topology: %w", err)
 	}
@@ -288,7 +289,7 @@ func (r *Rebalancer) applyRoles(ctx context.Context, c *policies.Cluster) (*redi
 		if m.Pod.Status.PodIP == "" || m.Terminating {
 			continue
 		}
-		if n, ok := byAddr[r.cfg.Redis.AddrOf(m.Pod.Status.PodIP)]; ok {
+		if n, ok := byAddr[rc.AddrOf(m.Pod.Status.PodIP)]; ok {
 			m.Role = policies.ParseRole(n.Role())
 		}
 	}
