@@ -1,0 +1,146 @@
+package rebalancer
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+)
+
+var update = flag.Bool("update", false, "rewrite examples/*.yaml from internal/scenario's suite")
+
+const examplesDir = "../examples"
+
+// exampleWant is what a suite case must give.
+type exampleWant struct {
+	violations []string // "Rule domain", hard only, sorted
+	moves      int      // planned moves (minimal)
+	firstPod   string   // when set, the pod the first move evicts (or the Pending pod's unblock)
+	failovers  int      // moves marked for failover
+	infeasible bool
+	opts       policies.Options
+}
+
+var exampleWants = map[string]exampleWant{
+	"seed-deadlock":        {violations: []string{"Unschedulable "}, moves: 1, firstPod: "redis/redis-s1-1"},
+	"post-scale-down":      {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1},
+	"single-zone":          {violations: []string{"MaxPodsPerNode n1", "TopologySpread n1"}, moves: 1, failovers: 1},
+	"two-zones":            {violations: []string{"MaxPodsPerNode n1", "TopologySpread n1"}, moves: 1, firstPod: "redis/redis-s2-1"},
+	"node-readded":         {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1},
+	"too-few-nodes":        {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a"}, infeasible: true},
+	"tainted-and-cordoned": {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1},
+	"min-domains":          {violations: []string{"MaxPodsPerNode n1", "TopologySpread n1"}, infeasible: true},
+	"excluded-zone":        {},
+	"three-pods-per-shard": {violations: []string{"MaxPodsPerNode n1", "TopologySpread n1"}, moves: 1, failovers: 1},
+	"zonal-volumes":        {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, infeasible: true},
+	"zonal-volumes/release-replica-claims": {
+		violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1,
+		firstPod: "redis/redis-s3-1", opts: policies.Options{ReleaseReplicaClaims: true},
+	},
+}
+
+// TestExamples writes (with -update) and checks every examples/*.yaml snapshot: its violations
+// and its minimal plan, read from the file as `plan --snapshot` would.
+func TestExamples(t *testing.T) {
+	cases := scenario.Suite()
+	if *update {
+		for _, c := range cases {
+			snap, err := c.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := EncodeSnapshot(&buf, snap); err != nil {
+				t.Fatal(err)
+			}
+			header := "# " + c.Name + ": " + c.Description + "\n# redis-rebalancer plan --snapshot examples/" + c.Name + ".yaml --role-label " + scenario.RoleLabel + "\n"
+			if err := os.WriteFile(filepath.Join(examplesDir, c.Name+".yaml"), append([]byte(header), buf.Bytes()...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, c := range cases {
+		names[c.Name] = true
+	}
+	files, _ := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
+	if len(files) != len(cases) {
+		t.Errorf("examples/ has %d files, the suite %d cases (run go test ./rebalancer -run TestExamples -update)", len(files), len(cases))
+	}
+	for key := range exampleWants {
+		name, _, _ := cutSlash(key)
+		if !names[name] {
+			t.Errorf("expectation %q has no suite case", key)
+		}
+	}
+	for _, c := range cases {
+		for key, want := range exampleWants {
+			if name, _, _ := cutSlash(key); name != c.Name {
+				continue
+			}
+			t.Run(key, func(t *testing.T) {
+				snap, _, err := LoadSnapshotFile(filepath.Join(examplesDir, c.Name+".yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts := want.opts
+				opts.RoleLabel = scenario.RoleLabel
+				m, err := policies.Build(snap, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := Analyze(m, true, PlanOptions{})
+				if len(a.Clusters) != 1 {
+					t.Fatalf("clusters = %d, want 1", len(a.Clusters))
+				}
+				ca := a.Clusters[0]
+				var got []string
+				for _, v := range policies.Hard(ca.Violations) {
+					got = append(got, string(v.Rule)+" "+v.Domain)
+				}
+				sort.Strings(got)
+				if diff := cmp.Diff(want.violations, got); diff != "" {
+					t.Errorf("violations (-want +got):\n%s", diff)
+				}
+				if want.infeasible {
+					if ca.Infeasible == "" || len(ca.Moves) > 0 || ca.CompliantAfter {
+						t.Errorf("want no plan with a reason; got %d moves, compliantAfter %v, infeasible %q", len(ca.Moves), ca.CompliantAfter, ca.Infeasible)
+					}
+					t.Logf("infeasible: %s", ca.Infeasible)
+					return
+				}
+				if !ca.CompliantAfter || !ca.Minimal {
+					t.Errorf("compliantAfter %v minimal %v, want both (infeasible %q)", ca.CompliantAfter, ca.Minimal, ca.Infeasible)
+				}
+				if len(ca.Moves) != want.moves {
+					t.Fatalf("moves = %d, want %d: %+v", len(ca.Moves), want.moves, ca.Moves)
+				}
+				failovers := 0
+				for _, mv := range ca.Moves {
+					if mv.Failover {
+						failovers++
+					}
+				}
+				if failovers != want.failovers {
+					t.Errorf("failovers = %d, want %d", failovers, want.failovers)
+				}
+				if want.firstPod != "" && ca.Moves[0].Pod != want.firstPod {
+					t.Errorf("first move evicts %s, want %s", ca.Moves[0].Pod, want.firstPod)
+				}
+				for _, mv := range ca.Moves {
+					t.Logf("evict %s from %s → %s (candidates %v): %s", mv.Pod, mv.Node, mv.Expected, mv.CandidateNodes, mv.Reason)
+				}
+			})
+		}
+	}
+}
+
+func cutSlash(s string) (string, string, bool) { return strings.Cut(s, "/") }
