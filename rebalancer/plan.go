@@ -3,6 +3,7 @@ package rebalancer
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -101,6 +102,9 @@ type planner struct {
 	// is the pod whose placement closed the last free spot).
 	order   []int
 	visited map[string]int // placement → largest remaining budget it was explored with
+	evals   map[string]evaluation
+	succ    map[string][]step // successors, computed once per placement (bounded: cached)
+	cached  int               // placement entries held by succ
 	states  int
 	budget  bool // the state budget ran out
 }
@@ -112,7 +116,7 @@ type planner struct {
 // with Minimal false.
 func PlanCluster(c *policies.Cluster, opts PlanOptions) Plan {
 	opts = opts.withDefaults()
-	pl := &planner{c: c, opts: opts, visited: map[string]int{}}
+	pl := &planner{c: c, opts: opts, visited: map[string]int{}, evals: map[string]evaluation{}, succ: map[string][]step{}}
 	pl.movable = make([]bool, len(c.Members))
 	for i, m := range c.Members {
 		pl.movable[i] = c.Shards[m.ShardIndex].StatefulSet != nil
@@ -198,16 +202,38 @@ type step struct {
 }
 
 func key(p policies.Placement) string {
-	var b strings.Builder
+	b := make([]byte, 0, 4*len(p))
 	for _, n := range p {
-		fmt.Fprintf(&b, "%d,", n)
+		b = strconv.AppendInt(b, int64(n), 10)
+		b = append(b, ',')
 	}
-	return b.String()
+	return string(b)
 }
+
+// evaluation is a placement's hard violations and lower bound, computed once per placement.
+type evaluation struct {
+	hard []policies.Violation
+	lb   int
+}
+
+func (pl *planner) eval(p policies.Placement) evaluation {
+	k := key(p)
+	if e, ok := pl.evals[k]; ok {
+		return e
+	}
+	e := evaluation{hard: policies.Hard(pl.c.Evaluate(p))}
+	e.lb = lowerBound(e.hard)
+	pl.evals[k] = e
+	return e
+}
+
+func (pl *planner) compliant(p policies.Placement) bool { return len(pl.eval(p).hard) == 0 }
+
+func (pl *planner) lowerBound(p policies.Placement) int { return pl.eval(p).lb }
 
 // dfs looks for a path of at most depth steps from p to a compliant placement.
 func (pl *planner) dfs(p policies.Placement, depth int, path []step) ([]step, bool) {
-	if pl.c.Compliant(p) {
+	if pl.compliant(p) {
 		return path, true
 	}
 	if depth == 0 || pl.lowerBound(p) > depth {
@@ -237,9 +263,26 @@ func (pl *planner) dfs(p policies.Placement, depth int, path []step) ([]step, bo
 // successors lists the placements one eviction leads to, most promising first: lowest lower
 // bound, then pods named in violations, then pl.order.
 func (pl *planner) successors(p policies.Placement) []step {
+	k := key(p)
+	if s, ok := pl.succ[k]; ok {
+		return s
+	}
+	s := pl.expand(p)
+	// Keep the cache under about 64 MiB of placements.
+	if (pl.cached+len(s))*len(p) < maxCachedInts {
+		pl.succ[k] = s
+		pl.cached += len(s)
+	}
+	return s
+}
+
+// maxCachedInts bounds the node indices the successor cache holds (8 bytes each).
+const maxCachedInts = 8 << 20
+
+func (pl *planner) expand(p policies.Placement) []step {
 	c := pl.c
 	involved := map[string]bool{}
-	for _, v := range policies.Hard(c.Evaluate(p)) {
+	for _, v := range pl.eval(p).hard {
 		for _, pod := range v.Pods {
 			involved[pod] = true
 		}
@@ -357,13 +400,12 @@ func (pl *planner) distinctCandidates(p policies.Placement, i int) []int {
 	return out
 }
 
-// lowerBound returns a number of evictions that any plan from p needs at least. Each eviction
+// lowerBound returns, from a placement's hard violations, a number of evictions that any plan from p needs at least. Each eviction
 // relocates one pod, so it lowers each of these sums by at most one: the pods above the node
 // limit, the pods above the zone limit (Z≥3), the pods sharing a node or zone with their shard,
 // the pods outside the allowed zones; half the excess of ZoneEvenSplit (a move changes the
 // difference by two); and 1 when any hard rule is broken.
-func (pl *planner) lowerBound(p policies.Placement) int {
-	vs := policies.Hard(pl.c.Evaluate(p))
+func lowerBound(vs []policies.Violation) int {
 	if len(vs) == 0 {
 		return 0
 	}
@@ -391,7 +433,7 @@ func (pl *planner) greedy(p policies.Placement) ([]step, bool) {
 	var path []step
 	seen := map[string]bool{key(p): true}
 	for len(path) < pl.opts.MaxMoves {
-		if pl.c.Compliant(p) {
+		if pl.compliant(p) {
 			return path, true
 		}
 		var best *step
@@ -401,7 +443,8 @@ func (pl *planner) greedy(p policies.Placement) ([]step, bool) {
 				continue
 			}
 			pl.states++
-			s := [2]int{pl.lowerBound(st.after), len(policies.Hard(pl.c.Evaluate(st.after)))}
+			e := pl.eval(st.after)
+			s := [2]int{e.lb, len(e.hard)}
 			if s[0] < bestScore[0] || s[0] == bestScore[0] && s[1] < bestScore[1] {
 				st := st
 				best, bestScore = &st, s
@@ -414,7 +457,7 @@ func (pl *planner) greedy(p policies.Placement) ([]step, bool) {
 		path = append(path, *best)
 		p = best.after
 	}
-	return path, pl.c.Compliant(p)
+	return path, pl.compliant(p)
 }
 
 // diagnosePending explains each unplaced member and looks for the smallest set of evictions that
