@@ -197,6 +197,11 @@ func (c *Client) syncOf(ctx context.Context, id, addr, masterID, masterAddr stri
 // master's slots. When opts.Timeout passes first, the error wraps ErrFailoverNotVerified and says
 // what each check saw last; Failover then leaves the cluster alone (a default-mode failover that
 // did not complete is aborted by Redis itself after its manual-failover timeout of 5 s).
+//
+// Redis lets a replica start an election only 4 × cluster-node-timeout after its previous one,
+// manual failovers included (its log says "Failover attempt expired" meanwhile). A replica
+// promoted and demoted again within that window therefore waits; when the wait outlasts the 5 s
+// manual-failover window, Redis aborts the failover and Failover reports it not verified.
 func (c *Client) Failover(ctx context.Context, replicaAddr string, opts FailoverOptions) (*FailoverResult, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = 30 * time.Second
