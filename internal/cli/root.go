@@ -53,7 +53,7 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(gofs)
 	root.PersistentFlags().AddGoFlag(gofs.Lookup("v"))
-	root.AddCommand(newRunCommand(), newAnalyzeCommand(false), newAnalyzeCommand(true), newVersionCommand())
+	root.AddCommand(newRunCommand(), newAnalyzeCommand(false), newAnalyzeCommand(true), newConstraintsCommand(), newLintCommand(), newVersionCommand())
 	return root
 }
 

@@ -1,0 +1,170 @@
+// Package lint compares the scheduling constraints in a Redis cluster's StatefulSet templates
+// with what seed 000 §二 recommends for the cluster's size and zones (policies.Constraints), and
+// flags the templates that can deadlock (seed 000 §四: several zones and 3 shards).
+package lint
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+)
+
+// Kind classifies a finding.
+type Kind string
+
+// Finding kinds.
+const (
+	// MaxSkew: a hard spread constraint's maxSkew differs from the recommendation for N.
+	MaxSkew Kind = "MaxSkew"
+	// MissingConstraint: a recommended spread constraint is absent.
+	MissingConstraint Kind = "MissingConstraint"
+	// AntiAffinity: the required anti-affinity inside the shard is absent, on the wrong key, or
+	// does not select exactly the shard's pods.
+	AntiAffinity Kind = "AntiAffinity"
+	// NodeAffinity: several zones but no required node affinity listing them.
+	NodeAffinity Kind = "NodeAffinity"
+	// DeadlockRisk: several zones and 3 shards with the strict limits (seed 000 §四).
+	DeadlockRisk Kind = "DeadlockRisk"
+)
+
+// Finding is one difference between a StatefulSet template and the recommendation.
+type Finding struct {
+	Namespace   string `json:"namespace"`
+	Cluster     string `json:"cluster"`
+	StatefulSet string `json:"statefulSet"`
+	Kind        Kind   `json:"kind"`
+	// Want and Got describe the recommended and the actual setting.
+	Want string `json:"want,omitempty"`
+	Got  string `json:"got,omitempty"`
+	// Message says it in words, with the fix.
+	Message string `json:"message"`
+}
+
+// Lint checks every StatefulSet of every cluster of m. relaxed selects the recommendation of
+// seed 000 §四 ("at most" N/3 and N/2). Findings are sorted by namespace, cluster, StatefulSet.
+func Lint(m *policies.Model, relaxed bool) []Finding {
+	var out []Finding
+	for _, c := range m.Clusters {
+		multiZone := c.Z() >= 2
+		shards := 0
+		for _, s := range c.Shards {
+			if s.StatefulSet != nil {
+				shards++
+			}
+		}
+		for _, s := range c.Shards {
+			sts := s.StatefulSet
+			if sts == nil {
+				continue
+			}
+			add := func(k Kind, want, got, format string, args ...any) {
+				out = append(out, Finding{Namespace: c.Namespace, Cluster: c.Name, StatefulSet: sts.Name, Kind: k, Want: want, Got: got, Message: fmt.Sprintf(format, args...)})
+			}
+			spec := sts.Spec.Template.Spec
+			nodeSkew := policies.NodeMaxSkew(c.N, relaxed)
+			checkSkew(spec, policies.LabelHostname, corev1.DoNotSchedule, nodeSkew, c.N, add)
+			if multiZone {
+				checkSkew(spec, c.ZoneKey, corev1.DoNotSchedule, policies.ZoneMaxSkew(c.N, relaxed), c.N, add)
+				checkSkew(spec, c.ZoneKey, corev1.ScheduleAnyway, 1, c.N, add)
+			}
+			checkSkew(spec, policies.LabelHostname, corev1.ScheduleAnyway, 1, c.N, add)
+			checkAntiAffinity(c, s, spec, multiZone, add)
+			if multiZone && !c.ZoneList {
+				add(NodeAffinity, "required node affinity: "+c.ZoneKey+" In ["+strings.Join(c.AllowedZones, " ")+"]", "none",
+					"no required node affinity lists the zones (seed available-zones); the cluster may spread into any zone")
+			}
+			if multiZone && shards == 3 && !relaxed {
+				if got, ok := hardSkew(spec, policies.LabelHostname); ok && int(got) == policies.NodeMaxSkew(c.N, false) {
+					add(DeadlockRisk, fmt.Sprintf("hostname maxSkew %d", policies.NodeMaxSkew(c.N, true)), fmt.Sprintf("hostname maxSkew %d", got),
+						"3 shards over %d zones with hostname maxSkew %d can deadlock (seed 000 §四, supplement 2); relax it to %d (\"at most N/3\": redis-rebalancer --relaxed-limits, constraints --relaxed-limits)",
+						c.Z(), got, policies.NodeMaxSkew(c.N, true))
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Cluster != b.Cluster {
+			return a.Cluster < b.Cluster
+		}
+		return a.StatefulSet < b.StatefulSet
+	})
+	return out
+}
+
+type addFunc func(k Kind, want, got, format string, args ...any)
+
+func hardSkew(spec corev1.PodSpec, key string) (int32, bool) {
+	for _, t := range spec.TopologySpreadConstraints {
+		if t.TopologyKey == key && t.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return t.MaxSkew, true
+		}
+	}
+	return 0, false
+}
+
+func checkSkew(spec corev1.PodSpec, key string, action corev1.UnsatisfiableConstraintAction, want, n int, add addFunc) {
+	for _, t := range spec.TopologySpreadConstraints {
+		if t.TopologyKey != key || t.WhenUnsatisfiable != action {
+			continue
+		}
+		if int(t.MaxSkew) != want {
+			add(MaxSkew, fmt.Sprintf("%s maxSkew %d", key, want), fmt.Sprintf("%s maxSkew %d", key, t.MaxSkew),
+				"%s constraint on %s has maxSkew %d; for N=%d the recommendation is %d (seed 000 §二; a template not updated after a resize?)", action, key, t.MaxSkew, n, want)
+		}
+		return
+	}
+	add(MissingConstraint, fmt.Sprintf("%s maxSkew %d %s", key, want, action), "none",
+		"no %s topology spread constraint on %s; add maxSkew %d (seed 000 §二)", action, key, want)
+}
+
+// checkAntiAffinity wants a required pod anti-affinity term on the shard's domain key whose
+// selector matches every pod of the shard and no pod of the other shards.
+func checkAntiAffinity(c *policies.Cluster, s *policies.Shard, spec corev1.PodSpec, multiZone bool, add addFunc) {
+	key := policies.LabelHostname
+	if multiZone {
+		key = c.ZoneKey
+	}
+	var terms []corev1.PodAffinityTerm
+	if spec.Affinity != nil && spec.Affinity.PodAntiAffinity != nil {
+		terms = spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	inShard := map[int]bool{}
+	for _, i := range s.Members {
+		inShard[i] = true
+	}
+	for _, t := range terms {
+		if t.TopologyKey != key {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
+		if err != nil || t.LabelSelector == nil {
+			continue
+		}
+		ok := true
+		for i, m := range c.Members {
+			if sel.Matches(labels.Set(m.Pod.Labels)) != inShard[i] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		add(AntiAffinity, "anti-affinity on "+key+" selecting exactly the shard's pods", "selector "+sel.String(),
+			"the required anti-affinity on %s does not select exactly the pods of shard %s", key, s.Name)
+		return
+	}
+	add(AntiAffinity, "required anti-affinity on "+key, "none",
+		"no required pod anti-affinity on %s inside shard %s: two of its pods may share a %s (ShardSeparation)", key, s.Name, map[bool]string{true: "zone", false: "node"}[multiZone])
+}
+
