@@ -295,3 +295,57 @@ func TestFailoverTimeout(t *testing.T) {
 		t.Errorf("ROLE of the master after the timed-out failover = %v, want master", role)
 	}
 }
+
+// TestFailoverMasterDown covers a master that is down: the default mode refuses (it cannot
+// check the replica is in sync, and Redis needs the master for it), FORCE and TAKEOVER (explicit
+// options) promote the replica and are verified without the old master, which later rejoins as
+// a replica of the new master. Rows run in order on one cluster (node timeout 5 s, so that the
+// replica does not fail over on its own first).
+func TestFailoverMasterDown(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Start(t, redistest.Config{Shards: 3, PodsPerShard: 2, NodeTimeout: 5 * time.Second})
+	tests := []struct {
+		name    string
+		shard   int
+		mode    redisctl.FailoverMode
+		wantErr error
+	}{
+		{name: "default mode, master killed: refused, replica not in sync", shard: 0, mode: redisctl.FailoverDefault, wantErr: redisctl.ErrNotInSync},
+		{name: "FORCE, master killed: verified without the old master, which rejoins as replica", shard: 1, mode: redisctl.FailoverForce},
+		{name: "TAKEOVER, master killed: verified without the old master, which rejoins as replica", shard: 2, mode: redisctl.FailoverTakeover},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := c.Client.WaitFormed(ctx, c.Addrs(), 60*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			master, replica := c.Shards[tc.shard][0], c.Shards[tc.shard][1]
+			if role := mustDo(t, c.Client, master.Addr(), "role").([]interface{})[0]; role != "master" {
+				t.Fatalf("%s is %v, want master", master.Name(), role)
+			}
+			master.Kill()
+			res, err := c.Client.Failover(ctx, replica.Addr(), redisctl.FailoverOptions{Mode: tc.mode, Timeout: 10 * time.Second})
+			if restartErr := master.Start(); restartErr != nil {
+				t.Fatal(restartErr)
+			}
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("Failover: %v, want %v", err, tc.wantErr)
+				}
+				t.Logf("refused: %v", err)
+				// The restarted master is still the master of its shard.
+				if err := c.Client.WaitRejoin(ctx, replica.Addr(), nodeAt(t, c, master.Addr()).ID, 30*time.Second, nil); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s failover verified in %s; not answering: %v", tc.mode, res.Duration, res.Unreachable)
+			if err := c.Client.WaitRejoin(ctx, master.Addr(), res.NewMasterID, 30*time.Second, func(s string) { t.Log(s) }); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
