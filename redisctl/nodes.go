@@ -12,20 +12,20 @@ const NumSlots = 16384
 
 // Node flags as printed by CLUSTER NODES (https://redis.io/commands/cluster-nodes/).
 const (
-	FlagMyself     = "myself"
-	FlagMaster     = "master"
-	FlagReplica    = "slave" // Redis prints replicas as "slave"
-	FlagPFail      = "fail?" // PFAIL: this node cannot reach it, not yet agreed
-	FlagFail       = "fail"  // FAIL: a majority of masters agreed it is unreachable
-	FlagHandshake  = "handshake"
-	FlagNoAddr     = "noaddr"
-	FlagNoFailover = "nofailover"
+	FlagMyself     = "myself"     // the line of the node that answered
+	FlagMaster     = "master"     // a master (with or without slots)
+	FlagReplica    = "slave"      // a replica: Redis prints replicas as "slave"
+	FlagPFail      = "fail?"      // PFAIL: the reporting node cannot reach it, not yet agreed
+	FlagFail       = "fail"       // FAIL: a majority of masters agreed it is unreachable
+	FlagHandshake  = "handshake"  // met, but the first PING/PONG exchange is not done
+	FlagNoAddr     = "noaddr"     // address unknown
+	FlagNoFailover = "nofailover" // a replica with cluster-replica-no-failover yes
 )
 
 // Link states as printed by CLUSTER NODES.
 const (
-	LinkConnected    = "connected"
-	LinkDisconnected = "disconnected"
+	LinkConnected    = "connected"    // the reporting node's cluster bus link to it is up
+	LinkDisconnected = "disconnected" // that link is down
 )
 
 // SlotRange is an inclusive range of hash slots, Start ≤ End, both in [0, 16383].

@@ -40,7 +40,7 @@ type Config struct {
 	ExtraArgs []string
 	// FormTimeout bounds forming the cluster; 60 s when 0.
 	FormTimeout time.Duration
-	// Skip forming: start the servers only (each a lone master without slots).
+	// NoForm skips forming: the servers are only started (each a lone master without slots).
 	NoForm bool
 }
 
