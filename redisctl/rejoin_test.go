@@ -154,9 +154,16 @@ func TestRejoin(t *testing.T) {
 // nodeAt returns the node at addr as it sees itself.
 func nodeAt(t testing.TB, c *redistest.Cluster, addr string) redisctl.Node {
 	t.Helper()
-	v, err := c.Client.ReadView(context.Background(), addr)
+	// A node that has just been restarted answers LOADING while it replays its append-only
+	// file: wait for it to answer.
+	var v redisctl.View
+	var lastErr error
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		v, lastErr = c.Client.ReadView(ctx, addr)
+		return lastErr == nil, nil
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v (%v)", addr, lastErr, err)
 	}
 	me, ok := v.Myself()
 	if !ok {
