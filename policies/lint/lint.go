@@ -167,4 +167,3 @@ func checkAntiAffinity(c *policies.Cluster, s *policies.Shard, spec corev1.PodSp
 	add(AntiAffinity, "required anti-affinity on "+key, "none",
 		"no required pod anti-affinity on %s inside shard %s: two of its pods may share a %s (ShardSeparation)", key, s.Name, map[bool]string{true: "zone", false: "node"}[multiZone])
 }
-
