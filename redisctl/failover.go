@@ -269,8 +269,14 @@ func (c *Client) Failover(ctx context.Context, replicaAddr string, opts Failover
 	}
 
 	var seen failoverSeen
+	observed := false
 	err = wait.PollUntilContextTimeout(ctx, opts.PollInterval, opts.Timeout, true, func(ctx context.Context) (bool, error) {
-		seen = c.observeFailover(ctx, res, verify)
+		s := c.observeFailover(ctx, res, verify)
+		if ctx.Err() != nil && observed {
+			// A round cut short by the deadline says nothing: report the last whole one.
+			return false, nil
+		}
+		seen, observed = s, true
 		return seen.done(opts.Mode), nil
 	})
 	res.Duration = time.Since(start)
