@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
@@ -60,20 +61,35 @@ func (r *roleRecorder) records() []stopRecord {
 	return append([]stopRecord(nil), r.stops...)
 }
 
-// TestPostScaleDown runs issue 2's scenario end to end: a real control plane with kwok nodes, a
-// real redis-server per pod, a writer at ≥200 writes/s throughout, and `redis-rebalancer run`
-// (the CLI, in process) against it.
-func TestPostScaleDown(t *testing.T) {
+// result is what one end-to-end run gives the assertions.
+type result struct {
+	env    *harness.Env
+	report rebalancer.Report
+	stops  []stopRecord
+	writer harness.WriterStats
+	lost   error
+	rc     *redisctl.Client
+}
+
+// runRebalancer lays out sc on a real control plane with kwok nodes and a real redis-server per
+// pod, starts a writer (≥ 200 writes/s), waits until before() holds, runs `redis-rebalancer run`
+// (the CLI, in process) with the writer running throughout, and collects what happened.
+func runRebalancer(t *testing.T, sc scenario.Scenario, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
+	t.Helper()
 	rc, err := redisctl.New(redisctl.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rc.Close() })
 	rec := &roleRecorder{redis: rc}
-	env := harness.SetupForTest(t, scenario.PostScaleDown(), harness.Options{BeforeStop: rec.beforeStop})
+	env := harness.SetupForTest(t, sc, harness.Options{BeforeStop: rec.beforeStop})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-
+	t.Cleanup(cancel)
+	if before != nil {
+		if err := before(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var seeds []string
 	for _, s := range env.Runtime.Servers() {
 		seeds = append(seeds, s.Addr)
@@ -90,8 +106,8 @@ func TestPostScaleDown(t *testing.T) {
 
 	var stdout, stderr bytes.Buffer
 	cmd := cli.NewRootCommand()
-	cmd.SetArgs([]string{"run", "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace, "-o", "json",
-		"--max-moves", "6", "--health-timeout", "1m", "--recreate-timeout", "2m", "--rejoin-timeout", "2m"})
+	cmd.SetArgs(append([]string{"run", "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace, "-o", "json",
+		"--max-moves", "6", "--health-timeout", "1m", "--recreate-timeout", "2m", "--rejoin-timeout", "2m"}, extraArgs...))
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)
 	runErr := cmd.ExecuteContext(ctx)
@@ -99,19 +115,34 @@ func TestPostScaleDown(t *testing.T) {
 	if runErr != nil {
 		t.Fatalf("redis-rebalancer run: %v", runErr)
 	}
-	var rep rebalancer.Report
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+	res := &result{env: env, rc: rc}
+	if err := json.Unmarshal(stdout.Bytes(), &res.report); err != nil {
 		t.Fatalf("report: %v\n%s", err, stdout.String())
 	}
-	// Keep writing a little after the last move, then stop.
+	// Keep writing a little after the last move, then stop and read everything back.
 	if err := waitAcked(ctx, w, w.Stats().Acked+200); err != nil {
 		t.Fatal(err)
 	}
 	w.Stop()
-	stats := w.Stats()
-	t.Logf("writer: %s", stats)
+	res.writer = w.Stats()
+	res.lost = w.Verify(ctx)
+	res.stops = rec.records()
+	t.Logf("writer: %s", res.writer)
+	return res
+}
 
-	// (a) The four rules hold at the end (and every other hard rule too).
+// assertSafeAndCompliant checks what every run must give: (a) every hard rule holds at the end;
+// (b) every evicted pod was a replica when it was evicted, as Redis said at that moment; (c) the
+// Redis cluster passes the full health gate (cluster_state:ok, all 16384 slots served, every
+// master with an in-sync replica); (d) no acknowledged write lost, no write failed after the
+// client's retries, at ≥ 200 writes/s. It returns the evictions and failovers made.
+func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := res.env
+
+	// (a)
 	snap, err := rebalancer.ReadSnapshot(ctx, env.Client(), env.Namespace)
 	if err != nil {
 		t.Fatal(err)
@@ -128,27 +159,23 @@ func TestPostScaleDown(t *testing.T) {
 		t.Errorf("hard rules broken at the end: %+v", vs)
 	}
 
-	// (b) Every evicted pod was a replica when it was evicted, as Redis said at that moment.
+	// (b)
 	evicted := map[string]bool{}
-	failovers := 0
-	for _, cr := range rep.Clusters {
+	for _, cr := range res.report.Clusters {
 		for _, m := range cr.Moves {
 			if m.Evicted {
 				evicted[m.Pod] = true
+				evictions++
 			}
 			if m.Failover != nil {
 				failovers++
 			}
 		}
 	}
-	if rep.Moves() < 1 || failovers < 1 {
-		t.Errorf("the run made %d evictions and %d failovers; the scenario needs at least one of each", rep.Moves(), failovers)
+	if len(res.stops) != evictions {
+		t.Errorf("redis servers stopped because their pod went away: %d, evictions reported: %d (%+v)", len(res.stops), evictions, res.stops)
 	}
-	stops := rec.records()
-	if len(stops) != rep.Moves() {
-		t.Errorf("redis servers stopped because their pod went away: %d, evictions reported: %d (%+v)", len(stops), rep.Moves(), stops)
-	}
-	for _, s := range stops {
+	for _, s := range res.stops {
 		if !evicted[env.Namespace+"/"+s.Pod] {
 			t.Errorf("pod %s went away but the report has no eviction of it", s.Pod)
 		}
@@ -157,29 +184,70 @@ func TestPostScaleDown(t *testing.T) {
 		}
 	}
 
-	// (c) cluster_state:ok with all 16384 slots served (the full health gate, in fact).
+	// (c) New members (a Pending pod that got placed) join through the operator stand-in.
 	var addrs []string
 	for _, s := range env.Runtime.Servers() {
 		addrs = append(addrs, s.Addr)
 	}
-	h, err := rc.CheckHealth(ctx, addrs, redisctl.HealthOptions{})
+	h, err := res.rc.WaitFormed(ctx, addrs, time.Minute)
 	if err != nil {
 		t.Errorf("redis health at the end: %v", err)
 	} else if h.SlotsServed != redisctl.NumSlots {
 		t.Errorf("slots served = %d, want %d", h.SlotsServed, redisctl.NumSlots)
 	}
 
-	// (d) No acknowledged write lost; no write failed after the client's retries.
-	if stats.Failed > 0 {
-		t.Errorf("%d writes failed: %v", stats.Failed, stats.Failures)
+	// (d)
+	if res.writer.Failed > 0 {
+		t.Errorf("%d writes failed: %v", res.writer.Failed, res.writer.Failures)
 	}
-	if stats.Rate < 200 {
-		t.Errorf("writer rate %.0f/s, want ≥ 200/s", stats.Rate)
+	if res.writer.Rate < 200 {
+		t.Errorf("writer rate %.0f/s, want ≥ 200/s", res.writer.Rate)
 	}
-	if err := w.Verify(ctx); err != nil {
-		t.Error(err)
+	if res.lost != nil {
+		t.Error(res.lost)
 	}
-	t.Logf("moves: %d evictions, %d failovers; writer: %s", rep.Moves(), failovers, stats)
+	t.Logf("moves: %d evictions, %d failovers; writer: %s", evictions, failovers, res.writer)
+	return evictions, failovers
+}
+
+// TestPostScaleDown runs issue 2's scenario end to end: 5 shards × 2 pods left on 3 zones after
+// a scale-down, four masters on n1. The fix needs a failover and an eviction.
+func TestPostScaleDown(t *testing.T) {
+	res := runRebalancer(t, scenario.PostScaleDown(), nil)
+	evictions, failovers := assertSafeAndCompliant(t, res)
+	if evictions < 1 || failovers < 1 {
+		t.Errorf("the run made %d evictions and %d failovers; the scenario needs at least one of each", evictions, failovers)
+	}
+}
+
+// TestSeedDeadlock runs seed 000's deadlock (supplement 2) end to end: shard 2's replica is
+// Pending forever until a replica of shard 1 is evicted; the scheduler then places both.
+func TestSeedDeadlock(t *testing.T) {
+	sc := scenario.SeedDeadlock()
+	pending := sc.PodName(2, 1)
+	res := runRebalancer(t, sc, func(ctx context.Context, env *harness.Env) error {
+		// Wait until kube-scheduler has tried and failed to place the pod.
+		return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			p, err := env.Client().CoreV1().Pods(env.Namespace).Get(ctx, pending, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	})
+	evictions, failovers := assertSafeAndCompliant(t, res)
+	if evictions < 1 || failovers != 0 {
+		t.Errorf("the run made %d evictions and %d failovers; the deadlock needs one replica eviction and no failover", evictions, failovers)
+	}
+	p, err := res.env.Client().CoreV1().Pods(res.env.Namespace).Get(context.Background(), pending, metav1.GetOptions{})
+	if err != nil || p.Spec.NodeName == "" {
+		t.Errorf("%s still not scheduled (%v)", pending, err)
+	}
 }
 
 // waitAcked waits until the writer has n acknowledged writes (30 s at most).

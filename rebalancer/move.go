@@ -197,6 +197,8 @@ func (r *Rebalancer) waitHealthy(ctx context.Context, c *policies.Cluster) (*red
 }
 
 // healthStatus returns "" when every member pod is Ready and Redis is healthy, else why not.
+// Pods the scheduler cannot place (Pending, unschedulable) are what a move may fix: they do not
+// fail the gate, nor does their shard's master lacking the replica they would be.
 func (r *Rebalancer) healthStatus(ctx context.Context, c *policies.Cluster) (string, *redisctl.Health) {
 	pods, err := r.cfg.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: c.Model().Options.ClusterLabel + "=" + c.Name,
@@ -204,14 +206,25 @@ func (r *Rebalancer) healthStatus(ctx context.Context, c *policies.Cluster) (str
 	if err != nil {
 		return "list pods: " + err.Error(), nil
 	}
+	shardOf := map[string]string{} // pod name → shard
+	for _, m := range c.Members {
+		shardOf[m.Pod.Name] = m.Shard
+	}
 	var addrs, notReady []string
+	pendingShard := map[string]bool{}
+	shardOfAddr := map[string]string{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if !podReady(p) {
+		switch {
+		case podReady(p):
+			addr := r.cfg.Redis.AddrOf(p.Status.PodIP)
+			addrs = append(addrs, addr)
+			shardOfAddr[addr] = shardOf[p.Name]
+		case p.Spec.NodeName == "" && p.DeletionTimestamp == nil && unschedulableNote(p) != "":
+			pendingShard[shardOf[p.Name]] = true
+		default:
 			notReady = append(notReady, p.Name)
-			continue
 		}
-		addrs = append(addrs, r.cfg.Redis.AddrOf(p.Status.PodIP))
 	}
 	if len(notReady) > 0 {
 		return "pods not Ready: " + strings.Join(notReady, ", "), nil
@@ -223,7 +236,10 @@ func (r *Rebalancer) healthStatus(ctx context.Context, c *policies.Cluster) (str
 	if h == nil {
 		return "redis: " + err.Error(), nil
 	}
-	if err != nil {
+	if err := h.Except(func(reason redisctl.Reason) bool {
+		s, ok := shardOfAddr[reason.Addr]
+		return reason.Code == redisctl.ReasonNoConnectedReplica && ok && pendingShard[s]
+	}); err != nil {
 		return "redis: " + err.Error(), h
 	}
 	return "", h

@@ -210,7 +210,16 @@ func (c *Client) FormCluster(ctx context.Context, shards [][]string, timeout tim
 		}
 	}
 	klog.V(2).InfoS("Cluster formed, waiting for health", "shards", len(shards), "nodes", len(all))
-	return c.WaitFormed(ctx, all, timeout)
+	// A shard given without replicas has, by design, a master without a connected replica.
+	alone := map[string]bool{}
+	for i, s := range shards {
+		if len(s) == 1 {
+			alone[masterIDs[i]] = true
+		}
+	}
+	return c.waitHealthy(ctx, all, timeout, func(r Reason) bool {
+		return r.Code == ReasonNoConnectedReplica && alone[r.NodeID]
+	})
 }
 
 // AddReplica adds the fresh node at addr to the cluster that seedAddr belongs to, as a replica of
@@ -229,12 +238,18 @@ func (c *Client) AddReplica(ctx context.Context, addr, seedAddr, masterID string
 // WaitFormed polls CheckHealth (every 100 ms, client-default HealthOptions) until the cluster of
 // addrs is healthy or timeout passes. On timeout the error wraps the last *HealthError.
 func (c *Client) WaitFormed(ctx context.Context, addrs []string, timeout time.Duration) (*Health, error) {
+	return c.waitHealthy(ctx, addrs, timeout, func(Reason) bool { return false })
+}
+
+// waitHealthy is WaitFormed, tolerating the reasons skip accepts.
+func (c *Client) waitHealthy(ctx context.Context, addrs []string, timeout time.Duration, skip func(Reason) bool) (*Health, error) {
 	var h *Health
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		hh, err := c.CheckHealth(ctx, addrs, HealthOptions{})
 		if hh != nil {
 			h = hh
+			err = hh.Except(skip)
 		}
 		last = err
 		return err == nil, nil

@@ -221,6 +221,22 @@ type Health struct {
 	Reasons []Reason
 }
 
+// Except returns a *HealthError with the reasons skip does not accept, or nil when skip accepts
+// every reason. Callers use it to tolerate a problem they know about, e.g. a master without a
+// replica because the replica's pod cannot be scheduled yet.
+func (h *Health) Except(skip func(Reason) bool) error {
+	var rest []Reason
+	for _, r := range h.Reasons {
+		if !skip(r) {
+			rest = append(rest, r)
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	return &HealthError{Reasons: rest}
+}
+
 // Healthy reports whether no problem was found.
 func (h *Health) Healthy() bool { return len(h.Reasons) == 0 }
 
