@@ -6,29 +6,46 @@ import (
 	"strings"
 )
 
-// specOf returns the spec in effect for member j under placement p: the running pod's while j is
-// still on its original node, the re-creation template's once it has been moved or is unplaced.
-func (c *Cluster) specOf(j int, p Placement) *podSpec {
+// usesCur reports whether member j, placed as p[j], runs with its current pod's spec: it stays on
+// the node it is bound to, or it is a Pending pod the scheduler places. Otherwise (evicted and
+// re-placed, terminating, lost with its node) it is re-created from its template.
+func (c *Cluster) usesCur(j int, p Placement) bool {
 	mem := c.Members[j]
-	if p[j] >= 0 && p[j] == mem.Node && !mem.Terminating {
-		return mem.cur
+	return mem.pending() || (p[j] >= 0 && p[j] == mem.Node && !mem.Terminating)
+}
+
+// specOf returns the spec in effect for member j under placement p (see usesCur).
+func (c *Cluster) specOf(j int, p Placement) *podSpec {
+	if c.usesCur(j, p) {
+		return c.Members[j].cur
 	}
-	return mem.next
+	return c.Members[j].next
+}
+
+// counted reports whether member j, placed as p[j], is counted by spread instance in.
+func (c *Cluster) counted(in *spreadInstance, j int, p Placement) bool {
+	if p[j] < 0 || !in.eligible[p[j]] {
+		return false
+	}
+	if c.usesCur(j, p) {
+		return in.matchCur[j]
+	}
+	return in.matchNext[j]
 }
 
 // spreadCounts returns the matching pods per domain of in under placement p, member skip left out
-// (-1: none), and the global minimum: kube-scheduler's TpValueToMatchNum and minMatchNum (0 when
-// there are fewer eligible domains than minDomains).
-func (c *Cluster) spreadCounts(in *spreadInstance, p Placement, skip int) (counts map[int]int, min int) {
-	counts = make(map[int]int, len(in.external)+len(p))
+// (-1: none), and the global minimum: kube-scheduler's TpValueToMatchNum and minMatchNum (the
+// smallest count over the eligible domains, 0 when there are fewer eligible domains than
+// minDomains).
+func (c *Cluster) spreadCounts(in *spreadInstance, p Placement, skip int) (counts map[int32]int, min int) {
+	counts = make(map[int32]int, len(in.external)+8)
 	for d, n := range in.external {
 		counts[d] = n
 	}
-	for j, n := range p {
-		if j == skip || n < 0 || !in.eligible[n] || !in.matches[j] {
-			continue
+	for j := range p {
+		if j != skip && c.counted(in, j, p) {
+			counts[in.dom.ofNode[p[j]]]++
 		}
-		counts[in.dom.ofNode[n]]++
 	}
 	if in.numDomains < in.minDomains {
 		return counts, 0
@@ -44,58 +61,126 @@ func (c *Cluster) spreadCounts(in *spreadInstance, p Placement, skip int) (count
 		}
 	}
 	if nonzero < in.numDomains || min < 0 {
-		min = 0
+		min = 0 // some eligible domain holds no matching pod
 	}
 	return counts, min
 }
 
-// sameDomain reports whether nodes a and b share a value of topology key.
-func (c *Cluster) sameDomain(key string, a, b int) bool {
-	d := c.model.domain(key)
-	return d.ofNode[a] >= 0 && d.ofNode[a] == d.ofNode[b]
-}
-
-// fitter evaluates where one member may be re-placed under one placement; spread counts are
-// computed once and shared by every node checked.
+// fitter evaluates where one member may be placed under one placement. Everything that depends
+// on the other members is computed once (spread counts, resource usage, the domains their
+// (anti-)affinity blocks or offers), so that checking a node costs O(constraints), not O(members).
 type fitter struct {
-	c      *Cluster
-	p      Placement
-	i      int
-	spec   *podSpec
-	counts []map[int]int
-	mins   []int
+	c       *Cluster
+	i       int
+	spec    *podSpec
+	release bool // the member's volume restrictions are lifted (ReleaseReplicaClaims)
+	use     map[int]resources
+	counts  []map[int32]int
+	mins    []int
+	self    []int
+	// anti: domains where another member matches one of the incoming pod's anti-affinity terms;
+	// existing: domains where another member's anti-affinity term matches the incoming pod.
+	anti, existing []domainRef
+	// affinity[t]: domains of term t's key where another member matches every affinity term.
+	affinity []map[int32]bool
+	affAny   bool
+	selfAff  bool // the incoming pod matches all its own affinity terms
 }
 
 func (c *Cluster) newFitter(p Placement, i int) *fitter {
-	f := &fitter{c: c, p: p, i: i, spec: c.Members[i].next}
-	for _, idx := range f.spec.spread {
-		counts, min := c.spreadCounts(c.spread[idx], p, i)
+	m := c.model
+	mem := c.Members[i]
+	s := mem.incoming()
+	f := &fitter{c: c, i: i, spec: s, use: map[int]resources{}}
+	f.release = m.Options.ReleaseReplicaClaims && mem.Role == RoleReplica
+	for _, idx := range s.spread {
+		in := c.spread[idx]
+		counts, min := c.spreadCounts(in, p, i)
 		f.counts = append(f.counts, counts)
 		f.mins = append(f.mins, min)
+		self := 0
+		if in.selector.Matches(s.labels) {
+			self = 1
+		}
+		f.self = append(f.self, self)
+	}
+	if len(s.affinity) > 0 {
+		f.affinity = make([]map[int32]bool, len(s.affinity))
+		for k := range f.affinity {
+			f.affinity[k] = map[int32]bool{}
+		}
+		f.selfAff = true
+		for _, t := range s.affinity {
+			if !t.matches(m, s.pod.Namespace, s.labels) {
+				f.selfAff = false
+			}
+		}
+	}
+	for j, nj := range p {
+		if j == i || nj < 0 {
+			continue
+		}
+		sj := c.specOf(j, p)
+		f.use[nj] = f.use[nj].add(sj.requests)
+		ns := sj.pod.Namespace
+		for _, t := range s.anti {
+			if d := t.dom.ofNode[nj]; d >= 0 && t.matches(m, ns, sj.labels) {
+				f.anti = append(f.anti, domainRef{t.dom, d})
+			}
+		}
+		for _, t := range sj.anti {
+			if d := t.dom.ofNode[nj]; d >= 0 && t.matches(m, s.pod.Namespace, s.labels) {
+				f.existing = append(f.existing, domainRef{t.dom, d})
+			}
+		}
+		if len(s.affinity) > 0 {
+			all := true
+			for _, t := range s.affinity {
+				if !t.matches(m, ns, sj.labels) {
+					all = false
+					break
+				}
+			}
+			if all {
+				for k, t := range s.affinity {
+					if d := t.dom.ofNode[nj]; d >= 0 {
+						f.affinity[k][d] = true
+						f.affAny = true
+					}
+				}
+			}
+		}
 	}
 	return f
 }
 
-// check returns fitOK when member f.i, re-created from its template, passes kube-scheduler's
-// filters on node n, otherwise the first failing reason.
+func inDomains(refs []domainRef, n int) bool {
+	for _, r := range refs {
+		if r.dom.ofNode[n] == r.id {
+			return true
+		}
+	}
+	return false
+}
+
+// check returns fitOK when member f.i passes kube-scheduler's filters on node n, otherwise the
+// first failing reason in the scheduler's plugin order (NodeUnschedulable, TaintToleration,
+// NodeAffinity, NodeResourcesFit, VolumeBinding, VolumeZone, PodTopologySpread,
+// InterPodAffinity) and a detail.
 func (f *fitter) check(n int) (reasonCode, string) {
-	c, p, i, s := f.c, f.p, f.i, f.spec
-	mem := c.Members[i]
+	c, s := f.c, f.spec
+	m := c.model
 	if r := s.static[n]; r != fitOK {
 		return r, ""
 	}
-	if s.volume != nil && !s.volume[n] && !(c.model.Options.ReleaseReplicaClaims && mem.Role == RoleReplica) {
-		return reasonVolume, ""
-	}
-	// NodeResourcesFit.
-	used := c.usedOther[n]
-	for j, nj := range p {
-		if j != i && nj == n {
-			used = used.add(c.specOf(j, p).requests)
-		}
-	}
-	if why := fits(c.model.allocatable[n], used, s.requests); why != "" {
+	// NodeResourcesFit: the node's pods without the members as the snapshot has them, plus the
+	// members as placed.
+	used := m.usedByAll[n].sub(c.memberUse[n]).add(f.use[n])
+	if why := fits(m.allocatable[n], used, s.requests); why != "" {
 		return reasonResources, why
+	}
+	if s.volume != nil && s.volume[n] != fitOK && !f.release {
+		return s.volume[n], ""
 	}
 	// PodTopologySpread: 'existing matching num' + 'self match' - 'global minimum' <= 'maxSkew'.
 	for k, idx := range s.spread {
@@ -104,65 +189,48 @@ func (f *fitter) check(n int) (reasonCode, string) {
 		if d < 0 {
 			return reasonSpreadMissingLabel, in.constraint.TopologyKey
 		}
-		self := 0
-		if in.selector.Matches(s.labels) {
-			self = 1
-		}
-		if skew := f.counts[k][d] + self - f.mins[k]; skew > in.maxSkew {
+		if skew := f.counts[k][d] + f.self[k] - f.mins[k]; skew > in.maxSkew {
 			return reasonSpread, fmt.Sprintf("%s skew %d > maxSkew %d", in.constraint.TopologyKey, skew, in.maxSkew)
 		}
 	}
-	// InterPodAffinity: the incoming pod's required anti-affinity, and the placed pods' against it.
+	// InterPodAffinity: the incoming pod's required affinity (satisfyPodAffinity), its required
+	// anti-affinity, then the existing pods' anti-affinity.
+	if len(s.affinity) > 0 {
+		exist := true
+		for k, t := range s.affinity {
+			d := t.dom.ofNode[n]
+			if d < 0 {
+				return reasonAffinity, t.key + " (missing label)"
+			}
+			if !s.affinityExt[k][d] && !f.affinity[k][d] {
+				exist = false
+			}
+		}
+		// The first pod of a series with affinity to itself: no pod matches anywhere, and the
+		// pod matches its own terms.
+		if !exist && (s.affinityAny || f.affAny || !f.selfAff) {
+			return reasonAffinity, ""
+		}
+	}
 	for _, t := range s.anti {
-		if t.external[c.model.domain(t.key).ofNode[n]] {
+		if d := t.dom.ofNode[n]; d >= 0 && t.external[d] {
 			return reasonAntiAffinity, t.key
 		}
-		for j, nj := range p {
-			if j != i && nj >= 0 && t.matches(c.Members[j].Pod) && c.sameDomain(t.key, nj, n) {
-				return reasonAntiAffinity, fmt.Sprintf("%s (%s)", t.key, c.Members[j].Pod.Name)
-			}
+	}
+	for _, r := range f.anti {
+		if r.dom.ofNode[n] == r.id {
+			return reasonAntiAffinity, r.dom.names[r.id]
 		}
 	}
-	for j, nj := range p {
-		if j == i || nj < 0 {
-			continue
-		}
-		for _, t := range c.specOf(j, p).anti {
-			if t.matches(s.pod) && c.sameDomain(t.key, nj, n) {
-				return reasonAntiAffinity, fmt.Sprintf("%s (%s)", t.key, c.Members[j].Pod.Name)
-			}
-		}
-	}
-	for _, t := range s.affinity {
-		if !f.affinitySatisfied(t, n) {
-			return reasonAffinity, t.key
-		}
+	if inDomains(s.extAnti, n) || inDomains(f.existing, n) {
+		return reasonExistingAntiAffinity, ""
 	}
 	return fitOK, ""
 }
 
-// affinitySatisfied mirrors InterPodAffinity for one required affinity term: some pod matching it
-// runs in n's domain, or no pod matches it anywhere and the incoming pod matches it itself.
-func (f *fitter) affinitySatisfied(t affinityTerm, n int) bool {
-	c := f.c
-	if t.external[c.model.domain(t.key).ofNode[n]] {
-		return true
-	}
-	any := len(t.external) > 0
-	for j, nj := range f.p {
-		if j == f.i || nj < 0 || !t.matches(c.Members[j].Pod) {
-			continue
-		}
-		any = true
-		if c.sameDomain(t.key, nj, n) {
-			return true
-		}
-	}
-	return !any && t.matches(f.spec.pod)
-}
-
-// Candidates returns, in node order, the nodes where member i, re-created from its StatefulSet's
-// current template, passes the filter when the other members are placed as p (p[i] is ignored).
+// Candidates returns, in node order, the nodes where member i passes the filter when the other
+// members are placed as p (p[i] is ignored): a Pending member with its own spec, any other member
+// re-created from its StatefulSet's current template.
 func (c *Cluster) Candidates(p Placement, i int) []int {
 	f := c.newFitter(p, i)
 	var out []int
@@ -174,7 +242,8 @@ func (c *Cluster) Candidates(p Placement, i int) []int {
 	return out
 }
 
-// Fits reports whether member i fits node n under placement p, and why not.
+// Fits reports whether member i fits node n under placement p (as Candidates decides), and why
+// not, in kube-scheduler's words.
 func (c *Cluster) Fits(p Placement, i, n int) (bool, string) {
 	r, detail := c.newFitter(p, i).check(n)
 	if r == fitOK {
@@ -186,17 +255,18 @@ func (c *Cluster) Fits(p Placement, i, n int) (bool, string) {
 	return false, reasonText[r]
 }
 
-// FitReport says, for one member re-placed under one placement, where it fits and why every other
+// FitReport says, for one member placed under one placement, where it fits and why every other
 // node does not.
 type FitReport struct {
 	// Fits are the names of the nodes that pass the filter.
 	Fits []string
-	// Rejected maps each reason (kube-scheduler's wording) to the nodes it rejects, sorted.
+	// Rejected maps each reason (kube-scheduler's wording; NodeResourcesFit's "Insufficient cpu",
+	// "Insufficient memory", "Too many pods") to the nodes it rejects, in node order.
 	Rejected map[string][]string
 }
 
 // Summary renders the report like kube-scheduler's FailedScheduling message:
-// "0/6 nodes are available: 1 node(s) didn't match pod anti-affinity rules, 5 node(s) ...".
+// "0/6 nodes are available: 1 node(s) didn't match pod anti-affinity rules [n5], 5 node(s) ...".
 func (r FitReport) Summary() string {
 	total := len(r.Fits)
 	keys := make([]string, 0, len(r.Rejected))

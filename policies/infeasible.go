@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -8,8 +9,9 @@ import (
 
 // StaticInfeasibility returns, in words, why no placement of the cluster's N pods can satisfy the
 // hard rules on the nodes that exist (e.g. fewer than 6 nodes for N = 6, seed 000 §四), or "" when
-// this quick count finds no obstacle. Nodes count as usable when the re-creation template of the
-// cluster's first member passes their static checks (cordon, taints, node affinity).
+// this quick count finds no obstacle. A node counts as usable when it passes the node-level checks
+// (cordon, taints, node affinity) of some member's incoming spec (a Pending pod's own, otherwise
+// its re-creation template's) and, with allowed zones, lies in one of them.
 func (c *Cluster) StaticInfeasibility() string {
 	relaxed := c.model.Options.RelaxedLimits
 	nodeLimit := NodeLimit(c.N, relaxed)
@@ -20,13 +22,12 @@ func (c *Cluster) StaticInfeasibility() string {
 	if nodeLimit == 0 {
 		return fmt.Sprintf("with N=%d a node may hold %s N/3 pods, i.e. none: no placement can comply (MaxPodsPerNode)", c.N, cmp)
 	}
-	usable := c.Members[0].next.static
 	nodesPerZone := map[string]int{}
 	total := 0
-	for n, node := range c.model.Nodes {
-		if usable[n] == fitOK && (c.Z() == 0 || c.allowed[node.Zone]) {
-			nodesPerZone[node.Zone]++
-			total++
+	for zone, n := range c.usableIn {
+		if c.Z() == 0 || c.allowed[zone] {
+			nodesPerZone[zone] += n
+			total += n
 		}
 	}
 	var why []string
@@ -77,55 +78,120 @@ func (c *Cluster) StaticInfeasibility() string {
 }
 
 // NodeClass returns a fingerprint of node n as the rules and the filter see it for this cluster,
-// apart from which members run on it: its zone, the matching non-member pods in its domain of
-// every spread constraint, and its static fitness and volume fitness for every member. Nodes with
-// equal fingerprints and equal members are interchangeable for the planner.
+// apart from which members run on it: its zone; per spread constraint its eligibility, its
+// domain (for keys other than the hostname) and the matching non-member pods there; its
+// node-level, volume and existing-pod anti-affinity fitness for every member spec; the domains
+// of the members' (anti-)affinity terms that non-member pods occupy; and how many pods of the
+// largest member request fit beside the non-member pods. Nodes with equal fingerprints and equal
+// members are interchangeable for the planner.
 func (c *Cluster) NodeClass(n int) uint64 {
 	c.classOnce.Do(c.buildNodeClasses)
 	return c.classes[n]
 }
 
 func (c *Cluster) buildNodeClasses() {
-	masks := map[*reasonCode]bool{}
-	var statics [][]reasonCode
-	var volumes [][]bool
-	vseen := map[*bool]bool{}
-	for _, m := range c.Members {
-		for _, s := range []*podSpec{m.cur, m.next} {
-			if len(s.static) > 0 && !masks[&s.static[0]] {
-				masks[&s.static[0]] = true
+	m := c.model
+	var statics, volumes [][]reasonCode
+	var antis [][]domainRef
+	var terms []*affinityTerm
+	var affExt []map[int32]bool
+	var affDoms []*domainIndex
+	seenStatic := map[*reasonCode]bool{}
+	seenTerm := map[*affinityTerm]bool{}
+	var maxReq resources
+	for _, mem := range c.Members {
+		for _, s := range []*podSpec{mem.cur, mem.next} {
+			if len(s.static) > 0 && !seenStatic[&s.static[0]] {
+				seenStatic[&s.static[0]] = true
 				statics = append(statics, s.static)
 			}
-			if len(s.volume) > 0 && !vseen[&s.volume[0]] {
-				vseen[&s.volume[0]] = true
+			if len(s.volume) > 0 && !seenStatic[&s.volume[0]] {
+				seenStatic[&s.volume[0]] = true
 				volumes = append(volumes, s.volume)
 			}
+			if len(s.extAnti) > 0 {
+				antis = append(antis, s.extAnti)
+			}
+			for _, t := range append(append([]*affinityTerm(nil), s.anti...), s.affinity...) {
+				if !seenTerm[t] {
+					seenTerm[t] = true
+					terms = append(terms, t)
+				}
+			}
+			for k, ext := range s.affinityExt {
+				affExt = append(affExt, ext)
+				affDoms = append(affDoms, s.affinity[k].dom)
+			}
+			maxReq.cpu = max(maxReq.cpu, s.requests.cpu)
+			maxReq.mem = max(maxReq.mem, s.requests.mem)
+			maxReq.pods = max(maxReq.pods, s.requests.pods)
 		}
 	}
-	c.classes = make([]uint64, len(c.model.Nodes))
-	buf := make([]byte, 0, 64)
-	for n, node := range c.model.Nodes {
-		h := fnv.New64a()
-		h.Write([]byte(node.Zone))
+	hostname := m.domains[LabelHostname]
+	c.classes = make([]uint64, len(m.Nodes))
+	buf := make([]byte, 0, 128)
+	h := fnv.New64a()
+	for n := range m.Nodes {
 		buf = buf[:0]
+		buf = append(buf, c.zones[n]...)
+		buf = append(buf, 0)
 		for _, in := range c.spread {
 			d := in.dom.ofNode[n]
-			e := 0
 			if in.eligible[n] {
-				e = 1
+				buf = append(buf, 1)
+			} else {
+				buf = append(buf, 0)
 			}
-			buf = fmt.Appendf(buf, "|%d,%d", e, in.external[d])
+			if in.dom != hostname {
+				buf = binary.AppendVarint(buf, int64(d))
+			}
+			buf = binary.AppendVarint(buf, int64(in.external[d]))
 		}
 		for _, s := range statics {
 			buf = append(buf, byte(s[n]))
 		}
 		for _, v := range volumes {
-			if v[n] {
+			buf = append(buf, byte(v[n]))
+		}
+		for _, refs := range antis {
+			if inDomains(refs, n) {
 				buf = append(buf, 1)
 			} else {
 				buf = append(buf, 0)
 			}
 		}
+		for _, t := range terms {
+			d := t.dom.ofNode[n]
+			if t.dom != hostname {
+				buf = binary.AppendVarint(buf, int64(d))
+			}
+			if t.external[d] {
+				buf = append(buf, 1)
+			} else {
+				buf = append(buf, 0)
+			}
+		}
+		for k, ext := range affExt {
+			if ext[affDoms[k].ofNode[n]] {
+				buf = append(buf, 1)
+			} else {
+				buf = append(buf, 0)
+			}
+		}
+		// How many pods of the largest member request fit beside the non-member pods (capped).
+		free := m.allocatable[n].sub(m.usedByAll[n].sub(c.memberUse[n]))
+		fit := int64(len(c.Members)) + 1
+		if maxReq.pods > 0 {
+			fit = min(fit, free.pods/maxReq.pods)
+		}
+		if maxReq.cpu > 0 {
+			fit = min(fit, free.cpu/maxReq.cpu)
+		}
+		if maxReq.mem > 0 {
+			fit = min(fit, free.mem/maxReq.mem)
+		}
+		buf = binary.AppendVarint(buf, max(fit, -1))
+		h.Reset()
 		h.Write(buf)
 		c.classes[n] = h.Sum64()
 	}

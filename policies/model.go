@@ -2,10 +2,13 @@ package policies
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
+
+// parallelClusters is the number of clusters per Build worker below which fewer workers start.
+const parallelClusters = 16
 
 // Topology keys and labels the rules read.
 const (
@@ -44,7 +50,8 @@ type Options struct {
 	RelaxedLimits bool
 	// ReleaseReplicaClaims lets the filter ignore the volume topology of a replica's bound
 	// PersistentVolumes, because the executor may release a replica's claim (its data resyncs from
-	// its master). A master's claim is never released. Off by default.
+	// its master). A master's claim is never released, nor the claim of a member whose role is
+	// unknown. Off by default.
 	ReleaseReplicaClaims bool
 }
 
@@ -65,8 +72,8 @@ const (
 	RoleReplica Role = "replica"
 )
 
-// ParseRole maps "master", "replica" and "slave" (any case) to a Role, anything else to
-// RoleUnknown.
+// ParseRole maps "master" or "primary", and "replica" or "slave" (any case) to a Role, anything
+// else to RoleUnknown.
 func ParseRole(s string) Role {
 	switch strings.ToLower(s) {
 	case "master", "primary":
@@ -81,15 +88,16 @@ func ParseRole(s string) Role {
 type Node struct {
 	// Index is the node's position in Model.Nodes.
 	Index int
-	// Name is the node's name; Zone its zone label ("" when it has none).
+	// Name is the node's name; Zone its zone: the LabelZone label, else the LabelZoneLegacy label,
+	// else "".
 	Name, Zone string
 	// Obj is the API object.
 	Obj *corev1.Node
 }
 
-// Model is a Snapshot converted once into indexes: nodes by position, pods per node, topology
-// domains per key, and the Redis clusters found by Options.ClusterLabel. Build creates it; after
-// that it is only read (safe for concurrent readers).
+// Model is a Snapshot converted once into indexes: nodes by position, scheduled pods by label,
+// topology domains per key, and the Redis clusters found by Options.ClusterLabel. Build creates
+// it; after that it is only read (safe for concurrent readers).
 type Model struct {
 	// Nodes are sorted by name; Node.Index is the position.
 	Nodes []*Node
@@ -98,22 +106,41 @@ type Model struct {
 	// Options are the options the model was built with, defaults filled.
 	Options Options
 
-	nodeIndex       map[string]int
-	podsByNode      [][]*corev1.Pod // scheduled, non-terminating pods, all namespaces
-	podsByNamespace map[string][]*corev1.Pod
-	antiAffinePods  []*corev1.Pod // scheduled pods with required pod anti-affinity
-	domains         map[string]*domainIndex
-	masks           map[string][]bool // cache: a scheduling signature → fits per node
-	pvcs            map[string]*corev1.PersistentVolumeClaim
-	pvs             map[string]*corev1.PersistentVolume
+	nodeIndex map[string]int
+	// mu guards the indexes Build's workers create on demand (domains, labelIdx).
+	mu sync.Mutex
+	// pods are the scheduled pods kube-scheduler's snapshot would count: bound to a node of the
+	// snapshot, not finished, not terminating.
+	pods      []*corev1.Pod
+	podNode   []int32            // pods[k]'s node index
+	podsInNS  map[string][]int32 // namespace → indices into pods
+	labelIdx  map[string]map[string][]int32
+	anti      antiIndex
+	nsLabels  map[string]labels.Set // from Snapshot.Namespaces
+	domains   map[string]*domainIndex
+	ids       interner
+	eligibles map[[3]int32]*eligibility // keys, node affinity and tolerations ids → eligible nodes
+	volumes   map[string][]reasonCode   // bound PersistentVolume checks by signature
+	zoneSets  map[zoneSetKey][]string   // node affinity mask → zones of the nodes it admits
+	pvcs      map[string]*corev1.PersistentVolumeClaim
+	pvs       map[string]*corev1.PersistentVolume
+
+	reqByContainers map[*corev1.Container]resources
 	allocatable     []resources
-	usedByAll       []resources // requests of podsByNode
+	usedByAll       []resources // requests of pods, per node
 	zoneKey         string      // LabelZone, or LabelZoneLegacy when no node has LabelZone
+	// zoneNames[0] reads a node's zone from LabelZone first, zoneNames[1] from LabelZoneLegacy
+	// first (each falling back to the other key).
+	zoneNames [2][]string
+	selectors map[string]labels.Selector
+	usableIn  map[string]map[string]int // usable-mask signature → usable nodes per zone
+	sig       sigBuf
+	selSig    sigBuf
 }
 
 // domainIndex maps nodes to the values of one topology key.
 type domainIndex struct {
-	ofNode []int    // node index → domain id; -1 when the node lacks the key
+	ofNode []int32  // node index → domain id; -1 when the node lacks the key
 	names  []string // domain id → value
 }
 
@@ -133,13 +160,16 @@ func (m *Model) NodeIndex(name string) int {
 	return -1
 }
 
-// domain returns (building once) the domain index of a topology key.
+// domain returns (building once, during Build) the domain index of a topology key. Safe for
+// Build's workers; after Build only the keys built then are read.
 func (m *Model) domain(key string) *domainIndex {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if d, ok := m.domains[key]; ok {
 		return d
 	}
-	d := &domainIndex{ofNode: make([]int, len(m.Nodes))}
-	ids := map[string]int{}
+	d := &domainIndex{ofNode: make([]int32, len(m.Nodes))}
+	ids := map[string]int32{}
 	for i, n := range m.Nodes {
 		v, ok := n.Obj.Labels[key]
 		if !ok {
@@ -148,7 +178,7 @@ func (m *Model) domain(key string) *domainIndex {
 		}
 		id, seen := ids[v]
 		if !seen {
-			id = len(d.names)
+			id = int32(len(d.names))
 			ids[v] = id
 			d.names = append(d.names, v)
 		}
@@ -166,33 +196,48 @@ func zoneOf(n *corev1.Node) string {
 	return n.Labels[LabelZoneLegacy]
 }
 
+// isZoneKey reports whether key is LabelZone or LabelZoneLegacy.
+func isZoneKey(key string) bool { return key == LabelZone || key == LabelZoneLegacy }
+
 // Cluster is one Redis cluster: the pods sharing a value of the cluster label in one namespace.
 type Cluster struct {
 	// Namespace and Name identify the cluster (Name is the cluster label's value).
 	Namespace, Name string
-	// N is the cluster's size for the rules: the sum of its StatefulSets' spec.replicas, or the
-	// number of its pods when it has no StatefulSets (SPEC "Terms").
+	// N is the cluster's size for the rules: the sum of its StatefulSets' spec.replicas (Pending
+	// and not yet created pods included), or the number of its pods when it has no StatefulSets
+	// (SPEC "Terms").
 	N int
 	// Members are the cluster's pods, sorted by shard, then ordinal, then name.
 	Members []*Member
 	// Shards are sorted by name; Shard.Members index Members.
 	Shards []*Shard
-	// ZoneKey is the zone topology key the cluster's nodes use (LabelZone or LabelZoneLegacy).
+	// ZoneKey is the zone topology key of the cluster: the zone key its pods' node affinity, spread
+	// constraints or anti-affinity name (seed 000 uses LabelZoneLegacy), else LabelZone when some
+	// node has it, else LabelZoneLegacy. A node's zone for the rules is its ZoneKey label, or the
+	// other zone key's label when it lacks that one.
 	ZoneKey string
-	// AllowedZones are the zones the members' required node affinity lists for ZoneKey (seed
-	// "available-zones"), or, without such a list, the zones of the nodes that affinity matches.
+	// AllowedZones are the zones the members' required node affinity (or nodeSelector) lists for a
+	// zone key (seed "available-zones"), or, without such a list, the zones of the nodes that
+	// affinity matches. Sorted.
 	AllowedZones []string
 	// ZoneList reports whether AllowedZones came from an explicit zone list (AllowedZones rule).
 	ZoneList bool
-	// StatefulSets and PodDisruptionBudgets are the cluster's objects (PDBs selecting a member).
+	// StatefulSets and PodDisruptionBudgets are the cluster's objects (StatefulSets whose template
+	// carries the cluster label, PDBs selecting a member).
 	StatefulSets         []*appsv1.StatefulSet
 	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
 
-	model     *Model
-	allowed   map[string]bool
-	spread    []*spreadInstance // every distinct DoNotSchedule constraint instance
-	soft      []*spreadInstance // ScheduleAnyway instances (reported, not enforced)
-	usedOther []resources       // node index → requests of non-member pods
+	model   *Model
+	b       *builder // during Build only
+	allowed map[string]bool
+	zones   []string          // node index → zone name for the rules (model.zoneNames[x])
+	spread  []*spreadInstance // every distinct DoNotSchedule constraint instance
+	terms   map[string]*affinityTerm
+	// usable are the distinct node-level masks of the members' incoming specs: a node is usable
+	// when one of them passes it (cordon, taints, node affinity); usableIn counts them per zone.
+	usable    [][]reasonCode
+	usableIn  map[string]int
+	memberUse map[int]resources // node index → requests of the members bound to it
 	classOnce sync.Once
 	classes   []uint64 // node index → NodeClass, built on first use
 }
@@ -206,13 +251,16 @@ func (c *Cluster) Model() *Model { return c.model }
 // Key returns "namespace/name".
 func (c *Cluster) Key() string { return c.Namespace + "/" + c.Name }
 
+// zoneOfNode returns node n's zone as the cluster's rules read it ("" without a zone label).
+func (c *Cluster) zoneOfNode(n int) string { return c.zones[n] }
+
 // Shard is one shard of a cluster: the pods of one StatefulSet (or of one ShardLabel value).
 type Shard struct {
 	// Name is the StatefulSet's name (or the ShardLabel's value).
 	Name string
 	// Members index Cluster.Members.
 	Members []int
-	// StatefulSet is the shard's StatefulSet, nil when unknown.
+	// StatefulSet is the StatefulSet controlling the shard's pods, nil when unknown.
 	StatefulSet *appsv1.StatefulSet
 }
 
@@ -223,7 +271,8 @@ type Member struct {
 	// Pod is the pod as it is now.
 	Pod *corev1.Pod
 	// Template is the pod as its StatefulSet would re-create it now: the current template's
-	// labels, scheduling constraints, tolerations and resources, with the pod's name, namespace and
+	// labels (plus the controller's pod-name, pod-index and controller-revision-hash labels),
+	// scheduling constraints, tolerations and resources, with the pod's name, namespace and
 	// volumes. Equal to Pod when there is no StatefulSet.
 	Template *corev1.Pod
 	// Shard is the shard's name, ShardIndex its position in Cluster.Shards.
@@ -233,7 +282,8 @@ type Member struct {
 	Ordinal int
 	// Role is the Redis role: from Options.RoleLabel when building, or set by the caller from Redis.
 	Role Role
-	// Node is the index of the node the pod is bound to, -1 when it is not scheduled.
+	// Node is the index of the node the pod is bound to, -1 when it is not scheduled (or bound to a
+	// node the snapshot lacks).
 	Node int
 	// Terminating is true when the pod has a deletionTimestamp: it is not counted anywhere.
 	Terminating bool
@@ -241,6 +291,8 @@ type Member struct {
 	// Unschedulable.
 	Unschedulable bool
 
+	sts       *appsv1.StatefulSet
+	req       resources // the pod's requests
 	cur, next *podSpec
 }
 
@@ -249,6 +301,19 @@ func (m *Member) Key() string { return m.Pod.Namespace + "/" + m.Pod.Name }
 
 // Name returns the pod name.
 func (m *Member) Name() string { return m.Pod.Name }
+
+// pending reports a member that is not bound and not terminating: when the scheduler places it,
+// it places this very pod (its own spec), not a re-created one.
+func (m *Member) pending() bool { return m.Pod.Spec.NodeName == "" && !m.Terminating }
+
+// incoming returns the spec the member is placed with when the scheduler places it: a Pending
+// pod's own, otherwise (evicted, terminating, lost with its node) its re-creation template's.
+func (m *Member) incoming() *podSpec {
+	if m.pending() {
+		return m.cur
+	}
+	return m.next
+}
 
 // Placement maps each member of one cluster (by Member.Index) to a node index, or -1 when the
 // member is not placed (Pending, terminating, or evicted and not yet re-placed).
@@ -271,37 +336,53 @@ func (c *Cluster) Current() Placement {
 }
 
 // Build converts a snapshot into a Model. It returns an error when a pod or StatefulSet carries a
-// spread constraint or affinity term that cannot be parsed (the same objects the API server
-// validates, so this means a hand-written snapshot is malformed).
+// spread constraint, affinity term or node selector that cannot be parsed (the API server
+// validates them, so this means a hand-written snapshot is malformed).
 func Build(snap *Snapshot, opts Options) (*Model, error) {
 	opts = opts.withDefaults()
 	m := &Model{
 		Options:         opts,
-		nodeIndex:       map[string]int{},
-		podsByNamespace: map[string][]*corev1.Pod{},
+		nodeIndex:       make(map[string]int, len(snap.Nodes)),
+		podsInNS:        map[string][]int32{},
+		labelIdx:        map[string]map[string][]int32{},
+		nsLabels:        map[string]labels.Set{},
 		domains:         map[string]*domainIndex{},
-		masks:           map[string][]bool{},
-		pvcs:            map[string]*corev1.PersistentVolumeClaim{},
-		pvs:             map[string]*corev1.PersistentVolume{},
+		ids:             newInterner(),
+		eligibles:       map[[3]int32]*eligibility{},
+		volumes:         map[string][]reasonCode{},
+		zoneSets:        map[zoneSetKey][]string{},
+		selectors:       map[string]labels.Selector{},
+		reqByContainers: map[*corev1.Container]resources{},
+		usableIn:        map[string]map[string]int{},
+		pvcs:            make(map[string]*corev1.PersistentVolumeClaim, len(snap.PersistentVolumeClaims)),
+		pvs:             make(map[string]*corev1.PersistentVolume, len(snap.PersistentVolumes)),
 	}
 	nodes := append([]*corev1.Node(nil), snap.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	for i, n := range nodes {
-		m.Nodes = append(m.Nodes, &Node{Index: i, Name: n.Name, Zone: zoneOf(n), Obj: n})
-		m.nodeIndex[n.Name] = i
-	}
-	m.zoneKey = LabelZoneLegacy
-	for _, n := range nodes {
-		if _, ok := n.Labels[LabelZone]; ok {
-			m.zoneKey = LabelZone
-			break
-		}
-	}
-	m.podsByNode = make([][]*corev1.Pod, len(nodes))
+	m.Nodes = make([]*Node, len(nodes))
+	m.zoneNames = [2][]string{make([]string, len(nodes)), make([]string, len(nodes))}
 	m.allocatable = make([]resources, len(nodes))
 	m.usedByAll = make([]resources, len(nodes))
+	m.zoneKey = LabelZoneLegacy
 	for i, n := range nodes {
+		m.Nodes[i] = &Node{Index: i, Name: n.Name, Zone: zoneOf(n), Obj: n}
+		m.nodeIndex[n.Name] = i
 		m.allocatable[i] = allocatableOf(n)
+		ga, hasGA := n.Labels[LabelZone]
+		legacy, hasLegacy := n.Labels[LabelZoneLegacy]
+		if hasGA {
+			m.zoneKey = LabelZone
+		}
+		m.zoneNames[0][i], m.zoneNames[1][i] = legacy, ga
+		if hasGA {
+			m.zoneNames[0][i] = ga
+		}
+		if hasLegacy {
+			m.zoneNames[1][i] = legacy
+		}
+	}
+	for _, ns := range snap.Namespaces {
+		m.nsLabels[ns.Name] = labels.Set(ns.Labels)
 	}
 	for _, pvc := range snap.PersistentVolumeClaims {
 		m.pvcs[pvc.Namespace+"/"+pvc.Name] = pvc
@@ -310,21 +391,33 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		m.pvs[pv.Name] = pv
 	}
 	for _, p := range snap.Pods {
-		m.podsByNamespace[p.Namespace] = append(m.podsByNamespace[p.Namespace], p)
-		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || isFinished(p) {
+		if _, ok := m.nsLabels[p.Namespace]; !ok {
+			m.nsLabels[p.Namespace] = labels.Set{corev1.LabelMetadataName: p.Namespace}
+		}
+	}
+	m.pods = make([]*corev1.Pod, 0, len(snap.Pods))
+	m.podNode = make([]int32, 0, len(snap.Pods))
+	reqs := make([]resources, len(snap.Pods)) // by position in snap.Pods
+	for i, p := range snap.Pods {
+		if isFinished(p) {
+			continue
+		}
+		reqs[i] = requestsOf(p)
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
 			continue
 		}
 		ni, ok := m.nodeIndex[p.Spec.NodeName]
 		if !ok {
 			continue
 		}
-		m.podsByNode[ni] = append(m.podsByNode[ni], p)
-		m.usedByAll[ni] = m.usedByAll[ni].add(requestsOf(p))
-		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-			m.antiAffinePods = append(m.antiAffinePods, p)
-		}
+		k := int32(len(m.pods))
+		m.pods = append(m.pods, p)
+		m.podNode = append(m.podNode, int32(ni))
+		m.podsInNS[p.Namespace] = append(m.podsInNS[p.Namespace], k)
+		m.usedByAll[ni] = m.usedByAll[ni].add(reqs[i])
 	}
-	if err := m.buildClusters(snap); err != nil {
+	m.anti.build(m)
+	if err := m.buildClusters(snap, reqs); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -334,20 +427,41 @@ func isFinished(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-func (m *Model) buildClusters(snap *Snapshot) error {
+// namespaceLabels returns a namespace's labels: from Snapshot.Namespaces, else the
+// kubernetes.io/metadata.name label the API server sets on every namespace. Build fills the
+// entries of every pod's namespace; later calls only read.
+func (m *Model) namespaceLabels(ns string) labels.Set {
+	if l, ok := m.nsLabels[ns]; ok {
+		return l
+	}
+	return labels.Set{corev1.LabelMetadataName: ns}
+}
+
+// memberOf reports whether pod p (scheduled, unfinished) is a member of cluster c.
+func (c *Cluster) memberOf(p *corev1.Pod) bool {
+	if p.Namespace != c.Namespace {
+		return false
+	}
+	v, ok := p.Labels[c.model.Options.ClusterLabel]
+	return ok && v == c.Name
+}
+
+func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 	key := m.Options.ClusterLabel
 	type ck struct{ ns, name string }
 	byCluster := map[ck]*Cluster{}
+	var order []*Cluster
 	get := func(ns, name string) *Cluster {
 		k := ck{ns, name}
 		c := byCluster[k]
 		if c == nil {
 			c = &Cluster{Namespace: ns, Name: name, model: m}
 			byCluster[k] = c
+			order = append(order, c)
 		}
 		return c
 	}
-	stsByName := map[string]*appsv1.StatefulSet{}
+	stsByName := make(map[string]*appsv1.StatefulSet, len(snap.StatefulSets))
 	for _, s := range snap.StatefulSets {
 		stsByName[s.Namespace+"/"+s.Name] = s
 		if v, ok := s.Spec.Template.Labels[key]; ok {
@@ -355,20 +469,19 @@ func (m *Model) buildClusters(snap *Snapshot) error {
 			c.StatefulSets = append(c.StatefulSets, s)
 		}
 	}
-	for _, p := range snap.Pods {
+	for pi, p := range snap.Pods {
 		v, ok := p.Labels[key]
 		if !ok || isFinished(p) {
 			continue
 		}
 		c := get(p.Namespace, v)
-		mem := &Member{Pod: p, Node: -1, Ordinal: -1, Terminating: p.DeletionTimestamp != nil}
+		mem := &Member{Pod: p, Node: -1, Ordinal: -1, Terminating: p.DeletionTimestamp != nil, req: reqs[pi]}
 		if p.Spec.NodeName != "" {
 			mem.Node = m.NodeIndex(p.Spec.NodeName)
 		}
 		mem.Unschedulable = isUnschedulable(p)
-		var sts *appsv1.StatefulSet
 		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "StatefulSet" {
-			sts = stsByName[p.Namespace+"/"+ref.Name]
+			mem.sts = stsByName[p.Namespace+"/"+ref.Name]
 			mem.Shard = ref.Name
 			if i := strings.LastIndex(p.Name, "-"); i >= 0 && p.Name[:i] == ref.Name {
 				if o, err := strconv.Atoi(p.Name[i+1:]); err == nil {
@@ -387,18 +500,44 @@ func (m *Model) buildClusters(snap *Snapshot) error {
 		if m.Options.RoleLabel != "" {
 			mem.Role = ParseRole(p.Labels[m.Options.RoleLabel])
 		}
-		mem.Template = templatePod(p, sts)
 		c.Members = append(c.Members, mem)
 	}
-	for _, c := range byCluster {
-		if len(c.Members) == 0 {
-			continue // a StatefulSet scaled to zero, or not yet created pods: nothing to judge
+	pdbs := m.pdbSelectors(newBuilder(m), snap.PodDisruptionBudgets)
+	var todo []*Cluster
+	for _, c := range order {
+		if len(c.Members) > 0 { // else a StatefulSet scaled to zero, or pods not yet created
+			todo = append(todo, c)
 		}
-		if err := c.finish(snap); err != nil {
-			return fmt.Errorf("cluster %s: %w", c.Key(), err)
-		}
-		m.Clusters = append(m.Clusters, c)
 	}
+	// Clusters are converted independently: in parallel, each worker with its own builder.
+	workers := min(runtime.GOMAXPROCS(0), 8, len(todo)/parallelClusters+1)
+	errs := make([]error, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := newBuilder(m)
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(todo) {
+					return
+				}
+				c := todo[k]
+				c.b = b
+				errs[k] = c.finish(pdbs)
+				c.b = nil
+			}
+		}()
+	}
+	wg.Wait()
+	for k, c := range todo {
+		if errs[k] != nil {
+			return fmt.Errorf("cluster %s: %w", c.Key(), errs[k])
+		}
+	}
+	m.Clusters = todo
 	sort.Slice(m.Clusters, func(i, j int) bool {
 		if m.Clusters[i].Namespace != m.Clusters[j].Namespace {
 			return m.Clusters[i].Namespace < m.Clusters[j].Namespace
@@ -406,6 +545,34 @@ func (m *Model) buildClusters(snap *Snapshot) error {
 		return m.Clusters[i].Name < m.Clusters[j].Name
 	})
 	return nil
+}
+
+type pdbSelector struct {
+	pdb *policyv1.PodDisruptionBudget
+	sel labels.Selector
+	// cluster is the value the selector requires for the cluster label (matchLabels), if any: the
+	// PDB can only select members of that cluster.
+	cluster  string
+	byLabels bool
+}
+
+// pdbSelectors parses the PDBs' selectors by namespace. In policy/v1 an empty selector selects
+// every pod of the namespace and a nil one none.
+func (m *Model) pdbSelectors(b *builder, pdbs []*policyv1.PodDisruptionBudget) map[string][]pdbSelector {
+	out := map[string][]pdbSelector{}
+	for _, pdb := range pdbs {
+		if pdb.Spec.Selector == nil {
+			continue
+		}
+		sel, err := b.selector(pdb.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		ps := pdbSelector{pdb: pdb, sel: sel}
+		ps.cluster, ps.byLabels = pdb.Spec.Selector.MatchLabels[m.Options.ClusterLabel]
+		out[pdb.Namespace] = append(out[pdb.Namespace], ps)
+	}
+	return out
 }
 
 // isUnschedulable reports a Pending pod the scheduler could not place.
@@ -421,36 +588,122 @@ func isUnschedulable(p *corev1.Pod) bool {
 	return false
 }
 
-// templatePod returns the pod as sts would re-create it: the template's labels and spec, with the
-// pod's identity, controller-set labels and volumes (the claims of volumeClaimTemplates are the
-// pod's own).
-func templatePod(p *corev1.Pod, sts *appsv1.StatefulSet) *corev1.Pod {
-	if sts == nil {
-		return p
+// templatePod fills t with the pod sts would create in place of p (as the StatefulSet
+// controller's newVersionedStatefulSetPod does): the template's labels, annotations and spec; the
+// controller's pod-name and pod-index labels and the update revision as controller-revision-hash;
+// p's identity. Volumes are p's (its claims from volumeClaimTemplates keep their names) plus
+// template volumes p lacks. The template's spec is shared, not copied: a Template is read, never
+// modified.
+func templatePod(t, p *corev1.Pod, sts *appsv1.StatefulSet) {
+	tmpl := &sts.Spec.Template
+	t.TypeMeta = p.TypeMeta
+	t.ObjectMeta = metav1.ObjectMeta{
+		Name: p.Name, Namespace: p.Namespace, UID: p.UID,
+		Annotations:     tmpl.Annotations,
+		OwnerReferences: p.OwnerReferences,
 	}
-	t := &corev1.Pod{
-		TypeMeta:   p.TypeMeta,
-		ObjectMeta: *p.ObjectMeta.DeepCopy(),
-		Spec:       *sts.Spec.Template.Spec.DeepCopy(),
-	}
-	t.Labels = map[string]string{}
-	for k, v := range sts.Spec.Template.Labels {
-		t.Labels[k] = v
-	}
-	for _, k := range []string{StatefulSetPodNameLabel, appsv1.PodIndexLabel, appsv1.ControllerRevisionHashLabelKey} {
-		if v, ok := p.Labels[k]; ok {
-			t.Labels[k] = v
-		}
-	}
-	t.DeletionTimestamp = nil
+	t.Spec = tmpl.Spec
+	t.Labels = templateLabels(p, sts)
 	t.Spec.NodeName = ""
 	t.Spec.Volumes = p.Spec.Volumes
-	return t
+	if len(tmpl.Spec.Volumes) > 0 {
+		have := make(map[string]bool, len(p.Spec.Volumes))
+		for _, v := range p.Spec.Volumes {
+			have[v.Name] = true
+		}
+		var extra []corev1.Volume
+		for _, v := range tmpl.Spec.Volumes {
+			if !have[v.Name] {
+				extra = append(extra, v)
+			}
+		}
+		if len(extra) > 0 {
+			t.Spec.Volumes = append(append([]corev1.Volume(nil), p.Spec.Volumes...), extra...)
+		}
+	}
+}
+
+// controllerLabels are the labels the StatefulSet controller sets on a pod besides the
+// template's.
+var controllerLabels = [...]string{StatefulSetPodNameLabel, appsv1.PodIndexLabel, appsv1.ControllerRevisionHashLabelKey}
+
+// templateLabels returns the labels of the pod sts would create in place of p: the template's,
+// the pod's pod-name and pod-index, and the update revision (else the pod's revision). When they
+// equal p's labels, p's map is returned (read-only, shared).
+func templateLabels(p *corev1.Pod, sts *appsv1.StatefulSet) map[string]string {
+	tmpl := sts.Spec.Template.Labels
+	rev, hasRev := sts.Status.UpdateRevision, sts.Status.UpdateRevision != ""
+	same := true
+	extra := 0
+	for _, k := range controllerLabels {
+		v, ok := p.Labels[k]
+		if k == appsv1.ControllerRevisionHashLabelKey && hasRev {
+			if !ok || v != rev {
+				same = false
+			}
+			ok = true
+		}
+		if _, inTmpl := tmpl[k]; ok && !inTmpl {
+			extra++
+		}
+	}
+	if same && len(p.Labels) == len(tmpl)+extra {
+		for k, v := range tmpl {
+			if isControllerLabel(k) {
+				continue
+			}
+			if w, ok := p.Labels[k]; !ok || w != v {
+				same = false
+				break
+			}
+		}
+		if same {
+			return p.Labels
+		}
+	}
+	out := make(map[string]string, len(tmpl)+len(controllerLabels))
+	for k, v := range tmpl {
+		out[k] = v
+	}
+	for _, k := range controllerLabels {
+		if v, ok := p.Labels[k]; ok {
+			out[k] = v
+		}
+	}
+	if hasRev {
+		out[appsv1.ControllerRevisionHashLabelKey] = rev
+	}
+	return out
+}
+
+func isControllerLabel(k string) bool {
+	for _, c := range controllerLabels {
+		if k == c {
+			return true
+		}
+	}
+	return false
 }
 
 // finish derives N, shards, zones and the constraint instances of a cluster.
-func (c *Cluster) finish(snap *Snapshot) error {
-	m := c.model
+func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
+	// Re-creation templates, allocated together.
+	n := 0
+	for _, mem := range c.Members {
+		if mem.sts != nil {
+			n++
+		}
+	}
+	arena := make([]corev1.Pod, n)
+	for _, mem := range c.Members {
+		if mem.sts == nil {
+			mem.Template = mem.Pod
+			continue
+		}
+		mem.Template = &arena[0]
+		arena = arena[1:]
+		templatePod(mem.Template, mem.Pod, mem.sts)
+	}
 	sort.Slice(c.Members, func(i, j int) bool {
 		a, b := c.Members[i], c.Members[j]
 		if a.Shard != b.Shard {
@@ -471,14 +724,13 @@ func (c *Cluster) finish(snap *Snapshot) error {
 			c.Shards = append(c.Shards, &Shard{Name: mem.Shard})
 		}
 		mem.ShardIndex = si
-		c.Shards[si].Members = append(c.Shards[si].Members, i)
-	}
-	for _, s := range c.StatefulSets {
-		if si, ok := shardIdx[s.Name]; ok {
-			c.Shards[si].StatefulSet = s
+		s := c.Shards[si]
+		s.Members = append(s.Members, i)
+		if s.StatefulSet == nil && mem.sts != nil {
+			s.StatefulSet = mem.sts
 		}
 	}
-	// N: the StatefulSets' desired replicas, else the pod count.
+	// N: the StatefulSets' desired replicas (nil means 1), else the pod count.
 	if len(c.StatefulSets) > 0 {
 		for _, s := range c.StatefulSets {
 			if s.Spec.Replicas != nil {
@@ -490,34 +742,69 @@ func (c *Cluster) finish(snap *Snapshot) error {
 	} else {
 		c.N = len(c.Members)
 	}
-	for _, pdb := range snap.PodDisruptionBudgets {
-		if pdb.Namespace != c.Namespace || pdb.Spec.Selector == nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || sel.Empty() {
+	for _, ps := range pdbs[c.Namespace] {
+		if ps.byLabels && ps.cluster != c.Name {
 			continue
 		}
 		for _, mem := range c.Members {
-			if sel.Matches(labels.Set(mem.Pod.Labels)) {
-				c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, pdb)
+			if ps.sel.Matches(labels.Set(mem.Pod.Labels)) {
+				c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, ps.pdb)
 				break
 			}
 		}
 	}
-	c.ZoneKey = m.zoneKey
-	c.allowed = map[string]bool{}
-	ref := c.Members[0].Template
-	if zs, ok := zoneList(ref); ok {
-		c.ZoneList = true
-		for _, z := range zs {
-			c.allowed[z] = true
+	c.memberUse = map[int]resources{}
+	for _, mem := range c.Members {
+		if mem.Node >= 0 && !mem.Terminating {
+			c.memberUse[mem.Node] = c.memberUse[mem.Node].add(mem.req)
 		}
-	} else {
-		mask := m.nodeAffinityMask(ref)
-		for i, n := range m.Nodes {
-			if mask[i] && n.Zone != "" {
-				c.allowed[n.Zone] = true
+	}
+	if err := c.buildSpecs(); err != nil {
+		return err
+	}
+	c.findZones()
+	return nil
+}
+
+// findZones sets ZoneKey, the allowed zones, and the usable nodes per zone.
+func (c *Cluster) findZones() {
+	m := c.model
+	// The reference specs: each distinct re-creation template (the operator's current intent).
+	var refs []*podSpec
+	seen := map[*podSpec]bool{}
+	for _, mem := range c.Members {
+		if s := mem.next; !seen[s] {
+			seen[s] = true
+			refs = append(refs, s)
+		}
+	}
+	c.ZoneKey = ""
+	for _, s := range refs {
+		if k := s.zoneKey; k != "" {
+			c.ZoneKey = k
+			break
+		}
+	}
+	if c.ZoneKey == "" {
+		c.ZoneKey = m.zoneKey
+	}
+	c.zones = m.zoneNames[0]
+	if c.ZoneKey == LabelZoneLegacy {
+		c.zones = m.zoneNames[1]
+	}
+	c.allowed = map[string]bool{}
+	for _, s := range refs {
+		if s.zoneList != nil {
+			c.ZoneList = true
+			for _, z := range s.zoneList {
+				c.allowed[z] = true
+			}
+		}
+	}
+	if !c.ZoneList {
+		for _, s := range refs {
+			for _, z := range c.b.zonesAdmitted(s.affinityMask, c.ZoneKey == LabelZoneLegacy) {
+				c.allowed[z] = true
 			}
 		}
 	}
@@ -525,51 +812,109 @@ func (c *Cluster) finish(snap *Snapshot) error {
 		c.AllowedZones = append(c.AllowedZones, z)
 	}
 	sort.Strings(c.AllowedZones)
-	// Requests of the pods that are not members, per node.
-	c.usedOther = append([]resources(nil), m.usedByAll...)
+
+	// Usable nodes: those passing the node-level checks of some member's incoming spec.
+	var keys [][2]int32
 	for _, mem := range c.Members {
-		if mem.Node >= 0 && !mem.Terminating {
-			c.usedOther[mem.Node] = c.usedOther[mem.Node].sub(requestsOf(mem.Pod))
+		s := mem.incoming()
+		if k := [2]int32{s.aff, s.tol}; !slices.Contains(keys, k) {
+			keys = append(keys, k)
+			c.usable = append(c.usable, s.static)
 		}
 	}
-	return c.buildSpecs()
+	c.usableIn = c.b.usableCounts(c, keys)
 }
 
-// zoneList returns the zone values a pod's required node affinity permits through an `In`
-// requirement on a zone key, when every term has one (seed 000's available-zones).
-func zoneList(p *corev1.Pod) ([]string, bool) {
-	a := p.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		if z, ok := p.Spec.NodeSelector[LabelZone]; ok {
-			return []string{z}, true
+// isUsable reports whether node n passes the node-level checks (cordon, taints, node affinity)
+// of some member's incoming spec.
+func (c *Cluster) isUsable(n int) bool {
+	for _, s := range c.usable {
+		if s[n] == fitOK {
+			return true
 		}
-		if z, ok := p.Spec.NodeSelector[LabelZoneLegacy]; ok {
-			return []string{z}, true
-		}
-		return nil, false
 	}
+	return false
+}
+
+func collectZones(mask []bool, zones []string) []string {
 	set := map[string]bool{}
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		found := false
-		for _, r := range term.MatchExpressions {
-			if (r.Key == LabelZone || r.Key == LabelZoneLegacy) && r.Operator == corev1.NodeSelectorOpIn {
-				for _, v := range r.Values {
-					set[v] = true
-				}
-				found = true
-			}
+	var out []string
+	for i, ok := range mask {
+		if ok && zones[i] != "" && !set[zones[i]] {
+			set[zones[i]] = true
+			out = append(out, zones[i])
 		}
-		if !found {
-			return nil, false
-		}
-	}
-	if len(set) == 0 {
-		return nil, false
-	}
-	out := make([]string, 0, len(set))
-	for z := range set {
-		out = append(out, z)
 	}
 	sort.Strings(out)
-	return out, true
+	return out
+}
+
+// zoneList returns the zones a pod's nodeSelector and required node affinity permit through
+// `In` requirements on a zone key (seed 000's available-zones): per node selector term, the
+// intersection of its zone requirements; over the terms, the union; intersected with a zone
+// nodeSelector. It returns ok=false when some term (or the pod as a whole) admits any zone, and
+// the key the list was written with.
+func zoneList(p *corev1.Pod) (zones []string, key string, ok bool) {
+	var fromSelector map[string]bool
+	for _, k := range []string{LabelZone, LabelZoneLegacy} {
+		if z, has := p.Spec.NodeSelector[k]; has {
+			if fromSelector == nil {
+				fromSelector = map[string]bool{z: true}
+				key = k
+			} else if !fromSelector[z] {
+				fromSelector = map[string]bool{} // two different zones required: none
+			}
+		}
+	}
+	var fromAffinity map[string]bool
+	if na := requiredNodeAffinity(p); na != nil && len(na.NodeSelectorTerms) > 0 {
+		fromAffinity = map[string]bool{}
+		for _, term := range na.NodeSelectorTerms {
+			var termSet map[string]bool
+			for _, r := range term.MatchExpressions {
+				if !isZoneKey(r.Key) || r.Operator != corev1.NodeSelectorOpIn {
+					continue
+				}
+				if key == "" {
+					key = r.Key
+				}
+				vals := map[string]bool{}
+				for _, v := range r.Values {
+					if termSet == nil || termSet[v] {
+						vals[v] = true
+					}
+				}
+				termSet = vals
+			}
+			if termSet == nil {
+				fromAffinity = nil // this term admits any zone
+				break
+			}
+			for z := range termSet {
+				fromAffinity[z] = true
+			}
+		}
+	}
+	var set map[string]bool
+	switch {
+	case fromSelector != nil && fromAffinity != nil:
+		set = map[string]bool{}
+		for z := range fromSelector {
+			if fromAffinity[z] {
+				set[z] = true
+			}
+		}
+	case fromSelector != nil:
+		set = fromSelector
+	case fromAffinity != nil:
+		set = fromAffinity
+	default:
+		return nil, "", false
+	}
+	zones = make([]string, 0, len(set))
+	for z := range set {
+		zones = append(zones, z)
+	}
+	sort.Strings(zones)
+	return zones, key, true
 }

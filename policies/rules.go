@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -133,28 +134,31 @@ func (c *Cluster) byZone(p Placement) map[string][]int {
 	g := map[string][]int{}
 	for i, n := range p {
 		if n >= 0 {
-			z := c.model.Nodes[n].Zone
+			z := c.zoneOfNode(n)
 			g[z] = append(g[z], i)
 		}
 	}
 	return g
 }
 
+// shardSeparation: no two pods of a shard on one node (Z ≤ 1) or in one zone (Z ≥ 2). A node
+// without a zone label is in no zone (as for a required anti-affinity on the zone key, which
+// never matches it), so with Z ≥ 2 only sharing that very node counts.
 func (c *Cluster) shardSeparation(p Placement) []Violation {
-	key, what := LabelHostname, "node"
-	if c.Z() >= 2 {
-		key, what = c.ZoneKey, "zone"
-	}
+	byZone := c.Z() >= 2
 	var out []Violation
 	for _, s := range c.Shards {
-		groups := map[string][]int{}
+		var groups map[string][]int
 		for _, i := range s.Members {
 			if p[i] < 0 {
 				continue
 			}
-			d := c.model.Nodes[p[i]].Name
-			if what == "zone" {
-				d = c.model.Nodes[p[i]].Zone
+			d := "node/" + c.model.Nodes[p[i]].Name
+			if z := c.zoneOfNode(p[i]); byZone && z != "" {
+				d = "zone/" + z
+			}
+			if groups == nil {
+				groups = map[string][]int{}
 			}
 			groups[d] = append(groups[d], i)
 		}
@@ -162,10 +166,15 @@ func (c *Cluster) shardSeparation(p Placement) []Violation {
 			if len(idx) < 2 {
 				continue
 			}
+			what, name, _ := strings.Cut(d, "/")
+			key := LabelHostname
+			if what == "zone" {
+				key = c.ZoneKey
+			}
 			out = append(out, Violation{
-				Rule: ShardSeparation, Domain: d, TopologyKey: key, Count: len(idx), Limit: 1,
+				Rule: ShardSeparation, Domain: name, TopologyKey: key, Count: len(idx), Limit: 1,
 				Pods:    c.podNames(idx),
-				Message: fmt.Sprintf("shard %s has %d pods in %s %s", s.Name, len(idx), what, d),
+				Message: fmt.Sprintf("shard %s has %d pods in %s %s", s.Name, len(idx), what, name),
 			})
 		}
 	}
@@ -253,33 +262,39 @@ func (c *Cluster) allowedZones(p Placement) []Violation {
 }
 
 // topologySpread checks every DoNotSchedule constraint instance in effect for some placed member:
-// for every eligible domain, count − min ≤ maxSkew (kube-scheduler's skew, seen after the fact).
+// for every eligible domain, count − global minimum ≤ maxSkew (kube-scheduler's skew, seen after
+// the fact). An instance's violations are reported once per domain even when several instances
+// (e.g. a running pod's and its template's) break there.
 func (c *Cluster) topologySpread(p Placement) []Violation {
-	inEffect := map[int]bool{}
+	var inEffect []int
 	for j, n := range p {
 		if n < 0 {
 			continue
 		}
 		for _, idx := range c.specOf(j, p).spread {
-			inEffect[idx] = true
+			if !slices.Contains(inEffect, idx) {
+				inEffect = append(inEffect, idx)
+			}
 		}
 	}
-	idxs := make([]int, 0, len(inEffect))
-	for idx := range inEffect {
-		idxs = append(idxs, idx)
-	}
-	sort.Ints(idxs)
+	slices.Sort(inEffect)
 	var out []Violation
-	for _, idx := range idxs {
+	reported := map[string]bool{}
+	for _, idx := range inEffect {
 		in := c.spread[idx]
 		counts, min := c.spreadCounts(in, p, -1)
 		for d, cnt := range counts {
 			if cnt-min <= in.maxSkew {
 				continue
 			}
+			key := in.constraint.TopologyKey + "\x00" + in.dom.names[d]
+			if reported[key] {
+				continue
+			}
+			reported[key] = true
 			var pods []int
 			for j, n := range p {
-				if n >= 0 && in.eligible[n] && in.matches[j] && in.dom.ofNode[n] == d {
+				if n >= 0 && in.dom.ofNode[n] == d && c.counted(in, j, p) {
 					pods = append(pods, j)
 				}
 			}
@@ -294,7 +309,9 @@ func (c *Cluster) topologySpread(p Placement) []Violation {
 }
 
 // unschedulable reports members that cannot be placed: Pending pods the scheduler marked
-// Unschedulable, and (in a simulated placement) members that were moved but not re-placed.
+// Unschedulable (and left unplaced by p), and, in a simulated placement, members bound in the
+// snapshot that p leaves unplaced (evicted and not re-placed). Terminating members are being
+// replaced and a Pending pod the scheduler has not judged yet is not reported.
 func (c *Cluster) unschedulable(p Placement) []Violation {
 	var idx []int
 	for i, n := range p {
@@ -312,46 +329,68 @@ func (c *Cluster) unschedulable(p Placement) []Violation {
 	}}
 }
 
-// softRules reports NodeSpread (inside each allowed zone, over the nodes the pods may use, counts
-// within 1) and ZoneBalance (over the allowed zones, counts within 1), for Z≥2.
+// softRules reports, for Z ≥ 2, NodeSpread (inside each allowed zone, over its usable nodes —
+// those passing cordon, taints and node affinity for some member — and the nodes holding pods,
+// counts within 1; seed 000 §一 "单个AZ内尽可能分散部署实例Pod到不同的Node节点") and ZoneBalance
+// (over the allowed zones, counts within 1; "应避免不同机房部署同一Redis集群的Pod数量出现极端差异").
 func (c *Cluster) softRules(p Placement) []Violation {
 	if c.Z() < 2 {
 		return nil
 	}
-	var out []Violation
-	usable := c.Members[0].next.static
 	nodeCount := map[int]int{}
 	for _, n := range p {
 		if n >= 0 {
 			nodeCount[n]++
 		}
 	}
-	zoneCount := map[string]int{}
-	for _, zone := range c.AllowedZones {
-		lo, hi, hiNode := -1, -1, ""
-		for n, node := range c.model.Nodes {
-			if node.Zone != zone || (usable[n] != fitOK && nodeCount[n] == 0) {
-				continue
-			}
-			cnt := nodeCount[n]
-			zoneCount[zone] += cnt
-			if lo < 0 || cnt < lo {
-				lo = cnt
-			}
-			if cnt > hi {
-				hi, hiNode = cnt, node.Name
-			}
+	type zoneStat struct {
+		pods, hi, lo, usedUsable int
+		hiNode                   string
+	}
+	stats := map[string]*zoneStat{}
+	for n, cnt := range nodeCount {
+		z := c.zoneOfNode(n)
+		if !c.allowed[z] {
+			continue
 		}
-		if lo >= 0 && hi-lo > 1 {
+		st := stats[z]
+		if st == nil {
+			st = &zoneStat{lo: cnt}
+			stats[z] = st
+		}
+		st.pods += cnt
+		name := c.model.Nodes[n].Name
+		if cnt > st.hi || cnt == st.hi && name < st.hiNode {
+			st.hi, st.hiNode = cnt, name
+		}
+		st.lo = min(st.lo, cnt)
+		if c.isUsable(n) {
+			st.usedUsable++
+		}
+	}
+	var out []Violation
+	for _, zone := range c.AllowedZones {
+		st := stats[zone]
+		if st == nil {
+			continue
+		}
+		lo := st.lo
+		if c.usableIn[zone] > st.usedUsable {
+			lo = 0 // a usable node of the zone holds no pod
+		}
+		if st.hi-lo > 1 {
 			out = append(out, Violation{
-				Rule: NodeSpread, Soft: true, Domain: hiNode, TopologyKey: LabelHostname, Count: hi - lo, Limit: 1,
-				Message: fmt.Sprintf("in zone %s, node %s holds %d pods and another node %d", zone, hiNode, hi, lo),
+				Rule: NodeSpread, Soft: true, Domain: st.hiNode, TopologyKey: LabelHostname, Count: st.hi - lo, Limit: 1,
+				Message: fmt.Sprintf("in zone %s, node %s holds %d pods and another node %d", zone, st.hiNode, st.hi, lo),
 			})
 		}
 	}
 	lo, hi, hiZone := -1, -1, ""
 	for _, zone := range c.AllowedZones {
-		cnt := zoneCount[zone]
+		cnt := 0
+		if st := stats[zone]; st != nil {
+			cnt = st.pods
+		}
 		if lo < 0 || cnt < lo {
 			lo = cnt
 		}

@@ -16,4 +16,8 @@ type Snapshot struct {
 	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
+	// Namespaces, when given, supply the labels a pod affinity term's namespaceSelector is matched
+	// against; without them a namespace is assumed to carry only the kubernetes.io/metadata.name
+	// label the API server sets.
+	Namespaces []*corev1.Namespace
 }

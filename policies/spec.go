@@ -1,39 +1,58 @@
 package policies
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/utils/ptr"
-	deschedulerutils "sigs.k8s.io/descheduler/pkg/utils"
 )
 
 // podSpec is a pod's scheduling-relevant spec, converted once: which spread-constraint instances
-// it carries, its inter-pod affinity terms, and which nodes it may use regardless of other pods.
+// it carries, its inter-pod affinity terms, and which nodes it may use regardless of the
+// cluster's members. The node masks are shared between every spec with the same tolerations and
+// node affinity (model-level caches).
 type podSpec struct {
-	pod      *corev1.Pod
-	labels   labels.Set
-	spread   []int // indices into Cluster.spread (DoNotSchedule)
-	soft     []int // indices into Cluster.soft (ScheduleAnyway)
-	anti     []affinityTerm
-	affinity []affinityTerm
-	// static[n] is 0 when node n passes the checks that do not depend on the other members
-	// (unschedulable, taints, node affinity and nodeSelector, external pods' anti-affinity),
-	// otherwise the reason code of the first failing check.
+	pod    *corev1.Pod
+	labels labels.Set
+	spread []int // indices into Cluster.spread (DoNotSchedule constraints)
+	// anti and affinity are the required pod anti-affinity and affinity terms.
+	anti, affinity []*affinityTerm
+	// affinityExt, per affinity term, the domains of that term's key holding a non-member pod that
+	// matches every affinity term (kube-scheduler's affinityCounts); affinityAny reports whether
+	// there is any.
+	affinityExt []map[int32]bool
+	affinityAny bool
+	// static[n] is fitOK when node n passes the node-level checks, in kube-scheduler's order
+	// (NodeUnschedulable, TaintToleration, NodeAffinity), otherwise the first failing reason.
 	static []reasonCode
-	// volume[n] is false when a bound PersistentVolume's node affinity excludes node n (nil: no
-	// restriction).
-	volume   []bool
+	// aff and tol are the interned ids of the node affinity and the tolerations.
+	aff, tol int32
+	// affinityMask[n]: nodeSelector and required node affinity match node n.
+	affinityMask []bool
+	// extAnti are the domains where a pod that is not a member of the cluster has a required
+	// anti-affinity term matching this pod (InterPodAffinity's existing-pods check).
+	extAnti []domainRef
+	// volume[n] is fitOK when every bound PersistentVolume of the pod allows node n (VolumeBinding,
+	// VolumeZone), otherwise the reason; nil when no volume restricts.
+	volume   []reasonCode
 	requests resources
+	// zoneList and zoneKey: the zones the pod's node affinity lists (nil without a list) and the
+	// zone key its constraints use ("" when none).
+	zoneList []string
+	zoneKey  string
 }
 
-// reasonCode names why a node does not fit; the text mirrors kube-scheduler's messages.
+// domainRef is one topology domain: a value (id) of a domain index.
+type domainRef struct {
+	dom *domainIndex
+	id  int32
+}
+
+// reasonCode names why a node does not fit; the text is kube-scheduler's (v1.36) message.
 type reasonCode uint8
 
 const (
@@ -41,42 +60,52 @@ const (
 	reasonUnschedulable
 	reasonTaint
 	reasonNodeAffinity
-	reasonExternalAntiAffinity
-	reasonVolume
-	reasonSpread
-	reasonSpreadMissingLabel
-	reasonAntiAffinity
-	reasonAffinity
 	reasonResources
+	reasonVolume
+	reasonVolumeZone
+	reasonSpreadMissingLabel
+	reasonSpread
+	reasonAffinity
+	reasonAntiAffinity
+	reasonExistingAntiAffinity
 )
 
-var reasonText = map[reasonCode]string{
+var reasonText = [...]string{
+	fitOK:                      "",
 	reasonUnschedulable:        "node(s) were unschedulable",
-	reasonTaint:                "node(s) had untolerated taint",
+	reasonTaint:                "node(s) had untolerated taint(s)",
 	reasonNodeAffinity:         "node(s) didn't match Pod's node affinity/selector",
-	reasonExternalAntiAffinity: "node(s) didn't match pod anti-affinity rules (other pods)",
-	reasonVolume:               "node(s) had volume node affinity conflict",
-	reasonSpread:               "node(s) didn't match pod topology spread constraints",
-	reasonSpreadMissingLabel:   "node(s) didn't match pod topology spread constraints (missing required label)",
-	reasonAntiAffinity:         "node(s) didn't match pod anti-affinity rules",
-	reasonAffinity:             "node(s) didn't match pod affinity rules",
 	reasonResources:            "node(s) had insufficient resources",
+	reasonVolume:               "node(s) didn't match PersistentVolume's node affinity",
+	reasonVolumeZone:           "node(s) had no available volume zone",
+	reasonSpreadMissingLabel:   "node(s) didn't match pod topology spread constraints (missing required label)",
+	reasonSpread:               "node(s) didn't match pod topology spread constraints",
+	reasonAffinity:             "node(s) didn't match pod affinity rules",
+	reasonAntiAffinity:         "node(s) didn't match pod anti-affinity rules",
+	reasonExistingAntiAffinity: "node(s) didn't satisfy existing pods anti-affinity rules",
 }
 
-// affinityTerm is a required (anti-)affinity term with its selector parsed.
+// affinityTerm is a required (anti-)affinity term as kube-scheduler's framework.AffinityTerm
+// holds it: the label selector, the namespaces (the pod's own when neither namespaces nor a
+// namespaceSelector is given) and the namespace selector (Nothing when nil, Everything when {}).
 type affinityTerm struct {
 	selector   labels.Selector
-	namespaces sets.Set[string] // nil: all namespaces
+	namespaces sets.Set[string]
+	nsSelector labels.Selector
 	key        string
-	// external holds the domain ids (of key) where a non-member pod matches the term.
-	external map[int]bool
+	dom        *domainIndex
+	// external holds the domain ids (of key) where a pod that is not a member of the cluster
+	// matches the term (used for the incoming pod's anti-affinity).
+	external map[int32]bool
 }
 
-func (t *affinityTerm) matches(p *corev1.Pod) bool {
-	if t.namespaces != nil && !t.namespaces.Has(p.Namespace) {
+// matches mirrors framework.AffinityTerm.Matches: p's namespace is listed or selected, and its
+// labels match.
+func (t *affinityTerm) matches(m *Model, ns string, lbl labels.Set) bool {
+	if !t.namespaces.Has(ns) && !t.nsSelector.Matches(m.namespaceLabels(ns)) {
 		return false
 	}
-	return t.selector.Matches(labels.Set(p.Labels))
+	return t.selector.Matches(lbl)
 }
 
 // spreadInstance is one topology spread constraint as kube-scheduler's PodTopologySpread plugin
@@ -85,84 +114,238 @@ func (t *affinityTerm) matches(p *corev1.Pod) bool {
 // matching pods that are not members of the cluster.
 type spreadInstance struct {
 	constraint corev1.TopologySpreadConstraint
-	hard       bool
 	selector   labels.Selector
+	// countable is false for an empty selector: kube-scheduler's countPodsMatchSelector counts
+	// no pod then (while the incoming pod still matches itself).
+	countable  bool
 	maxSkew    int
 	minDomains int
 	dom        *domainIndex
 	// eligible[n]: node n counts (it has every topology key of the pod's constraints with the
-	// same whenUnsatisfiable, and passes nodeAffinityPolicy/nodeTaintsPolicy).
+	// same whenUnsatisfiable, and passes nodeAffinityPolicy/nodeTaintsPolicy). Shared.
 	eligible []bool
 	// numDomains is the number of distinct domains among eligible nodes.
 	numDomains int
 	// external[d] counts matching, scheduled, non-terminating pods in the namespace that are not
 	// members of the cluster, on eligible nodes of domain d.
-	external map[int]int
-	// matches[i] reports whether member i's labels match the selector.
-	matches []bool
+	external map[int32]int
+	// matchCur[i] and matchNext[i] report whether member i's labels (as it runs now, and as its
+	// template would re-create it) are counted.
+	matchCur, matchNext []bool
+}
+
+// eligibility is the set of nodes a spread constraint counts, shared by signature.
+type eligibility struct {
+	nodes   []bool
+	domains map[*domainIndex]int
 }
 
 // buildSpecs converts every member's current pod and re-creation template once.
 func (c *Cluster) buildSpecs() error {
 	seen := map[string]int{}
-	softSeen := map[string]int{}
-	members := map[*corev1.Pod]bool{}
-	for _, mem := range c.Members {
-		members[mem.Pod] = true
-	}
+	c.terms = map[string]*affinityTerm{}
+	byTemplate := map[*corev1.PodTemplateSpec]*podSpec{}
+	var sibling *podSpec // a template spec of another shard: its parts are likely equal
 	for _, mem := range c.Members {
 		var err error
-		if mem.cur, err = c.newPodSpec(mem.Pod, members, seen, softSeen); err != nil {
+		if mem.Template != mem.Pod {
+			// The template first: its parts are memoized by address, and the running pod's parts
+			// that equal them reuse their ids.
+			tmpl := &mem.sts.Spec.Template
+			if first := byTemplate[tmpl]; first != nil && sameLabelKeys(mem.Template, first.pod) {
+				if mem.next, err = c.derivedSpec(mem.Template, first.requests, first); err != nil {
+					return fmt.Errorf("template of pod %s: %w", mem.Key(), err)
+				}
+			} else {
+				if mem.next, err = c.newPodSpec(mem.Template, c.b.templateRequests(mem.Template), true, sibling, seen); err != nil {
+					return fmt.Errorf("template of pod %s: %w", mem.Key(), err)
+				}
+				if first == nil {
+					byTemplate[tmpl] = mem.next
+				}
+				sibling = mem.next
+			}
+		}
+		if mem.next != nil && c.sameScheduling(mem.Pod, mem.next) {
+			if mem.cur, err = c.derivedSpec(mem.Pod, mem.req, mem.next); err != nil {
+				return fmt.Errorf("pod %s: %w", mem.Key(), err)
+			}
+		} else if mem.cur, err = c.newPodSpec(mem.Pod, mem.req, false, mem.next, seen); err != nil {
 			return fmt.Errorf("pod %s: %w", mem.Key(), err)
 		}
-		if mem.Template == mem.Pod {
+		if mem.next == nil {
 			mem.next = mem.cur
-		} else if mem.next, err = c.newPodSpec(mem.Template, members, seen, softSeen); err != nil {
-			return fmt.Errorf("template of pod %s: %w", mem.Key(), err)
 		}
 	}
-	for _, in := range append(append([]*spreadInstance(nil), c.spread...), c.soft...) {
-		in.matches = make([]bool, len(c.Members))
-		for i, mem := range c.Members {
-			in.matches[i] = in.selector.Matches(labels.Set(mem.Pod.Labels))
-		}
+	for _, in := range c.spread {
+		c.matchMembers(in)
 	}
 	return nil
 }
 
-func (c *Cluster) newPodSpec(p *corev1.Pod, members map[*corev1.Pod]bool, seen, softSeen map[string]int) (*podSpec, error) {
-	m := c.model
-	s := &podSpec{pod: p, labels: labels.Set(p.Labels), requests: requestsOf(p)}
-	for _, action := range []corev1.UnsatisfiableConstraintAction{corev1.DoNotSchedule, corev1.ScheduleAnyway} {
-		var keys []string
-		for _, tsc := range p.Spec.TopologySpreadConstraints {
-			if tsc.WhenUnsatisfiable == action {
-				keys = append(keys, tsc.TopologyKey)
-			}
+func (c *Cluster) matchMembers(in *spreadInstance) {
+	in.matchCur = make([]bool, len(c.Members))
+	in.matchNext = make([]bool, len(c.Members))
+	if !in.countable {
+		return
+	}
+	for i, mem := range c.Members {
+		in.matchCur[i] = in.selector.Matches(mem.cur.labels)
+		if sameMap(mem.cur.labels, mem.next.labels) {
+			in.matchNext[i] = in.matchCur[i]
+		} else {
+			in.matchNext[i] = in.selector.Matches(mem.next.labels)
 		}
-		for _, tsc := range p.Spec.TopologySpreadConstraints {
-			if tsc.WhenUnsatisfiable != action {
-				continue
-			}
-			if action == corev1.DoNotSchedule {
-				idx, err := c.spreadInstanceFor(p, tsc, keys, members, seen, &c.spread)
-				if err != nil {
-					return nil, err
-				}
-				s.spread = append(s.spread, idx)
-			} else {
-				idx, err := c.spreadInstanceFor(p, tsc, keys, members, softSeen, &c.soft)
-				if err != nil {
-					return nil, err
-				}
-				s.soft = append(s.soft, idx)
+	}
+}
+
+// sameMap reports whether a and b are the same map (not merely equal).
+func sameMap(a, b labels.Set) bool {
+	return len(a) == len(b) && (len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer())
+}
+
+// sameScheduling reports whether running pod p schedules exactly as its template's spec t: equal
+// spread constraints (and equal values of their matchLabelKeys), node affinity, tolerations,
+// required pod (anti-)affinity terms without label keys to merge, and volumes. Its spec can then
+// be derived from the template's (derivedSpec) instead of being built.
+func (c *Cluster) sameScheduling(p *corev1.Pod, t *podSpec) bool {
+	tp := t.pod
+	a, b := p.Spec.TopologySpreadConstraints, tp.Spec.TopologySpreadConstraints
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !equalConstraints(&a[k], &b[k]) {
+			return false
+		}
+		for _, key := range a[k].MatchLabelKeys {
+			v, ok := p.Labels[key]
+			w, ok2 := tp.Labels[key]
+			if ok != ok2 || v != w {
+				return false
 			}
 		}
 	}
+	if !equalTolerations(p.Spec.Tolerations, tp.Spec.Tolerations) || !equalNodeAffinity(p, tp) {
+		return false
+	}
+	var pa, pb, aa, ab []corev1.PodAffinityTerm
+	if x := p.Spec.Affinity; x != nil {
+		if x.PodAffinity != nil {
+			pa = x.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		}
+		if x.PodAntiAffinity != nil {
+			aa = x.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		}
+	}
+	if x := tp.Spec.Affinity; x != nil {
+		if x.PodAffinity != nil {
+			pb = x.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		}
+		if x.PodAntiAffinity != nil {
+			ab = x.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		}
+	}
+	eq := func(x, y []corev1.PodAffinityTerm) bool {
+		return slices.EqualFunc(x, y, func(s, t corev1.PodAffinityTerm) bool {
+			return len(s.MatchLabelKeys) == 0 && len(s.MismatchLabelKeys) == 0 && equalTerms(&s, &t)
+		})
+	}
+	if !eq(pa, pb) || !eq(aa, ab) {
+		return false
+	}
+	// Volumes: a template takes the pod's volumes (plus template volumes the pod lacks).
+	return sameVolumes(p, tp)
+}
+
+// sameLabelKeys reports whether templates a and b of one StatefulSet carry the same values for
+// every matchLabelKeys and mismatchLabelKeys of their (shared) spec: then they schedule alike.
+func sameLabelKeys(a, b *corev1.Pod) bool {
+	same := func(keys []string) bool {
+		for _, k := range keys {
+			v, ok := a.Labels[k]
+			w, ok2 := b.Labels[k]
+			if ok != ok2 || v != w {
+				return false
+			}
+		}
+		return true
+	}
+	for k := range a.Spec.TopologySpreadConstraints {
+		if !same(a.Spec.TopologySpreadConstraints[k].MatchLabelKeys) {
+			return false
+		}
+	}
+	if x := a.Spec.Affinity; x != nil {
+		var terms []corev1.PodAffinityTerm
+		if x.PodAffinity != nil {
+			terms = append(terms, x.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		}
+		if x.PodAntiAffinity != nil {
+			terms = append(terms, x.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		}
+		for k := range terms {
+			if !same(terms[k].MatchLabelKeys) || !same(terms[k].MismatchLabelKeys) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// derivedSpec returns the spec of pod p (requests req) that schedules exactly as spec t: a running
+// pod as its template (sameScheduling), or a template as another template of its StatefulSet
+// (sameLabelKeys). It is t's parts with p's labels and requests, and the anti-affinity of other
+// pods against p's labels.
+func (c *Cluster) derivedSpec(p *corev1.Pod, req resources, t *podSpec) (*podSpec, error) {
+	s := *t
+	s.pod = p
+	s.labels = labels.Set(p.Labels)
+	s.requests = req
+	if !sameMap(s.labels, t.labels) {
+		s.extAnti = c.model.anti.against(c, p)
+	}
+	if !sameVolumes(p, t.pod) {
+		var err error
+		if s.volume, err = c.b.volumeMask(p); err != nil {
+			return nil, err
+		}
+	}
+	return &s, nil
+}
+
+// sameVolumes reports whether a and b share their volume list.
+func sameVolumes(a, b *corev1.Pod) bool {
+	return len(a.Spec.Volumes) == len(b.Spec.Volumes) && (len(a.Spec.Volumes) == 0 || &a.Spec.Volumes[0] == &b.Spec.Volumes[0])
+}
+
+// newPodSpec converts pod p with requests req: a re-creation template when template is set,
+// otherwise a running (or Pending) pod. hint, when given, is a spec whose parts p's may equal (a
+// pod's template, a sibling shard's template): equal node-level parts and spread constraints are
+// taken from it instead of being looked up again. The API server has not seen a template yet, so
+// the matchLabelKeys and mismatchLabelKeys of its affinity terms are merged here as the API server
+// merges them at creation.
+func (c *Cluster) newPodSpec(p *corev1.Pod, req resources, template bool, hint *podSpec, seen map[string]int) (*podSpec, error) {
+	m := c.model
+	s := &podSpec{pod: p, labels: labels.Set(p.Labels), requests: req}
+	if hint != nil && equalTolerations(p.Spec.Tolerations, hint.pod.Spec.Tolerations) && equalNodeAffinity(p, hint.pod) {
+		s.aff, s.tol = hint.aff, hint.tol
+		s.static, s.affinityMask = hint.static, hint.affinityMask
+	} else {
+		s.aff = c.b.affinityID(p, template)
+		s.tol = c.b.tolerationsID(p, template)
+		s.affinityMask = c.b.ids.affinity[s.aff].mask
+		s.static = c.b.staticMask(p, s.aff, s.tol)
+	}
+	if hint != nil && s.aff == hint.aff && s.tol == hint.tol && sameSpread(p, hint.pod) {
+		s.spread = hint.spread
+	} else if err := c.spreadOf(p, s, template, seen); err != nil {
+		return nil, err
+	}
 	if a := p.Spec.Affinity; a != nil {
 		if a.PodAntiAffinity != nil {
-			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				at, err := c.newAffinityTerm(p, t, members)
+			for k := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				at, err := c.termFor(p, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[k], template, true)
 				if err != nil {
 					return nil, err
 				}
@@ -170,53 +353,33 @@ func (c *Cluster) newPodSpec(p *corev1.Pod, members map[*corev1.Pod]bool, seen, 
 			}
 		}
 		if a.PodAffinity != nil {
-			for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				at, err := c.newAffinityTerm(p, t, members)
+			for k := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				at, err := c.termFor(p, &a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[k], template, false)
 				if err != nil {
 					return nil, err
 				}
 				s.affinity = append(s.affinity, at)
 			}
+			c.affinityExternal(s)
 		}
 	}
-	// Static checks per node.
-	affinity := m.nodeAffinityMask(p)
-	taints := m.taintMask(p)
-	s.static = make([]reasonCode, len(m.Nodes))
-	for i, n := range m.Nodes {
-		switch {
-		case n.Obj.Spec.Unschedulable && !toleratesUnschedulable(p):
-			s.static[i] = reasonUnschedulable
-		case !taints[i]:
-			s.static[i] = reasonTaint
-		case !affinity[i]:
-			s.static[i] = reasonNodeAffinity
+	// The zone key the pod's constraints use: node affinity's zone list first, then spread
+	// constraints, then anti-affinity.
+	if ae := c.b.ids.affinity[s.aff]; ae.listed {
+		s.zoneList, s.zoneKey = ae.zoneList, ae.zoneKey
+	}
+	for k := range p.Spec.TopologySpreadConstraints {
+		if key := p.Spec.TopologySpreadConstraints[k].TopologyKey; s.zoneKey == "" && isZoneKey(key) {
+			s.zoneKey = key
 		}
 	}
-	// Anti-affinity of pods that are not members, against this pod (the symmetric half of
-	// kube-scheduler's InterPodAffinity filter).
-	for _, other := range m.antiAffinePods {
-		if members[other] {
-			continue
-		}
-		oi := m.NodeIndex(other.Spec.NodeName)
-		for _, t := range other.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			at, err := newTerm(other, t)
-			if err != nil || !at.matches(p) {
-				continue
-			}
-			d := m.domain(t.TopologyKey)
-			if d.ofNode[oi] < 0 {
-				continue
-			}
-			for i := range m.Nodes {
-				if d.ofNode[i] == d.ofNode[oi] && s.static[i] == fitOK {
-					s.static[i] = reasonExternalAntiAffinity
-				}
-			}
+	for _, t := range s.anti {
+		if s.zoneKey == "" && isZoneKey(t.key) {
+			s.zoneKey = t.key
 		}
 	}
-	vol, err := m.volumeMask(p)
+	s.extAnti = m.anti.against(c, p)
+	vol, err := c.b.volumeMask(p)
 	if err != nil {
 		return nil, err
 	}
@@ -224,166 +387,245 @@ func (c *Cluster) newPodSpec(p *corev1.Pod, members map[*corev1.Pod]bool, seen, 
 	return s, nil
 }
 
-// spreadInstanceFor builds the instance of constraint tsc for incoming pod p, mirroring
-// kube-scheduler's filterTopologySpreadConstraints and calPreFilterState: matchLabelKeys merged
-// into the selector, minDomains defaulting to 1, nodeAffinityPolicy Honor and nodeTaintsPolicy
-// Ignore by default, nodes lacking any key of the same-action constraints skipped.
-//
-// seen maps instance signatures to indices of *list; an instance with the same signature is
-// reused. It returns the instance's index in *list.
-func (c *Cluster) spreadInstanceFor(p *corev1.Pod, tsc corev1.TopologySpreadConstraint, keys []string, members map[*corev1.Pod]bool, seen map[string]int, list *[]*spreadInstance) (int, error) {
+// sameSpread reports whether pods a and b carry equal topology spread constraints and equal
+// values for their matchLabelKeys.
+func sameSpread(a, b *corev1.Pod) bool {
+	x, y := a.Spec.TopologySpreadConstraints, b.Spec.TopologySpreadConstraints
+	if len(x) != len(y) {
+		return false
+	}
+	if len(x) > 0 && &x[0] == &y[0] {
+		return sameLabelKeys(a, b)
+	}
+	for k := range x {
+		if !equalConstraints(&x[k], &y[k]) {
+			return false
+		}
+		for _, key := range x[k].MatchLabelKeys {
+			v, ok := a.Labels[key]
+			w, ok2 := b.Labels[key]
+			if ok != ok2 || v != w {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// spreadOf sets s.spread: the instances of p's DoNotSchedule constraints. (ScheduleAnyway
+// constraints only score nodes; they decide neither compliance nor feasibility.)
+func (c *Cluster) spreadOf(p *corev1.Pod, s *podSpec, template bool, seen map[string]int) error {
+	var arr [4]string
+	keys := arr[:0]
+	for k := range p.Spec.TopologySpreadConstraints {
+		if tsc := &p.Spec.TopologySpreadConstraints[k]; tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
+			keys = append(keys, tsc.TopologyKey)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	keysID := c.b.keysID(keys)
+	for k := range p.Spec.TopologySpreadConstraints {
+		tsc := &p.Spec.TopologySpreadConstraints[k]
+		if tsc.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		idx, err := c.spreadInstanceFor(p, s, tsc, template, keys, keysID, seen)
+		if err != nil {
+			return err
+		}
+		s.spread = append(s.spread, idx)
+	}
+	return nil
+}
+
+// spreadInstanceFor returns the index in *list of the instance of constraint tsc for incoming pod
+// p, building it on first use. It mirrors kube-scheduler's filterTopologySpreadConstraints and
+// calPreFilterState: matchLabelKeys merged into the selector (mergeLabelSetWithSelector, which
+// leaves a Nothing selector alone), minDomains defaulting to 1, nodeAffinityPolicy Honor and
+// nodeTaintsPolicy Ignore by default, nodes lacking any key of the same-action constraints
+// skipped, pods of other namespaces and terminating pods not counted.
+func (c *Cluster) spreadInstanceFor(p *corev1.Pod, s *podSpec, tsc *corev1.TopologySpreadConstraint, template bool, keys []string, keysID int32, seen map[string]int) (int, error) {
 	m := c.model
-	sel, err := metav1.LabelSelectorAsSelector(tsc.LabelSelector)
-	if err != nil {
-		return 0, fmt.Errorf("topologySpreadConstraint %s: %w", tsc.TopologyKey, err)
+	affinityPolicy := ptr.Deref(tsc.NodeAffinityPolicy, corev1.NodeInclusionPolicyHonor)
+	taintsPolicy := ptr.Deref(tsc.NodeTaintsPolicy, corev1.NodeInclusionPolicyIgnore)
+	// The nodes the instance counts depend on the keys and on the node affinity and tolerations
+	// its policies honour.
+	elig := [3]int32{keysID, 0, 0}
+	if affinityPolicy == corev1.NodeInclusionPolicyHonor {
+		elig[1] = s.aff
 	}
-	if tsc.LabelSelector == nil {
-		sel = labels.Nothing() // kube-scheduler: a nil selector matches no pod
+	if taintsPolicy == corev1.NodeInclusionPolicyHonor {
+		elig[2] = s.tol
 	}
-	matchLabels := map[string]string{}
+	// The instance's signature: the constraint, the values of its matchLabelKeys, eligibility.
+	cid := c.b.constraintID(tsc, template)
+	sb := &c.b.sig
+	sb.reset()
+	sb.num(int64(cid))
+	sb.labelValues(tsc.MatchLabelKeys, p.Labels)
+	sb.num(int64(elig[0]))
+	sb.num(int64(elig[1]))
+	sb.num(int64(elig[2]))
+	if i, ok := seen[string(sb.b)]; ok {
+		return i, nil
+	}
+	key := string(sb.b)
+
+	sel, ok := c.b.ids.tscSelectors[cid]
+	if !ok {
+		var err error
+		if sel, err = c.b.selector(tsc.LabelSelector); err != nil {
+			return 0, fmt.Errorf("topologySpreadConstraint %s: %w", tsc.TopologyKey, err)
+		}
+		c.b.ids.tscSelectors[cid] = sel
+	}
+	matchLabels := labels.Set{}
 	for _, k := range tsc.MatchLabelKeys {
 		if v, ok := p.Labels[k]; ok {
 			matchLabels[k] = v
 		}
 	}
 	if len(matchLabels) > 0 {
-		merged := labels.SelectorFromSet(matchLabels)
 		if reqs, ok := sel.Requirements(); ok {
-			merged = merged.Add(reqs...)
+			merged := labels.SelectorFromSet(matchLabels)
+			sel = merged.Add(reqs...)
 		}
-		sel = merged
-	}
-	affinityPolicy := ptr.Deref(tsc.NodeAffinityPolicy, corev1.NodeInclusionPolicyHonor)
-	taintsPolicy := ptr.Deref(tsc.NodeTaintsPolicy, corev1.NodeInclusionPolicyIgnore)
-	sig := struct {
-		NS       string
-		C        corev1.TopologySpreadConstraint
-		Sel      string
-		Keys     []string
-		Affinity any
-		Tol      any
-	}{NS: p.Namespace, C: tsc, Sel: sel.String(), Keys: keys}
-	sig.C.MatchLabelKeys = nil
-	if affinityPolicy == corev1.NodeInclusionPolicyHonor {
-		sig.Affinity = []any{p.Spec.NodeSelector, requiredNodeAffinity(p)}
-	}
-	if taintsPolicy == corev1.NodeInclusionPolicyHonor {
-		sig.Tol = p.Spec.Tolerations
-	}
-	b, _ := json.Marshal(sig)
-	key := string(b)
-	if i, ok := seen[key]; ok {
-		return i, nil
 	}
 	in := &spreadInstance{
-		constraint: tsc,
-		hard:       tsc.WhenUnsatisfiable == corev1.DoNotSchedule,
+		constraint: *tsc,
 		selector:   sel,
+		countable:  !sel.Empty(),
 		maxSkew:    int(tsc.MaxSkew),
 		minDomains: int(ptr.Deref(tsc.MinDomains, 1)),
 		dom:        m.domain(tsc.TopologyKey),
-		eligible:   make([]bool, len(m.Nodes)),
-		external:   map[int]int{},
+		external:   map[int32]int{},
 	}
-	var affinity, taints []bool
-	if affinityPolicy == corev1.NodeInclusionPolicyHonor {
-		affinity = m.nodeAffinityMask(p)
+	el := c.b.eligibles[elig]
+	if el == nil {
+		el = &eligibility{nodes: make([]bool, len(m.Nodes)), domains: map[*domainIndex]int{}}
+		var affinity, taints []bool
+		if elig[1] != 0 {
+			affinity = c.b.ids.affinity[elig[1]].mask
+		}
+		if elig[2] != 0 {
+			taints = c.b.ids.taints[elig[2]]
+		}
+		doms := make([]*domainIndex, len(keys))
+		for k, key := range keys {
+			doms[k] = m.domain(key)
+		}
+		for i := range m.Nodes {
+			ok := (affinity == nil || affinity[i]) && (taints == nil || taints[i])
+			for _, d := range doms {
+				if !ok {
+					break
+				}
+				ok = d.ofNode[i] >= 0
+			}
+			el.nodes[i] = ok
+		}
+		c.b.eligibles[elig] = el
 	}
-	if taintsPolicy == corev1.NodeInclusionPolicyHonor {
-		taints = m.taintMask(p)
-	}
-	domainSeen := map[int]bool{}
-	for i, n := range m.Nodes {
-		ok := true
-		for _, k := range keys {
-			if _, has := n.Obj.Labels[k]; !has {
-				ok = false
-				break
+	in.eligible = el.nodes
+	nd, ok := el.domains[in.dom]
+	if !ok {
+		seenDom := map[int32]bool{}
+		for i, e := range el.nodes {
+			if e {
+				seenDom[in.dom.ofNode[i]] = true
 			}
 		}
-		if ok && affinity != nil && !affinity[i] {
-			ok = false
-		}
-		if ok && taints != nil && !taints[i] {
-			ok = false
-		}
-		in.eligible[i] = ok
-		if ok {
-			domainSeen[in.dom.ofNode[i]] = true
-		}
+		nd = len(seenDom)
+		el.domains[in.dom] = nd
 	}
-	in.numDomains = len(domainSeen)
-	for _, op := range m.podsByNamespace[p.Namespace] {
-		if members[op] || op.DeletionTimestamp != nil || op.Spec.NodeName == "" || isFinished(op) {
-			continue
-		}
-		ni := m.NodeIndex(op.Spec.NodeName)
-		if ni < 0 || !in.eligible[ni] || !sel.Matches(labels.Set(op.Labels)) {
-			continue
-		}
-		in.external[in.dom.ofNode[ni]]++
+	in.numDomains = nd
+	if in.countable {
+		m.forCandidates(sel, m.podsInNS[p.Namespace], func(k int32) {
+			op, ni := m.pods[k], m.podNode[k]
+			if op.Namespace != p.Namespace || !in.eligible[ni] || c.memberOf(op) || !sel.Matches(labels.Set(op.Labels)) {
+				return
+			}
+			in.external[in.dom.ofNode[ni]]++
+		})
 	}
-	seen[key] = len(*list)
-	*list = append(*list, in)
-	return len(*list) - 1, nil
+	seen[key] = len(c.spread)
+	c.spread = append(c.spread, in)
+	return len(c.spread) - 1, nil
 }
 
-func (c *Cluster) newAffinityTerm(p *corev1.Pod, t corev1.PodAffinityTerm, members map[*corev1.Pod]bool) (affinityTerm, error) {
-	at, err := newTerm(p, t)
-	if err != nil {
-		return at, err
-	}
+// termFor returns the parsed (anti-)affinity term t of pod p, shared by content within the
+// cluster, with its external domains computed for anti-affinity.
+func (c *Cluster) termFor(p *corev1.Pod, t *corev1.PodAffinityTerm, template, anti bool) (*affinityTerm, error) {
 	m := c.model
-	d := m.domain(t.TopologyKey)
-	at.external = map[int]bool{}
-	for ni, pods := range m.podsByNode {
-		if d.ofNode[ni] < 0 {
-			continue
-		}
-		for _, op := range pods {
-			if !members[op] && at.matches(op) {
-				at.external[d.ofNode[ni]] = true
-				break
-			}
-		}
+	sb := &c.b.sig
+	sb.reset()
+	if anti {
+		sb.tag('a')
+	} else {
+		sb.tag('p')
 	}
+	sb.affinityTerm(t)
+	sb.str(p.Namespace)
+	if template {
+		sb.tag('t')
+		sb.labelValues(t.MatchLabelKeys, p.Labels)
+		sb.labelValues(t.MismatchLabelKeys, p.Labels)
+	}
+	if at, ok := c.terms[string(sb.b)]; ok {
+		return at, nil
+	}
+	key := string(sb.b)
+	at, err := c.b.newTerm(p, t, template)
+	if err != nil {
+		return nil, err
+	}
+	if anti {
+		at.external = map[int32]bool{}
+		m.forCandidates(at.selector, nil, func(k int32) {
+			op := m.pods[k]
+			if c.memberOf(op) || !at.matches(m, op.Namespace, labels.Set(op.Labels)) {
+				return
+			}
+			if d := at.dom.ofNode[m.podNode[k]]; d >= 0 {
+				at.external[d] = true
+			}
+		})
+	}
+	c.terms[key] = at
 	return at, nil
 }
 
-// newTerm parses a pod (anti-)affinity term of pod p: its label selector with matchLabelKeys and
-// mismatchLabelKeys applied, and its namespaces (the pod's own when none are listed; all with an
-// empty namespaceSelector). A non-empty namespaceSelector cannot be evaluated without Namespace
-// objects; only the listed namespaces are used then.
-func newTerm(p *corev1.Pod, t corev1.PodAffinityTerm) (affinityTerm, error) {
-	sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
-	if err != nil {
-		return affinityTerm{}, fmt.Errorf("pod affinity term %s: %w", t.TopologyKey, err)
+// affinityExternal fills s.affinityExt: kube-scheduler counts, for a pod's required affinity,
+// the existing pods that match all of its terms, in each term's domain.
+func (c *Cluster) affinityExternal(s *podSpec) {
+	m := c.model
+	if len(s.affinity) == 0 {
+		return
 	}
-	if t.LabelSelector == nil {
-		sel = labels.Nothing()
+	s.affinityExt = make([]map[int32]bool, len(s.affinity))
+	for k := range s.affinityExt {
+		s.affinityExt[k] = map[int32]bool{}
 	}
-	for _, k := range t.MatchLabelKeys {
-		if v, ok := p.Labels[k]; ok {
-			r, err := labels.NewRequirement(k, "in", []string{v})
-			if err == nil {
-				sel = sel.Add(*r)
+	m.forCandidates(s.affinity[0].selector, nil, func(k int32) {
+		op := m.pods[k]
+		if c.memberOf(op) {
+			return
+		}
+		lbl := labels.Set(op.Labels)
+		for _, t := range s.affinity {
+			if !t.matches(m, op.Namespace, lbl) {
+				return
 			}
 		}
-	}
-	for _, k := range t.MismatchLabelKeys {
-		if v, ok := p.Labels[k]; ok {
-			r, err := labels.NewRequirement(k, "notin", []string{v})
-			if err == nil {
-				sel = sel.Add(*r)
+		for ti, t := range s.affinity {
+			if d := t.dom.ofNode[m.podNode[k]]; d >= 0 {
+				s.affinityExt[ti][d] = true
+				s.affinityAny = true
 			}
 		}
-	}
-	at := affinityTerm{selector: sel, key: t.TopologyKey}
-	if t.NamespaceSelector != nil && len(t.NamespaceSelector.MatchLabels) == 0 && len(t.NamespaceSelector.MatchExpressions) == 0 {
-		return at, nil // all namespaces
-	}
-	at.namespaces = deschedulerutils.GetNamespacesFromPodAffinityTerm(p, &t)
-	return at, nil
+	})
 }
 
 func requiredNodeAffinity(p *corev1.Pod) *corev1.NodeSelector {
@@ -391,82 +633,4 @@ func requiredNodeAffinity(p *corev1.Pod) *corev1.NodeSelector {
 		return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
 	return nil
-}
-
-// nodeAffinityMask returns, per node, whether p's nodeSelector and required node affinity match
-// (cached by their content).
-func (m *Model) nodeAffinityMask(p *corev1.Pod) []bool {
-	b, _ := json.Marshal([]any{"affinity", p.Spec.NodeSelector, requiredNodeAffinity(p)})
-	key := string(b)
-	if mask, ok := m.masks[key]; ok {
-		return mask
-	}
-	req := nodeaffinity.GetRequiredNodeAffinity(p)
-	mask := make([]bool, len(m.Nodes))
-	for i, n := range m.Nodes {
-		ok, _ := req.Match(n.Obj)
-		mask[i] = ok
-	}
-	m.masks[key] = mask
-	return mask
-}
-
-// taintMask returns, per node, whether p tolerates every NoSchedule and NoExecute taint (cached by
-// the tolerations).
-func (m *Model) taintMask(p *corev1.Pod) []bool {
-	b, _ := json.Marshal([]any{"taints", p.Spec.Tolerations})
-	key := string(b)
-	if mask, ok := m.masks[key]; ok {
-		return mask
-	}
-	mask := make([]bool, len(m.Nodes))
-	for i, n := range m.Nodes {
-		mask[i] = deschedulerutils.TolerationsTolerateTaintsWithFilter(context.Background(), p.Spec.Tolerations, n.Obj.Spec.Taints, func(t *corev1.Taint) bool {
-			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-		})
-	}
-	m.masks[key] = mask
-	return mask
-}
-
-// toleratesUnschedulable mirrors kube-scheduler's NodeUnschedulable plugin: a pod tolerating the
-// node.kubernetes.io/unschedulable:NoSchedule taint may use a cordoned node.
-func toleratesUnschedulable(p *corev1.Pod) bool {
-	taint := &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
-	return deschedulerutils.TolerationsTolerateTaint(context.Background(), p.Spec.Tolerations, taint)
-}
-
-// volumeMask returns, per node, whether every bound PersistentVolume of p's claims allows the node
-// (its spec.nodeAffinity, as VolumeBinding checks for bound claims); nil when no claim restricts.
-func (m *Model) volumeMask(p *corev1.Pod) ([]bool, error) {
-	var mask []bool
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil {
-			continue
-		}
-		pvc := m.pvcs[p.Namespace+"/"+v.PersistentVolumeClaim.ClaimName]
-		if pvc == nil || pvc.Spec.VolumeName == "" {
-			continue
-		}
-		pv := m.pvs[pvc.Spec.VolumeName]
-		if pv == nil || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-			continue
-		}
-		sel, err := nodeaffinity.NewNodeSelector(pv.Spec.NodeAffinity.Required)
-		if err != nil {
-			return nil, fmt.Errorf("persistentvolume %s node affinity: %w", pv.Name, err)
-		}
-		if mask == nil {
-			mask = make([]bool, len(m.Nodes))
-			for i := range mask {
-				mask[i] = true
-			}
-		}
-		for i, n := range m.Nodes {
-			if mask[i] && !sel.Match(n.Obj) {
-				mask[i] = false
-			}
-		}
-	}
-	return mask, nil
 }
