@@ -133,11 +133,17 @@ func unschedulable() podOpt {
 
 // justCreated makes the pod Pending without a PodScheduled condition yet.
 func justCreated() podOpt {
-	return func(p *corev1.Pod) { p.Spec.NodeName = ""; p.Status.Phase = corev1.PodPending; p.Status.Conditions = nil }
+	return func(p *corev1.Pod) {
+		p.Spec.NodeName = ""
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = nil
+	}
 }
 
 func terminating() podOpt {
-	return func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+	return func(p *corev1.Pod) {
+		p.DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	}
 }
 
 func succeeded() podOpt { return func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded } }

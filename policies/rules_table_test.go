@@ -71,7 +71,7 @@ func TestEvaluateHARules(t *testing.T) {
 			wantZ: 1,
 		},
 		{
-			name: "Z=0 (no zone labels, no zone list), N=6, n1 holds 2 pods of two shards → MaxPodsPerNode n1 2/1, TopologySpread n1",
+			name:  "Z=0 (no zone labels, no zone list), N=6, n1 holds 2 pods of two shards → MaxPodsPerNode n1 2/1, TopologySpread n1",
 			nodes: []*corev1.Node{node("n1"), node("n2"), node("n3"), node("n4"), node("n5"), node("n6")},
 			cluster: redisCluster{shards: 3, perShard: 2,
 				place: [][]string{{"n1", "n2"}, {"n1", "n3"}, {"n4", "n5"}}},
