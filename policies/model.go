@@ -223,7 +223,7 @@ type Cluster struct {
 	// ZoneList reports whether AllowedZones came from an explicit zone list (AllowedZones rule).
 	ZoneList bool
 	// StatefulSets and PodDisruptionBudgets are the cluster's objects (StatefulSets whose template
-	// carries the cluster label, PDBs selecting a member).
+	// carries the cluster label or that control a member, PDBs selecting a member).
 	StatefulSets         []*appsv1.StatefulSet
 	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
 
@@ -728,6 +728,15 @@ func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
 		s.Members = append(s.Members, i)
 		if s.StatefulSet == nil && mem.sts != nil {
 			s.StatefulSet = mem.sts
+		}
+	}
+	// The StatefulSets controlling members belong to the cluster even when their template lacks
+	// the cluster label.
+	for _, sh := range c.Shards {
+		for _, i := range sh.Members {
+			if sts := c.Members[i].sts; sts != nil && !slices.Contains(c.StatefulSets, sts) {
+				c.StatefulSets = append(c.StatefulSets, sts)
+			}
 		}
 	}
 	// N: the StatefulSets' desired replicas (nil means 1), else the pod count.
