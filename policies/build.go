@@ -117,13 +117,20 @@ func (b *builder) affinityID(p *corev1.Pod, template bool) int32 {
 	sb.nodeAffinity(p)
 	id, fresh := x.intern(sb.b)
 	if fresh {
-		req := nodeaffinity.GetRequiredNodeAffinity(p)
-		e := &affinityEntry{mask: make([]bool, len(m.Nodes))}
-		for i, n := range m.Nodes {
-			// Parse errors do not match, as in the NodeAffinity filter.
-			e.mask[i], _ = req.Match(n.Obj)
+		// The entry is shared by every worker (one mask per distinct node affinity).
+		m.sharedMu.Lock()
+		e := m.sharedAffinity[string(sb.b)]
+		if e == nil {
+			req := nodeaffinity.GetRequiredNodeAffinity(p)
+			e = &affinityEntry{mask: make([]bool, len(m.Nodes))}
+			for i, n := range m.Nodes {
+				// Parse errors do not match, as in the NodeAffinity filter.
+				e.mask[i], _ = req.Match(n.Obj)
+			}
+			e.zoneList, e.zoneKey, e.listed = zoneList(p)
+			m.sharedAffinity[string(sb.b)] = e
 		}
-		e.zoneList, e.zoneKey, e.listed = zoneList(p)
+		m.sharedMu.Unlock()
 		x.affinity[id] = e
 	}
 	if memo {
@@ -150,16 +157,23 @@ func (b *builder) tolerationsID(p *corev1.Pod, template bool) int32 {
 	sb.tolerations(ts)
 	id, fresh := x.intern(sb.b)
 	if fresh {
-		mask := make([]bool, len(m.Nodes))
-		logger := klog.Background()
-		for i, n := range m.Nodes {
-			if len(n.Obj.Spec.Taints) == 0 {
-				mask[i] = true
-				continue
+		// The mask is shared by every worker (one per distinct set of tolerations).
+		m.sharedMu.Lock()
+		mask := m.sharedTaints[string(sb.b)]
+		if mask == nil {
+			mask = make([]bool, len(m.Nodes))
+			logger := klog.Background()
+			for i, n := range m.Nodes {
+				if len(n.Obj.Spec.Taints) == 0 {
+					mask[i] = true
+					continue
+				}
+				_, untolerated := v1helper.FindMatchingUntoleratedTaint(logger, n.Obj.Spec.Taints, ts, doNotScheduleTaint, false)
+				mask[i] = !untolerated
 			}
-			_, untolerated := v1helper.FindMatchingUntoleratedTaint(logger, n.Obj.Spec.Taints, ts, doNotScheduleTaint, false)
-			mask[i] = !untolerated
+			m.sharedTaints[string(sb.b)] = mask
 		}
+		m.sharedMu.Unlock()
 		x.taints[id] = mask
 	}
 	if memo {
@@ -302,7 +316,11 @@ func (b *builder) newTerm(p *corev1.Pod, t *corev1.PodAffinityTerm, template boo
 	if len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
 		ns.Insert(p.Namespace)
 	}
-	return &affinityTerm{selector: sel, namespaces: ns, nsSelector: nsSel, key: t.TopologyKey, dom: m.domain(t.TopologyKey)}, nil
+	at := &affinityTerm{selector: sel, namespaces: ns, nsSelector: nsSel, key: t.TopologyKey, dom: m.domain(t.TopologyKey)}
+	if t.NamespaceSelector == nil {
+		at.scope = sets.List(ns)
+	}
+	return at, nil
 }
 
 // volumeTopologyLabels are the node labels VolumeZone compares with a PersistentVolume's labels.

@@ -9,31 +9,57 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 )
 
-// labelIndex returns (building once, during Build) the scheduled pods by value of label key.
-func (m *Model) labelIndex(key string) map[string][]int32 {
+// labelIndexKey names a label index: the scheduled pods of namespace ns ("" for all namespaces)
+// by value of label key.
+type labelIndexKey struct{ ns, key string }
+
+// labelIndex returns (building once, during Build) the scheduled pods of namespace ns (all when
+// "") by value of label key. Safe for Build's workers.
+func (m *Model) labelIndex(ns, key string) map[string][]int32 {
+	k := labelIndexKey{ns, key}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if idx, ok := m.labelIdx[key]; ok {
+	idx, ok := m.labelIdx[k]
+	m.mu.Unlock()
+	if ok {
 		return idx
 	}
-	idx := map[string][]int32{}
-	for k, p := range m.pods {
-		if v, ok := p.Labels[key]; ok {
-			idx[v] = append(idx[v], int32(k))
+	idx = map[string][]int32{}
+	add := func(k int32) {
+		if v, ok := m.pods[k].Labels[key]; ok {
+			idx[v] = append(idx[v], k)
 		}
 	}
-	m.labelIdx[key] = idx
+	if ns == "" {
+		for k := range m.pods {
+			add(int32(k))
+		}
+	} else {
+		for _, k := range m.podsInNS[ns] {
+			add(k)
+		}
+	}
+	m.mu.Lock()
+	if prev, ok := m.labelIdx[k]; ok {
+		idx = prev // another worker built it meanwhile
+	} else {
+		m.labelIdx[k] = idx
+	}
+	m.mu.Unlock()
 	return idx
 }
 
-// forCandidates calls fn for every scheduled pod that may match sel: the pods carrying a value
-// of sel's most selective `=`/`==`/`in` requirement, or, without one, every pod of scope (every
-// pod when scope is nil). fn still has to check the selector. A Nothing selector has no
-// candidates.
-func (m *Model) forCandidates(sel labels.Selector, scope []int32, fn func(k int32)) {
+// forCandidates calls fn for every scheduled pod of the namespaces (all when nil) that may match
+// sel: the pods carrying a value of sel's most selective `=`/`==`/`in` requirement, or, without
+// one, every pod of the namespaces. fn still has to check the namespace and the selector. A
+// Nothing selector has no candidates.
+func (m *Model) forCandidates(sel labels.Selector, namespaces []string, fn func(k int32)) {
 	reqs, selectable := sel.Requirements()
 	if !selectable {
 		return
+	}
+	scopes := namespaces
+	if scopes == nil {
+		scopes = []string{""}
 	}
 	best, bestN := -1, 0
 	for ri, r := range reqs {
@@ -42,32 +68,38 @@ func (m *Model) forCandidates(sel labels.Selector, scope []int32, fn func(k int3
 		default:
 			continue
 		}
-		idx := m.labelIndex(r.Key())
 		n := 0
-		for _, v := range r.ValuesUnsorted() {
-			n += len(idx[v])
+		for _, ns := range scopes {
+			idx := m.labelIndex(ns, r.Key())
+			for _, v := range r.ValuesUnsorted() {
+				n += len(idx[v])
+			}
 		}
 		if best < 0 || n < bestN {
 			best, bestN = ri, n
 		}
 	}
 	if best < 0 {
-		if scope == nil {
+		if namespaces == nil {
 			for k := range m.pods {
 				fn(int32(k))
 			}
 			return
 		}
-		for _, k := range scope {
-			fn(k)
+		for _, ns := range namespaces {
+			for _, k := range m.podsInNS[ns] {
+				fn(k)
+			}
 		}
 		return
 	}
 	r := reqs[best]
-	idx := m.labelIndex(r.Key())
-	for _, v := range r.ValuesUnsorted() {
-		for _, k := range idx[v] {
-			fn(k)
+	for _, ns := range scopes {
+		idx := m.labelIndex(ns, r.Key())
+		for _, v := range r.ValuesUnsorted() {
+			for _, k := range idx[v] {
+				fn(k)
+			}
 		}
 	}
 }

@@ -20,6 +20,25 @@ import (
 // parallelClusters is the number of clusters per Build worker below which fewer workers start.
 const parallelClusters = 16
 
+// parallel runs fn over [0, n) in chunks on up to GOMAXPROCS goroutines (one when n is small).
+func parallel(n int, fn func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), 8, n/4096+1)
+	if workers <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += chunk {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, min(lo+chunk, n))
+	}
+	wg.Wait()
+}
+
 // Topology keys and labels the rules read.
 const (
 	// LabelHostname is the node domain's topology key.
@@ -75,10 +94,10 @@ const (
 // ParseRole maps "master" or "primary", and "replica" or "slave" (any case) to a Role, anything
 // else to RoleUnknown.
 func ParseRole(s string) Role {
-	switch strings.ToLower(s) {
-	case "master", "primary":
+	switch {
+	case strings.EqualFold(s, "master"), strings.EqualFold(s, "primary"):
 		return RoleMaster
-	case "replica", "slave":
+	case strings.EqualFold(s, "replica"), strings.EqualFold(s, "slave"):
 		return RoleReplica
 	}
 	return RoleUnknown
@@ -107,14 +126,17 @@ type Model struct {
 	Options Options
 
 	nodeIndex map[string]int
-	// mu guards the indexes Build's workers create on demand (domains, labelIdx).
-	mu sync.Mutex
+	// mu guards the indexes Build's workers create on demand (domains, labelIdx); sharedMu the
+	// node masks they share (sharedAffinity, sharedTaints).
+	mu, sharedMu   sync.Mutex
+	sharedAffinity map[string]*affinityEntry
+	sharedTaints   map[string][]bool
 	// pods are the scheduled pods kube-scheduler's snapshot would count: bound to a node of the
 	// snapshot, not finished, not terminating.
 	pods      []*corev1.Pod
 	podNode   []int32            // pods[k]'s node index
 	podsInNS  map[string][]int32 // namespace → indices into pods
-	labelIdx  map[string]map[string][]int32
+	labelIdx  map[labelIndexKey]map[string][]int32
 	anti      antiIndex
 	nsLabels  map[string]labels.Set // from Snapshot.Namespaces
 	domains   map[string]*domainIndex
@@ -344,7 +366,9 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		Options:         opts,
 		nodeIndex:       make(map[string]int, len(snap.Nodes)),
 		podsInNS:        map[string][]int32{},
-		labelIdx:        map[string]map[string][]int32{},
+		labelIdx:        map[labelIndexKey]map[string][]int32{},
+		sharedAffinity:  map[string]*affinityEntry{},
+		sharedTaints:    map[string][]bool{},
 		nsLabels:        map[string]labels.Set{},
 		domains:         map[string]*domainIndex{},
 		ids:             newInterner(),
@@ -390,20 +414,32 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 	for _, pv := range snap.PersistentVolumes {
 		m.pvs[pv.Name] = pv
 	}
-	for _, p := range snap.Pods {
-		if _, ok := m.nsLabels[p.Namespace]; !ok {
-			m.nsLabels[p.Namespace] = labels.Set{corev1.LabelMetadataName: p.Namespace}
+	// Requests, by position in snap.Pods, computed in parallel.
+	reqs := make([]resources, len(snap.Pods))
+	parallel(len(snap.Pods), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if p := snap.Pods[i]; !isFinished(p) {
+				reqs[i] = requestsOf(p)
+			}
 		}
-	}
+	})
 	m.pods = make([]*corev1.Pod, 0, len(snap.Pods))
 	m.podNode = make([]int32, 0, len(snap.Pods))
-	reqs := make([]resources, len(snap.Pods)) // by position in snap.Pods
+	var lastNS string
+	var lastNSPods *[]int32
+	nsPods := map[string]*[]int32{}
 	for i, p := range snap.Pods {
-		if isFinished(p) {
-			continue
+		if p.Namespace != lastNS || lastNSPods == nil {
+			lastNS = p.Namespace
+			if lastNSPods = nsPods[lastNS]; lastNSPods == nil {
+				lastNSPods = new([]int32)
+				nsPods[lastNS] = lastNSPods
+				if _, ok := m.nsLabels[lastNS]; !ok {
+					m.nsLabels[lastNS] = labels.Set{corev1.LabelMetadataName: lastNS}
+				}
+			}
 		}
-		reqs[i] = requestsOf(p)
-		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || isFinished(p) {
 			continue
 		}
 		ni, ok := m.nodeIndex[p.Spec.NodeName]
@@ -413,11 +449,20 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		k := int32(len(m.pods))
 		m.pods = append(m.pods, p)
 		m.podNode = append(m.podNode, int32(ni))
-		m.podsInNS[p.Namespace] = append(m.podsInNS[p.Namespace], k)
+		*lastNSPods = append(*lastNSPods, k)
 		m.usedByAll[ni] = m.usedByAll[ni].add(reqs[i])
 	}
-	m.anti.build(m)
-	if err := m.buildClusters(snap, reqs); err != nil {
+	for ns, pods := range nsPods {
+		m.podsInNS[ns] = *pods
+	}
+	// The anti-affinity index is built while the pods are grouped into clusters.
+	var anti sync.WaitGroup
+	anti.Add(1)
+	go func() {
+		defer anti.Done()
+		m.anti.build(m)
+	}()
+	if err := m.buildClusters(snap, reqs, &anti); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -446,7 +491,8 @@ func (c *Cluster) memberOf(p *corev1.Pod) bool {
 	return ok && v == c.Name
 }
 
-func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
+func (m *Model) buildClusters(snap *Snapshot, reqs []resources, anti *sync.WaitGroup) error {
+	defer anti.Wait()
 	key := m.Options.ClusterLabel
 	type ck struct{ ns, name string }
 	byCluster := map[ck]*Cluster{}
@@ -461,27 +507,33 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 		}
 		return c
 	}
-	stsByName := make(map[string]*appsv1.StatefulSet, len(snap.StatefulSets))
+	type nsName struct{ ns, name string }
+	stsByName := make(map[nsName]*appsv1.StatefulSet, len(snap.StatefulSets))
 	for _, s := range snap.StatefulSets {
-		stsByName[s.Namespace+"/"+s.Name] = s
+		stsByName[nsName{s.Namespace, s.Name}] = s
 		if v, ok := s.Spec.Template.Labels[key]; ok {
 			c := get(s.Namespace, v)
 			c.StatefulSets = append(c.StatefulSets, s)
 		}
 	}
+	var last *Cluster
 	for pi, p := range snap.Pods {
 		v, ok := p.Labels[key]
 		if !ok || isFinished(p) {
 			continue
 		}
-		c := get(p.Namespace, v)
+		c := last
+		if c == nil || c.Name != v || c.Namespace != p.Namespace {
+			c = get(p.Namespace, v)
+			last = c
+		}
 		mem := &Member{Pod: p, Node: -1, Ordinal: -1, Terminating: p.DeletionTimestamp != nil, req: reqs[pi]}
 		if p.Spec.NodeName != "" {
 			mem.Node = m.NodeIndex(p.Spec.NodeName)
 		}
 		mem.Unschedulable = isUnschedulable(p)
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "StatefulSet" {
-			mem.sts = stsByName[p.Namespace+"/"+ref.Name]
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "StatefulSet" {
+			mem.sts = stsByName[nsName{p.Namespace, ref.Name}]
 			mem.Shard = ref.Name
 			if i := strings.LastIndex(p.Name, "-"); i >= 0 && p.Name[:i] == ref.Name {
 				if o, err := strconv.Atoi(p.Name[i+1:]); err == nil {
@@ -509,6 +561,7 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 			todo = append(todo, c)
 		}
 	}
+	anti.Wait()
 	// Clusters are converted independently: in parallel, each worker with its own builder.
 	workers := min(runtime.GOMAXPROCS(0), 8, len(todo)/parallelClusters+1)
 	errs := make([]error, len(todo))

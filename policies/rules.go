@@ -146,35 +146,50 @@ func (c *Cluster) byZone(p Placement) map[string][]int {
 // never matches it), so with Z ≥ 2 only sharing that very node counts.
 func (c *Cluster) shardSeparation(p Placement) []Violation {
 	byZone := c.Z() >= 2
+	// The domain of a placed member: its zone ("zone"), or its node when the rule is per node or
+	// the node has no zone label. Shards are small: members are grouped pairwise, without maps.
+	type group struct {
+		zone bool
+		name string
+		idx  []int
+	}
 	var out []Violation
+	var groups []group
 	for _, s := range c.Shards {
-		var groups map[string][]int
+		groups = groups[:0]
 		for _, i := range s.Members {
 			if p[i] < 0 {
 				continue
 			}
-			d := "node/" + c.model.Nodes[p[i]].Name
+			g := group{name: c.model.Nodes[p[i]].Name}
 			if z := c.zoneOfNode(p[i]); byZone && z != "" {
-				d = "zone/" + z
+				g = group{zone: true, name: z}
 			}
-			if groups == nil {
-				groups = map[string][]int{}
+			found := false
+			for k := range groups {
+				if groups[k].zone == g.zone && groups[k].name == g.name {
+					groups[k].idx = append(groups[k].idx, i)
+					found = true
+					break
+				}
 			}
-			groups[d] = append(groups[d], i)
+			if !found {
+				g.idx = []int{i}
+				groups = append(groups, g)
+			}
 		}
-		for d, idx := range groups {
-			if len(idx) < 2 {
+		for _, g := range groups {
+			if len(g.idx) < 2 {
 				continue
 			}
-			what, name, _ := strings.Cut(d, "/")
-			key := LabelHostname
-			if what == "zone" {
-				key = c.ZoneKey
+			what, key := "node", LabelHostname
+			if g.zone {
+				what, key = "zone", c.ZoneKey
 			}
 			out = append(out, Violation{
-				Rule: ShardSeparation, Domain: name, TopologyKey: key, Count: len(idx), Limit: 1,
-				Pods:    c.podNames(idx),
-				Message: fmt.Sprintf("shard %s has %d pods in %s %s", s.Name, len(idx), what, name),
+				Rule: ShardSeparation, Domain: g.name, TopologyKey: key, Count: len(g.idx), Limit: 1,
+				Pods:    c.podNames(g.idx),
+				Message: fmt.Sprintf("shard %s has %d pods in %s %s", s.Name, len(g.idx), what, g.name),
 			})
 		}
 	}

@@ -94,6 +94,8 @@ type affinityTerm struct {
 	nsSelector labels.Selector
 	key        string
 	dom        *domainIndex
+	// scope lists the namespaces the term can match when it has no namespaceSelector (nil: any).
+	scope []string
 	// external holds the domain ids (of key) where a pod that is not a member of the cluster
 	// matches the term (used for the incoming pod's anti-affinity).
 	external map[int32]bool
@@ -542,7 +544,7 @@ func (c *Cluster) spreadInstanceFor(p *corev1.Pod, s *podSpec, tsc *corev1.Topol
 	}
 	in.numDomains = nd
 	if in.countable {
-		m.forCandidates(sel, m.podsInNS[p.Namespace], func(k int32) {
+		m.forCandidates(sel, []string{p.Namespace}, func(k int32) {
 			op, ni := m.pods[k], m.podNode[k]
 			if op.Namespace != p.Namespace || !in.eligible[ni] || c.memberOf(op) || !sel.Matches(labels.Set(op.Labels)) {
 				return
@@ -583,7 +585,7 @@ func (c *Cluster) termFor(p *corev1.Pod, t *corev1.PodAffinityTerm, template, an
 	}
 	if anti {
 		at.external = map[int32]bool{}
-		m.forCandidates(at.selector, nil, func(k int32) {
+		m.forCandidates(at.selector, at.scope, func(k int32) {
 			op := m.pods[k]
 			if c.memberOf(op) || !at.matches(m, op.Namespace, labels.Set(op.Labels)) {
 				return
@@ -608,7 +610,7 @@ func (c *Cluster) affinityExternal(s *podSpec) {
 	for k := range s.affinityExt {
 		s.affinityExt[k] = map[int32]bool{}
 	}
-	m.forCandidates(s.affinity[0].selector, nil, func(k int32) {
+	m.forCandidates(s.affinity[0].selector, s.affinity[0].scope, func(k int32) {
 		op := m.pods[k]
 		if c.memberOf(op) {
 			return
