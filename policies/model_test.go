@@ -435,3 +435,78 @@ func TestBuildErrors(t *testing.T) {
 		t.Fatalf("Build error = %v, want one naming cluster redis/c1", err)
 	}
 }
+
+// TestAllowedZones pins how the allowed zones (seed available-zones), ZoneList and ZoneKey are
+// read from the members' required node affinity and nodeSelector.
+func TestAllowedZones(t *testing.T) {
+	ga, legacy := corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaZone
+	nodes := append(zonedNodes(1, "a", "b", "c"), node("n4", inZone("zone-d"), nodeLabel("disk", "ssd")))
+	type want struct {
+		Zones []string
+		List  bool
+		Key   string
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []*corev1.Node
+		spec  []podOpt
+		want  want
+	}{
+		{name: "no affinity → the zones of every node, no list", spec: nil,
+			want: want{[]string{"zone-a", "zone-b", "zone-c", "zone-d"}, false, ga}},
+		{name: "zone In [a b c] → that list", spec: []podOpt{requiredIn(ga, "zone-a", "zone-b", "zone-c")},
+			want: want{[]string{"zone-a", "zone-b", "zone-c"}, true, ga}},
+		{name: "two terms In [a] and In [c] (ORed) → [a c]", spec: []podOpt{requiredIn(ga, "zone-a"), requiredIn(ga, "zone-c")},
+			want: want{[]string{"zone-a", "zone-c"}, true, ga}},
+		{name: "one term requiring GA In [a b] and legacy In [b c] (ANDed) → [b]",
+			spec: []podOpt{func(p *corev1.Pod) {
+				requiredIn(ga, "zone-a", "zone-b")(p)
+				ns := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+				ns.NodeSelectorTerms[0].MatchExpressions = append(ns.NodeSelectorTerms[0].MatchExpressions,
+					corev1.NodeSelectorRequirement{Key: legacy, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-b", "zone-c"}})
+			}},
+			want: want{[]string{"zone-b"}, true, ga}},
+		{name: "a term without a zone requirement (disk In [ssd]) ORed with zone In [a] → no list; zones of the matching nodes",
+			spec: []podOpt{requiredIn(ga, "zone-a"), requiredIn("disk", "ssd")},
+			want: want{[]string{"zone-a", "zone-d"}, false, ga}},
+		{name: "nodeSelector zone-b and affinity In [a b] → [b]",
+			spec: []podOpt{nodeSelector(ga, "zone-b"), requiredIn(ga, "zone-a", "zone-b")},
+			want: want{[]string{"zone-b"}, true, ga}},
+		{name: "nodeSelector zone-c alone → [c]", spec: []podOpt{nodeSelector(ga, "zone-c")},
+			want: want{[]string{"zone-c"}, true, ga}},
+		{name: "zone NotIn [a] is no list → the zones of the nodes it matches",
+			spec: []podOpt{func(p *corev1.Pod) {
+				affinity(p).NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: ga, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"zone-a"}}}}}}}
+			}},
+			want: want{[]string{"zone-b", "zone-c", "zone-d"}, false, ga}},
+		{name: "seed 000's legacy key on legacy-labelled nodes → the list, ZoneKey legacy",
+			nodes: legacyZoned(1, "a", "b", "c"), spec: []podOpt{requiredIn(legacy, "zone-a", "zone-b", "zone-c")},
+			want: want{[]string{"zone-a", "zone-b", "zone-c"}, true, legacy}},
+		{name: "legacy-keyed anti-affinity on nodes carrying both labels → ZoneKey legacy (the pods' key)",
+			nodes: func() []*corev1.Node {
+				ns := zonedNodes(1, "a", "b")
+				for _, n := range ns {
+					n.Labels[legacy] = n.Labels[ga]
+				}
+				return ns
+			}(),
+			spec: []podOpt{antiAffinity(legacy, map[string]string{shardLabel: "x"})},
+			want: want{[]string{"zone-a", "zone-b"}, false, legacy}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := tc.nodes
+			if ns == nil {
+				ns = nodes
+			}
+			m, err := policies.Build(snapshotOf(ns, nil, incoming("x", tc.spec...)), policies.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := clusterNamed(m, "c1")
+			if diff := cmp.Diff(tc.want, want{c.AllowedZones, c.ZoneList, c.ZoneKey}); diff != "" {
+				t.Errorf("zones (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
