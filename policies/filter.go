@@ -230,7 +230,13 @@ func (f *fitter) check(n int) (reasonCode, string) {
 
 // Candidates returns, in node order, the nodes where member i passes the filter when the other
 // members are placed as p (p[i] is ignored): a Pending member with its own spec, any other member
-// re-created from its StatefulSet's current template.
+// re-created from its StatefulSet's current template. The filter mirrors kube-scheduler v1.36's
+// filter plugins in their default order: NodeUnschedulable, TaintToleration, NodeAffinity,
+// NodeResourcesFit (CPU in millicores, memory in bytes, pod count), VolumeBinding (bound claims'
+// PersistentVolume node affinity, unless Options.ReleaseReplicaClaims releases a replica's
+// claims), VolumeZone, PodTopologySpread and InterPodAffinity. Deliberate differences: terminating
+// pods are ignored everywhere (the scheduler keeps their requests and anti-affinity until they
+// are gone), extended resources, host ports and unbound claims are not checked.
 func (c *Cluster) Candidates(p Placement, i int) []int {
 	f := c.newFitter(p, i)
 	var out []int

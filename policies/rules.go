@@ -12,7 +12,9 @@ type Rule string
 
 // The rules. Hard rules decide compliance; NodeSpread and ZoneBalance are soft and only reported.
 const (
-	// ShardSeparation: no two pods of one shard share a node (Z=1) or a zone (Z≥2).
+	// ShardSeparation: no two pods of one shard share a node (Z≤1) or a zone (Z≥2) (seed 000 §一).
+	// A node without a zone label is in no zone, as for the operator's zone anti-affinity: only
+	// sharing that very node counts.
 	ShardSeparation Rule = "ShardSeparation"
 	// MaxPodsPerNode: every node holds fewer than N/3 of the cluster's pods (at most N/3 relaxed).
 	MaxPodsPerNode Rule = "MaxPodsPerNode"
@@ -22,10 +24,14 @@ const (
 	MaxPodsPerZone Rule = "MaxPodsPerZone"
 	// AllowedZones: no pod runs outside the zones the cluster's node affinity lists.
 	AllowedZones Rule = "AllowedZones"
-	// TopologySpread: every DoNotSchedule constraint in the pods' spec holds: for every domain,
-	// count − global minimum ≤ maxSkew.
+	// TopologySpread: every DoNotSchedule constraint in the placed pods' specs holds: for every
+	// eligible topology domain, count − global minimum ≤ maxSkew, counted as kube-scheduler's
+	// PodTopologySpread plugin counts (labelSelector plus matchLabelKeys, same namespace only,
+	// terminating pods skipped, nodes lacking a key skipped, nodeAffinityPolicy and
+	// nodeTaintsPolicy, global minimum 0 below minDomains eligible domains). Count is the skew.
 	TopologySpread Rule = "TopologySpread"
-	// Unschedulable: no pod of the cluster is Pending with PodScheduled=False/Unschedulable.
+	// Unschedulable: no pod of the cluster is Pending with PodScheduled=False/Unschedulable, and, in
+	// a simulated placement, no member bound in the snapshot is left unplaced.
 	Unschedulable Rule = "Unschedulable"
 	// NodeSpread (soft, Z≥2): inside each zone, the pods spread over its nodes within 1.
 	NodeSpread Rule = "NodeSpread"
@@ -73,7 +79,9 @@ func ZoneLimit(n int, relaxed bool) int {
 }
 
 // Evaluate returns every violation of the cluster's rules under placement p, hard rules first,
-// then by rule name and domain. Members that are unplaced are not counted in any domain.
+// then by rule name and domain. Members that are unplaced are not counted in any domain. A member
+// placed on the node it runs on (or a Pending pod, wherever placed) counts with its own labels and
+// constraints; a member placed elsewhere has been re-created and counts with its template's.
 func (c *Cluster) Evaluate(p Placement) []Violation {
 	var out []Violation
 	out = append(out, c.shardSeparation(p)...)

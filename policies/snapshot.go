@@ -10,10 +10,16 @@ import (
 // `kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A` returns. Slices may be in
 // any order; objects are read, never modified.
 type Snapshot struct {
-	Nodes                  []*corev1.Node
-	Pods                   []*corev1.Pod
-	StatefulSets           []*appsv1.StatefulSet
-	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
+	// Nodes are every node of the cluster (the topology domains come from their labels).
+	Nodes []*corev1.Node
+	// Pods are every pod the rules may count: a spread constraint counts matching pods of any
+	// workload in its namespace, and pod anti-affinity may come from any namespace.
+	Pods []*corev1.Pod
+	// StatefulSets give N (their spec.replicas) and the templates evicted pods are re-created from.
+	StatefulSets []*appsv1.StatefulSet
+	// PodDisruptionBudgets are reported per cluster (the executor's dry-run eviction enforces them).
+	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
+	// PersistentVolumeClaims and PersistentVolumes give the volume topology of the pods' claims.
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	// Namespaces, when given, supply the labels a pod affinity term's namespaceSelector is matched
