@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer"
+)
+
+// fixture is the generated snapshot, shared by the benchmarks of one run.
+var fixture struct {
+	once    sync.Once
+	cfg     synth.Config
+	snap    *policies.Snapshot
+	stats   synth.Stats
+	gen     time.Duration
+	maxHeap uint64
+	err     error
+}
+
+// snapshot generates (once, outside every timer) the snapshot ConfigFromEnv describes.
+func snapshot(b *testing.B) *policies.Snapshot {
+	b.Helper()
+	f := &fixture
+	f.once.Do(func() {
+		f.cfg, f.err = ConfigFromEnv()
+		if f.err != nil {
+			return
+		}
+		if f.maxHeap, f.err = MaxHeapFromEnv(); f.err != nil {
+			return
+		}
+		start := time.Now()
+		f.snap, f.stats = synth.GenerateWithStats(f.cfg)
+		f.gen = time.Since(start)
+		fmt.Fprintf(os.Stderr, "bench: snapshot (seed %d, generated in %v): %v\n", f.cfg.Seed, f.gen.Round(time.Millisecond), f.stats)
+	})
+	if f.err != nil {
+		b.Fatal(f.err)
+	}
+	return f.snap
+}
+
+// memory reports the heap metrics of one benchmark: peak HeapInuse during the timed work, the live
+// heap after it (input snapshot plus what the work retains, after a GC), the live heap before it
+// (the input: the snapshot, and for the descheduler its clientset and informer caches), and the
+// process's Sys.
+func memory(b *testing.B, peak, before, after, sys uint64) {
+	b.ReportMetric(MiB(peak), "MiB-peak")
+	b.ReportMetric(MiB(after), "MiB-heap")
+	b.ReportMetric(MiB(before), "MiB-input")
+	b.ReportMetric(MiB(sys), "MiB-sys")
+}
+
+// BenchmarkAnalyse measures policies.Build plus Evaluate of every cluster's current placement
+// (the `check` command's work) on the whole snapshot. One iteration is one full pass.
+func BenchmarkAnalyse(b *testing.B) {
+	snap := snapshot(b)
+	before, _ := LiveHeap()
+	var peak, after, sys uint64
+	var a Analysis
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		s := StartPeakSampler(fixture.maxHeap)
+		m, res, err := Analyse(snap, PolicyOptions())
+		p := s.Stop()
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		a, peak = res, max(peak, p)
+		after, sys = LiveHeap()
+		runtime.KeepAlive(m)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	memory(b, peak, before, after, sys)
+	b.ReportMetric(a.Build.Seconds(), "s-build")
+	b.ReportMetric(float64(a.Clusters), "clusters")
+	b.ReportMetric(float64(a.NonCompliant), "noncompliant")
+	b.ReportMetric(float64(a.Hard), "hard-violations")
+}
+
+// logSlowPlan prints, as they happen, the plans that take a second or more, so that a long run
+// shows where its time goes.
+func logSlowPlan(c *policies.Cluster, p rebalancer.Plan, took time.Duration) {
+	if took < time.Second {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "bench: PlanCluster %s (N=%d, Z=%d, %d hard violations before) took %v: %d moves, %d placements searched, minimal %v, infeasible %q\n",
+		c.Key(), c.N, c.Z(), len(policies.Hard(p.Before)), took.Round(time.Millisecond), len(p.Moves), p.Searched, p.Minimal, p.Infeasible)
+}
+
+// BenchmarkDeschedulerTopologySpread measures the descheduler's
+// RemovePodsViolatingTopologySpreadConstraint plugin's Balance over every node, in dry run, on
+// the same objects. Loading the fake clientset and syncing the informers happens once, outside
+// the timer (reported as s-setup); one iteration is one Balance.
+func BenchmarkDeschedulerTopologySpread(b *testing.B) {
+	snap := snapshot(b)
+	base, _ := LiveHeap()
+	d, err := NewDescheduler(snap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	before, _ := LiveHeap()
+	var peak, after, sys uint64
+	var evicted uint
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		s := StartPeakSampler(fixture.maxHeap)
+		n, err := d.Balance()
+		p := s.Stop()
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		evicted, peak = n, max(peak, p)
+		after, sys = LiveHeap()
+		b.StartTimer()
+	}
+	b.StopTimer()
+	memory(b, peak, before, after, sys)
+	b.ReportMetric(d.Setup.Seconds(), "s-setup")
+	b.ReportMetric(MiB(before-min(base, before)), "MiB-setup")
+	b.ReportMetric(float64(evicted), "evictions")
+}
+
+// BenchmarkPlan measures policies.Build plus rebalancer.PlanCluster for every non-compliant
+// cluster (the `plan` command's work) with PlanOptionsFromEnv (the planner's defaults unless set).
+// One iteration is one full pass.
+func BenchmarkPlan(b *testing.B) {
+	snap := snapshot(b)
+	popts, err := PlanOptionsFromEnv()
+	if err != nil {
+		b.Fatal(err)
+	}
+	before, _ := LiveHeap()
+	var peak, after, sys uint64
+	var p Planning
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		s := StartPeakSampler(fixture.maxHeap)
+		m, res, err := Plan(snap, PolicyOptions(), popts, logSlowPlan)
+		pk := s.Stop()
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, peak = res, max(peak, pk)
+		after, sys = LiveHeap()
+		runtime.KeepAlive(m)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.Logf("PlanOptions %+v: %d clusters planned in %v (Build %v), %d moves, %d reach compliance, %d minimal, %d infeasible, %d placements searched; slowest %v: %s",
+		popts, p.Planned, p.Plan.Round(time.Millisecond), p.Build.Round(time.Millisecond), p.Moves, p.CompliantAfter, p.Minimal, p.Infeasible, p.Searched, p.Slowest.Round(time.Millisecond), p.SlowestCluster)
+	memory(b, peak, before, after, sys)
+	b.ReportMetric(p.Build.Seconds(), "s-build")
+	b.ReportMetric(p.Plan.Seconds(), "s-plans")
+	b.ReportMetric(float64(p.Planned), "planned")
+	b.ReportMetric(float64(p.Moves), "moves")
+	b.ReportMetric(float64(p.CompliantAfter), "compliant-after")
+}
