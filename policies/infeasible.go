@@ -82,8 +82,9 @@ func (c *Cluster) StaticInfeasibility() string {
 // domain (for keys other than the hostname) and the matching non-member pods there; its
 // node-level, volume and existing-pod anti-affinity fitness for every member spec; the domains
 // of the members' (anti-)affinity terms that non-member pods occupy; and how many pods of the
-// largest member request fit beside the non-member pods. Nodes with equal fingerprints and equal
-// members are interchangeable for the planner.
+// largest member request fit beside the non-member pods (capped at two above the relaxed
+// NodeLimit). Nodes with equal fingerprints and equal members are interchangeable for the
+// planner.
 func (c *Cluster) NodeClass(n int) uint64 {
 	c.classOnce.Do(c.buildNodeClasses)
 	return c.classes[n]
@@ -178,9 +179,10 @@ func (c *Cluster) buildNodeClasses() {
 				buf = append(buf, 0)
 			}
 		}
-		// How many pods of the largest member request fit beside the non-member pods (capped).
+		// How many pods of the largest member request fit beside the non-member pods, capped just
+		// above what a compliant node holds: nodes with more room than that are interchangeable.
 		free := m.allocatable[n].sub(m.usedByAll[n].sub(c.memberUse[n]))
-		fit := int64(len(c.Members)) + 1
+		fit := int64(min(len(c.Members), NodeLimit(c.N, true)+2))
 		if maxReq.pods > 0 {
 			fit = min(fit, free.pods/maxReq.pods)
 		}
