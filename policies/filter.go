@@ -38,7 +38,7 @@ func (c *Cluster) counted(in *spreadInstance, j int, p Placement) bool {
 // smallest count over the eligible domains, 0 when there are fewer eligible domains than
 // minDomains).
 func (c *Cluster) spreadCounts(in *spreadInstance, p Placement, skip int) (counts map[int32]int, min int) {
-	counts = make(map[int32]int, len(in.external)+8)
+	counts = make(map[int32]int, len(in.external)+len(p))
 	for d, n := range in.external {
 		counts[d] = n
 	}

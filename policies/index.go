@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,11 +105,24 @@ func (m *Model) forCandidates(sel labels.Selector, namespaces []string, fn func(
 	}
 }
 
-// antiIndex holds the required anti-affinity terms of every scheduled pod, indexed by the rarest
-// label pair their selector requires, so that the terms matching an incoming pod are found from
-// its labels (InterPodAffinity's existingAntiAffinityCounts).
+// antiIndex holds the required anti-affinity terms of every scheduled pod, by the namespace of
+// the pods they can match, so that the terms matching an incoming pod are found from its
+// namespace and labels (InterPodAffinity's existingAntiAffinityCounts). Each namespace's terms are
+// indexed by the rarest label pair they require, on first use, by whichever of Build's workers
+// needs it.
 type antiIndex struct {
 	entries []antiEntry
+	// byNS lists, per namespace, the entries of terms without a namespaceSelector that select it
+	// (their namespaces, or their pod's own); selected lists the terms with a namespaceSelector,
+	// checked for every incoming pod.
+	byNS     map[string]*nsAnti
+	selected []int32
+}
+
+// nsAnti is one namespace's part of the anti-affinity index.
+type nsAnti struct {
+	entries []int32
+	once    sync.Once
 	byPair  map[labelPair][]int32
 	generic []int32
 }
@@ -125,23 +139,24 @@ type antiEntry struct {
 }
 
 // rarestRequirement returns the label pairs of the requirement of selector ls that the fewest
-// pods satisfy, by freq: a matchLabels entry (one pair) or an `In` expression (a pair per value).
-// ok is false when ls has no such requirement.
-func rarestRequirement(ls *metav1.LabelSelector, freq map[labelPair]int) (key string, values []string, ok bool) {
+// terms require, by freq: a matchLabels entry (one pair) or an `In` expression (a pair per
+// value). ok is false when ls has no such requirement.
+func rarestRequirement(ls *metav1.LabelSelector, freq map[labelPair]int32) (key string, values []string, ok bool) {
 	if ls == nil {
 		return "", nil, false
 	}
-	best := -1
+	var best int32 = -1
+	var one string
 	for k, v := range ls.MatchLabels {
 		if n := freq[labelPair{k, v}]; best < 0 || n < best || n == best && k < key {
-			best, key, values = n, k, []string{v}
+			best, key, one, values = n, k, v, nil
 		}
 	}
 	for _, e := range ls.MatchExpressions {
 		if e.Operator != metav1.LabelSelectorOpIn {
 			continue
 		}
-		n := 0
+		var n int32
 		for _, v := range e.Values {
 			n += freq[labelPair{e.Key, v}]
 		}
@@ -149,20 +164,52 @@ func rarestRequirement(ls *metav1.LabelSelector, freq map[labelPair]int) (key st
 			best, key, values = n, e.Key, e.Values
 		}
 	}
+	if best >= 0 && values == nil {
+		values = []string{one}
+	}
 	return key, values, best >= 0
 }
 
-func (x *antiIndex) build(m *Model) {
-	freq := map[labelPair]int{}
-	for k, p := range m.pods {
-		a := p.Spec.Affinity
-		if a == nil || a.PodAntiAffinity == nil {
+// add records the required anti-affinity terms of scheduled pod k (Build's pod pass).
+func (x *antiIndex) add(k int32, p *corev1.Pod) {
+	a := p.Spec.Affinity
+	if a == nil || a.PodAntiAffinity == nil {
+		return
+	}
+	if x.byNS == nil {
+		x.byNS = map[string]*nsAnti{}
+	}
+	for ti := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		t := &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[ti]
+		ei := int32(len(x.entries))
+		x.entries = append(x.entries, antiEntry{pod: k, term: t})
+		if t.NamespaceSelector != nil {
+			x.selected = append(x.selected, ei)
 			continue
 		}
-		for ti := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			t := &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[ti]
-			x.entries = append(x.entries, antiEntry{pod: int32(k), term: t})
-			if ls := t.LabelSelector; ls != nil {
+		add := func(ns string) {
+			n := x.byNS[ns]
+			if n == nil {
+				n = &nsAnti{}
+				x.byNS[ns] = n
+			}
+			n.entries = append(n.entries, ei)
+		}
+		if len(t.Namespaces) == 0 {
+			add(p.Namespace)
+		}
+		for _, ns := range t.Namespaces {
+			add(ns)
+		}
+	}
+}
+
+// index builds a namespace's label-pair index (once).
+func (x *antiIndex) index(n *nsAnti) {
+	n.once.Do(func() {
+		freq := make(map[labelPair]int32, len(n.entries))
+		for _, ei := range n.entries {
+			if ls := x.entries[ei].term.LabelSelector; ls != nil {
 				for k, v := range ls.MatchLabels {
 					freq[labelPair{k, v}]++
 				}
@@ -175,25 +222,26 @@ func (x *antiIndex) build(m *Model) {
 				}
 			}
 		}
-	}
-	x.byPair = map[labelPair][]int32{}
-	for ei := range x.entries {
-		key, values, ok := rarestRequirement(x.entries[ei].term.LabelSelector, freq)
-		if !ok {
-			x.generic = append(x.generic, int32(ei))
-			continue
+		n.byPair = make(map[labelPair][]int32, len(n.entries))
+		for _, ei := range n.entries {
+			key, values, ok := rarestRequirement(x.entries[ei].term.LabelSelector, freq)
+			if !ok {
+				n.generic = append(n.generic, ei)
+				continue
+			}
+			for _, v := range values {
+				lp := labelPair{key, v}
+				n.byPair[lp] = append(n.byPair[lp], ei)
+			}
 		}
-		for _, v := range values {
-			lp := labelPair{key, v}
-			x.byPair[lp] = append(x.byPair[lp], int32(ei))
-		}
-	}
+	})
 }
 
 // against returns the domains where a scheduled pod that is not a member of c has a required
 // anti-affinity term matching pod p.
 func (x *antiIndex) against(c *Cluster, p *corev1.Pod) []domainRef {
-	if len(x.entries) == 0 {
+	n := x.byNS[p.Namespace]
+	if n == nil && len(x.selected) == 0 {
 		return nil
 	}
 	m := c.model
@@ -228,12 +276,18 @@ func (x *antiIndex) against(c *Cluster, p *corev1.Pod) []domainRef {
 		}
 		out = append(out, domainRef{t.dom, d})
 	}
-	for k, v := range p.Labels {
-		for _, ei := range x.byPair[labelPair{k, v}] {
+	if n != nil {
+		x.index(n)
+		for k, v := range p.Labels {
+			for _, ei := range n.byPair[labelPair{k, v}] {
+				check(ei)
+			}
+		}
+		for _, ei := range n.generic {
 			check(ei)
 		}
 	}
-	for _, ei := range x.generic {
+	for _, ei := range x.selected {
 		check(ei)
 	}
 	return out

@@ -451,18 +451,12 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		m.podNode = append(m.podNode, int32(ni))
 		*lastNSPods = append(*lastNSPods, k)
 		m.usedByAll[ni] = m.usedByAll[ni].add(reqs[i])
+		m.anti.add(k, p)
 	}
 	for ns, pods := range nsPods {
 		m.podsInNS[ns] = *pods
 	}
-	// The anti-affinity index is built while the pods are grouped into clusters.
-	var anti sync.WaitGroup
-	anti.Add(1)
-	go func() {
-		defer anti.Done()
-		m.anti.build(m)
-	}()
-	if err := m.buildClusters(snap, reqs, &anti); err != nil {
+	if err := m.buildClusters(snap, reqs); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -491,8 +485,7 @@ func (c *Cluster) memberOf(p *corev1.Pod) bool {
 	return ok && v == c.Name
 }
 
-func (m *Model) buildClusters(snap *Snapshot, reqs []resources, anti *sync.WaitGroup) error {
-	defer anti.Wait()
+func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 	key := m.Options.ClusterLabel
 	type ck struct{ ns, name string }
 	byCluster := map[ck]*Cluster{}
@@ -561,7 +554,6 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources, anti *sync.WaitG
 			todo = append(todo, c)
 		}
 	}
-	anti.Wait()
 	// Clusters are converted independently: in parallel, each worker with its own builder.
 	workers := min(runtime.GOMAXPROCS(0), 8, len(todo)/parallelClusters+1)
 	errs := make([]error, len(todo))

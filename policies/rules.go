@@ -83,14 +83,15 @@ func ZoneLimit(n int, relaxed bool) int {
 // placed on the node it runs on (or a Pending pod, wherever placed) counts with its own labels and
 // constraints; a member placed elsewhere has been re-created and counts with its template's.
 func (c *Cluster) Evaluate(p Placement) []Violation {
+	g := c.group(p)
 	var out []Violation
 	out = append(out, c.shardSeparation(p)...)
-	out = append(out, c.maxPerNode(p)...)
-	out = append(out, c.zoneRules(p)...)
-	out = append(out, c.allowedZones(p)...)
+	out = append(out, c.maxPerNode(g)...)
+	out = append(out, c.zoneRules(g)...)
+	out = append(out, c.allowedZones(g)...)
 	out = append(out, c.topologySpread(p)...)
 	out = append(out, c.unschedulable(p)...)
-	out = append(out, c.softRules(p)...)
+	out = append(out, c.softRules(g)...)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Soft != out[j].Soft {
 			return !out[i].Soft
@@ -126,27 +127,95 @@ func (c *Cluster) podNames(idx []int) []string {
 	return out
 }
 
-// byNode groups the placed members by node index.
-func byNode(p Placement) map[int][]int {
-	g := map[int][]int{}
+// grouping is a placement's placed members grouped by node (in node order) and by zone (in
+// order of first appearance), built once per Evaluate without maps.
+type grouping struct {
+	order []int // placed members sorted by node, then index
+	nodes []memberGroup
+	zones []zoneGroup
+}
+
+// memberGroup is the members on one node: order[from:to].
+type memberGroup struct {
+	node     int
+	from, to int
+}
+
+type zoneGroup struct {
+	zone  string
+	count int
+	nodes []int // indexes into grouping.nodes
+}
+
+func (c *Cluster) group(p Placement) *grouping {
+	g := &grouping{order: make([]int, 0, len(p))}
 	for i, n := range p {
 		if n >= 0 {
-			g[n] = append(g[n], i)
+			g.order = append(g.order, i)
 		}
+	}
+	sort.Slice(g.order, func(a, b int) bool {
+		x, y := g.order[a], g.order[b]
+		if p[x] != p[y] {
+			return p[x] < p[y]
+		}
+		return x < y
+	})
+	for k := 0; k < len(g.order); {
+		n := p[g.order[k]]
+		e := k
+		for e < len(g.order) && p[g.order[e]] == n {
+			e++
+		}
+		g.nodes = append(g.nodes, memberGroup{node: n, from: k, to: e})
+		z := c.zoneOfNode(n)
+		zi := -1
+		for j := range g.zones {
+			if g.zones[j].zone == z {
+				zi = j
+				break
+			}
+		}
+		if zi < 0 {
+			zi = len(g.zones)
+			g.zones = append(g.zones, zoneGroup{zone: z})
+		}
+		g.zones[zi].count += e - k
+		g.zones[zi].nodes = append(g.zones[zi].nodes, len(g.nodes)-1)
+		k = e
 	}
 	return g
 }
 
-// byZone groups the placed members by zone ("" for nodes without a zone label).
-func (c *Cluster) byZone(p Placement) map[string][]int {
-	g := map[string][]int{}
-	for i, n := range p {
-		if n >= 0 {
-			z := c.zoneOfNode(n)
-			g[z] = append(g[z], i)
+// members returns the members on node group ng.
+func (g *grouping) members(ng memberGroup) []int { return g.order[ng.from:ng.to] }
+
+// zoneMembers returns the members in zone group zg.
+func (g *grouping) zoneMembers(zg zoneGroup) []int {
+	out := make([]int, 0, zg.count)
+	for _, k := range zg.nodes {
+		out = append(out, g.members(g.nodes[k])...)
+	}
+	return out
+}
+
+// zoneCount returns the number of members in zone z.
+func (g *grouping) zoneCount(z string) int {
+	for _, zg := range g.zones {
+		if zg.zone == z {
+			return zg.count
 		}
 	}
-	return g
+	return 0
+}
+
+func (g *grouping) zoneGroup(z string) (zoneGroup, bool) {
+	for _, zg := range g.zones {
+		if zg.zone == z {
+			return zg, true
+		}
+	}
+	return zoneGroup{}, false
 }
 
 // shardSeparation: no two pods of a shard on one node (Z ≤ 1) or in one zone (Z ≥ 2). A node
@@ -204,11 +273,12 @@ func (c *Cluster) shardSeparation(p Placement) []Violation {
 	return out
 }
 
-func (c *Cluster) maxPerNode(p Placement) []Violation {
+func (c *Cluster) maxPerNode(g *grouping) []Violation {
 	relaxed := c.model.Options.RelaxedLimits
 	limit := NodeLimit(c.N, relaxed)
 	var out []Violation
-	for n, idx := range byNode(p) {
+	for _, ng := range g.nodes {
+		idx := g.members(ng)
 		if len(idx) <= limit {
 			continue
 		}
@@ -216,41 +286,42 @@ func (c *Cluster) maxPerNode(p Placement) []Violation {
 		if relaxed {
 			cmp = "at most"
 		}
+		name := c.model.Nodes[ng.node].Name
 		out = append(out, Violation{
-			Rule: MaxPodsPerNode, Domain: c.model.Nodes[n].Name, TopologyKey: LabelHostname,
+			Rule: MaxPodsPerNode, Domain: name, TopologyKey: LabelHostname,
 			Count: len(idx), Limit: limit, Pods: c.podNames(idx),
-			Message: fmt.Sprintf("node %s holds %d of %d pods; a node may hold %s N/3 (at most %d)", c.model.Nodes[n].Name, len(idx), c.N, cmp, limit),
+			Message: fmt.Sprintf("node %s holds %d of %d pods; a node may hold %s N/3 (at most %d)", name, len(idx), c.N, cmp, limit),
 		})
 	}
 	return out
 }
 
-func (c *Cluster) zoneRules(p Placement) []Violation {
+func (c *Cluster) zoneRules(g *grouping) []Violation {
 	z := c.Z()
 	if z < 2 {
 		return nil
 	}
-	zones := c.byZone(p)
 	if z == 2 {
 		a, b := c.AllowedZones[0], c.AllowedZones[1]
-		na, nb := len(zones[a]), len(zones[b])
+		na, nb := g.zoneCount(a), g.zoneCount(b)
 		if na < nb {
 			a, b, na, nb = b, a, nb, na
 		}
 		if na-nb <= c.N%2 {
 			return nil
 		}
+		zg, _ := g.zoneGroup(a)
 		return []Violation{{
 			Rule: ZoneEvenSplit, Domain: a, TopologyKey: c.ZoneKey, Count: na - nb, Limit: c.N % 2,
-			Pods:    c.podNames(zones[a]),
+			Pods:    c.podNames(g.zoneMembers(zg)),
 			Message: fmt.Sprintf("zones %s and %s hold %d and %d pods; they may differ by at most %d", a, b, na, nb, c.N%2),
 		}}
 	}
 	relaxed := c.model.Options.RelaxedLimits
 	limit := ZoneLimit(c.N, relaxed)
 	var out []Violation
-	for zone, idx := range zones {
-		if len(idx) <= limit || zone == "" {
+	for _, zg := range g.zones {
+		if zg.count <= limit || zg.zone == "" {
 			continue
 		}
 		cmp := "fewer than"
@@ -258,27 +329,27 @@ func (c *Cluster) zoneRules(p Placement) []Violation {
 			cmp = "at most"
 		}
 		out = append(out, Violation{
-			Rule: MaxPodsPerZone, Domain: zone, TopologyKey: c.ZoneKey, Count: len(idx), Limit: limit,
-			Pods:    c.podNames(idx),
-			Message: fmt.Sprintf("zone %s holds %d of %d pods; a zone may hold %s N/2 (at most %d)", zone, len(idx), c.N, cmp, limit),
+			Rule: MaxPodsPerZone, Domain: zg.zone, TopologyKey: c.ZoneKey, Count: zg.count, Limit: limit,
+			Pods:    c.podNames(g.zoneMembers(zg)),
+			Message: fmt.Sprintf("zone %s holds %d of %d pods; a zone may hold %s N/2 (at most %d)", zg.zone, zg.count, c.N, cmp, limit),
 		})
 	}
 	return out
 }
 
-func (c *Cluster) allowedZones(p Placement) []Violation {
+func (c *Cluster) allowedZones(g *grouping) []Violation {
 	if !c.ZoneList {
 		return nil
 	}
 	var out []Violation
-	for zone, idx := range c.byZone(p) {
-		if c.allowed[zone] {
+	for _, zg := range g.zones {
+		if c.allowed[zg.zone] {
 			continue
 		}
 		out = append(out, Violation{
-			Rule: AllowedZones, Domain: zone, TopologyKey: c.ZoneKey, Count: len(idx), Limit: 0,
-			Pods:    c.podNames(idx),
-			Message: fmt.Sprintf("%d pods run in zone %q, outside the allowed zones [%s]", len(idx), zone, strings.Join(c.AllowedZones, " ")),
+			Rule: AllowedZones, Domain: zg.zone, TopologyKey: c.ZoneKey, Count: zg.count, Limit: 0,
+			Pods:    c.podNames(g.zoneMembers(zg)),
+			Message: fmt.Sprintf("%d pods run in zone %q, outside the allowed zones [%s]", zg.count, zg.zone, strings.Join(c.AllowedZones, " ")),
 		})
 	}
 	return out
@@ -356,69 +427,47 @@ func (c *Cluster) unschedulable(p Placement) []Violation {
 // those passing cordon, taints and node affinity for some member — and the nodes holding pods,
 // counts within 1; seed 000 §一 "单个AZ内尽可能分散部署实例Pod到不同的Node节点") and ZoneBalance
 // (over the allowed zones, counts within 1; "应避免不同机房部署同一Redis集群的Pod数量出现极端差异").
-func (c *Cluster) softRules(p Placement) []Violation {
+func (c *Cluster) softRules(g *grouping) []Violation {
 	if c.Z() < 2 {
 		return nil
 	}
-	nodeCount := map[int]int{}
-	for _, n := range p {
-		if n >= 0 {
-			nodeCount[n]++
-		}
-	}
-	type zoneStat struct {
-		pods, hi, lo, usedUsable int
-		hiNode                   string
-	}
-	stats := map[string]*zoneStat{}
-	for n, cnt := range nodeCount {
-		z := c.zoneOfNode(n)
-		if !c.allowed[z] {
-			continue
-		}
-		st := stats[z]
-		if st == nil {
-			st = &zoneStat{lo: cnt}
-			stats[z] = st
-		}
-		st.pods += cnt
-		name := c.model.Nodes[n].Name
-		if cnt > st.hi || cnt == st.hi && name < st.hiNode {
-			st.hi, st.hiNode = cnt, name
-		}
-		st.lo = min(st.lo, cnt)
-		if c.isUsable(n) {
-			st.usedUsable++
-		}
-	}
 	var out []Violation
-	for _, zone := range c.AllowedZones {
-		st := stats[zone]
-		if st == nil {
-			continue
-		}
-		lo := st.lo
-		if c.usableIn[zone] > st.usedUsable {
-			lo = 0 // a usable node of the zone holds no pod
-		}
-		if st.hi-lo > 1 {
-			out = append(out, Violation{
-				Rule: NodeSpread, Soft: true, Domain: st.hiNode, TopologyKey: LabelHostname, Count: st.hi - lo, Limit: 1,
-				Message: fmt.Sprintf("in zone %s, node %s holds %d pods and another node %d", zone, st.hiNode, st.hi, lo),
-			})
-		}
-	}
 	lo, hi, hiZone := -1, -1, ""
 	for _, zone := range c.AllowedZones {
-		cnt := 0
-		if st := stats[zone]; st != nil {
-			cnt = st.pods
-		}
+		zg, ok := g.zoneGroup(zone)
+		cnt := zg.count
 		if lo < 0 || cnt < lo {
 			lo = cnt
 		}
 		if cnt > hi {
 			hi, hiZone = cnt, zone
+		}
+		if !ok {
+			continue
+		}
+		nlo, nhi, hiNode, usedUsable := -1, -1, "", 0
+		for _, k := range zg.nodes {
+			ng := g.nodes[k]
+			n := ng.to - ng.from
+			name := c.model.Nodes[ng.node].Name
+			if nlo < 0 || n < nlo {
+				nlo = n
+			}
+			if n > nhi || n == nhi && name < hiNode {
+				nhi, hiNode = n, name
+			}
+			if c.isUsable(ng.node) {
+				usedUsable++
+			}
+		}
+		if c.usableIn[zone] > usedUsable {
+			nlo = 0 // a usable node of the zone holds no pod
+		}
+		if nhi-nlo > 1 {
+			out = append(out, Violation{
+				Rule: NodeSpread, Soft: true, Domain: hiNode, TopologyKey: LabelHostname, Count: nhi - nlo, Limit: 1,
+				Message: fmt.Sprintf("in zone %s, node %s holds %d pods and another node %d", zone, hiNode, nhi, nlo),
+			})
 		}
 	}
 	if hi-lo > 1 {
