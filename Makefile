@@ -34,7 +34,7 @@ deps: ## install Debian's redis-server and redis-tools when missing
 	@if ! command -v redis-server >/dev/null; then \
 	  echo "installing redis-server and redis-tools (apt-get)"; \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
 	fi
 	@redis-server --version
 
