@@ -18,7 +18,7 @@
 //	REBALANCER_BENCH_SCALE       multiplies the snapshot's nodes, pods, clusters and namespaces
 //	                             (default 1: the full size); cluster sizes stay 6–120
 //	REBALANCER_BENCH_SEED        the generator's seed (default 1)
-//	REBALANCER_BENCH_MAX_MOVES   rebalancer.PlanOptions.MaxMoves (default 0: the planner's 12)
+//	REBALANCER_BENCH_MAX_MOVES   rebalancer.PlanOptions.MaxMoves (default 0: the planner's own)
 //	REBALANCER_BENCH_MAX_STATES  rebalancer.PlanOptions.MaxStates (default 0: the planner's 200000)
 //	REBALANCER_BENCH_MAX_HEAP_MIB ends the run (status 2) when the heap in use grows beyond it
 //	                             (default 8192; 0: no limit)

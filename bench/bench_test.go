@@ -91,7 +91,7 @@ func BenchmarkAnalyse(b *testing.B) {
 // logSlowPlan prints, as they happen, the plans that take a second or more, so that a long run
 // shows where its time goes.
 func logSlowPlan(c *policies.Cluster, p rebalancer.Plan, took time.Duration) {
-	if took < time.Second {
+	if took < time.Second && os.Getenv("REBALANCER_BENCH_VERBOSE") == "" {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "bench: PlanCluster %s (N=%d, Z=%d, %d hard violations before) took %v: %d moves, %d placements searched, minimal %v, infeasible %q\n",

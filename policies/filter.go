@@ -33,37 +33,48 @@ func (c *Cluster) counted(in *spreadInstance, j int, p Placement) bool {
 	return in.matchNext[j]
 }
 
-// spreadCounts returns the matching pods per domain of in under placement p, member skip left out
-// (-1: none), and the global minimum: kube-scheduler's TpValueToMatchNum and minMatchNum (the
-// smallest count over the eligible domains, 0 when there are fewer eligible domains than
-// minDomains).
-func (c *Cluster) spreadCounts(in *spreadInstance, p Placement, skip int) (counts map[int32]int, min int) {
-	counts = make(map[int32]int, len(in.external)+len(p))
-	for d, n := range in.external {
-		counts[d] = n
-	}
+// spreadCounts returns the matching members per domain of in under placement p, member skip left
+// out (-1: none), and the global minimum: kube-scheduler's minMatchNum, the smallest count of
+// matching pods (members and in.external) over the eligible domains, or 0 when there are fewer
+// eligible domains than minDomains. A domain's count, kube-scheduler's TpValueToMatchNum, is
+// in.external[d] + members[d]. The cost is O(members), whatever the number of domains.
+func (c *Cluster) spreadCounts(in *spreadInstance, p Placement, skip int) (members map[int32]int, min int) {
+	members = make(map[int32]int, len(p))
 	for j := range p {
 		if j != skip && c.counted(in, j, p) {
-			counts[in.dom.ofNode[p[j]]]++
+			members[in.dom.ofNode[p[j]]]++
 		}
 	}
 	if in.numDomains < in.minDomains {
-		return counts, 0
+		return members, 0
 	}
-	nonzero := 0
+	// Domains holding a matching pod: every external one, and the members' others.
+	occupied := len(in.external)
+	for d := range members {
+		if in.external[d] == 0 {
+			occupied++
+		}
+	}
+	if occupied < in.numDomains {
+		return members, 0 // some eligible domain holds no matching pod
+	}
 	min = -1
-	for _, v := range counts {
-		if v > 0 {
-			nonzero++
-		}
-		if min < 0 || v < min {
-			min = v
+	for d, n := range members {
+		if t := in.external[d] + n; min < 0 || t < min {
+			min = t
 		}
 	}
-	if nonzero < in.numDomains || min < 0 {
-		min = 0 // some eligible domain holds no matching pod
+	// External domains in ascending order: the first one without members is the lowest of them.
+	for _, e := range in.extAsc {
+		if min >= 0 && e.count >= min {
+			break
+		}
+		if members[e.dom] == 0 {
+			min = e.count
+			break
+		}
 	}
-	return counts, min
+	return members, max(min, 0)
 }
 
 // fitter evaluates where one member may be placed under one placement. Everything that depends
@@ -189,7 +200,7 @@ func (f *fitter) check(n int) (reasonCode, string) {
 		if d < 0 {
 			return reasonSpreadMissingLabel, in.constraint.TopologyKey
 		}
-		if skew := f.counts[k][d] + f.self[k] - f.mins[k]; skew > in.maxSkew {
+		if skew := in.external[d] + f.counts[k][d] + f.self[k] - f.mins[k]; skew > in.maxSkew {
 			return reasonSpread, fmt.Sprintf("%s skew %d > maxSkew %d", in.constraint.TopologyKey, skew, in.maxSkew)
 		}
 	}
@@ -241,6 +252,21 @@ func (c *Cluster) Candidates(p Placement, i int) []int {
 	f := c.newFitter(p, i)
 	var out []int
 	for n := range c.model.Nodes {
+		if r, _ := f.check(n); r == fitOK {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// CandidatesIn is Candidates restricted to the nodes in among (node indices): the nodes of among,
+// in among's order, where member i passes the filter under p. The planner calls it with one
+// representative per class of interchangeable nodes (NodeClass), so that a step costs
+// O(classes), not O(nodes).
+func (c *Cluster) CandidatesIn(p Placement, i int, among []int) []int {
+	f := c.newFitter(p, i)
+	var out []int
+	for _, n := range among {
 		if r, _ := f.check(n); r == fitOK {
 			out = append(out, n)
 		}

@@ -85,12 +85,12 @@ func ZoneLimit(n int, relaxed bool) int {
 func (c *Cluster) Evaluate(p Placement) []Violation {
 	g := c.group(p)
 	var out []Violation
-	out = append(out, c.shardSeparation(p)...)
-	out = append(out, c.maxPerNode(g)...)
-	out = append(out, c.zoneRules(g)...)
-	out = append(out, c.allowedZones(g)...)
-	out = append(out, c.topologySpread(p)...)
-	out = append(out, c.unschedulable(p)...)
+	out = append(out, c.shardSeparation(p, false)...)
+	out = append(out, c.maxPerNode(g, false)...)
+	out = append(out, c.zoneRules(g, false)...)
+	out = append(out, c.allowedZones(g, false)...)
+	out = append(out, c.topologySpread(p, false)...)
+	out = append(out, c.unschedulable(p, false)...)
 	out = append(out, c.softRules(g)...)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Soft != out[j].Soft {
@@ -101,6 +101,21 @@ func (c *Cluster) Evaluate(p Placement) []Violation {
 		}
 		return out[i].Domain < out[j].Domain
 	})
+	return out
+}
+
+// EvaluateHard returns the hard violations under p, as Hard(Evaluate(p)) does but without their
+// Pods and Message and in no particular order: the cheap form (Rule, Domain, TopologyKey, Count,
+// Limit) the planner's search evaluates millions of placements with.
+func (c *Cluster) EvaluateHard(p Placement) []Violation {
+	g := c.group(p)
+	var out []Violation
+	out = append(out, c.shardSeparation(p, true)...)
+	out = append(out, c.maxPerNode(g, true)...)
+	out = append(out, c.zoneRules(g, true)...)
+	out = append(out, c.allowedZones(g, true)...)
+	out = append(out, c.topologySpread(p, true)...)
+	out = append(out, c.unschedulable(p, true)...)
 	return out
 }
 
@@ -117,6 +132,22 @@ func Hard(vs []Violation) []Violation {
 
 // Compliant reports whether no hard rule is broken under p.
 func (c *Cluster) Compliant(p Placement) bool { return len(Hard(c.Evaluate(p))) == 0 }
+
+// namesUnless returns c.podNames(idx), or nil when brief.
+func (c *Cluster) namesUnless(brief bool, idx []int) []string {
+	if brief {
+		return nil
+	}
+	return c.podNames(idx)
+}
+
+// unless returns fmt.Sprintf(format, args...), or "" when brief.
+func unless(brief bool, format string, args ...any) string {
+	if brief {
+		return ""
+	}
+	return fmt.Sprintf(format, args...)
+}
 
 func (c *Cluster) podNames(idx []int) []string {
 	out := make([]string, 0, len(idx))
@@ -149,18 +180,17 @@ type zoneGroup struct {
 
 func (c *Cluster) group(p Placement) *grouping {
 	g := &grouping{order: make([]int, 0, len(p))}
+	// Sort (node, member) pairs packed in one integer: by node, then member index.
+	packed := make([]int64, 0, len(p))
 	for i, n := range p {
 		if n >= 0 {
-			g.order = append(g.order, i)
+			packed = append(packed, int64(n)<<32|int64(i))
 		}
 	}
-	sort.Slice(g.order, func(a, b int) bool {
-		x, y := g.order[a], g.order[b]
-		if p[x] != p[y] {
-			return p[x] < p[y]
-		}
-		return x < y
-	})
+	slices.Sort(packed)
+	for _, v := range packed {
+		g.order = append(g.order, int(v&(1<<32-1)))
+	}
 	for k := 0; k < len(g.order); {
 		n := p[g.order[k]]
 		e := k
@@ -221,59 +251,66 @@ func (g *grouping) zoneGroup(z string) (zoneGroup, bool) {
 // shardSeparation: no two pods of a shard on one node (Z ≤ 1) or in one zone (Z ≥ 2). A node
 // without a zone label is in no zone (as for a required anti-affinity on the zone key, which
 // never matches it), so with Z ≥ 2 only sharing that very node counts.
-func (c *Cluster) shardSeparation(p Placement) []Violation {
+func (c *Cluster) shardSeparation(p Placement, brief bool) []Violation {
 	byZone := c.Z() >= 2
-	// The domain of a placed member: its zone ("zone"), or its node when the rule is per node or
-	// the node has no zone label. Shards are small: members are grouped pairwise, without maps.
+	// The domain of a placed member: its zone, or its node (zone "") when the rule is per node or
+	// the node has no zone label. Shards are small: members are grouped pairwise, without maps or
+	// allocations.
 	type group struct {
-		zone bool
-		name string
-		idx  []int
+		zone  string
+		node  int
+		count int
 	}
 	var out []Violation
 	var groups []group
+	var gid []int // per shard member: its group, or -1 when unplaced
 	for _, s := range c.Shards {
-		groups = groups[:0]
+		groups, gid = groups[:0], gid[:0]
 		for _, i := range s.Members {
 			if p[i] < 0 {
+				gid = append(gid, -1)
 				continue
 			}
-			g := group{name: c.model.Nodes[p[i]].Name}
+			g := group{node: p[i]}
 			if z := c.zoneOfNode(p[i]); byZone && z != "" {
-				g = group{zone: true, name: z}
+				g = group{zone: z, node: -1}
 			}
-			found := false
-			for k := range groups {
-				if groups[k].zone == g.zone && groups[k].name == g.name {
-					groups[k].idx = append(groups[k].idx, i)
-					found = true
-					break
-				}
+			k := 0
+			for k < len(groups) && (groups[k].zone != g.zone || groups[k].node != g.node) {
+				k++
 			}
-			if !found {
-				g.idx = []int{i}
+			if k == len(groups) {
 				groups = append(groups, g)
 			}
+			groups[k].count++
+			gid = append(gid, k)
 		}
-		for _, g := range groups {
-			if len(g.idx) < 2 {
+		for k, g := range groups {
+			if g.count < 2 {
 				continue
 			}
-			what, key := "node", LabelHostname
-			if g.zone {
-				what, key = "zone", c.ZoneKey
+			what, key, name := "zone", c.ZoneKey, g.zone
+			if g.node >= 0 {
+				what, key, name = "node", LabelHostname, c.model.Nodes[g.node].Name
 			}
-			out = append(out, Violation{
-				Rule: ShardSeparation, Domain: g.name, TopologyKey: key, Count: len(g.idx), Limit: 1,
-				Pods:    c.podNames(g.idx),
-				Message: fmt.Sprintf("shard %s has %d pods in %s %s", s.Name, len(g.idx), what, g.name),
-			})
+			v := Violation{Rule: ShardSeparation, Domain: name, TopologyKey: key, Count: g.count, Limit: 1}
+			if !brief {
+				var idx []int
+				for m, i := range s.Members {
+					if gid[m] == k {
+						idx = append(idx, i)
+					}
+				}
+				v.Pods = c.podNames(idx)
+				v.Message = fmt.Sprintf("shard %s has %d pods in %s %s", s.Name, g.count, what, name)
+			}
+			out = append(out, v)
 		}
 	}
 	return out
 }
 
-func (c *Cluster) maxPerNode(g *grouping) []Violation {
+func (c *Cluster) maxPerNode(g *grouping, brief bool) []Violation {
 	relaxed := c.model.Options.RelaxedLimits
 	limit := NodeLimit(c.N, relaxed)
 	var out []Violation
@@ -289,14 +326,14 @@ func (c *Cluster) maxPerNode(g *grouping) []Violation {
 		name := c.model.Nodes[ng.node].Name
 		out = append(out, Violation{
 			Rule: MaxPodsPerNode, Domain: name, TopologyKey: LabelHostname,
-			Count: len(idx), Limit: limit, Pods: c.podNames(idx),
-			Message: fmt.Sprintf("node %s holds %d of %d pods; a node may hold %s N/3 (at most %d)", name, len(idx), c.N, cmp, limit),
+			Count: len(idx), Limit: limit, Pods: c.namesUnless(brief, idx),
+			Message: unless(brief, "node %s holds %d of %d pods; a node may hold %s N/3 (at most %d)", name, len(idx), c.N, cmp, limit),
 		})
 	}
 	return out
 }
 
-func (c *Cluster) zoneRules(g *grouping) []Violation {
+func (c *Cluster) zoneRules(g *grouping, brief bool) []Violation {
 	z := c.Z()
 	if z < 2 {
 		return nil
@@ -313,8 +350,8 @@ func (c *Cluster) zoneRules(g *grouping) []Violation {
 		zg, _ := g.zoneGroup(a)
 		return []Violation{{
 			Rule: ZoneEvenSplit, Domain: a, TopologyKey: c.ZoneKey, Count: na - nb, Limit: c.N % 2,
-			Pods:    c.podNames(g.zoneMembers(zg)),
-			Message: fmt.Sprintf("zones %s and %s hold %d and %d pods; they may differ by at most %d", a, b, na, nb, c.N%2),
+			Pods:    c.namesUnless(brief, g.zoneMembers(zg)),
+			Message: unless(brief, "zones %s and %s hold %d and %d pods; they may differ by at most %d", a, b, na, nb, c.N%2),
 		}}
 	}
 	relaxed := c.model.Options.RelaxedLimits
@@ -330,14 +367,14 @@ func (c *Cluster) zoneRules(g *grouping) []Violation {
 		}
 		out = append(out, Violation{
 			Rule: MaxPodsPerZone, Domain: zg.zone, TopologyKey: c.ZoneKey, Count: zg.count, Limit: limit,
-			Pods:    c.podNames(g.zoneMembers(zg)),
-			Message: fmt.Sprintf("zone %s holds %d of %d pods; a zone may hold %s N/2 (at most %d)", zg.zone, zg.count, c.N, cmp, limit),
+			Pods:    c.namesUnless(brief, g.zoneMembers(zg)),
+			Message: unless(brief, "zone %s holds %d of %d pods; a zone may hold %s N/2 (at most %d)", zg.zone, zg.count, c.N, cmp, limit),
 		})
 	}
 	return out
 }
 
-func (c *Cluster) allowedZones(g *grouping) []Violation {
+func (c *Cluster) allowedZones(g *grouping, brief bool) []Violation {
 	if !c.ZoneList {
 		return nil
 	}
@@ -348,8 +385,8 @@ func (c *Cluster) allowedZones(g *grouping) []Violation {
 		}
 		out = append(out, Violation{
 			Rule: AllowedZones, Domain: zg.zone, TopologyKey: c.ZoneKey, Count: zg.count, Limit: 0,
-			Pods:    c.podNames(g.zoneMembers(zg)),
-			Message: fmt.Sprintf("%d pods run in zone %q, outside the allowed zones [%s]", zg.count, zg.zone, strings.Join(c.AllowedZones, " ")),
+			Pods:    c.namesUnless(brief, g.zoneMembers(zg)),
+			Message: unless(brief, "%d pods run in zone %q, outside the allowed zones [%s]", zg.count, zg.zone, strings.Join(c.AllowedZones, " ")),
 		})
 	}
 	return out
@@ -359,7 +396,7 @@ func (c *Cluster) allowedZones(g *grouping) []Violation {
 // for every eligible domain, count − global minimum ≤ maxSkew (kube-scheduler's skew, seen after
 // the fact). An instance's violations are reported once per domain even when several instances
 // (e.g. a running pod's and its template's) break there.
-func (c *Cluster) topologySpread(p Placement) []Violation {
+func (c *Cluster) topologySpread(p Placement, brief bool) []Violation {
 	var inEffect []int
 	for j, n := range p {
 		if n < 0 {
@@ -376,11 +413,20 @@ func (c *Cluster) topologySpread(p Placement) []Violation {
 	reported := map[string]bool{}
 	for _, idx := range inEffect {
 		in := c.spread[idx]
-		counts, min := c.spreadCounts(in, p, -1)
-		for d, cnt := range counts {
-			if cnt-min <= in.maxSkew {
-				continue
+		members, min := c.spreadCounts(in, p, -1)
+		var over []domainCount // domains whose skew exceeds maxSkew
+		for d, n := range members {
+			if cnt := in.external[d] + n; cnt-min > in.maxSkew {
+				over = append(over, domainCount{d, cnt})
 			}
+		}
+		for k := len(in.extAsc) - 1; k >= 0 && in.extAsc[k].count-min > in.maxSkew; k-- {
+			if members[in.extAsc[k].dom] == 0 {
+				over = append(over, in.extAsc[k])
+			}
+		}
+		for _, o := range over {
+			d, cnt := o.dom, o.count
 			key := in.constraint.TopologyKey + "\x00" + in.dom.names[d]
 			if reported[key] {
 				continue
@@ -388,14 +434,14 @@ func (c *Cluster) topologySpread(p Placement) []Violation {
 			reported[key] = true
 			var pods []int
 			for j, n := range p {
-				if n >= 0 && in.dom.ofNode[n] == d && c.counted(in, j, p) {
+				if !brief && n >= 0 && in.dom.ofNode[n] == d && c.counted(in, j, p) {
 					pods = append(pods, j)
 				}
 			}
 			out = append(out, Violation{
 				Rule: TopologySpread, Domain: in.dom.names[d], TopologyKey: in.constraint.TopologyKey,
-				Count: cnt - min, Limit: in.maxSkew, Pods: c.podNames(pods),
-				Message: fmt.Sprintf("%s=%s has %d matching pods, global minimum %d: skew %d > maxSkew %d", in.constraint.TopologyKey, in.dom.names[d], cnt, min, cnt-min, in.maxSkew),
+				Count: cnt - min, Limit: in.maxSkew, Pods: c.namesUnless(brief, pods),
+				Message: unless(brief, "%s=%s has %d matching pods, global minimum %d: skew %d > maxSkew %d", in.constraint.TopologyKey, in.dom.names[d], cnt, min, cnt-min, in.maxSkew),
 			})
 		}
 	}
@@ -406,7 +452,7 @@ func (c *Cluster) topologySpread(p Placement) []Violation {
 // Unschedulable (and left unplaced by p), and, in a simulated placement, members bound in the
 // snapshot that p leaves unplaced (evicted and not re-placed). Terminating members are being
 // replaced and a Pending pod the scheduler has not judged yet is not reported.
-func (c *Cluster) unschedulable(p Placement) []Violation {
+func (c *Cluster) unschedulable(p Placement, brief bool) []Violation {
 	var idx []int
 	for i, n := range p {
 		mem := c.Members[i]
@@ -417,10 +463,12 @@ func (c *Cluster) unschedulable(p Placement) []Violation {
 	if len(idx) == 0 {
 		return nil
 	}
-	return []Violation{{
-		Rule: Unschedulable, Count: len(idx), Limit: 0, Pods: c.podNames(idx),
-		Message: fmt.Sprintf("%d pod(s) cannot be scheduled: %s", len(idx), strings.Join(c.podNames(idx), ", ")),
-	}}
+	v := Violation{Rule: Unschedulable, Count: len(idx), Limit: 0}
+	if !brief {
+		v.Pods = c.podNames(idx)
+		v.Message = fmt.Sprintf("%d pod(s) cannot be scheduled: %s", len(idx), strings.Join(v.Pods, ", "))
+	}
+	return []Violation{v}
 }
 
 // softRules reports, for Z ≥ 2, NodeSpread (inside each allowed zone, over its usable nodes —

@@ -131,9 +131,33 @@ type spreadInstance struct {
 	// external[d] counts matching, scheduled, non-terminating pods in the namespace that are not
 	// members of the cluster, on eligible nodes of domain d.
 	external map[int32]int
+	// extAsc lists the domains of external in ascending order of their count (then domain id),
+	// so that the global minimum and the domains above it are found without visiting every
+	// domain.
+	extAsc []domainCount
 	// matchCur[i] and matchNext[i] report whether member i's labels (as it runs now, and as its
 	// template would re-create it) are counted.
 	matchCur, matchNext []bool
+}
+
+// domainCount is a domain and a count of pods in it.
+type domainCount struct {
+	dom   int32
+	count int
+}
+
+// sortExternal fills in.extAsc from in.external.
+func (in *spreadInstance) sortExternal() {
+	in.extAsc = make([]domainCount, 0, len(in.external))
+	for d, n := range in.external {
+		in.extAsc = append(in.extAsc, domainCount{d, n})
+	}
+	slices.SortFunc(in.extAsc, func(a, b domainCount) int {
+		if a.count != b.count {
+			return a.count - b.count
+		}
+		return int(a.dom - b.dom)
+	})
 }
 
 // eligibility is the set of nodes a spread constraint counts, shared by signature.
@@ -552,6 +576,7 @@ func (c *Cluster) spreadInstanceFor(p *corev1.Pod, s *podSpec, tsc *corev1.Topol
 			in.external[in.dom.ofNode[ni]]++
 		})
 	}
+	in.sortExternal()
 	seen[key] = len(c.spread)
 	c.spread = append(c.spread, in)
 	return len(c.spread) - 1, nil

@@ -1,9 +1,9 @@
 package rebalancer
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -73,17 +73,16 @@ type PendingPod struct {
 
 // PlanOptions bound the search.
 type PlanOptions struct {
-	// MaxMoves is the longest plan considered (12 when 0).
+	// MaxMoves is the longest plan considered. 0 picks 12, or twice the lower bound on the
+	// number of moves when that is more (a large drift in a large cluster).
 	MaxMoves int
-	// MaxStates bounds the placements the exact search visits before it falls back to a greedy
-	// plan (200000 when 0).
+	// MaxStates bounds the placements the planner evaluates (each one a policies.Cluster.Evaluate)
+	// while it looks for a plan shorter than its greedy one; when it runs out, the greedy plan is
+	// returned with Minimal false (200000 when 0).
 	MaxStates int
 }
 
 func (o PlanOptions) withDefaults() PlanOptions {
-	if o.MaxMoves == 0 {
-		o.MaxMoves = 12
-	}
 	if o.MaxStates == 0 {
 		o.MaxStates = 200000
 	}
@@ -100,13 +99,20 @@ type planner struct {
 	// order lists the members in the order evictions are tried: replicas before masters, then
 	// the most recently created first (it has run the shortest time; in seed 000's deadlock it
 	// is the pod whose placement closed the last free spot).
-	order   []int
-	visited map[string]int // placement → largest remaining budget it was explored with
-	evals   map[string]evaluation
-	succ    map[string][]step // successors, computed once per placement (bounded: cached)
-	cached  int               // placement entries held by succ
-	states  int
-	budget  bool // the state budget ran out
+	order []int
+	// byKey maps a member's "namespace/name" to its index.
+	byKey map[string]int
+	// classNodes lists, per class of interchangeable nodes (policies.Cluster.NodeClass), its
+	// nodes in node order. A member is only ever tried on the nodes other members occupy and on
+	// the first free node of each class: any other free node of the class is equivalent.
+	classNodes [][]int
+	visited    map[string]int // placement → largest remaining budget it was explored with
+	evals      map[string]evaluation
+	succ       map[string][]step // successors, computed once per placement (bounded: cached)
+	cached     int               // node indices held by succ
+	states     int               // placements evaluated
+	limit      int               // states at which the current search gives up
+	budget     bool              // the current search ran out of states
 }
 
 // PlanCluster returns the shortest ordered list of evictions after which every hard rule of c
@@ -116,11 +122,12 @@ type planner struct {
 // with Minimal false.
 func PlanCluster(c *policies.Cluster, opts PlanOptions) Plan {
 	opts = opts.withDefaults()
-	pl := &planner{c: c, opts: opts, visited: map[string]int{}, evals: map[string]evaluation{}, succ: map[string][]step{}}
+	pl := &planner{c: c, opts: opts, visited: map[string]int{}, evals: map[string]evaluation{}, succ: map[string][]step{}, byKey: map[string]int{}}
 	pl.movable = make([]bool, len(c.Members))
 	for i, m := range c.Members {
 		pl.movable[i] = c.Shards[m.ShardIndex].StatefulSet != nil
 		pl.order = append(pl.order, i)
+		pl.byKey[m.Key()] = i
 	}
 	sort.SliceStable(pl.order, func(a, b int) bool {
 		ma, mb := c.Members[pl.order[a]], c.Members[pl.order[b]]
@@ -145,22 +152,21 @@ func PlanCluster(c *policies.Cluster, opts PlanOptions) Plan {
 	}
 	// The scheduler places whatever it can before we act.
 	start := pl.settleAny(cur)
-	var path []step
-	found := false
-	for depth := pl.lowerBound(start); depth <= opts.MaxMoves && !pl.budget; depth++ {
-		pl.visited = map[string]int{}
-		if p, ok := pl.dfs(start, depth, nil); ok {
-			path, found = p, true
-			break
-		}
+	lb := pl.lowerBound(start)
+	if opts.MaxMoves == 0 {
+		pl.opts.MaxMoves = max(12, 2*lb)
 	}
-	plan.Minimal = found && !pl.budget
-	if !found {
-		path, found = pl.greedy(start)
+	if lb > pl.opts.MaxMoves {
+		plan.Infeasible = fmt.Sprintf("at least %d evictions are needed (%s), more than the longest plan considered (%d moves)",
+			lb, boundReason(policies.Hard(c.Evaluate(start))), pl.opts.MaxMoves)
+		plan.After = plan.Before
+		return plan
 	}
-	plan.Searched = pl.states
+	path, found, minimal := pl.search(start)
+	plan.Minimal = minimal
 	if !found {
-		plan.Infeasible = fmt.Sprintf("no sequence of at most %d evictions reaches compliance (searched %d placements)", opts.MaxMoves, pl.states)
+		plan.Searched = pl.states
+		plan.Infeasible = fmt.Sprintf("no sequence of at most %d evictions reaches compliance (searched %d placements)", pl.opts.MaxMoves, pl.states)
 		plan.After = plan.Before
 		return plan
 	}
@@ -175,14 +181,28 @@ func PlanCluster(c *policies.Cluster, opts PlanOptions) Plan {
 		}
 		evicted := state.Clone()
 		evicted[st.member] = -1
+		occupied := map[int]bool{}
+		for _, n := range evicted {
+			occupied[n] = true
+		}
+		// Free nodes of one class are interchangeable: decide once per class.
+		byClass := map[uint64]bool{}
+		if planned := st.after[st.member]; !occupied[planned] {
+			byClass[c.NodeClass(planned)] = true
+		}
 		for _, n := range c.Candidates(evicted, st.member) {
-			onTrack := n == st.after[st.member]
-			if !onTrack {
+			onTrack, known := n == st.after[st.member], false
+			if !onTrack && !occupied[n] {
+				onTrack, known = byClass[c.NodeClass(n)]
+			}
+			if !onTrack && !known {
 				next := evicted.Clone()
 				next[st.member] = n
 				next = pl.settleAny(next)
-				pl.visited = map[string]int{}
-				_, onTrack = pl.dfs(next, len(path)-k-1, nil)
+				onTrack = pl.follows(next, path[k+1:]) || pl.reaches(next, len(path)-k-1)
+				if !occupied[n] {
+					byClass[c.NodeClass(n)] = onTrack
+				}
 			}
 			mv.Candidates = append(mv.Candidates, Candidate{Node: c.Model().Nodes[n].Name, OnTrack: onTrack})
 			mv.CandidateNodes = append(mv.CandidateNodes, c.Model().Nodes[n].Name)
@@ -190,6 +210,7 @@ func PlanCluster(c *policies.Cluster, opts PlanOptions) Plan {
 		plan.Moves = append(plan.Moves, mv)
 		state = st.after
 	}
+	plan.Searched = pl.states
 	plan.After = c.Evaluate(state)
 	plan.CompliantAfter = len(policies.Hard(plan.After)) == 0
 	return plan
@@ -201,35 +222,113 @@ type step struct {
 	after  policies.Placement
 }
 
+// key encodes a placement exactly, two bytes per member (node indices below 65535; -1 is 0xffff).
 func key(p policies.Placement) string {
-	b := make([]byte, 0, 4*len(p))
-	for _, n := range p {
-		b = strconv.AppendInt(b, int64(n), 10)
-		b = append(b, ',')
+	b := make([]byte, 2*len(p))
+	for i, n := range p {
+		binary.LittleEndian.PutUint16(b[2*i:], uint16(n))
 	}
 	return string(b)
 }
 
-// evaluation is a placement's hard violations and lower bound, computed once per placement.
+// evaluation is what the search keeps of a placement's evaluation: its lower bound and its number
+// of hard violations.
 type evaluation struct {
-	hard []policies.Violation
-	lb   int
+	lb, hard int32
 }
+
+// better reports whether e is closer to compliance than o: a lower bound first, then fewer hard
+// violations.
+func (e evaluation) better(o evaluation) bool {
+	return e.lb < o.lb || e.lb == o.lb && e.hard < o.hard
+}
+
+// Bounds on the planner's caches, in bytes of keys and values (about 64 MiB each); a full cache
+// is dropped and refilled, which costs time, never correctness.
+const (
+	maxEvalBytes    = 64 << 20
+	maxVisitedBytes = 64 << 20
+	maxCachedInts   = 8 << 20 // node indices the successor cache holds (8 bytes each)
+)
 
 func (pl *planner) eval(p policies.Placement) evaluation {
 	k := key(p)
 	if e, ok := pl.evals[k]; ok {
 		return e
 	}
-	e := evaluation{hard: policies.Hard(pl.c.Evaluate(p))}
-	e.lb = lowerBound(e.hard)
+	pl.states++
+	hard := pl.c.EvaluateHard(p)
+	e := evaluation{lb: int32(lowerBound(hard)), hard: int32(len(hard))}
+	if len(pl.evals)*(len(k)+32) > maxEvalBytes {
+		clear(pl.evals)
+	}
 	pl.evals[k] = e
 	return e
 }
 
-func (pl *planner) compliant(p policies.Placement) bool { return len(pl.eval(p).hard) == 0 }
+func (pl *planner) compliant(p policies.Placement) bool { return pl.eval(p).hard == 0 }
 
-func (pl *planner) lowerBound(p policies.Placement) int { return pl.eval(p).lb }
+func (pl *planner) lowerBound(p policies.Placement) int { return int(pl.eval(p).lb) }
+
+// search returns the shortest plan it finds from start, whether it found one, and whether its
+// length is proven minimal. A greedy plan comes first; when its length equals the lower bound of
+// start it is minimal. Otherwise an iterative-deepening search looks for a shorter one, from the
+// lower bound up, within opts.MaxStates evaluated placements.
+func (pl *planner) search(start policies.Placement) (path []step, found, minimal bool) {
+	path, found = pl.greedy(start, pl.opts.MaxMoves)
+	lb := pl.lowerBound(start)
+	if found && len(path) <= lb {
+		return path, true, true
+	}
+	longest := pl.opts.MaxMoves
+	if found {
+		longest = len(path) - 1
+	}
+	pl.limit, pl.budget = pl.states+pl.opts.MaxStates, false
+	for depth := lb; depth <= longest && !pl.budget; depth++ {
+		clear(pl.visited)
+		if p, ok := pl.dfs(start, depth, nil); ok {
+			return p, true, true
+		}
+	}
+	return path, found, found && !pl.budget
+}
+
+// reaches reports whether some plan of at most depth moves leads from p to compliance: the
+// greedy plan, then a bounded exact search (a tenth of opts.MaxStates). It answers false when
+// the bounded search gives up.
+func (pl *planner) reaches(p policies.Placement, depth int) bool {
+	if pl.lowerBound(p) > depth {
+		return false
+	}
+	if _, ok := pl.greedy(p, depth); ok {
+		return true
+	}
+	pl.limit, pl.budget = pl.states+pl.opts.MaxStates/10, false
+	clear(pl.visited)
+	_, ok := pl.dfs(p, depth, nil)
+	return ok
+}
+
+// follows reports whether the planned moves rest, carried out from p with the scheduler choosing
+// the nodes the plan expects (each one must still pass the filter), end in compliance: the cheap
+// proof that a candidate keeps the plan on track when its move does not disturb the others.
+func (pl *planner) follows(p policies.Placement, rest []step) bool {
+	for _, st := range rest {
+		m, target := st.member, st.after[st.member]
+		if p[m] < 0 {
+			return false
+		}
+		evicted := p.Clone()
+		evicted[m] = -1
+		if len(pl.c.CandidatesIn(evicted, m, []int{target})) == 0 {
+			return false
+		}
+		evicted[m] = target
+		p = pl.settleAny(evicted)
+	}
+	return pl.compliant(p)
+}
 
 // dfs looks for a path of at most depth steps from p to a compliant placement.
 func (pl *planner) dfs(p policies.Placement, depth int, path []step) ([]step, bool) {
@@ -243,9 +342,11 @@ func (pl *planner) dfs(p policies.Placement, depth int, path []step) ([]step, bo
 	if d, ok := pl.visited[k]; ok && d >= depth {
 		return nil, false
 	}
+	if len(pl.visited)*(len(k)+24) > maxVisitedBytes {
+		clear(pl.visited)
+	}
 	pl.visited[k] = depth
-	pl.states++
-	if pl.states > pl.opts.MaxStates {
+	if pl.states > pl.limit {
 		pl.budget = true
 		return nil, false
 	}
@@ -267,7 +368,7 @@ func (pl *planner) successors(p policies.Placement) []step {
 	if s, ok := pl.succ[k]; ok {
 		return s
 	}
-	s := pl.expand(p)
+	s := pl.expand(p, false)
 	// Keep the cache under about 64 MiB of placements.
 	if (pl.cached+len(s))*len(p) < maxCachedInts {
 		pl.succ[k] = s
@@ -276,24 +377,30 @@ func (pl *planner) successors(p policies.Placement) []step {
 	return s
 }
 
-// maxCachedInts bounds the node indices the successor cache holds (8 bytes each).
-const maxCachedInts = 8 << 20
-
-func (pl *planner) expand(p policies.Placement) []step {
-	c := pl.c
-	involved := map[string]bool{}
-	for _, v := range pl.eval(p).hard {
+// involved returns the members named in p's hard violations.
+func (pl *planner) involved(p policies.Placement) map[int]bool {
+	in := map[int]bool{}
+	for _, v := range policies.Hard(pl.c.Evaluate(p)) {
 		for _, pod := range v.Pods {
-			involved[pod] = true
+			if i, ok := pl.byKey[pod]; ok {
+				in[i] = true
+			}
 		}
 	}
+	return in
+}
+
+// expand evicts each movable member in turn (only those named in violations when onlyInvolved)
+// and returns the placements the scheduler may reach, ranked as successors says.
+func (pl *planner) expand(p policies.Placement, onlyInvolved bool) []step {
+	involved := pl.involved(p)
 	type scored struct {
 		step
 		rank [2]int
 	}
 	var out []scored
 	for _, i := range pl.order {
-		if p[i] < 0 || !pl.movable[i] {
+		if p[i] < 0 || !pl.movable[i] || onlyInvolved && !involved[i] {
 			continue
 		}
 		evicted := p.Clone()
@@ -306,7 +413,7 @@ func (pl *planner) expand(p policies.Placement) []step {
 			}
 			seen[k] = true
 			r := [2]int{pl.lowerBound(after), 1}
-			if involved[c.Members[i].Key()] {
+			if involved[i] {
 				r[1] = 0
 			}
 			out = append(out, scored{step{i, after}, r})
@@ -354,8 +461,8 @@ func (pl *planner) settleAll(p policies.Placement, ev int) []policies.Placement 
 	return out
 }
 
-// settleAny places unplaced members greedily (first candidate) until none can be placed: one
-// placement the scheduler may reach without our action.
+// settleAny places unplaced members greedily (the lowest-numbered node that passes the filter)
+// until none can be placed: one placement the scheduler may reach without our action.
 func (pl *planner) settleAny(p policies.Placement) policies.Placement {
 	p = p.Clone()
 	for changed := true; changed; {
@@ -364,7 +471,7 @@ func (pl *planner) settleAny(p policies.Placement) policies.Placement {
 			if n >= 0 || pl.c.Members[i].Terminating {
 				continue
 			}
-			if cands := pl.c.Candidates(p, i); len(cands) > 0 {
+			if cands := pl.distinctCandidates(p, i); len(cands) > 0 {
 				p[i] = cands[0]
 				changed = true
 			}
@@ -373,31 +480,49 @@ func (pl *planner) settleAny(p policies.Placement) policies.Placement {
 	return p
 }
 
-// distinctCandidates returns the candidate nodes for member i, one per class of nodes the rules
-// cannot tell apart (same zone, same members on it, same static fitness for i).
-func (pl *planner) distinctCandidates(p policies.Placement, i int) []int {
-	c := pl.c
-	cands := c.Candidates(p, i)
-	if len(cands) <= 1 {
-		return cands
-	}
-	onNode := map[int][]int{}
-	for j, n := range p {
-		if n >= 0 {
-			onNode[n] = append(onNode[n], j)
+// classNodes groups the model's nodes by c.NodeClass, each group in node order.
+func classNodes(c *policies.Cluster) [][]int {
+	index := map[uint64]int{}
+	var out [][]int
+	for n := range c.Model().Nodes {
+		k := c.NodeClass(n)
+		g, ok := index[k]
+		if !ok {
+			g = len(out)
+			index[k] = g
+			out = append(out, nil)
 		}
-	}
-	seen := map[string]bool{}
-	var out []int
-	for _, n := range cands {
-		k := fmt.Sprint(c.Model().Nodes[n].Zone, onNode[n], c.NodeClass(n))
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, n)
+		out[g] = append(out[g], n)
 	}
 	return out
+}
+
+// distinctCandidates returns, in node order, the candidate nodes for member i under p, one per
+// set of nodes the rules and the filter cannot tell apart: every node another member occupies (a
+// member runs on one node, so no two occupied nodes are alike) and the first free node of each
+// class. The lowest-numbered candidate is the lowest-numbered node of all that passes the filter.
+func (pl *planner) distinctCandidates(p policies.Placement, i int) []int {
+	occupied := make(map[int]bool, len(p))
+	among := make([]int, 0, len(p)+len(pl.classNodes))
+	for _, n := range p {
+		if n >= 0 && !occupied[n] {
+			occupied[n] = true
+			among = append(among, n)
+		}
+	}
+	if pl.classNodes == nil {
+		pl.classNodes = classNodes(pl.c)
+	}
+	for _, nodes := range pl.classNodes {
+		for _, n := range nodes {
+			if !occupied[n] {
+				among = append(among, n)
+				break
+			}
+		}
+	}
+	sort.Ints(among)
+	return pl.c.CandidatesIn(p, i, among)
 }
 
 // lowerBound returns, from a placement's hard violations, a number of evictions that any plan from p needs at least. Each eviction
@@ -406,48 +531,83 @@ func (pl *planner) distinctCandidates(p policies.Placement, i int) []int {
 // the pods outside the allowed zones; half the excess of ZoneEvenSplit (a move changes the
 // difference by two); and 1 when any hard rule is broken.
 func lowerBound(vs []policies.Violation) int {
-	if len(vs) == 0 {
-		return 0
-	}
-	sums := map[policies.Rule]int{}
-	for _, v := range vs {
-		switch v.Rule {
-		case policies.MaxPodsPerNode, policies.MaxPodsPerZone, policies.ShardSeparation:
-			sums[v.Rule] += v.Count - v.Limit
-		case policies.AllowedZones:
-			sums[v.Rule] += v.Count
-		case policies.ZoneEvenSplit:
-			sums[v.Rule] += (v.Count - v.Limit + 1) / 2
-		}
-	}
-	lb := 1
-	for _, s := range sums {
-		lb = max(lb, s)
-	}
+	lb, _ := bound(vs)
 	return lb
 }
 
-// greedy builds a plan one best move at a time (lowest lower bound, then fewest violations), for
-// clusters too large for the exact search.
-func (pl *planner) greedy(p policies.Placement) ([]step, bool) {
+// bound returns lowerBound(vs) and the rule that sets it ("" when it is 0 or 1).
+func bound(vs []policies.Violation) (int, policies.Rule) {
+	if len(vs) == 0 {
+		return 0, ""
+	}
+	var sums [5]int
+	rules := [5]policies.Rule{policies.MaxPodsPerNode, policies.MaxPodsPerZone, policies.ShardSeparation, policies.AllowedZones, policies.ZoneEvenSplit}
+	for _, v := range vs {
+		switch v.Rule {
+		case policies.MaxPodsPerNode:
+			sums[0] += v.Count - v.Limit
+		case policies.MaxPodsPerZone:
+			sums[1] += v.Count - v.Limit
+		case policies.ShardSeparation:
+			sums[2] += v.Count - v.Limit
+		case policies.AllowedZones:
+			sums[3] += v.Count
+		case policies.ZoneEvenSplit:
+			sums[4] += (v.Count - v.Limit + 1) / 2
+		}
+	}
+	lb, rule := 1, policies.Rule("")
+	for k, s := range sums {
+		if s > lb {
+			lb, rule = s, rules[k]
+		}
+	}
+	return lb, rule
+}
+
+// boundReason says in words why lowerBound(vs) moves are needed.
+func boundReason(vs []policies.Violation) string {
+	lb, rule := bound(vs)
+	switch rule {
+	case policies.MaxPodsPerNode:
+		return fmt.Sprintf("%d pods above the per-node limit, one eviction each", lb)
+	case policies.MaxPodsPerZone:
+		return fmt.Sprintf("%d pods above the per-zone limit, one eviction each", lb)
+	case policies.ShardSeparation:
+		return fmt.Sprintf("%d pods share a node or zone with a pod of their shard, one eviction each", lb)
+	case policies.AllowedZones:
+		return fmt.Sprintf("%d pods run outside the allowed zones, one eviction each", lb)
+	case policies.ZoneEvenSplit:
+		return "the two zones' pod counts differ too much, and one eviction narrows the difference by at most 2"
+	}
+	return "some hard rule is broken"
+}
+
+// greedy builds a plan of at most limit moves one best move at a time (lowest lower bound, then
+// fewest hard violations; ties keep pl.order). It tries the members named in violations first and
+// evicts another member only when none of theirs gets closer to compliance.
+func (pl *planner) greedy(p policies.Placement, limit int) ([]step, bool) {
 	var path []step
 	seen := map[string]bool{key(p): true}
-	for len(path) < pl.opts.MaxMoves {
-		if pl.compliant(p) {
-			return path, true
-		}
-		var best *step
-		bestScore := [2]int{1 << 30, 1 << 30}
-		for _, st := range pl.successors(p) {
+	pick := func(steps []step) (best *step, score evaluation) {
+		for _, st := range steps {
 			if seen[key(st.after)] {
 				continue
 			}
-			pl.states++
-			e := pl.eval(st.after)
-			s := [2]int{e.lb, len(e.hard)}
-			if s[0] < bestScore[0] || s[0] == bestScore[0] && s[1] < bestScore[1] {
-				st := st
-				best, bestScore = &st, s
+			if e := pl.eval(st.after); best == nil || e.better(score) {
+				best, score = &st, e
+			}
+		}
+		return best, score
+	}
+	for len(path) < limit {
+		if pl.compliant(p) {
+			return path, true
+		}
+		best, score := pick(pl.expand(p, true))
+		if best == nil || !score.better(pl.eval(p)) {
+			if all, s := pick(pl.successors(p)); all != nil && (best == nil || s.better(score)) {
+				best = all
 			}
 		}
 		if best == nil {

@@ -169,8 +169,8 @@ any hard rule is broken, 1 on error.`
 	src.add(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json (the JSON contract is in the README)")
 	if plan {
-		cmd.Flags().IntVar(&popts.MaxMoves, "max-plan-moves", 12, "longest plan considered")
-		cmd.Flags().IntVar(&popts.MaxStates, "max-plan-states", 200000, "placements the exact search may visit before it falls back to a greedy plan")
+		cmd.Flags().IntVar(&popts.MaxMoves, "max-plan-moves", 0, "longest plan considered (0: 12, or twice the lower bound on the moves needed when that is more)")
+		cmd.Flags().IntVar(&popts.MaxStates, "max-plan-states", 200000, "placements the planner may evaluate while it looks for a plan shorter than its greedy one")
 	}
 	return cmd
 }

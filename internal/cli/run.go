@@ -112,7 +112,7 @@ rule (move budget spent, move refused, or no plan), 1 on error.`,
 	rf.add(fs)
 	fs.BoolVar(&cfg.DryRun, "dry-run", false, "plan and print; make no failover and no eviction")
 	fs.IntVar(&cfg.MaxMoves, "max-moves", 10, "most evictions per Redis cluster in one run")
-	fs.IntVar(&cfg.Plan.MaxMoves, "max-plan-moves", 12, "longest plan the planner considers")
+	fs.IntVar(&cfg.Plan.MaxMoves, "max-plan-moves", 0, "longest plan the planner considers (0: 12, or twice the lower bound on the moves needed when that is more)")
 	fs.StringVar(&mode, "failover-mode", "default", "CLUSTER FAILOVER variant: default, force or takeover (force/takeover can lose writes)")
 	fs.DurationVar(&cfg.FailoverTimeout, "failover-timeout", 0, "bound on a failover and its verification (default 30s)")
 	fs.DurationVar(&cfg.HealthTimeout, "health-timeout", 0, "how long to wait for a healthy cluster before a move (default 2m)")
