@@ -20,6 +20,8 @@
 //	REBALANCER_BENCH_SEED        the generator's seed (default 1)
 //	REBALANCER_BENCH_MAX_MOVES   rebalancer.PlanOptions.MaxMoves (default 0: the planner's own)
 //	REBALANCER_BENCH_MAX_STATES  rebalancer.PlanOptions.MaxStates (default 0: the planner's 200000)
+//	REBALANCER_BENCH_VERBOSE     when set, prints every plan with its time (otherwise only those
+//	                             taking a second or more)
 //	REBALANCER_BENCH_MAX_HEAP_MIB ends the run (status 2) when the heap in use grows beyond it
 //	                             (default 8192; 0: no limit)
 package bench
@@ -62,6 +64,8 @@ const (
 	MaxMovesEnv = "REBALANCER_BENCH_MAX_MOVES"
 	// MaxStatesEnv sets rebalancer.PlanOptions.MaxStates.
 	MaxStatesEnv = "REBALANCER_BENCH_MAX_STATES"
+	// VerboseEnv, when set, has the Plan benchmark print every plan.
+	VerboseEnv = "REBALANCER_BENCH_VERBOSE"
 	// MaxHeapEnv is the heap limit in MiB (0: none).
 	MaxHeapEnv = "REBALANCER_BENCH_MAX_HEAP_MIB"
 )

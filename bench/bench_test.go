@@ -88,10 +88,11 @@ func BenchmarkAnalyse(b *testing.B) {
 	b.ReportMetric(float64(a.Hard), "hard-violations")
 }
 
-// logSlowPlan prints, as they happen, the plans that take a second or more, so that a long run
+// logSlowPlan prints, as they happen, the plans that take a second or more (every plan with
+// REBALANCER_BENCH_VERBOSE), so that a long run
 // shows where its time goes.
 func logSlowPlan(c *policies.Cluster, p rebalancer.Plan, took time.Duration) {
-	if took < time.Second && os.Getenv("REBALANCER_BENCH_VERBOSE") == "" {
+	if took < time.Second && os.Getenv(VerboseEnv) == "" {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "bench: PlanCluster %s (N=%d, Z=%d, %d hard violations before) took %v: %d moves, %d placements searched, minimal %v, infeasible %q\n",

@@ -69,12 +69,69 @@ func (c *Cluster) StaticInfeasibility() string {
 				}
 			}
 		}
+		why = append(why, c.pinnedByVolumes(z)...)
 	default:
 		if perShard > total {
 			why = append(why, fmt.Sprintf("a shard of %d pods needs %d usable nodes (ShardSeparation), found %d", perShard, perShard, total))
 		}
 	}
 	return strings.Join(why, "; ")
+}
+
+// pinnedByVolumes reports what the zonal PersistentVolumes forbid: members whose bound claims
+// only fit nodes of one zone stay in that zone (unless Options.ReleaseReplicaClaims releases a
+// replica's claims), so more pinned pods in one zone than MaxPodsPerZone allows (z ≥ 3), or two
+// pinned pods of one shard in one zone (ShardSeparation), cannot be fixed by evictions.
+func (c *Cluster) pinnedByVolumes(z int) []string {
+	release := c.model.Options.ReleaseReplicaClaims
+	pinned := map[string]int{}
+	var zones []string // in order of first appearance
+	byShard := map[[2]string]int{}
+	for _, mem := range c.Members {
+		s := mem.incoming()
+		if s.volume == nil || release && mem.Role == RoleReplica {
+			continue
+		}
+		zone, one := "", true
+		for n, r := range s.volume {
+			if r != fitOK {
+				continue
+			}
+			if zone == "" {
+				zone = c.zones[n]
+			} else if c.zones[n] != zone {
+				one = false
+				break
+			}
+		}
+		if zone == "" || !one {
+			continue
+		}
+		if pinned[zone] == 0 {
+			zones = append(zones, zone)
+		}
+		pinned[zone]++
+		byShard[[2]string{mem.Shard, zone}]++
+	}
+	hint := "; releasing replicas' claims (--release-replica-claims) lets a replica move and resync from its master"
+	if release {
+		hint = ""
+	}
+	var why []string
+	limit := ZoneLimit(c.N, c.model.Options.RelaxedLimits)
+	for _, zone := range zones {
+		if z >= 3 && pinned[zone] > limit {
+			why = append(why, fmt.Sprintf("zone %s holds %d pods whose zonal PersistentVolumes keep them there, more than the %d a zone may hold (MaxPodsPerZone)%s", zone, pinned[zone], limit, hint))
+		}
+	}
+	for _, sh := range c.Shards {
+		for _, zone := range zones {
+			if byShard[[2]string{sh.Name, zone}] > 1 {
+				why = append(why, fmt.Sprintf("shard %s has %d pods whose zonal PersistentVolumes keep them in zone %s (ShardSeparation)%s", sh.Name, byShard[[2]string{sh.Name, zone}], zone, hint))
+			}
+		}
+	}
+	return why
 }
 
 // NodeClass returns a fingerprint of node n as the rules and the filter see it for this cluster,
