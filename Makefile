@@ -58,8 +58,10 @@ fuzz: deps ## fuzz the CLUSTER NODES and INFO parsers for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClusterNodes$$' -fuzztime $(FUZZTIME) ./redisctl
 	$(GO) test -run '^$$' -fuzz '^FuzzParseInfo$$' -fuzztime $(FUZZTIME) ./redisctl
 
-bench: ## benchmarks (figures printed, nothing asserted)
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: deps ## benchmarks, figures printed and nothing asserted: the rules, failover under write load (20 failovers), and the scale benchmark (5,000 nodes, 150,000 pods: analysis, plans, and the descheduler's topology-spread plugin side by side)
+	$(GO) test -run '^$$' -bench . -benchmem ./policies
+	$(GO) test -run '^$$' -bench FailoverUnderLoad -benchtime 20x ./redisctl
+	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem -timeout 60m ./bench
 
 demo: tools build ## local cluster + real Redis Cluster in a bad placement + redis-rebalancer fixing it
 	./bin/rebalancer-demo -binary bin/redis-rebalancer $(DEMO_ARGS)

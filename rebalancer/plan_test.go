@@ -2,6 +2,7 @@ package rebalancer
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
@@ -41,4 +42,50 @@ func TestPlanScenarios(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stacked returns N=12 (6 shards × 2) on three zones of two nodes with shards 0–3 entirely on n1
+// and shards 4–5 spread: n1 holds 8 pods where 3 are allowed, so at least 5 moves are needed.
+func stacked(t *testing.T) *policies.Cluster {
+	t.Helper()
+	sc := scenario.Scenario{Name: "stacked", Zones: scenario.ThreeZones(), Shards: 6, PodsPerShard: 2, RoleLabels: true}
+	sc.Placement = map[string]string{}
+	for i := 0; i < 4; i++ {
+		sc.Placement[sc.PodName(i, 0)] = "n1"
+		sc.Placement[sc.PodName(i, 1)] = "n1"
+	}
+	sc.Placement[sc.PodName(4, 0)], sc.Placement[sc.PodName(4, 1)] = "n3", "n5"
+	sc.Placement[sc.PodName(5, 0)], sc.Placement[sc.PodName(5, 1)] = "n4", "n6"
+	m, err := policies.Build(sc.MustSnapshot(), policies.Options{RoleLabel: scenario.RoleLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Clusters[0]
+}
+
+func TestPlanMoveLimit(t *testing.T) {
+	c := stacked(t)
+	t.Run("limit 4 below the lower bound 5 → no plan, says at least 5 evictions", func(t *testing.T) {
+		plan := PlanCluster(c, PlanOptions{MaxMoves: 4})
+		if len(plan.Moves) != 0 || plan.CompliantAfter || !strings.Contains(plan.Infeasible, "at least 5 evictions are needed (5 pods above the per-node limit") {
+			t.Fatalf("moves %d, compliantAfter %v, infeasible %q; want no plan because at least 5 evictions are needed", len(plan.Moves), plan.CompliantAfter, plan.Infeasible)
+		}
+	})
+	t.Run("default limit → a proven minimal plan of 5 moves, every move with an on-track candidate", func(t *testing.T) {
+		plan := PlanCluster(c, PlanOptions{})
+		if !plan.CompliantAfter || !plan.Minimal || len(plan.Moves) != 5 {
+			t.Fatalf("moves %d, compliantAfter %v, minimal %v, infeasible %q; want 5 moves, compliant, minimal", len(plan.Moves), plan.CompliantAfter, plan.Minimal, plan.Infeasible)
+		}
+		for k, mv := range plan.Moves {
+			expected := false
+			for _, cand := range mv.Candidates {
+				if cand.Node == mv.Expected {
+					expected = cand.OnTrack
+				}
+			}
+			if !expected {
+				t.Errorf("move %d (%s → %s): the expected node is not an on-track candidate: %+v", k, mv.Pod, mv.Expected, mv.Candidates)
+			}
+		}
+	})
 }
