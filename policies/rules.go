@@ -84,14 +84,7 @@ func ZoneLimit(n int, relaxed bool) int {
 // constraints; a member placed elsewhere has been re-created and counts with its template's.
 func (c *Cluster) Evaluate(p Placement) []Violation {
 	g := c.group(p)
-	var out []Violation
-	out = append(out, c.shardSeparation(p, false)...)
-	out = append(out, c.maxPerNode(g, false)...)
-	out = append(out, c.zoneRules(g, false)...)
-	out = append(out, c.allowedZones(g, false)...)
-	out = append(out, c.topologySpread(p, false)...)
-	out = append(out, c.unschedulable(p, false)...)
-	out = append(out, c.softRules(g)...)
+	out := append(c.hardRules(p, g, false), c.softRules(g)...)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Soft != out[j].Soft {
 			return !out[i].Soft
@@ -107,16 +100,18 @@ func (c *Cluster) Evaluate(p Placement) []Violation {
 // EvaluateHard returns the hard violations under p, as Hard(Evaluate(p)) does but without their
 // Pods and Message and in no particular order: the cheap form (Rule, Domain, TopologyKey, Count,
 // Limit) the planner's search evaluates millions of placements with.
-func (c *Cluster) EvaluateHard(p Placement) []Violation {
-	g := c.group(p)
+func (c *Cluster) EvaluateHard(p Placement) []Violation { return c.hardRules(p, c.group(p), true) }
+
+// hardRules returns the hard rules' violations under p (grouped as g), without Pods and Message
+// when brief.
+func (c *Cluster) hardRules(p Placement, g *grouping, brief bool) []Violation {
 	var out []Violation
-	out = append(out, c.shardSeparation(p, true)...)
-	out = append(out, c.maxPerNode(g, true)...)
-	out = append(out, c.zoneRules(g, true)...)
-	out = append(out, c.allowedZones(g, true)...)
-	out = append(out, c.topologySpread(p, true)...)
-	out = append(out, c.unschedulable(p, true)...)
-	return out
+	out = append(out, c.shardSeparation(p, brief)...)
+	out = append(out, c.maxPerNode(g, brief)...)
+	out = append(out, c.zoneRules(g, brief)...)
+	out = append(out, c.allowedZones(g, brief)...)
+	out = append(out, c.topologySpread(p, brief)...)
+	return append(out, c.unschedulable(p, brief)...)
 }
 
 // Hard returns the hard violations of vs.

@@ -1,9 +1,12 @@
 package policies_test
 
 import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -56,7 +59,7 @@ func TestEvaluateScenarios(t *testing.T) {
 			}
 			c := m.Clusters[0]
 			got := hardHits(c.Evaluate(c.Current()))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := gocmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("violations (-want +got):\n%s", diff)
 			}
 		})
@@ -84,8 +87,52 @@ func TestSeedDeadlockExplain(t *testing.T) {
 		"node(s) didn't match pod anti-affinity rules":         {"n5"},
 		"node(s) didn't match pod topology spread constraints": {"n1", "n2", "n3", "n4", "n6"},
 	}
-	if diff := cmp.Diff(want, rep.Rejected); diff != "" {
+	if diff := gocmp.Diff(want, rep.Rejected); diff != "" {
 		t.Errorf("rejections (-want +got):\n%s\nsummary: %s", diff, rep.Summary())
 	}
 	t.Log(rep.Summary())
+}
+
+// TestEvaluateHardMatchesEvaluate checks the planner's cheap evaluation against the full one on
+// every scenario of the suite and on random placements of each: the same hard violations (rule,
+// domain, count, limit), without pod names or messages.
+func TestEvaluateHardMatchesEvaluate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	sortHits := func(h []ruleHit) []ruleHit {
+		slices.SortFunc(h, func(a, b ruleHit) int {
+			return cmp.Compare(string(a.Rule)+"\x00"+a.Domain, string(b.Rule)+"\x00"+b.Domain)
+		})
+		return h
+	}
+	checked := 0
+	for _, cs := range scenario.Suite() {
+		snap, err := cs.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := policies.Build(snap, policies.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range m.Clusters {
+			p := c.Current()
+			for k := 0; k < 20; k++ {
+				brief := c.EvaluateHard(p)
+				for _, v := range brief {
+					if v.Pods != nil || v.Message != "" {
+						t.Fatalf("%s: EvaluateHard filled Pods or Message: %+v", cs.Name, v)
+					}
+				}
+				want, got := sortHits(hardHits(c.Evaluate(p))), sortHits(hardHits(brief))
+				if diff := gocmp.Diff(want, got); diff != "" {
+					t.Errorf("%s %v: EvaluateHard (-Evaluate +EvaluateHard):\n%s", cs.Name, p, diff)
+				}
+				checked++
+				// Next: move one member to a random node, or unplace it.
+				p = p.Clone()
+				p[rng.IntN(len(p))] = rng.IntN(len(m.Nodes)+1) - 1
+			}
+		}
+	}
+	t.Logf("%d placements compared", checked)
 }
