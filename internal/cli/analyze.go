@@ -30,7 +30,7 @@ func (f *sourceFlags) add(cmd *cobra.Command) {
 	f.kube.add(fs)
 	f.policy.add(fs)
 	f.redis.add(fs)
-	fs.StringVar(&f.snapshot, "snapshot", "", "read the cluster state from this file instead of the API server: the output of\n`kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A -o yaml` (or -o json); - for stdin")
+	fs.StringVar(&f.snapshot, "snapshot", "", "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A -o yaml\" (or -o json) prints; - for stdin")
 	fs.StringVar(&f.roleLabel, "role-label", "", "pod label giving the Redis role offline (master, replica/slave); roles are unknown without it")
 	fs.BoolVar(&f.redisRoles, "redis-roles", true, "live: read each pod's Redis role from Redis (needs network access to the pod IPs)")
 }
