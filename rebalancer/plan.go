@@ -56,7 +56,8 @@ type Plan struct {
 	Infeasible string `json:"infeasible"`
 	// Pending explains, for each pod the scheduler cannot place now, why per node.
 	Pending []PendingPod `json:"pending,omitempty"`
-	// Searched is the number of placements the search visited.
+	// Searched is the number of placements the planner evaluated (its searches and the on-track
+	// checks of the candidates).
 	Searched int `json:"searched"`
 }
 
@@ -113,16 +114,20 @@ type planner struct {
 	states     int               // placements evaluated
 	limit      int               // states at which the current search gives up
 	budget     bool              // the current search ran out of states
+	wide       bool              // keys take four bytes per member (see key)
 }
 
 // PlanCluster returns the shortest ordered list of evictions after which every hard rule of c
 // holds, assuming each evicted pod is re-placed by the scheduler on a node that passes the filter
 // (policies.Cluster.Candidates) with its StatefulSet's current template. Only pods controlled by a
-// StatefulSet are moved. When the exact search exceeds opts.MaxStates, a greedy plan is returned
-// with Minimal false.
+// StatefulSet are moved. A greedy plan comes first and is proven minimal when its length meets a
+// lower bound (lowerBound); otherwise an iterative-deepening search looks for a shorter one, and
+// when that search evaluates more than opts.MaxStates placements the greedy plan is returned with
+// Minimal false.
 func PlanCluster(c *policies.Cluster, opts PlanOptions) Plan {
 	opts = opts.withDefaults()
 	pl := &planner{c: c, opts: opts, visited: map[string]int{}, evals: map[string]evaluation{}, succ: map[string][]step{}, byKey: map[string]int{}}
+	pl.wide = len(c.Model().Nodes) >= 0xffff
 	pl.movable = make([]bool, len(c.Members))
 	for i, m := range c.Members {
 		pl.movable[i] = c.Shards[m.ShardIndex].StatefulSet != nil
@@ -222,8 +227,16 @@ type step struct {
 	after  policies.Placement
 }
 
-// key encodes a placement exactly, two bytes per member (node indices below 65535; -1 is 0xffff).
-func key(p policies.Placement) string {
+// key encodes a placement exactly: two bytes per member (-1 is 0xffff), or four when the model
+// has 65,535 nodes or more.
+func (pl *planner) key(p policies.Placement) string {
+	if pl.wide {
+		b := make([]byte, 4*len(p))
+		for i, n := range p {
+			binary.LittleEndian.PutUint32(b[4*i:], uint32(n))
+		}
+		return string(b)
+	}
 	b := make([]byte, 2*len(p))
 	for i, n := range p {
 		binary.LittleEndian.PutUint16(b[2*i:], uint16(n))
@@ -252,7 +265,7 @@ const (
 )
 
 func (pl *planner) eval(p policies.Placement) evaluation {
-	k := key(p)
+	k := pl.key(p)
 	if e, ok := pl.evals[k]; ok {
 		return e
 	}
@@ -338,7 +351,7 @@ func (pl *planner) dfs(p policies.Placement, depth int, path []step) ([]step, bo
 	if depth == 0 || pl.lowerBound(p) > depth {
 		return nil, false
 	}
-	k := key(p)
+	k := pl.key(p)
 	if d, ok := pl.visited[k]; ok && d >= depth {
 		return nil, false
 	}
@@ -364,7 +377,7 @@ func (pl *planner) dfs(p policies.Placement, depth int, path []step) ([]step, bo
 // successors lists the placements one eviction leads to, most promising first: lowest lower
 // bound, then pods named in violations, then pl.order.
 func (pl *planner) successors(p policies.Placement) []step {
-	k := key(p)
+	k := pl.key(p)
 	if s, ok := pl.succ[k]; ok {
 		return s
 	}
@@ -407,7 +420,7 @@ func (pl *planner) expand(p policies.Placement, onlyInvolved bool) []step {
 		evicted[i] = -1
 		seen := map[string]bool{}
 		for _, after := range pl.settleAll(evicted, i) {
-			k := key(after)
+			k := pl.key(after)
 			if seen[k] {
 				continue
 			}
@@ -588,10 +601,10 @@ func boundReason(vs []policies.Violation) string {
 // evicts another member only when none of theirs gets closer to compliance.
 func (pl *planner) greedy(p policies.Placement, limit int) ([]step, bool) {
 	var path []step
-	seen := map[string]bool{key(p): true}
+	seen := map[string]bool{pl.key(p): true}
 	pick := func(steps []step) (best *step, score evaluation) {
 		for _, st := range steps {
-			if seen[key(st.after)] {
+			if seen[pl.key(st.after)] {
 				continue
 			}
 			if e := pl.eval(st.after); best == nil || e.better(score) {
@@ -613,7 +626,7 @@ func (pl *planner) greedy(p policies.Placement, limit int) ([]step, bool) {
 		if best == nil {
 			return nil, false
 		}
-		seen[key(best.after)] = true
+		seen[pl.key(best.after)] = true
 		path = append(path, *best)
 		p = best.after
 	}
