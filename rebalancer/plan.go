@@ -381,7 +381,7 @@ func (pl *planner) successors(p policies.Placement) []step {
 	if s, ok := pl.succ[k]; ok {
 		return s
 	}
-	s := pl.expand(p, false)
+	s := pl.expand(p, pl.involved(p), func(int) bool { return true })
 	// Keep the cache under about 64 MiB of placements.
 	if (pl.cached+len(s))*len(p) < maxCachedInts {
 		pl.succ[k] = s
@@ -403,17 +403,17 @@ func (pl *planner) involved(p policies.Placement) map[int]bool {
 	return in
 }
 
-// expand evicts each movable member in turn (only those named in violations when onlyInvolved)
-// and returns the placements the scheduler may reach, ranked as successors says.
-func (pl *planner) expand(p policies.Placement, onlyInvolved bool) []step {
-	involved := pl.involved(p)
+// expand evicts each movable member i for which try(i) holds, in turn, and returns the placements
+// the scheduler may reach, ranked as successors says (involved: the members named in p's hard
+// violations).
+func (pl *planner) expand(p policies.Placement, involved map[int]bool, try func(i int) bool) []step {
 	type scored struct {
 		step
 		rank [2]int
 	}
 	var out []scored
 	for _, i := range pl.order {
-		if p[i] < 0 || !pl.movable[i] || onlyInvolved && !involved[i] {
+		if p[i] < 0 || !pl.movable[i] || !try(i) {
 			continue
 		}
 		evicted := p.Clone()
@@ -617,10 +617,12 @@ func (pl *planner) greedy(p policies.Placement, limit int) ([]step, bool) {
 		if pl.compliant(p) {
 			return path, true
 		}
-		best, score := pick(pl.expand(p, true))
+		involved := pl.involved(p)
+		best, score := pick(pl.expand(p, involved, func(i int) bool { return involved[i] }))
 		if best == nil || !score.better(pl.eval(p)) {
-			if all, s := pick(pl.successors(p)); all != nil && (best == nil || s.better(score)) {
-				best = all
+			others, s := pick(pl.expand(p, involved, func(i int) bool { return !involved[i] }))
+			if others != nil && (best == nil || s.better(score)) {
+				best = others
 			}
 		}
 		if best == nil {
