@@ -44,6 +44,21 @@ func (m *Model) domain(key string) *domainIndex {
 	return d
 }
 
+// domainRef is one topology domain: a value (id) of a domain index.
+type domainRef struct {
+	dom *domainIndex
+	id  int32
+}
+
+func inDomains(refs []domainRef, n int) bool {
+	for _, r := range refs {
+		if r.dom.ofNode[n] == r.id {
+			return true
+		}
+	}
+	return false
+}
+
 // labelIndexKey names a label index: the scheduled pods of namespace ns ("" for all namespaces)
 // by value of label key.
 type labelIndexKey struct{ ns, key string }
