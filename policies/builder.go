@@ -90,98 +90,82 @@ func (x *interner) intern(b []byte) (int32, bool) {
 	return id, true
 }
 
-// affinityID returns the id of p's nodeSelector and required node affinity (what
-// nodeaffinity.GetRequiredNodeAffinity reads), building its node mask and zone list on first
-// sight.
-func (b *builder) affinityID(p *corev1.Pod, template bool) int32 {
-	m := b.m
-	x := &b.ids
-	memo := template && p.Spec.Affinity != nil && len(p.Spec.NodeSelector) == 0
-	if memo {
-		if id, ok := x.affByPtr[p.Spec.Affinity]; ok {
+// partID returns the id of a pod-spec part: memoized by the part's address addr when byAddr (a
+// template's part: the templates of one StatefulSet share it), else found by its signature, which
+// sig writes into b.sig. On the builder's first sight of a signature, fresh (when not nil) runs
+// with the new id while b.sig still holds the signature.
+func partID[K comparable](b *builder, memo map[K]int32, addr K, byAddr bool, sig func(*sigBuf), fresh func(id int32)) int32 {
+	if byAddr {
+		if id, ok := memo[addr]; ok {
 			return id
 		}
 	}
 	sb := &b.sig
 	sb.reset()
-	sb.nodeAffinity(p)
-	id, fresh := x.intern(sb.b)
-	if fresh {
-		// The entry is shared by every worker (one mask per distinct node affinity).
-		m.sharedMu.Lock()
-		e := m.sharedAffinity[string(sb.b)]
-		if e == nil {
-			e = &affinityEntry{mask: m.nodeAffinityMask(p)}
-			e.zoneList, e.zoneKey, e.listed = zoneList(p)
-			m.sharedAffinity[string(sb.b)] = e
-		}
-		m.sharedMu.Unlock()
-		x.affinity[id] = e
+	sig(sb)
+	id, isNew := b.ids.intern(sb.b)
+	if isNew && fresh != nil {
+		fresh(id)
 	}
-	if memo {
-		x.affByPtr[p.Spec.Affinity] = id
+	if byAddr {
+		memo[addr] = id
 	}
 	return id
 }
 
-// tolerationsID returns the id of p's tolerations, building the taint mask on first sight:
-// per node, whether p tolerates every NoSchedule and NoExecute taint (TaintToleration's
-// FindMatchingUntoleratedTaint with DoNotScheduleTaintsFilterFunc).
+// sharedEntry returns the entry of signature sig in shared, a cache of m that every Build worker
+// uses under m.sharedMu, building it on the first sight by any worker.
+func sharedEntry[V any](m *Model, shared map[string]V, sig []byte, build func() V) V {
+	m.sharedMu.Lock()
+	defer m.sharedMu.Unlock()
+	e, ok := shared[string(sig)]
+	if !ok {
+		e = build()
+		shared[string(sig)] = e
+	}
+	return e
+}
+
+// affinityID returns the id of p's nodeSelector and required node affinity (what
+// nodeaffinity.GetRequiredNodeAffinity reads), building its node mask and zone list on first
+// sight. The entry is shared by every worker (one mask per distinct node affinity).
+func (b *builder) affinityID(p *corev1.Pod, template bool) int32 {
+	byAddr := template && p.Spec.Affinity != nil && len(p.Spec.NodeSelector) == 0
+	return partID(b, b.ids.affByPtr, p.Spec.Affinity, byAddr, func(sb *sigBuf) { sb.nodeAffinity(p) }, func(id int32) {
+		b.ids.affinity[id] = sharedEntry(b.m, b.m.sharedAffinity, b.sig.b, func() *affinityEntry {
+			e := &affinityEntry{mask: b.m.nodeAffinityMask(p)}
+			e.zoneList, e.zoneKey, e.listed = zoneList(p)
+			return e
+		})
+	})
+}
+
+// tolerationsID returns the id of p's tolerations, building the taint mask (taintMask) on first
+// sight. The mask is shared by every worker (one per distinct set of tolerations).
 func (b *builder) tolerationsID(p *corev1.Pod, template bool) int32 {
-	m := b.m
-	x := &b.ids
 	ts := p.Spec.Tolerations
-	memo := template && len(ts) > 0
-	if memo {
-		if id, ok := x.tolByPtr[&ts[0]]; ok {
-			return id
-		}
+	var first *corev1.Toleration
+	if len(ts) > 0 {
+		first = &ts[0]
 	}
-	sb := &b.sig
-	sb.reset()
-	sb.tolerations(ts)
-	id, fresh := x.intern(sb.b)
-	if fresh {
-		// The mask is shared by every worker (one per distinct set of tolerations).
-		m.sharedMu.Lock()
-		mask := m.sharedTaints[string(sb.b)]
-		if mask == nil {
-			mask = m.taintMask(ts)
-			m.sharedTaints[string(sb.b)] = mask
-		}
-		m.sharedMu.Unlock()
-		x.taints[id] = mask
-	}
-	if memo {
-		x.tolByPtr[&ts[0]] = id
-	}
-	return id
+	return partID(b, b.ids.tolByPtr, first, template && len(ts) > 0, func(sb *sigBuf) { sb.tolerations(ts) }, func(id int32) {
+		b.ids.taints[id] = sharedEntry(b.m, b.m.sharedTaints, b.sig.b, func() []bool { return b.m.taintMask(ts) })
+	})
 }
 
 // constraintID returns the id of a topology spread constraint's content.
 func (b *builder) constraintID(tsc *corev1.TopologySpreadConstraint, template bool) int32 {
-	x := &b.ids
-	if template {
-		if id, ok := x.tscByPtr[tsc]; ok {
-			return id
-		}
-	}
-	sb := &b.sig
-	sb.reset()
-	sb.tag('S')
-	sb.num(int64(tsc.MaxSkew))
-	sb.str(tsc.TopologyKey)
-	sb.str(string(tsc.WhenUnsatisfiable))
-	sb.labelSelector(tsc.LabelSelector)
-	sb.optInt32(tsc.MinDomains)
-	sb.strs(tsc.MatchLabelKeys)
-	sb.optPolicy(tsc.NodeAffinityPolicy)
-	sb.optPolicy(tsc.NodeTaintsPolicy)
-	id, _ := x.intern(sb.b)
-	if template {
-		x.tscByPtr[tsc] = id
-	}
-	return id
+	return partID(b, b.ids.tscByPtr, tsc, template, func(sb *sigBuf) {
+		sb.tag('S')
+		sb.num(int64(tsc.MaxSkew))
+		sb.str(tsc.TopologyKey)
+		sb.str(string(tsc.WhenUnsatisfiable))
+		sb.labelSelector(tsc.LabelSelector)
+		sb.optInt32(tsc.MinDomains)
+		sb.strs(tsc.MatchLabelKeys)
+		sb.optPolicy(tsc.NodeAffinityPolicy)
+		sb.optPolicy(tsc.NodeTaintsPolicy)
+	}, nil)
 }
 
 // keysID returns the id of a list of topology keys.

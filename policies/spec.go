@@ -114,21 +114,8 @@ func sameMap(a, b labels.Set) bool {
 // be derived from the template's (derivedSpec) instead of being built.
 func (c *Cluster) sameScheduling(p *corev1.Pod, t *podSpec) bool {
 	tp := t.pod
-	a, b := p.Spec.TopologySpreadConstraints, tp.Spec.TopologySpreadConstraints
-	if len(a) != len(b) {
+	if !sameSpread(p, tp) {
 		return false
-	}
-	for k := range a {
-		if !equalConstraints(&a[k], &b[k]) {
-			return false
-		}
-		for _, key := range a[k].MatchLabelKeys {
-			v, ok := p.Labels[key]
-			w, ok2 := tp.Labels[key]
-			if ok != ok2 || v != w {
-				return false
-			}
-		}
 	}
 	if !equalTolerations(p.Spec.Tolerations, tp.Spec.Tolerations) || !equalNodeAffinity(p, tp) {
 		return false
@@ -165,18 +152,8 @@ func (c *Cluster) sameScheduling(p *corev1.Pod, t *podSpec) bool {
 // sameLabelKeys reports whether templates a and b of one StatefulSet carry the same values for
 // every matchLabelKeys and mismatchLabelKeys of their (shared) spec: then they schedule alike.
 func sameLabelKeys(a, b *corev1.Pod) bool {
-	same := func(keys []string) bool {
-		for _, k := range keys {
-			v, ok := a.Labels[k]
-			w, ok2 := b.Labels[k]
-			if ok != ok2 || v != w {
-				return false
-			}
-		}
-		return true
-	}
 	for k := range a.Spec.TopologySpreadConstraints {
-		if !same(a.Spec.TopologySpreadConstraints[k].MatchLabelKeys) {
+		if !sameValues(a.Spec.TopologySpreadConstraints[k].MatchLabelKeys, a.Labels, b.Labels) {
 			return false
 		}
 	}
@@ -189,7 +166,7 @@ func sameLabelKeys(a, b *corev1.Pod) bool {
 			terms = append(terms, x.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
 		}
 		for k := range terms {
-			if !same(terms[k].MatchLabelKeys) || !same(terms[k].MismatchLabelKeys) {
+			if !sameValues(terms[k].MatchLabelKeys, a.Labels, b.Labels) || !sameValues(terms[k].MismatchLabelKeys, a.Labels, b.Labels) {
 				return false
 			}
 		}
@@ -305,12 +282,21 @@ func sameSpread(a, b *corev1.Pod) bool {
 		if !equalConstraints(&x[k], &y[k]) {
 			return false
 		}
-		for _, key := range x[k].MatchLabelKeys {
-			v, ok := a.Labels[key]
-			w, ok2 := b.Labels[key]
-			if ok != ok2 || v != w {
-				return false
-			}
+		if !sameValues(x[k].MatchLabelKeys, a.Labels, b.Labels) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameValues reports whether labels a and b carry, for every key of keys, the same value or both
+// none.
+func sameValues(keys []string, a, b map[string]string) bool {
+	for _, k := range keys {
+		v, ok := a[k]
+		w, ok2 := b[k]
+		if ok != ok2 || v != w {
+			return false
 		}
 	}
 	return true
