@@ -23,23 +23,16 @@ import (
 func Build(snap *Snapshot, opts Options) (*Model, error) {
 	opts = opts.withDefaults()
 	m := &Model{
-		Options:         opts,
-		nodeIndex:       make(map[string]int, len(snap.Nodes)),
-		podsInNS:        map[string][]int32{},
-		labelIdx:        map[labelIndexKey]map[string][]int32{},
-		sharedAffinity:  map[string]*affinityEntry{},
-		sharedTaints:    map[string][]bool{},
-		nsLabels:        map[string]labels.Set{},
-		domains:         map[string]*domainIndex{},
-		ids:             newInterner(),
-		eligibles:       map[[3]int32]*eligibility{},
-		volumes:         map[string][]reasonCode{},
-		zoneSets:        map[zoneSetKey][]string{},
-		selectors:       map[string]labels.Selector{},
-		reqByContainers: map[*corev1.Container]resources{},
-		usableIn:        map[string]map[string]int{},
-		pvcs:            make(map[string]*corev1.PersistentVolumeClaim, len(snap.PersistentVolumeClaims)),
-		pvs:             make(map[string]*corev1.PersistentVolume, len(snap.PersistentVolumes)),
+		Options:        opts,
+		nodeIndex:      make(map[string]int, len(snap.Nodes)),
+		podsInNS:       map[string][]int32{},
+		labelIdx:       map[labelIndexKey]map[string][]int32{},
+		sharedAffinity: map[string]*affinityEntry{},
+		sharedTaints:   map[string][]bool{},
+		nsLabels:       map[string]labels.Set{},
+		domains:        map[string]*domainIndex{},
+		pvcs:           make(map[string]*corev1.PersistentVolumeClaim, len(snap.PersistentVolumeClaims)),
+		pvs:            make(map[string]*corev1.PersistentVolume, len(snap.PersistentVolumes)),
 	}
 	nodes := append([]*corev1.Node(nil), snap.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })

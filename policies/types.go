@@ -126,31 +126,22 @@ type Model struct {
 	sharedTaints   map[string][]bool
 	// pods are the scheduled pods kube-scheduler's snapshot would count: bound to a node of the
 	// snapshot, not finished, not terminating.
-	pods      []*corev1.Pod
-	podNode   []int32            // pods[k]'s node index
-	podsInNS  map[string][]int32 // namespace → indices into pods
-	labelIdx  map[labelIndexKey]map[string][]int32
-	anti      antiIndex
-	nsLabels  map[string]labels.Set // from Snapshot.Namespaces
-	domains   map[string]*domainIndex
-	ids       interner
-	eligibles map[[3]int32]*eligibility // keys, node affinity and tolerations ids → eligible nodes
-	volumes   map[string][]reasonCode   // bound PersistentVolume checks by signature
-	zoneSets  map[zoneSetKey][]string   // node affinity mask → zones of the nodes it admits
-	pvcs      map[string]*corev1.PersistentVolumeClaim
-	pvs       map[string]*corev1.PersistentVolume
+	pods     []*corev1.Pod
+	podNode  []int32            // pods[k]'s node index
+	podsInNS map[string][]int32 // namespace → indices into pods
+	labelIdx map[labelIndexKey]map[string][]int32
+	anti     antiIndex
+	nsLabels map[string]labels.Set // from Snapshot.Namespaces
+	domains  map[string]*domainIndex
+	pvcs     map[string]*corev1.PersistentVolumeClaim
+	pvs      map[string]*corev1.PersistentVolume
 
-	reqByContainers map[*corev1.Container]resources
-	allocatable     []resources
-	usedByAll       []resources // requests of pods, per node
-	zoneKey         string      // LabelZone, or LabelZoneLegacy when no node has LabelZone
+	allocatable []resources
+	usedByAll   []resources // requests of pods, per node
+	zoneKey     string      // LabelZone, or LabelZoneLegacy when no node has LabelZone
 	// zoneNames[0] reads a node's zone from LabelZone first, zoneNames[1] from LabelZoneLegacy
 	// first (each falling back to the other key).
 	zoneNames [2][]string
-	selectors map[string]labels.Selector
-	usableIn  map[string]map[string]int // usable-mask signature → usable nodes per zone
-	sig       sigBuf
-	selSig    sigBuf
 }
 
 // NodeByName returns the node with that name, or nil.
