@@ -74,6 +74,20 @@ func (b *builder) newTerm(p *corev1.Pod, t *corev1.PodAffinityTerm, template boo
 	return at, nil
 }
 
+// termsFor returns the parsed terms (termFor) of pod p's required anti-affinity (anti) or
+// affinity terms, nil when there are none.
+func (c *Cluster) termsFor(p *corev1.Pod, terms []corev1.PodAffinityTerm, template, anti bool) ([]*affinityTerm, error) {
+	var out []*affinityTerm
+	for k := range terms {
+		at, err := c.termFor(p, &terms[k], template, anti)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, at)
+	}
+	return out, nil
+}
+
 // termFor returns the parsed (anti-)affinity term t of pod p, shared by content within the
 // cluster, with its external domains computed for anti-affinity.
 func (c *Cluster) termFor(p *corev1.Pod, t *corev1.PodAffinityTerm, template, anti bool) (*affinityTerm, error) {

@@ -224,22 +224,15 @@ func (c *Cluster) newPodSpec(p *corev1.Pod, req resources, template bool, hint *
 		return nil, err
 	}
 	if a := p.Spec.Affinity; a != nil {
+		var err error
 		if a.PodAntiAffinity != nil {
-			for k := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				at, err := c.termFor(p, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[k], template, true)
-				if err != nil {
-					return nil, err
-				}
-				s.anti = append(s.anti, at)
+			if s.anti, err = c.termsFor(p, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, template, true); err != nil {
+				return nil, err
 			}
 		}
 		if a.PodAffinity != nil {
-			for k := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				at, err := c.termFor(p, &a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[k], template, false)
-				if err != nil {
-					return nil, err
-				}
-				s.affinity = append(s.affinity, at)
+			if s.affinity, err = c.termsFor(p, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, template, false); err != nil {
+				return nil, err
 			}
 			c.affinityExternal(s)
 		}
