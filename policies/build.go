@@ -2,562 +2,388 @@ package policies
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/util/sets"
-	v1helper "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	volumehelper "k8s.io/component-helpers/storage/volume"
-	"k8s.io/klog/v2"
 )
 
-// builder holds the caches one worker of Build uses while it converts clusters: interned
-// signatures of pod-spec parts and what they resolve to (node masks, parsed selectors, eligible
-// nodes, volume masks). Workers do not share builders; what they produce (masks, selectors,
-// terms) is immutable and may end up shared by the clusters of one worker. A builder is dropped
-// when Build returns.
-type builder struct {
-	m         *Model
-	ids       interner
-	eligibles map[[3]int32]*eligibility // keys, node affinity and tolerations ids → eligible nodes
-	selectors map[string]labels.Selector
-	volumes   map[string][]reasonCode // bound PersistentVolume checks by signature
-	zoneSets  map[zoneSetKey][]string // node affinity mask → zones of the nodes it admits
-	usableIn  map[string]map[string]int
-	// reqByContainers memoizes template requests by container slice.
-	reqByContainers map[*corev1.Container]resources
-	sig, selSig     sigBuf
-}
-
-func newBuilder(m *Model) *builder {
-	return &builder{
-		m:               m,
-		ids:             newInterner(),
-		eligibles:       map[[3]int32]*eligibility{},
-		selectors:       map[string]labels.Selector{},
-		volumes:         map[string][]reasonCode{},
-		zoneSets:        map[zoneSetKey][]string{},
-		usableIn:        map[string]map[string]int{},
-		reqByContainers: map[*corev1.Container]resources{},
+// Build converts a snapshot into a Model. It returns an error when a pod or StatefulSet carries a
+// spread constraint, affinity term or node selector that cannot be parsed (the API server
+// validates them, so this means a hand-written snapshot is malformed).
+func Build(snap *Snapshot, opts Options) (*Model, error) {
+	opts = opts.withDefaults()
+	m := &Model{
+		Options:        opts,
+		nodeIndex:      make(map[string]int, len(snap.Nodes)),
+		podsInNS:       map[string][]int32{},
+		labelIdx:       map[labelIndexKey]map[string][]int32{},
+		sharedAffinity: map[string]*affinityEntry{},
+		sharedTaints:   map[string][]bool{},
+		nsLabels:       map[string]labels.Set{},
+		domains:        map[string]*domainIndex{},
+		pvcs:           make(map[string]*corev1.PersistentVolumeClaim, len(snap.PersistentVolumeClaims)),
+		pvs:            make(map[string]*corev1.PersistentVolume, len(snap.PersistentVolumes)),
 	}
-}
-
-// interner maps the signatures of pod-spec parts (node affinity, tolerations, a spread
-// constraint, an affinity term, a list of topology keys) to small ids, so that composite cache
-// keys are a few numbers instead of the parts' content. Templates of one StatefulSet share their
-// spec's slices and pointers, so their parts are also memoized by address (never a running pod's:
-// those are all distinct).
-type interner struct {
-	ids map[string]int32
-
-	affByPtr map[*corev1.Affinity]int32
-	tolByPtr map[*corev1.Toleration]int32
-	tscByPtr map[*corev1.TopologySpreadConstraint]int32
-
-	// Per node-affinity id: the mask of nodes it admits and the zone list it writes.
-	affinity map[int32]*affinityEntry
-	// Per tolerations id: the nodes whose NoSchedule/NoExecute taints are tolerated.
-	taints map[int32][]bool
-	// Per (node affinity, tolerations) ids: the node-level checks.
-	statics map[[2]int32][]reasonCode
-	// Per spread-constraint id: the parsed labelSelector (before matchLabelKeys).
-	tscSelectors map[int32]labels.Selector
-}
-
-type affinityEntry struct {
-	mask     []bool
-	zoneList []string
-	zoneKey  string
-	listed   bool
-}
-
-func newInterner() interner {
-	return interner{
-		ids:          map[string]int32{},
-		affByPtr:     map[*corev1.Affinity]int32{},
-		tolByPtr:     map[*corev1.Toleration]int32{},
-		tscByPtr:     map[*corev1.TopologySpreadConstraint]int32{},
-		affinity:     map[int32]*affinityEntry{},
-		taints:       map[int32][]bool{},
-		statics:      map[[2]int32][]reasonCode{},
-		tscSelectors: map[int32]labels.Selector{},
-	}
-}
-
-// intern returns the id of signature b (assigning the next id on first sight) and whether it is
-// new.
-func (x *interner) intern(b []byte) (int32, bool) {
-	if id, ok := x.ids[string(b)]; ok {
-		return id, false
-	}
-	id := int32(len(x.ids) + 1)
-	x.ids[string(b)] = id
-	return id, true
-}
-
-// affinityID returns the id of p's nodeSelector and required node affinity (what
-// nodeaffinity.GetRequiredNodeAffinity reads), building its node mask and zone list on first
-// sight.
-func (b *builder) affinityID(p *corev1.Pod, template bool) int32 {
-	m := b.m
-	x := &b.ids
-	memo := template && p.Spec.Affinity != nil && len(p.Spec.NodeSelector) == 0
-	if memo {
-		if id, ok := x.affByPtr[p.Spec.Affinity]; ok {
-			return id
+	nodes := append([]*corev1.Node(nil), snap.Nodes...)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	m.Nodes = make([]*Node, len(nodes))
+	m.zoneNames = [2][]string{make([]string, len(nodes)), make([]string, len(nodes))}
+	m.allocatable = make([]resources, len(nodes))
+	m.usedByAll = make([]resources, len(nodes))
+	m.zoneKey = LabelZoneLegacy
+	for i, n := range nodes {
+		m.Nodes[i] = &Node{Index: i, Name: n.Name, Zone: zoneOf(n), Obj: n}
+		m.nodeIndex[n.Name] = i
+		m.allocatable[i] = allocatableOf(n)
+		ga, hasGA := n.Labels[LabelZone]
+		legacy, hasLegacy := n.Labels[LabelZoneLegacy]
+		if hasGA {
+			m.zoneKey = LabelZone
+		}
+		m.zoneNames[0][i], m.zoneNames[1][i] = legacy, ga
+		if hasGA {
+			m.zoneNames[0][i] = ga
+		}
+		if hasLegacy {
+			m.zoneNames[1][i] = legacy
 		}
 	}
-	sb := &b.sig
-	sb.reset()
-	sb.nodeAffinity(p)
-	id, fresh := x.intern(sb.b)
-	if fresh {
-		// The entry is shared by every worker (one mask per distinct node affinity).
-		m.sharedMu.Lock()
-		e := m.sharedAffinity[string(sb.b)]
-		if e == nil {
-			req := nodeaffinity.GetRequiredNodeAffinity(p)
-			e = &affinityEntry{mask: make([]bool, len(m.Nodes))}
-			for i, n := range m.Nodes {
-				// Parse errors do not match, as in the NodeAffinity filter.
-				e.mask[i], _ = req.Match(n.Obj)
+	for _, ns := range snap.Namespaces {
+		m.nsLabels[ns.Name] = labels.Set(ns.Labels)
+	}
+	for _, pvc := range snap.PersistentVolumeClaims {
+		m.pvcs[pvc.Namespace+"/"+pvc.Name] = pvc
+	}
+	for _, pv := range snap.PersistentVolumes {
+		m.pvs[pv.Name] = pv
+	}
+	// Requests, by position in snap.Pods, computed in parallel.
+	reqs := make([]resources, len(snap.Pods))
+	parallel(len(snap.Pods), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if p := snap.Pods[i]; !isFinished(p) {
+				reqs[i] = requestsOf(p)
 			}
-			e.zoneList, e.zoneKey, e.listed = zoneList(p)
-			m.sharedAffinity[string(sb.b)] = e
 		}
-		m.sharedMu.Unlock()
-		x.affinity[id] = e
-	}
-	if memo {
-		x.affByPtr[p.Spec.Affinity] = id
-	}
-	return id
-}
-
-// tolerationsID returns the id of p's tolerations, building the taint mask on first sight:
-// per node, whether p tolerates every NoSchedule and NoExecute taint (TaintToleration's
-// FindMatchingUntoleratedTaint with DoNotScheduleTaintsFilterFunc).
-func (b *builder) tolerationsID(p *corev1.Pod, template bool) int32 {
-	m := b.m
-	x := &b.ids
-	ts := p.Spec.Tolerations
-	memo := template && len(ts) > 0
-	if memo {
-		if id, ok := x.tolByPtr[&ts[0]]; ok {
-			return id
-		}
-	}
-	sb := &b.sig
-	sb.reset()
-	sb.tolerations(ts)
-	id, fresh := x.intern(sb.b)
-	if fresh {
-		// The mask is shared by every worker (one per distinct set of tolerations).
-		m.sharedMu.Lock()
-		mask := m.sharedTaints[string(sb.b)]
-		if mask == nil {
-			mask = make([]bool, len(m.Nodes))
-			logger := klog.Background()
-			for i, n := range m.Nodes {
-				if len(n.Obj.Spec.Taints) == 0 {
-					mask[i] = true
-					continue
-				}
-				_, untolerated := v1helper.FindMatchingUntoleratedTaint(logger, n.Obj.Spec.Taints, ts, doNotScheduleTaint, false)
-				mask[i] = !untolerated
-			}
-			m.sharedTaints[string(sb.b)] = mask
-		}
-		m.sharedMu.Unlock()
-		x.taints[id] = mask
-	}
-	if memo {
-		x.tolByPtr[&ts[0]] = id
-	}
-	return id
-}
-
-// doNotScheduleTaint is kube-scheduler's helper.DoNotScheduleTaintsFilterFunc.
-func doNotScheduleTaint(t *corev1.Taint) bool {
-	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-}
-
-// staticMask returns the node-level checks of a pod with node affinity aff and tolerations tol,
-// in kube-scheduler's filter order: NodeUnschedulable (a cordoned node, unless the pod tolerates
-// node.kubernetes.io/unschedulable:NoSchedule), TaintToleration, NodeAffinity.
-func (b *builder) staticMask(p *corev1.Pod, aff, tol int32) []reasonCode {
-	m := b.m
-	x := &b.ids
-	k := [2]int32{aff, tol}
-	if mask, ok := x.statics[k]; ok {
-		return mask
-	}
-	affinity := x.affinity[aff].mask
-	taints := x.taints[tol]
-	cordonOK := v1helper.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations,
-		&corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false)
-	mask := make([]reasonCode, len(m.Nodes))
-	for i, n := range m.Nodes {
-		switch {
-		case n.Obj.Spec.Unschedulable && !cordonOK:
-			mask[i] = reasonUnschedulable
-		case !taints[i]:
-			mask[i] = reasonTaint
-		case !affinity[i]:
-			mask[i] = reasonNodeAffinity
-		}
-	}
-	x.statics[k] = mask
-	return mask
-}
-
-// constraintID returns the id of a topology spread constraint's content.
-func (b *builder) constraintID(tsc *corev1.TopologySpreadConstraint, template bool) int32 {
-	x := &b.ids
-	if template {
-		if id, ok := x.tscByPtr[tsc]; ok {
-			return id
-		}
-	}
-	sb := &b.sig
-	sb.reset()
-	sb.tag('S')
-	sb.num(int64(tsc.MaxSkew))
-	sb.str(tsc.TopologyKey)
-	sb.str(string(tsc.WhenUnsatisfiable))
-	sb.labelSelector(tsc.LabelSelector)
-	sb.optInt32(tsc.MinDomains)
-	sb.strs(tsc.MatchLabelKeys)
-	sb.optPolicy(tsc.NodeAffinityPolicy)
-	sb.optPolicy(tsc.NodeTaintsPolicy)
-	id, _ := x.intern(sb.b)
-	if template {
-		x.tscByPtr[tsc] = id
-	}
-	return id
-}
-
-// keysID returns the id of a list of topology keys.
-func (b *builder) keysID(keys []string) int32 {
-	sb := &b.sig
-	sb.reset()
-	sb.tag('K')
-	sb.strs(keys)
-	id, _ := b.ids.intern(sb.b)
-	return id
-}
-
-// usableCounts returns the usable nodes per zone for a set of node-level masks (by their
-// (affinity, tolerations) ids), cached.
-func (b *builder) usableCounts(c *Cluster, keys [][2]int32) map[string]int {
-	m := b.m
-	sort.Slice(keys, func(a, b int) bool {
-		if keys[a][0] != keys[b][0] {
-			return keys[a][0] < keys[b][0]
-		}
-		return keys[a][1] < keys[b][1]
 	})
-	sb := &b.sig
-	sb.reset()
-	sb.str(c.ZoneKey)
-	for _, k := range keys {
-		sb.num(int64(k[0]))
-		sb.num(int64(k[1]))
-	}
-	if counts, ok := b.usableIn[string(sb.b)]; ok {
-		return counts
-	}
-	key := string(sb.b)
-	counts := map[string]int{}
-	for n := range m.Nodes {
-		if c.isUsable(n) {
-			counts[c.zones[n]]++
-		}
-	}
-	b.usableIn[key] = counts
-	return counts
-}
-
-// newTerm parses a pod (anti-)affinity term of pod p as kube-scheduler's newAffinityTerm does.
-// For a template, matchLabelKeys and mismatchLabelKeys are merged into the selector as the API
-// server does when it creates the pod (existing pods carry them merged already).
-func (b *builder) newTerm(p *corev1.Pod, t *corev1.PodAffinityTerm, template bool) (*affinityTerm, error) {
-	m := b.m
-	sel, err := b.selector(t.LabelSelector)
-	if err != nil {
-		return nil, fmt.Errorf("pod affinity term %s: %w", t.TopologyKey, err)
-	}
-	if template && t.LabelSelector != nil {
-		for _, k := range t.MatchLabelKeys {
-			if v, ok := p.Labels[k]; ok {
-				if r, err := labels.NewRequirement(k, selection.In, []string{v}); err == nil {
-					sel = sel.Add(*r)
+	m.pods = make([]*corev1.Pod, 0, len(snap.Pods))
+	m.podNode = make([]int32, 0, len(snap.Pods))
+	var lastNS string
+	var lastNSPods *[]int32
+	nsPods := map[string]*[]int32{}
+	for i, p := range snap.Pods {
+		if p.Namespace != lastNS || lastNSPods == nil {
+			lastNS = p.Namespace
+			if lastNSPods = nsPods[lastNS]; lastNSPods == nil {
+				lastNSPods = new([]int32)
+				nsPods[lastNS] = lastNSPods
+				if _, ok := m.nsLabels[lastNS]; !ok {
+					m.nsLabels[lastNS] = labels.Set{corev1.LabelMetadataName: lastNS}
 				}
 			}
 		}
-		for _, k := range t.MismatchLabelKeys {
-			if v, ok := p.Labels[k]; ok {
-				if r, err := labels.NewRequirement(k, selection.NotIn, []string{v}); err == nil {
-					sel = sel.Add(*r)
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || isFinished(p) {
+			continue
+		}
+		ni, ok := m.nodeIndex[p.Spec.NodeName]
+		if !ok {
+			continue
+		}
+		k := int32(len(m.pods))
+		m.pods = append(m.pods, p)
+		m.podNode = append(m.podNode, int32(ni))
+		*lastNSPods = append(*lastNSPods, k)
+		m.usedByAll[ni] = m.usedByAll[ni].add(reqs[i])
+		m.anti.add(k, p)
+	}
+	for ns, pods := range nsPods {
+		m.podsInNS[ns] = *pods
+	}
+	if err := m.buildClusters(snap, reqs); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func isFinished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// parallelClusters is the number of clusters per Build worker below which fewer workers start.
+const parallelClusters = 16
+
+// parallel runs fn over [0, n) in chunks on up to GOMAXPROCS goroutines (one when n is small).
+func parallel(n int, fn func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), 8, n/4096+1)
+	if workers <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += chunk {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, min(lo+chunk, n))
+	}
+	wg.Wait()
+}
+
+func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
+	key := m.Options.ClusterLabel
+	type ck struct{ ns, name string }
+	byCluster := map[ck]*Cluster{}
+	var order []*Cluster
+	get := func(ns, name string) *Cluster {
+		k := ck{ns, name}
+		c := byCluster[k]
+		if c == nil {
+			c = &Cluster{Namespace: ns, Name: name, model: m}
+			byCluster[k] = c
+			order = append(order, c)
+		}
+		return c
+	}
+	type nsName struct{ ns, name string }
+	stsByName := make(map[nsName]*appsv1.StatefulSet, len(snap.StatefulSets))
+	for _, s := range snap.StatefulSets {
+		stsByName[nsName{s.Namespace, s.Name}] = s
+		if v, ok := s.Spec.Template.Labels[key]; ok {
+			c := get(s.Namespace, v)
+			c.StatefulSets = append(c.StatefulSets, s)
+		}
+	}
+	var last *Cluster
+	for pi, p := range snap.Pods {
+		v, ok := p.Labels[key]
+		if !ok || isFinished(p) {
+			continue
+		}
+		c := last
+		if c == nil || c.Name != v || c.Namespace != p.Namespace {
+			c = get(p.Namespace, v)
+			last = c
+		}
+		mem := &Member{Pod: p, Node: -1, Ordinal: -1, Terminating: p.DeletionTimestamp != nil, req: reqs[pi]}
+		if p.Spec.NodeName != "" {
+			mem.Node = m.NodeIndex(p.Spec.NodeName)
+		}
+		mem.Unschedulable = isUnschedulable(p)
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "StatefulSet" {
+			mem.sts = stsByName[nsName{p.Namespace, ref.Name}]
+			mem.Shard = ref.Name
+			if i := strings.LastIndex(p.Name, "-"); i >= 0 && p.Name[:i] == ref.Name {
+				if o, err := strconv.Atoi(p.Name[i+1:]); err == nil {
+					mem.Ordinal = o
 				}
 			}
 		}
+		if m.Options.ShardLabel != "" {
+			if s, ok := p.Labels[m.Options.ShardLabel]; ok {
+				mem.Shard = s
+			}
+		}
+		if mem.Shard == "" {
+			mem.Shard = p.Name
+		}
+		if m.Options.RoleLabel != "" {
+			mem.Role = ParseRole(p.Labels[m.Options.RoleLabel])
+		}
+		c.Members = append(c.Members, mem)
 	}
-	nsSel, err := b.selector(t.NamespaceSelector)
-	if err != nil {
-		return nil, fmt.Errorf("pod affinity term %s namespaceSelector: %w", t.TopologyKey, err)
+	pdbs := m.pdbSelectors(newBuilder(m), snap.PodDisruptionBudgets)
+	var todo []*Cluster
+	for _, c := range order {
+		if len(c.Members) > 0 { // else a StatefulSet scaled to zero, or pods not yet created
+			todo = append(todo, c)
+		}
 	}
-	ns := sets.New(t.Namespaces...)
-	if len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
-		ns.Insert(p.Namespace)
+	// Clusters are converted independently: in parallel, each worker with its own builder.
+	workers := min(runtime.GOMAXPROCS(0), 8, len(todo)/parallelClusters+1)
+	errs := make([]error, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := newBuilder(m)
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(todo) {
+					return
+				}
+				c := todo[k]
+				c.b = b
+				errs[k] = c.finish(pdbs)
+				c.b = nil
+			}
+		}()
 	}
-	at := &affinityTerm{selector: sel, namespaces: ns, nsSelector: nsSel, key: t.TopologyKey, dom: m.domain(t.TopologyKey)}
-	if t.NamespaceSelector == nil {
-		at.scope = sets.List(ns)
+	wg.Wait()
+	for k, c := range todo {
+		if errs[k] != nil {
+			return fmt.Errorf("cluster %s: %w", c.Key(), errs[k])
+		}
 	}
-	return at, nil
+	m.Clusters = todo
+	sort.Slice(m.Clusters, func(i, j int) bool {
+		if m.Clusters[i].Namespace != m.Clusters[j].Namespace {
+			return m.Clusters[i].Namespace < m.Clusters[j].Namespace
+		}
+		return m.Clusters[i].Name < m.Clusters[j].Name
+	})
+	return nil
 }
 
-// volumeTopologyLabels are the node labels VolumeZone compares with a PersistentVolume's labels.
-var volumeTopologyLabels = []string{LabelZoneLegacy, corev1.LabelFailureDomainBetaRegion, LabelZone, corev1.LabelTopologyRegion}
+// memberOf reports whether pod p (scheduled, unfinished) is a member of cluster c.
+func (c *Cluster) memberOf(p *corev1.Pod) bool {
+	if p.Namespace != c.Namespace {
+		return false
+	}
+	v, ok := p.Labels[c.model.Options.ClusterLabel]
+	return ok && v == c.Name
+}
 
-// volumeMask returns, per node, whether every bound PersistentVolume of p's claims allows the
-// node: its spec.nodeAffinity (VolumeBinding's check of bound claims, volume.CheckNodeAffinity)
-// and its zone and region labels (VolumeZone). nil when no claim restricts. Claims and volumes
-// missing from the snapshot do not restrict.
-func (b *builder) volumeMask(p *corev1.Pod) ([]reasonCode, error) {
-	m := b.m
-	var masks [][]reasonCode
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil {
+// isUnschedulable reports a Pending pod the scheduler could not place.
+func isUnschedulable(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" || p.Status.Phase != corev1.PodPending {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+type pdbSelector struct {
+	pdb *policyv1.PodDisruptionBudget
+	sel labels.Selector
+	// cluster is the value the selector requires for the cluster label (matchLabels), if any: the
+	// PDB can only select members of that cluster.
+	cluster  string
+	byLabels bool
+}
+
+// pdbSelectors parses the PDBs' selectors by namespace. In policy/v1 an empty selector selects
+// every pod of the namespace and a nil one none.
+func (m *Model) pdbSelectors(b *builder, pdbs []*policyv1.PodDisruptionBudget) map[string][]pdbSelector {
+	out := map[string][]pdbSelector{}
+	for _, pdb := range pdbs {
+		if pdb.Spec.Selector == nil {
 			continue
 		}
-		pvc := m.pvcs[p.Namespace+"/"+v.PersistentVolumeClaim.ClaimName]
-		if pvc == nil || pvc.Spec.VolumeName == "" {
-			continue
-		}
-		pv := m.pvs[pvc.Spec.VolumeName]
-		if pv == nil {
-			continue
-		}
-		mask, err := b.pvMask(pv)
+		sel, err := b.selector(pdb.Spec.Selector)
 		if err != nil {
-			return nil, err
-		}
-		if mask != nil {
-			masks = append(masks, mask)
-		}
-	}
-	switch len(masks) {
-	case 0:
-		return nil, nil
-	case 1:
-		return masks[0], nil
-	}
-	out := make([]reasonCode, len(m.Nodes))
-	for _, mask := range masks {
-		for i, r := range mask {
-			if out[i] == fitOK {
-				out[i] = r
-			}
-		}
-	}
-	return out, nil
-}
-
-// pvMask returns the nodes a PersistentVolume allows (nil: all), cached by its node affinity and
-// topology labels.
-func (b *builder) pvMask(pv *corev1.PersistentVolume) ([]reasonCode, error) {
-	m := b.m
-	var required *corev1.NodeSelector
-	if pv.Spec.NodeAffinity != nil {
-		required = pv.Spec.NodeAffinity.Required
-	}
-	sb := &b.sig
-	sb.reset()
-	sb.tag('V')
-	sb.nodeSelector(required)
-	zoned := false
-	for _, k := range volumeTopologyLabels {
-		if v, ok := pv.Labels[k]; ok {
-			sb.str(k)
-			sb.str(v)
-			zoned = true
-		}
-	}
-	if required == nil && !zoned {
-		return nil, nil
-	}
-	if mask, ok := b.volumes[string(sb.b)]; ok {
-		return mask, nil
-	}
-	key := string(sb.b)
-	if required != nil {
-		if _, err := nodeaffinity.NewNodeSelector(required); err != nil {
-			return nil, fmt.Errorf("persistentvolume %s node affinity: %w", pv.Name, err)
-		}
-	}
-	mask := make([]reasonCode, len(m.Nodes))
-	// Fast path: one term with one `In` expression (a zonal or local disk), by domain.
-	var fast *corev1.NodeSelectorRequirement
-	if required != nil && len(required.NodeSelectorTerms) == 1 {
-		t := &required.NodeSelectorTerms[0]
-		if len(t.MatchFields) == 0 && len(t.MatchExpressions) == 1 && t.MatchExpressions[0].Operator == corev1.NodeSelectorOpIn {
-			fast = &t.MatchExpressions[0]
-		}
-	}
-	var allowed []bool
-	var dom *domainIndex
-	if fast != nil {
-		dom = m.domain(fast.Key)
-		allowed = make([]bool, len(dom.names))
-		for id, name := range dom.names {
-			for _, v := range fast.Values {
-				if v == name {
-					allowed[id] = true
-				}
-			}
-		}
-	}
-	for i, n := range m.Nodes {
-		if required != nil {
-			ok := false
-			if fast != nil {
-				ok = dom.ofNode[i] >= 0 && allowed[dom.ofNode[i]]
-			} else {
-				ok = volumehelper.CheckNodeAffinity(pv, n.Obj.Labels) == nil
-			}
-			if !ok {
-				mask[i] = reasonVolume
-				continue
-			}
-		}
-		if zoned && !volumeZoneFits(pv, n.Obj) {
-			mask[i] = reasonVolumeZone
-		}
-	}
-	b.volumes[key] = mask
-	return mask, nil
-}
-
-// volumeZoneFits mirrors VolumeZone's Filter: a node with no zone or region label fits; otherwise
-// each zone/region label of the PersistentVolume (a "__"-separated set of values) must contain
-// the node's value of that label (a beta label also matched against the node's GA label).
-func volumeZoneFits(pv *corev1.PersistentVolume, n *corev1.Node) bool {
-	any := false
-	for _, k := range volumeTopologyLabels {
-		if _, ok := n.Labels[k]; ok {
-			any = true
-			break
-		}
-	}
-	if !any {
-		return true
-	}
-	for _, k := range volumeTopologyLabels {
-		pvVal, ok := pv.Labels[k]
-		if !ok {
 			continue
 		}
-		v, ok := n.Labels[k]
+		ps := pdbSelector{pdb: pdb, sel: sel}
+		ps.cluster, ps.byLabels = pdb.Spec.Selector.MatchLabels[m.Options.ClusterLabel]
+		out[pdb.Namespace] = append(out[pdb.Namespace], ps)
+	}
+	return out
+}
+
+// finish derives N, shards, zones and the constraint instances of a cluster.
+func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
+	// Re-creation templates, allocated together.
+	n := 0
+	for _, mem := range c.Members {
+		if mem.sts != nil {
+			n++
+		}
+	}
+	arena := make([]corev1.Pod, n)
+	for _, mem := range c.Members {
+		if mem.sts == nil {
+			mem.Template = mem.Pod
+			continue
+		}
+		mem.Template = &arena[0]
+		arena = arena[1:]
+		templatePod(mem.Template, mem.Pod, mem.sts)
+	}
+	sort.Slice(c.Members, func(i, j int) bool {
+		a, b := c.Members[i], c.Members[j]
+		if a.Shard != b.Shard {
+			return a.Shard < b.Shard
+		}
+		if a.Ordinal != b.Ordinal {
+			return a.Ordinal < b.Ordinal
+		}
+		return a.Pod.Name < b.Pod.Name
+	})
+	shardIdx := map[string]int{}
+	for i, mem := range c.Members {
+		mem.Index = i
+		si, ok := shardIdx[mem.Shard]
 		if !ok {
-			switch k {
-			case LabelZoneLegacy:
-				v, ok = n.Labels[LabelZone]
-			case corev1.LabelFailureDomainBetaRegion:
-				v, ok = n.Labels[corev1.LabelTopologyRegion]
+			si = len(c.Shards)
+			shardIdx[mem.Shard] = si
+			c.Shards = append(c.Shards, &Shard{Name: mem.Shard})
+		}
+		mem.ShardIndex = si
+		s := c.Shards[si]
+		s.Members = append(s.Members, i)
+		if s.StatefulSet == nil && mem.sts != nil {
+			s.StatefulSet = mem.sts
+		}
+	}
+	// The StatefulSets controlling members belong to the cluster even when their template lacks
+	// the cluster label.
+	for _, sh := range c.Shards {
+		for _, i := range sh.Members {
+			if sts := c.Members[i].sts; sts != nil && !slices.Contains(c.StatefulSets, sts) {
+				c.StatefulSets = append(c.StatefulSets, sts)
 			}
 		}
-		if !ok {
-			return false
+	}
+	// N: the StatefulSets' desired replicas (nil means 1), else the pod count.
+	if len(c.StatefulSets) > 0 {
+		for _, s := range c.StatefulSets {
+			if s.Spec.Replicas != nil {
+				c.N += int(*s.Spec.Replicas)
+			} else {
+				c.N++
+			}
 		}
-		found := false
-		for _, z := range strings.Split(pvVal, "__") {
-			if strings.TrimSpace(z) == v {
-				found = true
+	} else {
+		c.N = len(c.Members)
+	}
+	for _, ps := range pdbs[c.Namespace] {
+		if ps.byLabels && ps.cluster != c.Name {
+			continue
+		}
+		for _, mem := range c.Members {
+			if ps.sel.Matches(labels.Set(mem.Pod.Labels)) {
+				c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, ps.pdb)
 				break
 			}
 		}
-		if !found {
-			return false
+	}
+	c.memberUse = map[int]resources{}
+	for _, mem := range c.Members {
+		if mem.Node >= 0 && !mem.Terminating {
+			c.memberUse[mem.Node] = c.memberUse[mem.Node].add(mem.req)
 		}
 	}
-	return true
-}
-
-// selector parses a label selector as metav1.LabelSelectorAsSelector does (nil: Nothing, empty:
-// Everything), cached by content. A selector of matchLabels only is built without re-validating
-// what the API server has validated (labels.SelectorFromValidatedSet gives the same requirements).
-func (b *builder) selector(ls *metav1.LabelSelector) (labels.Selector, error) {
-	if ls == nil {
-		return labels.Nothing(), nil
+	if err := c.buildSpecs(); err != nil {
+		return err
 	}
-	if len(ls.MatchLabels)+len(ls.MatchExpressions) == 0 {
-		return labels.Everything(), nil
-	}
-	sb := &b.selSig
-	sb.reset()
-	sb.labelSelector(ls)
-	if sel, ok := b.selectors[string(sb.b)]; ok {
-		return sel, nil
-	}
-	key := string(sb.b)
-	var sel labels.Selector
-	if len(ls.MatchExpressions) == 0 {
-		sel = labels.SelectorFromValidatedSet(ls.MatchLabels)
-	} else {
-		var err error
-		if sel, err = metav1.LabelSelectorAsSelector(ls); err != nil {
-			return nil, err
-		}
-	}
-	b.selectors[key] = sel
-	return sel, nil
-}
-
-// zonesAdmitted returns the zones (read GA-first, or legacy-first) of the nodes that mask admits,
-// cached per mask.
-func (b *builder) zonesAdmitted(mask []bool, legacyFirst bool) []string {
-	m := b.m
-	if len(mask) == 0 {
-		return nil
-	}
-	zones := m.zoneNames[0]
-	if legacyFirst {
-		zones = m.zoneNames[1]
-	}
-	key := zoneSetKey{&mask[0], legacyFirst}
-	if z, ok := b.zoneSets[key]; ok {
-		return z
-	}
-	z := collectZones(mask, zones)
-	b.zoneSets[key] = z
-	return z
-}
-
-type zoneSetKey struct {
-	mask        *bool
-	legacyFirst bool
-}
-
-// templateRequests returns requestsOf(p) for a template, memoized by container slice (the
-// templates of one StatefulSet share it).
-func (b *builder) templateRequests(p *corev1.Pod) resources {
-	if len(p.Spec.Containers) == 0 {
-		return requestsOf(p)
-	}
-	k := &p.Spec.Containers[0]
-	if r, ok := b.reqByContainers[k]; ok && len(p.Spec.InitContainers) == 0 && p.Spec.Overhead == nil && p.Spec.Resources == nil {
-		return r
-	}
-	r := requestsOf(p)
-	if len(p.Spec.InitContainers) == 0 && p.Spec.Overhead == nil && p.Spec.Resources == nil {
-		b.reqByContainers[k] = r
-	}
-	return r
+	c.findZones()
+	return nil
 }

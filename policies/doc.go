@@ -1,12 +1,49 @@
 // Package policies judges the placement of Redis Cluster pods on Kubernetes: the HA rules of
 // seed 000 §一 (ShardSeparation, MaxPodsPerNode, ZoneEvenSplit, MaxPodsPerZone, AllowedZones), the
 // pods' own topology spread constraints with kube-scheduler's semantics (TopologySpread), Pending
-// pods (Unschedulable), the soft NodeSpread and ZoneBalance rules, a feasibility filter that says
-// where a re-created pod may be placed, and the seed's constraint generator.
+// pods (Unschedulable), the soft NodeSpread and ZoneBalance rules, and a feasibility filter that
+// says where a re-created pod may be placed.
 //
 // API objects are converted once (Build) into a Model of indexed nodes and Redis clusters; rules and
 // the filter then only read the model and a Placement (member index → node index), so a planner can
 // try many placements cheaply.
+//
+// # What it owns
+//
+// The package owns the model (Snapshot in, Model, Cluster, Shard, Member and Placement out), the
+// rules (Evaluate, EvaluateHard, NodeLimit, ZoneLimit), the filter (Candidates, CandidatesIn, Fits,
+// Explain), the quick infeasibility count (StaticInfeasibility) and the node classes the planner
+// groups interchangeable nodes by (NodeClass). It does not read a live cluster, talk to Redis,
+// plan or evict: the rebalancer does, on top of it. The seed's constraint generator lives in
+// policies/constraints and the StatefulSet linter in policies/lint; both build on this package,
+// never the reverse.
+//
+// # What it may import
+//
+// The standard library; the API types (k8s.io/api) and apimachinery's labels, selection, sets and
+// meta/v1; kube-scheduler's own helpers in k8s.io/component-helpers (node affinity, taints and
+// tolerations, pod requests, PersistentVolume node affinity), so that the filter computes what the
+// scheduler computes; klog only for the logger those helpers take; k8s.io/utils/ptr. Nothing that
+// talks to an API server (client-go), and no package of this module.
+//
+// # Layout
+//
+//   - types.go: the public types (Snapshot, Options, Role, Node, Model, Cluster, Shard, Member,
+//     Placement) and their small methods.
+//   - build.go: the Build pipeline (pods by cluster, shards, N, PodDisruptionBudgets, each
+//     cluster finished in parallel); builder.go: each Build worker's caches and interned ids;
+//     sig.go, equal.go: the signatures and equalities those caches are keyed by; template.go: the
+//     pod a StatefulSet re-creates; spec.go: a member's scheduling-relevant spec, converted once;
+//     zones.go: zone keys, allowed zones, usable nodes; index.go: pods by label, topology domains,
+//     existing pods' anti-affinity.
+//   - rules.go: the HA rules; spread.go: PodTopologySpread's constraint instances and counts,
+//     shared by the TopologySpread rule and the filter; infeasible.go: StaticInfeasibility;
+//     nodeclass.go: NodeClass.
+//   - filter.go: the filter's API, its plugin order and the per-placement state (fitter); one
+//     filter_<plugin>.go per kube-scheduler filter plugin with that plugin's precomputed state,
+//     PreFilter and Filter, as in kube-scheduler's own plugin folders.
+//
+// # Scale
 //
 // Build scales to thousands of nodes and hundreds of thousands of pods: scheduled pods are indexed
 // by label (so a selector's matching pods are found without scanning), existing pods' required

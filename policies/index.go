@@ -10,6 +10,55 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 )
 
+// domainIndex maps nodes to the values of one topology key.
+type domainIndex struct {
+	ofNode []int32  // node index → domain id; -1 when the node lacks the key
+	names  []string // domain id → value
+}
+
+// domain returns (building once, during Build) the domain index of a topology key. Safe for
+// Build's workers; after Build only the keys built then are read.
+func (m *Model) domain(key string) *domainIndex {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d, ok := m.domains[key]; ok {
+		return d
+	}
+	d := &domainIndex{ofNode: make([]int32, len(m.Nodes))}
+	ids := map[string]int32{}
+	for i, n := range m.Nodes {
+		v, ok := n.Obj.Labels[key]
+		if !ok {
+			d.ofNode[i] = -1
+			continue
+		}
+		id, seen := ids[v]
+		if !seen {
+			id = int32(len(d.names))
+			ids[v] = id
+			d.names = append(d.names, v)
+		}
+		d.ofNode[i] = id
+	}
+	m.domains[key] = d
+	return d
+}
+
+// domainRef is one topology domain: a value (id) of a domain index.
+type domainRef struct {
+	dom *domainIndex
+	id  int32
+}
+
+func inDomains(refs []domainRef, n int) bool {
+	for _, r := range refs {
+		if r.dom.ofNode[n] == r.id {
+			return true
+		}
+	}
+	return false
+}
+
 // labelIndexKey names a label index: the scheduled pods of namespace ns ("" for all namespaces)
 // by value of label key.
 type labelIndexKey struct{ ns, key string }
@@ -103,6 +152,16 @@ func (m *Model) forCandidates(sel labels.Selector, namespaces []string, fn func(
 			}
 		}
 	}
+}
+
+// namespaceLabels returns a namespace's labels: from Snapshot.Namespaces, else the
+// kubernetes.io/metadata.name label the API server sets on every namespace. Build fills the
+// entries of every pod's namespace; later calls only read.
+func (m *Model) namespaceLabels(ns string) labels.Set {
+	if l, ok := m.nsLabels[ns]; ok {
+		return l
+	}
+	return labels.Set{corev1.LabelMetadataName: ns}
 }
 
 // antiIndex holds the required anti-affinity terms of every scheduled pod, by the namespace of

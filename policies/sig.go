@@ -11,7 +11,7 @@ import (
 // sigBuf builds the cache keys that deduplicate the scheduling-relevant parts of pod specs: a
 // canonical byte encoding (maps sorted by key, fields separated by NUL) written into a reused
 // buffer, so that a lookup allocates nothing (m[string(b)] does not copy) and only a miss stores a
-// string. Build is single-threaded; each Model owns one sigBuf.
+// string. Each of Build's workers has its own builder, and each builder its own sigBufs.
 type sigBuf struct{ b []byte }
 
 func (s *sigBuf) reset() { s.b = s.b[:0] }

@@ -7,8 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/utils/ptr"
 )
 
 // podSpec is a pod's scheduling-relevant spec, converted once: which spread-constraint instances
@@ -46,124 +44,20 @@ type podSpec struct {
 	zoneKey  string
 }
 
-// domainRef is one topology domain: a value (id) of a domain index.
-type domainRef struct {
-	dom *domainIndex
-	id  int32
+// usesCur reports whether member j, placed as p[j], runs with its current pod's spec: it stays on
+// the node it is bound to, or it is a Pending pod the scheduler places. Otherwise (evicted and
+// re-placed, terminating, lost with its node) it is re-created from its template.
+func (c *Cluster) usesCur(j int, p Placement) bool {
+	mem := c.Members[j]
+	return mem.pending() || (p[j] >= 0 && p[j] == mem.Node && !mem.Terminating)
 }
 
-// reasonCode names why a node does not fit; the text is kube-scheduler's (v1.36) message.
-type reasonCode uint8
-
-const (
-	fitOK reasonCode = iota
-	reasonUnschedulable
-	reasonTaint
-	reasonNodeAffinity
-	reasonResources
-	reasonVolume
-	reasonVolumeZone
-	reasonSpreadMissingLabel
-	reasonSpread
-	reasonAffinity
-	reasonAntiAffinity
-	reasonExistingAntiAffinity
-)
-
-var reasonText = [...]string{
-	fitOK:                      "",
-	reasonUnschedulable:        "node(s) were unschedulable",
-	reasonTaint:                "node(s) had untolerated taint(s)",
-	reasonNodeAffinity:         "node(s) didn't match Pod's node affinity/selector",
-	reasonResources:            "node(s) had insufficient resources",
-	reasonVolume:               "node(s) didn't match PersistentVolume's node affinity",
-	reasonVolumeZone:           "node(s) had no available volume zone",
-	reasonSpreadMissingLabel:   "node(s) didn't match pod topology spread constraints (missing required label)",
-	reasonSpread:               "node(s) didn't match pod topology spread constraints",
-	reasonAffinity:             "node(s) didn't match pod affinity rules",
-	reasonAntiAffinity:         "node(s) didn't match pod anti-affinity rules",
-	reasonExistingAntiAffinity: "node(s) didn't satisfy existing pods anti-affinity rules",
-}
-
-// affinityTerm is a required (anti-)affinity term as kube-scheduler's framework.AffinityTerm
-// holds it: the label selector, the namespaces (the pod's own when neither namespaces nor a
-// namespaceSelector is given) and the namespace selector (Nothing when nil, Everything when {}).
-type affinityTerm struct {
-	selector   labels.Selector
-	namespaces sets.Set[string]
-	nsSelector labels.Selector
-	key        string
-	dom        *domainIndex
-	// scope lists the namespaces the term can match when it has no namespaceSelector (nil: any).
-	scope []string
-	// external holds the domain ids (of key) where a pod that is not a member of the cluster
-	// matches the term (used for the incoming pod's anti-affinity).
-	external map[int32]bool
-}
-
-// matches mirrors framework.AffinityTerm.Matches: p's namespace is listed or selected, and its
-// labels match.
-func (t *affinityTerm) matches(m *Model, ns string, lbl labels.Set) bool {
-	if !t.namespaces.Has(ns) && !t.nsSelector.Matches(m.namespaceLabels(ns)) {
-		return false
+// specOf returns the spec in effect for member j under placement p (see usesCur).
+func (c *Cluster) specOf(j int, p Placement) *podSpec {
+	if c.usesCur(j, p) {
+		return c.Members[j].cur
 	}
-	return t.selector.Matches(lbl)
-}
-
-// spreadInstance is one topology spread constraint as kube-scheduler's PodTopologySpread plugin
-// sees it for one incoming pod (its internal topologySpreadConstraint plus the PreFilter state
-// that does not depend on the cluster's members): the eligible nodes, their domains, and the
-// matching pods that are not members of the cluster.
-type spreadInstance struct {
-	constraint corev1.TopologySpreadConstraint
-	selector   labels.Selector
-	// countable is false for an empty selector: kube-scheduler's countPodsMatchSelector counts
-	// no pod then (while the incoming pod still matches itself).
-	countable  bool
-	maxSkew    int
-	minDomains int
-	dom        *domainIndex
-	// eligible[n]: node n counts (it has every topology key of the pod's constraints with the
-	// same whenUnsatisfiable, and passes nodeAffinityPolicy/nodeTaintsPolicy). Shared.
-	eligible []bool
-	// numDomains is the number of distinct domains among eligible nodes.
-	numDomains int
-	// external[d] counts matching, scheduled, non-terminating pods in the namespace that are not
-	// members of the cluster, on eligible nodes of domain d.
-	external map[int32]int
-	// extAsc lists the domains of external in ascending order of their count (then domain id),
-	// so that the global minimum and the domains above it are found without visiting every
-	// domain.
-	extAsc []domainCount
-	// matchCur[i] and matchNext[i] report whether member i's labels (as it runs now, and as its
-	// template would re-create it) are counted.
-	matchCur, matchNext []bool
-}
-
-// domainCount is a domain and a count of pods in it.
-type domainCount struct {
-	dom   int32
-	count int
-}
-
-// sortExternal fills in.extAsc from in.external.
-func (in *spreadInstance) sortExternal() {
-	in.extAsc = make([]domainCount, 0, len(in.external))
-	for d, n := range in.external {
-		in.extAsc = append(in.extAsc, domainCount{d, n})
-	}
-	slices.SortFunc(in.extAsc, func(a, b domainCount) int {
-		if a.count != b.count {
-			return a.count - b.count
-		}
-		return int(a.dom - b.dom)
-	})
-}
-
-// eligibility is the set of nodes a spread constraint counts, shared by signature.
-type eligibility struct {
-	nodes   []bool
-	domains map[*domainIndex]int
+	return c.Members[j].next
 }
 
 // buildSpecs converts every member's current pod and re-creation template once.
@@ -209,22 +103,6 @@ func (c *Cluster) buildSpecs() error {
 	return nil
 }
 
-func (c *Cluster) matchMembers(in *spreadInstance) {
-	in.matchCur = make([]bool, len(c.Members))
-	in.matchNext = make([]bool, len(c.Members))
-	if !in.countable {
-		return
-	}
-	for i, mem := range c.Members {
-		in.matchCur[i] = in.selector.Matches(mem.cur.labels)
-		if sameMap(mem.cur.labels, mem.next.labels) {
-			in.matchNext[i] = in.matchCur[i]
-		} else {
-			in.matchNext[i] = in.selector.Matches(mem.next.labels)
-		}
-	}
-}
-
 // sameMap reports whether a and b are the same map (not merely equal).
 func sameMap(a, b labels.Set) bool {
 	return len(a) == len(b) && (len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer())
@@ -236,21 +114,8 @@ func sameMap(a, b labels.Set) bool {
 // be derived from the template's (derivedSpec) instead of being built.
 func (c *Cluster) sameScheduling(p *corev1.Pod, t *podSpec) bool {
 	tp := t.pod
-	a, b := p.Spec.TopologySpreadConstraints, tp.Spec.TopologySpreadConstraints
-	if len(a) != len(b) {
+	if !sameSpread(p, tp) {
 		return false
-	}
-	for k := range a {
-		if !equalConstraints(&a[k], &b[k]) {
-			return false
-		}
-		for _, key := range a[k].MatchLabelKeys {
-			v, ok := p.Labels[key]
-			w, ok2 := tp.Labels[key]
-			if ok != ok2 || v != w {
-				return false
-			}
-		}
 	}
 	if !equalTolerations(p.Spec.Tolerations, tp.Spec.Tolerations) || !equalNodeAffinity(p, tp) {
 		return false
@@ -287,18 +152,8 @@ func (c *Cluster) sameScheduling(p *corev1.Pod, t *podSpec) bool {
 // sameLabelKeys reports whether templates a and b of one StatefulSet carry the same values for
 // every matchLabelKeys and mismatchLabelKeys of their (shared) spec: then they schedule alike.
 func sameLabelKeys(a, b *corev1.Pod) bool {
-	same := func(keys []string) bool {
-		for _, k := range keys {
-			v, ok := a.Labels[k]
-			w, ok2 := b.Labels[k]
-			if ok != ok2 || v != w {
-				return false
-			}
-		}
-		return true
-	}
 	for k := range a.Spec.TopologySpreadConstraints {
-		if !same(a.Spec.TopologySpreadConstraints[k].MatchLabelKeys) {
+		if !sameValues(a.Spec.TopologySpreadConstraints[k].MatchLabelKeys, a.Labels, b.Labels) {
 			return false
 		}
 	}
@@ -311,7 +166,7 @@ func sameLabelKeys(a, b *corev1.Pod) bool {
 			terms = append(terms, x.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
 		}
 		for k := range terms {
-			if !same(terms[k].MatchLabelKeys) || !same(terms[k].MismatchLabelKeys) {
+			if !sameValues(terms[k].MatchLabelKeys, a.Labels, b.Labels) || !sameValues(terms[k].MismatchLabelKeys, a.Labels, b.Labels) {
 				return false
 			}
 		}
@@ -369,22 +224,15 @@ func (c *Cluster) newPodSpec(p *corev1.Pod, req resources, template bool, hint *
 		return nil, err
 	}
 	if a := p.Spec.Affinity; a != nil {
+		var err error
 		if a.PodAntiAffinity != nil {
-			for k := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				at, err := c.termFor(p, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[k], template, true)
-				if err != nil {
-					return nil, err
-				}
-				s.anti = append(s.anti, at)
+			if s.anti, err = c.termsFor(p, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, template, true); err != nil {
+				return nil, err
 			}
 		}
 		if a.PodAffinity != nil {
-			for k := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				at, err := c.termFor(p, &a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[k], template, false)
-				if err != nil {
-					return nil, err
-				}
-				s.affinity = append(s.affinity, at)
+			if s.affinity, err = c.termsFor(p, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, template, false); err != nil {
+				return nil, err
 			}
 			c.affinityExternal(s)
 		}
@@ -427,237 +275,22 @@ func sameSpread(a, b *corev1.Pod) bool {
 		if !equalConstraints(&x[k], &y[k]) {
 			return false
 		}
-		for _, key := range x[k].MatchLabelKeys {
-			v, ok := a.Labels[key]
-			w, ok2 := b.Labels[key]
-			if ok != ok2 || v != w {
-				return false
-			}
+		if !sameValues(x[k].MatchLabelKeys, a.Labels, b.Labels) {
+			return false
 		}
 	}
 	return true
 }
 
-// spreadOf sets s.spread: the instances of p's DoNotSchedule constraints. (ScheduleAnyway
-// constraints only score nodes; they decide neither compliance nor feasibility.)
-func (c *Cluster) spreadOf(p *corev1.Pod, s *podSpec, template bool, seen map[string]int) error {
-	var arr [4]string
-	keys := arr[:0]
-	for k := range p.Spec.TopologySpreadConstraints {
-		if tsc := &p.Spec.TopologySpreadConstraints[k]; tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
-			keys = append(keys, tsc.TopologyKey)
+// sameValues reports whether labels a and b carry, for every key of keys, the same value or both
+// none.
+func sameValues(keys []string, a, b map[string]string) bool {
+	for _, k := range keys {
+		v, ok := a[k]
+		w, ok2 := b[k]
+		if ok != ok2 || v != w {
+			return false
 		}
 	}
-	if len(keys) == 0 {
-		return nil
-	}
-	keysID := c.b.keysID(keys)
-	for k := range p.Spec.TopologySpreadConstraints {
-		tsc := &p.Spec.TopologySpreadConstraints[k]
-		if tsc.WhenUnsatisfiable != corev1.DoNotSchedule {
-			continue
-		}
-		idx, err := c.spreadInstanceFor(p, s, tsc, template, keys, keysID, seen)
-		if err != nil {
-			return err
-		}
-		s.spread = append(s.spread, idx)
-	}
-	return nil
-}
-
-// spreadInstanceFor returns the index in *list of the instance of constraint tsc for incoming pod
-// p, building it on first use. It mirrors kube-scheduler's filterTopologySpreadConstraints and
-// calPreFilterState: matchLabelKeys merged into the selector (mergeLabelSetWithSelector, which
-// leaves a Nothing selector alone), minDomains defaulting to 1, nodeAffinityPolicy Honor and
-// nodeTaintsPolicy Ignore by default, nodes lacking any key of the same-action constraints
-// skipped, pods of other namespaces and terminating pods not counted.
-func (c *Cluster) spreadInstanceFor(p *corev1.Pod, s *podSpec, tsc *corev1.TopologySpreadConstraint, template bool, keys []string, keysID int32, seen map[string]int) (int, error) {
-	m := c.model
-	affinityPolicy := ptr.Deref(tsc.NodeAffinityPolicy, corev1.NodeInclusionPolicyHonor)
-	taintsPolicy := ptr.Deref(tsc.NodeTaintsPolicy, corev1.NodeInclusionPolicyIgnore)
-	// The nodes the instance counts depend on the keys and on the node affinity and tolerations
-	// its policies honour.
-	elig := [3]int32{keysID, 0, 0}
-	if affinityPolicy == corev1.NodeInclusionPolicyHonor {
-		elig[1] = s.aff
-	}
-	if taintsPolicy == corev1.NodeInclusionPolicyHonor {
-		elig[2] = s.tol
-	}
-	// The instance's signature: the constraint, the values of its matchLabelKeys, eligibility.
-	cid := c.b.constraintID(tsc, template)
-	sb := &c.b.sig
-	sb.reset()
-	sb.num(int64(cid))
-	sb.labelValues(tsc.MatchLabelKeys, p.Labels)
-	sb.num(int64(elig[0]))
-	sb.num(int64(elig[1]))
-	sb.num(int64(elig[2]))
-	if i, ok := seen[string(sb.b)]; ok {
-		return i, nil
-	}
-	key := string(sb.b)
-
-	sel, ok := c.b.ids.tscSelectors[cid]
-	if !ok {
-		var err error
-		if sel, err = c.b.selector(tsc.LabelSelector); err != nil {
-			return 0, fmt.Errorf("topologySpreadConstraint %s: %w", tsc.TopologyKey, err)
-		}
-		c.b.ids.tscSelectors[cid] = sel
-	}
-	matchLabels := labels.Set{}
-	for _, k := range tsc.MatchLabelKeys {
-		if v, ok := p.Labels[k]; ok {
-			matchLabels[k] = v
-		}
-	}
-	if len(matchLabels) > 0 {
-		if reqs, ok := sel.Requirements(); ok {
-			merged := labels.SelectorFromSet(matchLabels)
-			sel = merged.Add(reqs...)
-		}
-	}
-	in := &spreadInstance{
-		constraint: *tsc,
-		selector:   sel,
-		countable:  !sel.Empty(),
-		maxSkew:    int(tsc.MaxSkew),
-		minDomains: int(ptr.Deref(tsc.MinDomains, 1)),
-		dom:        m.domain(tsc.TopologyKey),
-		external:   map[int32]int{},
-	}
-	el := c.b.eligibles[elig]
-	if el == nil {
-		el = &eligibility{nodes: make([]bool, len(m.Nodes)), domains: map[*domainIndex]int{}}
-		var affinity, taints []bool
-		if elig[1] != 0 {
-			affinity = c.b.ids.affinity[elig[1]].mask
-		}
-		if elig[2] != 0 {
-			taints = c.b.ids.taints[elig[2]]
-		}
-		doms := make([]*domainIndex, len(keys))
-		for k, key := range keys {
-			doms[k] = m.domain(key)
-		}
-		for i := range m.Nodes {
-			ok := (affinity == nil || affinity[i]) && (taints == nil || taints[i])
-			for _, d := range doms {
-				if !ok {
-					break
-				}
-				ok = d.ofNode[i] >= 0
-			}
-			el.nodes[i] = ok
-		}
-		c.b.eligibles[elig] = el
-	}
-	in.eligible = el.nodes
-	nd, ok := el.domains[in.dom]
-	if !ok {
-		seenDom := map[int32]bool{}
-		for i, e := range el.nodes {
-			if e {
-				seenDom[in.dom.ofNode[i]] = true
-			}
-		}
-		nd = len(seenDom)
-		el.domains[in.dom] = nd
-	}
-	in.numDomains = nd
-	if in.countable {
-		m.forCandidates(sel, []string{p.Namespace}, func(k int32) {
-			op, ni := m.pods[k], m.podNode[k]
-			if op.Namespace != p.Namespace || !in.eligible[ni] || c.memberOf(op) || !sel.Matches(labels.Set(op.Labels)) {
-				return
-			}
-			in.external[in.dom.ofNode[ni]]++
-		})
-	}
-	in.sortExternal()
-	seen[key] = len(c.spread)
-	c.spread = append(c.spread, in)
-	return len(c.spread) - 1, nil
-}
-
-// termFor returns the parsed (anti-)affinity term t of pod p, shared by content within the
-// cluster, with its external domains computed for anti-affinity.
-func (c *Cluster) termFor(p *corev1.Pod, t *corev1.PodAffinityTerm, template, anti bool) (*affinityTerm, error) {
-	m := c.model
-	sb := &c.b.sig
-	sb.reset()
-	if anti {
-		sb.tag('a')
-	} else {
-		sb.tag('p')
-	}
-	sb.affinityTerm(t)
-	sb.str(p.Namespace)
-	if template {
-		sb.tag('t')
-		sb.labelValues(t.MatchLabelKeys, p.Labels)
-		sb.labelValues(t.MismatchLabelKeys, p.Labels)
-	}
-	if at, ok := c.terms[string(sb.b)]; ok {
-		return at, nil
-	}
-	key := string(sb.b)
-	at, err := c.b.newTerm(p, t, template)
-	if err != nil {
-		return nil, err
-	}
-	if anti {
-		at.external = map[int32]bool{}
-		m.forCandidates(at.selector, at.scope, func(k int32) {
-			op := m.pods[k]
-			if c.memberOf(op) || !at.matches(m, op.Namespace, labels.Set(op.Labels)) {
-				return
-			}
-			if d := at.dom.ofNode[m.podNode[k]]; d >= 0 {
-				at.external[d] = true
-			}
-		})
-	}
-	c.terms[key] = at
-	return at, nil
-}
-
-// affinityExternal fills s.affinityExt: kube-scheduler counts, for a pod's required affinity,
-// the existing pods that match all of its terms, in each term's domain.
-func (c *Cluster) affinityExternal(s *podSpec) {
-	m := c.model
-	if len(s.affinity) == 0 {
-		return
-	}
-	s.affinityExt = make([]map[int32]bool, len(s.affinity))
-	for k := range s.affinityExt {
-		s.affinityExt[k] = map[int32]bool{}
-	}
-	m.forCandidates(s.affinity[0].selector, s.affinity[0].scope, func(k int32) {
-		op := m.pods[k]
-		if c.memberOf(op) {
-			return
-		}
-		lbl := labels.Set(op.Labels)
-		for _, t := range s.affinity {
-			if !t.matches(m, op.Namespace, lbl) {
-				return
-			}
-		}
-		for ti, t := range s.affinity {
-			if d := t.dom.ofNode[m.podNode[k]]; d >= 0 {
-				s.affinityExt[ti][d] = true
-				s.affinityAny = true
-			}
-		}
-	})
-}
-
-func requiredNodeAffinity(p *corev1.Pod) *corev1.NodeSelector {
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
-		return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	}
-	return nil
+	return true
 }

@@ -62,3 +62,11 @@ func fits(alloc, used, req resources) string {
 	}
 	return ""
 }
+
+// used returns the requests on node n that NodeResourcesFit's Filter adds the incoming pod's to:
+// the node's pods without the members as the snapshot has them, plus the other members as
+// placed. check calls it for every node; it is kept small enough to be inlined there.
+func (f *fitter) used(n int) resources {
+	c := f.c
+	return c.model.usedByAll[n].sub(c.memberUse[n]).add(f.use[n])
+}

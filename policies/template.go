@@ -1,0 +1,121 @@
+package policies
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// templatePod fills t with the pod sts would create in place of p (as the StatefulSet
+// controller's newVersionedStatefulSetPod does): the template's labels, annotations and spec; the
+// controller's pod-name and pod-index labels and the update revision as controller-revision-hash;
+// p's identity. Volumes are p's (its claims from volumeClaimTemplates keep their names) plus
+// template volumes p lacks. The template's spec is shared, not copied: a Template is read, never
+// modified.
+func templatePod(t, p *corev1.Pod, sts *appsv1.StatefulSet) {
+	tmpl := &sts.Spec.Template
+	t.TypeMeta = p.TypeMeta
+	t.ObjectMeta = metav1.ObjectMeta{
+		Name: p.Name, Namespace: p.Namespace, UID: p.UID,
+		Annotations:     tmpl.Annotations,
+		OwnerReferences: p.OwnerReferences,
+	}
+	t.Spec = tmpl.Spec
+	t.Labels = templateLabels(p, sts)
+	t.Spec.NodeName = ""
+	t.Spec.Volumes = p.Spec.Volumes
+	if len(tmpl.Spec.Volumes) > 0 {
+		have := make(map[string]bool, len(p.Spec.Volumes))
+		for _, v := range p.Spec.Volumes {
+			have[v.Name] = true
+		}
+		var extra []corev1.Volume
+		for _, v := range tmpl.Spec.Volumes {
+			if !have[v.Name] {
+				extra = append(extra, v)
+			}
+		}
+		if len(extra) > 0 {
+			t.Spec.Volumes = append(append([]corev1.Volume(nil), p.Spec.Volumes...), extra...)
+		}
+	}
+}
+
+// controllerLabels are the labels the StatefulSet controller sets on a pod besides the
+// template's.
+var controllerLabels = [...]string{StatefulSetPodNameLabel, appsv1.PodIndexLabel, appsv1.ControllerRevisionHashLabelKey}
+
+// templateLabels returns the labels of the pod sts would create in place of p: the template's,
+// the pod's pod-name and pod-index, and the update revision (else the pod's revision). When they
+// equal p's labels, p's map is returned (read-only, shared).
+func templateLabels(p *corev1.Pod, sts *appsv1.StatefulSet) map[string]string {
+	tmpl := sts.Spec.Template.Labels
+	rev, hasRev := sts.Status.UpdateRevision, sts.Status.UpdateRevision != ""
+	same := true
+	extra := 0
+	for _, k := range controllerLabels {
+		v, ok := p.Labels[k]
+		if k == appsv1.ControllerRevisionHashLabelKey && hasRev {
+			if !ok || v != rev {
+				same = false
+			}
+			ok = true
+		}
+		if _, inTmpl := tmpl[k]; ok && !inTmpl {
+			extra++
+		}
+	}
+	if same && len(p.Labels) == len(tmpl)+extra {
+		for k, v := range tmpl {
+			if isControllerLabel(k) {
+				continue
+			}
+			if w, ok := p.Labels[k]; !ok || w != v {
+				same = false
+				break
+			}
+		}
+		if same {
+			return p.Labels
+		}
+	}
+	out := make(map[string]string, len(tmpl)+len(controllerLabels))
+	for k, v := range tmpl {
+		out[k] = v
+	}
+	for _, k := range controllerLabels {
+		if v, ok := p.Labels[k]; ok {
+			out[k] = v
+		}
+	}
+	if hasRev {
+		out[appsv1.ControllerRevisionHashLabelKey] = rev
+	}
+	return out
+}
+
+func isControllerLabel(k string) bool {
+	for _, c := range controllerLabels {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// templateRequests returns requestsOf(p) for a template, memoized by container slice (the
+// templates of one StatefulSet share it).
+func (b *builder) templateRequests(p *corev1.Pod) resources {
+	if len(p.Spec.Containers) == 0 {
+		return requestsOf(p)
+	}
+	k := &p.Spec.Containers[0]
+	if r, ok := b.reqByContainers[k]; ok && len(p.Spec.InitContainers) == 0 && p.Spec.Overhead == nil && p.Spec.Resources == nil {
+		return r
+	}
+	r := requestsOf(p)
+	if len(p.Spec.InitContainers) == 0 && p.Spec.Overhead == nil && p.Spec.Resources == nil {
+		b.reqByContainers[k] = r
+	}
+	return r
+}

@@ -1,0 +1,297 @@
+package policies
+
+import (
+	"strings"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Snapshot is the state of a Kubernetes cluster that the rules are evaluated on: what
+// `kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A` returns. Slices may be in
+// any order; objects are read, never modified.
+type Snapshot struct {
+	// Nodes are every node of the cluster (the topology domains come from their labels).
+	Nodes []*corev1.Node
+	// Pods are every pod the rules may count: a spread constraint counts matching pods of any
+	// workload in its namespace, and pod anti-affinity may come from any namespace.
+	Pods []*corev1.Pod
+	// StatefulSets give N (their spec.replicas) and the templates evicted pods are re-created from.
+	StatefulSets []*appsv1.StatefulSet
+	// PodDisruptionBudgets are reported per cluster (the executor's dry-run eviction enforces them).
+	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
+	// PersistentVolumeClaims and PersistentVolumes give the volume topology of the pods' claims.
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	// Namespaces, when given, supply the labels a pod affinity term's namespaceSelector is matched
+	// against; without them a namespace is assumed to carry only the kubernetes.io/metadata.name
+	// label the API server sets.
+	Namespaces []*corev1.Namespace
+}
+
+// Topology keys and labels the rules read.
+const (
+	// LabelHostname is the node domain's topology key.
+	LabelHostname = corev1.LabelHostname
+	// LabelZone is the zone domain's topology key.
+	LabelZone = corev1.LabelTopologyZone
+	// LabelZoneLegacy is the deprecated zone key that seed 000 uses; read when LabelZone is absent.
+	LabelZoneLegacy = corev1.LabelFailureDomainBetaZone
+	// DefaultClusterLabel is the pod label whose value names a pod's Redis cluster.
+	DefaultClusterLabel = "app.kubernetes.io/instance"
+	// StatefulSetPodNameLabel is set by the StatefulSet controller on each pod.
+	StatefulSetPodNameLabel = appsv1.StatefulSetPodNameLabel
+)
+
+// Options tune how a snapshot is read and judged.
+type Options struct {
+	// ClusterLabel is the pod label key whose value names the Redis cluster (DefaultClusterLabel
+	// when empty). Pods without it are not Redis pods.
+	ClusterLabel string
+	// ShardLabel, when set, is the pod label whose value names the shard; otherwise a pod's shard is
+	// its controlling StatefulSet (or, without one, the pod itself).
+	ShardLabel string
+	// RoleLabel, when set, is the pod label that gives a pod's Redis role offline ("master", or
+	// "replica"/"slave"); live runs take roles from Redis instead.
+	RoleLabel string
+	// RelaxedLimits applies seed 000 §四's relaxation of MaxPodsPerNode and MaxPodsPerZone from
+	// "fewer than N/3 (N/2)" to "at most N/3 (N/2)". Off by default.
+	RelaxedLimits bool
+	// ReleaseReplicaClaims lets the filter ignore the volume topology of a replica's bound
+	// PersistentVolumes, because the executor may release a replica's claim (its data resyncs from
+	// its master). A master's claim is never released, nor the claim of a member whose role is
+	// unknown. Off by default.
+	ReleaseReplicaClaims bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.ClusterLabel == "" {
+		o.ClusterLabel = DefaultClusterLabel
+	}
+	return o
+}
+
+// Role is a Redis node's role as Redis reports it (or as a role label says, offline).
+type Role string
+
+// Redis roles.
+const (
+	RoleUnknown Role = ""
+	RoleMaster  Role = "master"
+	RoleReplica Role = "replica"
+)
+
+// ParseRole maps "master" or "primary", and "replica" or "slave" (any case) to a Role, anything
+// else to RoleUnknown.
+func ParseRole(s string) Role {
+	switch {
+	case strings.EqualFold(s, "master"), strings.EqualFold(s, "primary"):
+		return RoleMaster
+	case strings.EqualFold(s, "replica"), strings.EqualFold(s, "slave"):
+		return RoleReplica
+	}
+	return RoleUnknown
+}
+
+// Node is a Kubernetes node as the model indexes it.
+type Node struct {
+	// Index is the node's position in Model.Nodes.
+	Index int
+	// Name is the node's name; Zone its zone: the LabelZone label, else the LabelZoneLegacy label,
+	// else "".
+	Name, Zone string
+	// Obj is the API object.
+	Obj *corev1.Node
+}
+
+// Model is a Snapshot converted once into indexes: nodes by position, scheduled pods by label,
+// topology domains per key, and the Redis clusters found by Options.ClusterLabel. Build creates
+// it; after that it is only read (safe for concurrent readers).
+type Model struct {
+	// Nodes are sorted by name; Node.Index is the position.
+	Nodes []*Node
+	// Clusters are sorted by namespace, then name.
+	Clusters []*Cluster
+	// Options are the options the model was built with, defaults filled.
+	Options Options
+
+	nodeIndex map[string]int
+	// mu guards the indexes Build's workers create on demand (domains, labelIdx); sharedMu the
+	// node masks they share (sharedAffinity, sharedTaints).
+	mu, sharedMu   sync.Mutex
+	sharedAffinity map[string]*affinityEntry
+	sharedTaints   map[string][]bool
+	// pods are the scheduled pods kube-scheduler's snapshot would count: bound to a node of the
+	// snapshot, not finished, not terminating.
+	pods     []*corev1.Pod
+	podNode  []int32            // pods[k]'s node index
+	podsInNS map[string][]int32 // namespace → indices into pods
+	labelIdx map[labelIndexKey]map[string][]int32
+	anti     antiIndex
+	nsLabels map[string]labels.Set // from Snapshot.Namespaces
+	domains  map[string]*domainIndex
+	pvcs     map[string]*corev1.PersistentVolumeClaim
+	pvs      map[string]*corev1.PersistentVolume
+
+	allocatable []resources
+	usedByAll   []resources // requests of pods, per node
+	zoneKey     string      // LabelZone, or LabelZoneLegacy when no node has LabelZone
+	// zoneNames[0] reads a node's zone from LabelZone first, zoneNames[1] from LabelZoneLegacy
+	// first (each falling back to the other key).
+	zoneNames [2][]string
+}
+
+// NodeByName returns the node with that name, or nil.
+func (m *Model) NodeByName(name string) *Node {
+	if i, ok := m.nodeIndex[name]; ok {
+		return m.Nodes[i]
+	}
+	return nil
+}
+
+// NodeIndex returns the index of the named node, or -1.
+func (m *Model) NodeIndex(name string) int {
+	if i, ok := m.nodeIndex[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// Cluster is one Redis cluster: the pods sharing a value of the cluster label in one namespace.
+type Cluster struct {
+	// Namespace and Name identify the cluster (Name is the cluster label's value).
+	Namespace, Name string
+	// N is the cluster's size for the rules: the sum of its StatefulSets' spec.replicas (Pending
+	// and not yet created pods included), or the number of its pods when it has no StatefulSets
+	// (SPEC "Terms").
+	N int
+	// Members are the cluster's pods, sorted by shard, then ordinal, then name.
+	Members []*Member
+	// Shards are sorted by name; Shard.Members index Members.
+	Shards []*Shard
+	// ZoneKey is the zone topology key of the cluster: the zone key its pods' node affinity, spread
+	// constraints or anti-affinity name (seed 000 uses LabelZoneLegacy), else LabelZone when some
+	// node has it, else LabelZoneLegacy. A node's zone for the rules is its ZoneKey label, or the
+	// other zone key's label when it lacks that one.
+	ZoneKey string
+	// AllowedZones are the zones the members' required node affinity (or nodeSelector) lists for a
+	// zone key (seed "available-zones"), or, without such a list, the zones of the nodes that
+	// affinity matches. Sorted.
+	AllowedZones []string
+	// ZoneList reports whether AllowedZones came from an explicit zone list (AllowedZones rule).
+	ZoneList bool
+	// StatefulSets and PodDisruptionBudgets are the cluster's objects (StatefulSets whose template
+	// carries the cluster label or that control a member, PDBs selecting a member).
+	StatefulSets         []*appsv1.StatefulSet
+	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
+
+	model   *Model
+	b       *builder // during Build only
+	allowed map[string]bool
+	zones   []string          // node index → zone name for the rules (model.zoneNames[x])
+	spread  []*spreadInstance // every distinct DoNotSchedule constraint instance
+	terms   map[string]*affinityTerm
+	// usable are the distinct node-level masks of the members' incoming specs: a node is usable
+	// when one of them passes it (cordon, taints, node affinity); usableIn counts them per zone.
+	usable    [][]reasonCode
+	usableIn  map[string]int
+	memberUse map[int]resources // node index → requests of the members bound to it
+	classOnce sync.Once
+	classes   []uint64 // node index → NodeClass, built on first use
+}
+
+// Z returns the number of allowed zones.
+func (c *Cluster) Z() int { return len(c.AllowedZones) }
+
+// Model returns the model the cluster belongs to.
+func (c *Cluster) Model() *Model { return c.model }
+
+// Key returns "namespace/name".
+func (c *Cluster) Key() string { return c.Namespace + "/" + c.Name }
+
+// zoneOfNode returns node n's zone as the cluster's rules read it ("" without a zone label).
+func (c *Cluster) zoneOfNode(n int) string { return c.zones[n] }
+
+// Shard is one shard of a cluster: the pods of one StatefulSet (or of one ShardLabel value).
+type Shard struct {
+	// Name is the StatefulSet's name (or the ShardLabel's value).
+	Name string
+	// Members index Cluster.Members.
+	Members []int
+	// StatefulSet is the StatefulSet controlling the shard's pods, nil when unknown.
+	StatefulSet *appsv1.StatefulSet
+}
+
+// Member is one pod of a Redis cluster.
+type Member struct {
+	// Index is the member's position in Cluster.Members.
+	Index int
+	// Pod is the pod as it is now.
+	Pod *corev1.Pod
+	// Template is the pod as its StatefulSet would re-create it now: the current template's
+	// labels (plus the controller's pod-name, pod-index and controller-revision-hash labels),
+	// scheduling constraints, tolerations and resources, with the pod's name, namespace and
+	// volumes. Equal to Pod when there is no StatefulSet.
+	Template *corev1.Pod
+	// Shard is the shard's name, ShardIndex its position in Cluster.Shards.
+	Shard      string
+	ShardIndex int
+	// Ordinal is the StatefulSet ordinal parsed from the pod name (-1 when there is none).
+	Ordinal int
+	// Role is the Redis role: from Options.RoleLabel when building, or set by the caller from Redis.
+	Role Role
+	// Node is the index of the node the pod is bound to, -1 when it is not scheduled (or bound to a
+	// node the snapshot lacks).
+	Node int
+	// Terminating is true when the pod has a deletionTimestamp: it is not counted anywhere.
+	Terminating bool
+	// Unschedulable is true for a Pending pod whose PodScheduled condition is False with reason
+	// Unschedulable.
+	Unschedulable bool
+
+	sts       *appsv1.StatefulSet
+	req       resources // the pod's requests
+	cur, next *podSpec
+}
+
+// Key returns "namespace/name".
+func (m *Member) Key() string { return m.Pod.Namespace + "/" + m.Pod.Name }
+
+// Name returns the pod name.
+func (m *Member) Name() string { return m.Pod.Name }
+
+// pending reports a member that is not bound and not terminating: when the scheduler places it,
+// it places this very pod (its own spec), not a re-created one.
+func (m *Member) pending() bool { return m.Pod.Spec.NodeName == "" && !m.Terminating }
+
+// incoming returns the spec the member is placed with when the scheduler places it: a Pending
+// pod's own, otherwise (evicted, terminating, lost with its node) its re-creation template's.
+func (m *Member) incoming() *podSpec {
+	if m.pending() {
+		return m.cur
+	}
+	return m.next
+}
+
+// Placement maps each member of one cluster (by Member.Index) to a node index, or -1 when the
+// member is not placed (Pending, terminating, or evicted and not yet re-placed).
+type Placement []int
+
+// Clone returns a copy.
+func (p Placement) Clone() Placement { return append(Placement(nil), p...) }
+
+// Current returns the cluster's placement as the snapshot has it: terminating and unscheduled
+// members are unplaced.
+func (c *Cluster) Current() Placement {
+	p := make(Placement, len(c.Members))
+	for i, m := range c.Members {
+		p[i] = m.Node
+		if m.Terminating {
+			p[i] = -1
+		}
+	}
+	return p
+}
