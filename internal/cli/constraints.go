@@ -9,12 +9,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 )
 
 func newConstraintsCommand() *cobra.Command {
 	var (
-		in                               policies.ConstraintsInput
+		in                               constraints.Input
 		clusterLabel, clusterName, shard string
 		shardLabel, zones                string
 	)
@@ -41,7 +42,7 @@ StatefulSet template fragment (YAML) to merge into each shard's StatefulSet:
 			if zones != "" {
 				in.Zones = strings.Split(zones, ",")
 			}
-			spread, aff, err := policies.Constraints(in)
+			spread, aff, err := constraints.Generate(in)
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
@@ -68,7 +69,7 @@ StatefulSet template fragment (YAML) to merge into each shard's StatefulSet:
 	fs.StringVar(&in.ZoneKey, "zone-key", policies.LabelZone, "zone topology key (seed 000 uses "+policies.LabelZoneLegacy+")")
 	fs.StringVar(&clusterLabel, "cluster-label", policies.DefaultClusterLabel, "pod label naming the Redis cluster")
 	fs.StringVar(&clusterName, "cluster-name", "", "the Redis cluster's name (the cluster label's value)")
-	fs.StringVar(&shardLabel, "shard-label", "redis.rebalancer.io/shard", "pod label naming the shard")
+	fs.StringVar(&shardLabel, "shard-label", constraints.DefaultShardLabel, "pod label naming the shard")
 	fs.StringVar(&shard, "shard", "SHARD", "the shard label's value for this StatefulSet")
 	fs.BoolVar(&in.Relaxed, "relaxed-limits", false, `seed 000 §四: "at most" N/3 and N/2 (maxSkew without the "minus 1")`)
 	return cmd
