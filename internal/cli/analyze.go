@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
 
 // sourceFlags say where the snapshot comes from: the API server, or a file.
@@ -47,7 +49,7 @@ func (f *sourceFlags) model(ctx context.Context, errOut io.Writer) (*policies.Mo
 	var snap *policies.Snapshot
 	if f.snapshot != "" {
 		var skipped map[string]int
-		if snap, skipped, err = rebalancer.LoadSnapshotFile(f.snapshot); err != nil {
+		if snap, skipped, err = observe.LoadSnapshotFile(f.snapshot); err != nil {
 			return nil, err
 		}
 		if len(skipped) > 0 {
@@ -63,7 +65,7 @@ func (f *sourceFlags) model(ctx context.Context, errOut io.Writer) (*policies.Mo
 		if err != nil {
 			return nil, err
 		}
-		if snap, err = rebalancer.ReadSnapshot(ctx, client, f.policy.namespace); err != nil {
+		if snap, err = observe.ReadSnapshot(ctx, client, f.policy.namespace); err != nil {
 			return nil, err
 		}
 	}
@@ -71,17 +73,7 @@ func (f *sourceFlags) model(ctx context.Context, errOut io.Writer) (*policies.Mo
 	if err != nil {
 		return nil, err
 	}
-	kept := m.Clusters[:0]
-	for _, c := range m.Clusters {
-		if f.policy.namespace != "" && c.Namespace != f.policy.namespace {
-			continue
-		}
-		if !sel.Empty() && !anyMatch(c, sel) {
-			continue
-		}
-		kept = append(kept, c)
-	}
-	m.Clusters = kept
+	observe.Selection{Namespace: f.policy.namespace, Selector: sel}.Filter(m)
 	if f.snapshot == "" && f.redisRoles && f.roleLabel == "" {
 		rc, err := f.redis.client()
 		if err != nil {
@@ -89,7 +81,7 @@ func (f *sourceFlags) model(ctx context.Context, errOut io.Writer) (*policies.Mo
 		}
 		defer rc.Close()
 		for _, c := range m.Clusters {
-			if _, err := rebalancer.ApplyRoles(ctx, rc, c); err != nil {
+			if _, err := observe.ApplyRoles(ctx, rc, c); err != nil {
 				fmt.Fprintf(errOut, "warning: %s: roles unknown: %v\n", c.Key(), err)
 			}
 		}
@@ -97,23 +89,14 @@ func (f *sourceFlags) model(ctx context.Context, errOut io.Writer) (*policies.Mo
 	return m, nil
 }
 
-func anyMatch(c *policies.Cluster, sel labels.Selector) bool {
-	for _, m := range c.Members {
-		if sel.Matches(labels.Set(m.Pod.Labels)) {
-			return true
-		}
-	}
-	return false
-}
-
-func newAnalyzeCommand(plan bool) *cobra.Command {
+func newAnalyzeCommand(withPlans bool) *cobra.Command {
 	var (
 		src    sourceFlags
 		output string
-		popts  rebalancer.PlanOptions
+		popts  plan.Options
 	)
 	cmd := &cobra.Command{Args: cobra.NoArgs}
-	if plan {
+	if withPlans {
 		cmd.Use = "plan"
 		cmd.Short = "Plan the fewest evictions that make every Redis cluster comply (changes nothing)"
 		cmd.Long = `plan evaluates every Redis cluster's placement and plans the shortest ordered list of
@@ -147,7 +130,7 @@ any hard rule is broken, 1 on error.`
 		if err != nil {
 			return &exitError{ExitError, err}
 		}
-		a := rebalancer.Analyze(m, plan, popts)
+		a := report.Analyze(m, withPlans, popts)
 		if output == "json" {
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")
@@ -155,10 +138,10 @@ any hard rule is broken, 1 on error.`
 				return &exitError{ExitError, err}
 			}
 		} else {
-			rebalancer.RenderAnalysis(cmd.OutOrStdout(), m, a, plan)
+			report.RenderAnalysis(cmd.OutOrStdout(), m, a, withPlans)
 		}
 		ok := a.Compliant()
-		if plan {
+		if withPlans {
 			ok = a.Planned()
 		}
 		if !ok {
@@ -168,7 +151,7 @@ any hard rule is broken, 1 on error.`
 	}
 	src.add(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json (the JSON contract is in the README)")
-	if plan {
+	if withPlans {
 		cmd.Flags().IntVar(&popts.MaxMoves, "max-plan-moves", 0, "longest plan considered (0: 12, or twice the lower bound on the moves needed when that is more)")
 		cmd.Flags().IntVar(&popts.MaxStates, "max-plan-states", 200000, "placements the planner may evaluate while it looks for a plan shorter than its greedy one")
 	}

@@ -11,11 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
 
-// execute runs the root command with args and returns stdout, stderr and the exit code.
-func execute(t *testing.T, args ...string) (string, string, int) {
+// runCLI runs the root command with args and returns stdout, stderr and the exit code.
+func runCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := NewRootCommand()
@@ -52,7 +52,7 @@ func TestCheckAndPlanExitCodes(t *testing.T) {
 		{"bad output format → 1", []string{"check", "--snapshot", "../../examples/excluded-zone.yaml", "-o", "xml"}, ExitError, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := execute(t, tc.args...)
+			out, errOut, code := runCLI(t, tc.args...)
 			if code != tc.wantCode {
 				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
 			}
@@ -67,7 +67,7 @@ func TestCheckAndPlanExitCodes(t *testing.T) {
 
 // TestPlanJSONContract checks the JSON fields the README documents.
 func TestPlanJSONContract(t *testing.T) {
-	out, _, code := execute(t, "plan", "--snapshot", "../../examples/post-scale-down.yaml", "--role-label", roleLabel, "-o", "json")
+	out, _, code := runCLI(t, "plan", "--snapshot", "../../examples/post-scale-down.yaml", "--role-label", roleLabel, "-o", "json")
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
@@ -116,14 +116,14 @@ func TestPlanJSONContract(t *testing.T) {
 		t.Errorf("rules (-want +got):\n%s", diff)
 	}
 	// The report type round-trips.
-	var a rebalancer.Analysis
+	var a report.Analysis
 	if err := json.Unmarshal([]byte(out), &a); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestConstraintsCommand(t *testing.T) {
-	out, _, code := execute(t, "constraints", "--shards", "5", "--pods-per-shard", "2", "--zones", "a,b,c", "--cluster-name", "rc1", "--shard", "rc1-s0")
+	out, _, code := runCLI(t, "constraints", "--shards", "5", "--pods-per-shard", "2", "--zones", "a,b,c", "--cluster-name", "rc1", "--shard", "rc1-s0")
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
@@ -150,13 +150,13 @@ func TestConstraintsCommand(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("N=10 constraints (-want +got):\n%s", diff)
 	}
-	if _, _, code := execute(t, "constraints", "--shards", "3"); code != ExitError {
+	if _, _, code := runCLI(t, "constraints", "--shards", "3"); code != ExitError {
 		t.Errorf("without --cluster-name: exit %d, want %d", code, ExitError)
 	}
 }
 
 func TestLintCommand(t *testing.T) {
-	out, _, code := execute(t, "lint", "--snapshot", "../../examples/seed-deadlock.yaml", "-o", "json")
+	out, _, code := runCLI(t, "lint", "--snapshot", "../../examples/seed-deadlock.yaml", "-o", "json")
 	if code != ExitViolations {
 		t.Fatalf("exit %d, want %d", code, ExitViolations)
 	}
@@ -169,7 +169,7 @@ func TestLintCommand(t *testing.T) {
 	if len(doc.Findings) != 3 || doc.Findings[0].Kind != "DeadlockRisk" {
 		t.Errorf("findings: %+v", doc.Findings)
 	}
-	if _, _, code := execute(t, "lint", "--snapshot", "../../examples/post-scale-down.yaml"); code != ExitOK {
+	if _, _, code := runCLI(t, "lint", "--snapshot", "../../examples/post-scale-down.yaml"); code != ExitOK {
 		t.Errorf("post-scale-down lint exit %d, want 0", code)
 	}
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
@@ -19,7 +20,7 @@ func newRunCommand() *cobra.Command {
 		kf     kubeFlags
 		pf     policyFlags
 		rf     redisFlags
-		cfg    rebalancer.Config
+		cfg    execute.Config
 		mode   string
 		output string
 	)
@@ -74,12 +75,12 @@ rule (move budget spent, move refused, or no plan), 1 on error.`,
 			}
 			defer rc.Close()
 			cfg.Client, cfg.Redis = client, rc
-			cfg.Namespace, cfg.Selector, cfg.Policy = pf.namespace, sel, pf.options()
+			cfg.Selection, cfg.Policy = observe.Selection{Namespace: pf.namespace, Selector: sel}, pf.options()
 			cfg.Out = cmd.OutOrStdout()
 			if output == "json" {
 				cfg.Out = cmd.ErrOrStderr()
 			}
-			r, err := rebalancer.New(cfg)
+			r, err := execute.New(cfg)
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
