@@ -115,7 +115,8 @@ func (o *redisOptions) client() (*redisctl.Client, error) {
 	return redisctl.New(opts)
 }
 
-// releaseReplicaClaimsUsage is --release-replica-claims' help in check, plan and lint.
+// releaseReplicaClaimsUsage is --release-replica-claims' help in check, plan and lint (run
+// refuses the flag).
 const releaseReplicaClaimsUsage = "allow moving a replica away from a zonal PersistentVolume (its claim is released; it resyncs from its master)"
 
 // policyOptions select the Redis clusters and tune the rules that judge them.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -22,6 +23,10 @@ const (
 	// defaultTextOutput is run's -o.
 	defaultTextOutput = "text"
 )
+
+// errReleaseReplicaClaims is run's answer to --release-replica-claims until the executor can
+// release a claim (execute.ErrReleaseReplicaClaims).
+var errReleaseReplicaClaims = errors.New("--release-replica-claims is not supported by run yet: it would plan moves that need a replica's PersistentVolumeClaim released, which run does not do; use it with plan/check to see such moves")
 
 // runOptions are the run command's options.
 type runOptions struct {
@@ -45,7 +50,7 @@ func newRunOptions() *runOptions {
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.kube.addFlags(fs)
-	o.policy.addFlags(fs, releaseReplicaClaimsUsage)
+	o.policy.addFlags(fs, "not supported by run yet (it refuses the flag; use it with check or plan): "+releaseReplicaClaimsUsage)
 	o.redis.addFlags(fs)
 	fs.BoolVar(&o.cfg.DryRun, "dry-run", o.cfg.DryRun, "plan and print; make no failover and no eviction")
 	fs.IntVar(&o.cfg.MaxMoves, "max-moves", o.cfg.MaxMoves, "most evictions per Redis cluster in one run")
@@ -60,6 +65,9 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 
 // validate checks the flags that need no cluster, and sets the failover mode.
 func (o *runOptions) validate() error {
+	if o.policy.releaseReplicaClaims {
+		return errReleaseReplicaClaims
+	}
 	switch o.mode {
 	case "default":
 		o.cfg.FailoverMode = redisctl.FailoverDefault

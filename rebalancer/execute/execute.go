@@ -46,6 +46,11 @@ const (
 	DefaultPollInterval = 500 * time.Millisecond
 )
 
+// ErrReleaseReplicaClaims is returned by New when Config.Policy.ReleaseReplicaClaims is set: the
+// planner would then plan moves that need a replica's PersistentVolumeClaim released, and the
+// Executor does not release claims.
+var ErrReleaseReplicaClaims = errors.New("releasing replica claims is not supported: the executor never deletes a PersistentVolumeClaim")
+
 // Config configures an Executor. Client and Redis are required.
 type Config struct {
 	// Client talks to the Kubernetes API server.
@@ -55,7 +60,8 @@ type Config struct {
 	// Selection picks the Redis clusters (the zero value: all); its namespace ("" = all) also
 	// limits what is read from the API server.
 	Selection observe.Selection
-	// Policy tunes the rules (cluster label, relaxed limits, ...).
+	// Policy tunes the rules (cluster label, relaxed limits, ...). ReleaseReplicaClaims must be
+	// false (ErrReleaseReplicaClaims).
 	Policy policies.Options
 	// Plan bounds the planner's search.
 	Plan plan.Options
@@ -93,6 +99,9 @@ type Config struct {
 func (c Config) withDefaults() (Config, error) {
 	if c.Client == nil || c.Redis == nil {
 		return c, errors.New("execute: a Kubernetes client and a Redis client are required")
+	}
+	if c.Policy.ReleaseReplicaClaims {
+		return c, fmt.Errorf("execute: %w", ErrReleaseReplicaClaims)
 	}
 	if c.MaxMoves == 0 {
 		c.MaxMoves = DefaultMaxMoves
@@ -138,8 +147,8 @@ type Executor struct {
 	cfg Config
 }
 
-// New returns an Executor for cfg, defaults filled. It fails when a required field is missing or
-// MaxMoves is negative.
+// New returns an Executor for cfg, defaults filled. It fails when a required field is missing,
+// MaxMoves is negative, or Policy.ReleaseReplicaClaims is set (ErrReleaseReplicaClaims).
 func New(cfg Config) (*Executor, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

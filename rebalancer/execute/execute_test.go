@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
@@ -24,6 +25,11 @@ func TestNew(t *testing.T) {
 		{name: "clients given → defaults filled", cfg: Config{Client: client, Redis: rc}},
 		{name: "no Kubernetes client → error", cfg: Config{Redis: rc}, wantErr: errAny},
 		{name: "negative MaxMoves → error", cfg: Config{Client: client, Redis: rc, MaxMoves: -1}, wantErr: errAny},
+		{
+			name:    "ReleaseReplicaClaims → refused: the executor never releases a claim",
+			cfg:     Config{Client: client, Redis: rc, Policy: policies.Options{ReleaseReplicaClaims: true}},
+			wantErr: ErrReleaseReplicaClaims,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := New(tc.cfg)
