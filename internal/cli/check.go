@@ -1,36 +1,14 @@
 package cli
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
 
-// defaultTableOutput is -o of check, plan and lint.
-const defaultTableOutput = "table"
-
-// checkOptions are the check command's options.
-type checkOptions struct {
-	model  modelOptions
-	output string
-}
-
-func newCheckOptions() *checkOptions {
-	return &checkOptions{model: newModelOptions(), output: defaultTableOutput}
-}
-
-func (o *checkOptions) addFlags(fs *pflag.FlagSet) {
-	o.model.addFlags(fs)
-	fs.StringVarP(&o.output, "output", "o", o.output, "table or json (the JSON contract is in the README)")
-}
-
 func newCheckCommand() *cobra.Command {
-	o := newCheckOptions()
+	o := newAnalysisOptions()
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Report every Redis cluster whose placement breaks a rule (changes nothing)",
@@ -44,39 +22,34 @@ any hard rule is broken, 1 on error.`,
   redis-rebalancer check --snapshot snap.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := analyze(cmd, &o.model, o.output, false, plan.Options{})
-			if err != nil {
-				return err
-			}
-			if !a.Compliant() {
-				return &exitError{ExitViolations, nil}
-			}
-			return nil
+			return o.analyze(cmd, false, plan.Options{}, (*report.Analysis).Compliant)
 		},
 	}
-	o.addFlags(cmd.Flags())
+	o.addFlags(cmd.Flags(), contractUsage)
 	return cmd
 }
 
 // analyze is check's and plan's work: it builds the model, analyses it (report.Analyze, with
-// plans when withPlans) and prints the analysis as output says (table or json).
-func analyze(cmd *cobra.Command, mo *modelOptions, output string, withPlans bool, popts plan.Options) (*report.Analysis, error) {
-	if output != "table" && output != "json" {
-		return nil, &exitError{ExitError, fmt.Errorf("-o must be table or json, got %q", output)}
+// plans when withPlans) and prints the analysis as -o says. The exit code is ExitViolations when
+// ok reports false on the analysis.
+func (o *analysisOptions) analyze(cmd *cobra.Command, withPlans bool, popts plan.Options, ok func(*report.Analysis) bool) error {
+	if err := o.validate(); err != nil {
+		return &exitError{ExitError, err}
 	}
-	m, err := mo.model(cmd.Context(), cmd.ErrOrStderr(), mo.snapshot.redisRoles)
+	m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), o.model.snapshot.redisRoles)
 	if err != nil {
-		return nil, &exitError{ExitError, err}
+		return &exitError{ExitError, err}
 	}
 	a := report.Analyze(m, withPlans, popts)
-	if output == "json" {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(a); err != nil {
-			return nil, &exitError{ExitError, err}
+	if o.output == "json" {
+		if err := printJSON(cmd.OutOrStdout(), a); err != nil {
+			return &exitError{ExitError, err}
 		}
 	} else {
 		report.RenderAnalysis(cmd.OutOrStdout(), m, a, withPlans)
 	}
-	return a, nil
+	if !ok(a) {
+		return &exitError{ExitViolations, nil}
+	}
+	return nil
 }

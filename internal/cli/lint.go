@@ -1,32 +1,15 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 )
 
-// lintOptions are the lint command's options.
-type lintOptions struct {
-	model  modelOptions
-	output string
-}
-
-func newLintOptions() *lintOptions {
-	return &lintOptions{model: newModelOptions(), output: defaultTableOutput}
-}
-
-func (o *lintOptions) addFlags(fs *pflag.FlagSet) {
-	o.model.addFlags(fs)
-	fs.StringVarP(&o.output, "output", "o", o.output, "table or json")
-}
-
 func newLintCommand() *cobra.Command {
-	o := newLintOptions()
+	o := newAnalysisOptions()
 	cmd := &cobra.Command{
 		Use:   "lint",
 		Short: "Report StatefulSets whose constraints differ from the seed's recommendation or can deadlock",
@@ -40,8 +23,8 @@ Live (kubeconfig) or offline (--snapshot FILE). Exit status: 0 when there is no 
 there are findings, 1 on error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.output != "table" && o.output != "json" {
-				return &exitError{ExitError, fmt.Errorf("-o must be table or json, got %q", o.output)}
+			if err := o.validate(); err != nil {
+				return &exitError{ExitError, err}
 			}
 			// Templates carry no roles: lint never asks Redis.
 			m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), false)
@@ -54,9 +37,7 @@ there are findings, 1 on error.`,
 				if findings == nil {
 					findings = []lint.Finding{}
 				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(map[string]any{"findings": findings}); err != nil {
+				if err := printJSON(out, map[string]any{"findings": findings}); err != nil {
 					return &exitError{ExitError, err}
 				}
 			} else {
@@ -73,6 +54,6 @@ there are findings, 1 on error.`,
 			return nil
 		},
 	}
-	o.addFlags(cmd.Flags())
+	o.addFlags(cmd.Flags(), "table or json")
 	return cmd
 }

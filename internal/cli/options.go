@@ -246,6 +246,36 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, readRoles bo
 	return m, nil
 }
 
+// defaultTableOutput is -o of check, plan and lint.
+const defaultTableOutput = "table"
+
+// analysisOptions are check's and lint's options, and plan's but for the planner's bounds: where
+// the model comes from, and the output format (-o table or json).
+type analysisOptions struct {
+	model  modelOptions
+	output string
+}
+
+func newAnalysisOptions() analysisOptions {
+	return analysisOptions{model: newModelOptions(), output: defaultTableOutput}
+}
+
+// addFlags binds the options; outputUsage is -o's help.
+func (o *analysisOptions) addFlags(fs *pflag.FlagSet, outputUsage string) {
+	o.model.addFlags(fs)
+	fs.StringVarP(&o.output, "output", "o", o.output, outputUsage)
+}
+
+func (o *analysisOptions) validate() error {
+	if o.output != "table" && o.output != "json" {
+		return fmt.Errorf("-o must be table or json, got %q", o.output)
+	}
+	return nil
+}
+
+// contractUsage is -o's help in check and plan.
+const contractUsage = "table or json (the JSON contract is in the README)"
+
 // durationText writes d as the help texts do: "30s", "2m".
 func durationText(d time.Duration) string {
 	if d >= time.Minute && d%time.Minute == 0 {

@@ -7,22 +7,21 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
 
 // planOptions are the plan command's options: check's, and the planner's bounds.
 type planOptions struct {
-	model  modelOptions
-	output string
-	plan   plan.Options
+	analysisOptions
+	plan plan.Options
 }
 
 func newPlanOptions() *planOptions {
-	return &planOptions{model: newModelOptions(), output: defaultTableOutput, plan: plan.Options{MaxStates: plan.DefaultMaxStates}}
+	return &planOptions{analysisOptions: newAnalysisOptions(), plan: plan.Options{MaxStates: plan.DefaultMaxStates}}
 }
 
 func (o *planOptions) addFlags(fs *pflag.FlagSet) {
-	o.model.addFlags(fs)
-	fs.StringVarP(&o.output, "output", "o", o.output, "table or json (the JSON contract is in the README)")
+	o.analysisOptions.addFlags(fs, contractUsage)
 	fs.IntVar(&o.plan.MaxMoves, "max-plan-moves", o.plan.MaxMoves, fmt.Sprintf("longest plan considered (0: %d, or twice the lower bound on the moves needed when that is more)", plan.DefaultMaxMoves))
 	fs.IntVar(&o.plan.MaxStates, "max-plan-states", o.plan.MaxStates, "placements the planner may evaluate while it looks for a plan shorter than its greedy one")
 }
@@ -45,14 +44,7 @@ has a plan that reaches compliance, 3 when some cluster has none, 1 on error.`,
   redis-rebalancer plan --snapshot snap.yaml --role-label redis.rebalancer.io/role -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := analyze(cmd, &o.model, o.output, true, o.plan)
-			if err != nil {
-				return err
-			}
-			if !a.Planned() {
-				return &exitError{ExitViolations, nil}
-			}
-			return nil
+			return o.analyze(cmd, true, o.plan, (*report.Analysis).Planned)
 		},
 	}
 	o.addFlags(cmd.Flags())

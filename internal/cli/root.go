@@ -5,9 +5,11 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -80,4 +82,11 @@ func exitCode(cmd *cobra.Command) int {
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer:", err)
 	return ExitError
+}
+
+// printJSON writes v to w as JSON indented by two spaces, as -o json prints every report.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

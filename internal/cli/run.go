@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -151,9 +150,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	rep, runErr := ex.Run(ctx)
 	if rep != nil {
 		if o.output == "json" {
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(rep); err != nil {
+			if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
 				return &exitError{ExitError, err}
 			}
 		} else {

@@ -122,19 +122,8 @@ metadata: {name: c, namespace: ns}
 // and not the nodes.
 func TestReadSnapshot(t *testing.T) {
 	snap := twoClusters(t)
-	var objs []runtime.Object
-	for _, o := range snap.Nodes {
-		objs = append(objs, o)
-	}
-	for _, o := range snap.Pods {
-		objs = append(objs, o)
-	}
-	for _, o := range snap.StatefulSets {
-		objs = append(objs, o)
-	}
-	for _, o := range snap.PodDisruptionBudgets {
-		objs = append(objs, o)
-	}
+	objs := appendObjects(appendObjects(nil, snap.Nodes), snap.Pods)
+	objs = appendObjects(appendObjects(objs, snap.StatefulSets), snap.PodDisruptionBudgets)
 	client := fake.NewClientset(objs...)
 	for _, tc := range []struct {
 		name, namespace string
@@ -158,4 +147,12 @@ func TestReadSnapshot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// appendObjects appends items to objs, as the fake clientset takes them.
+func appendObjects[T runtime.Object](objs []runtime.Object, items []T) []runtime.Object {
+	for _, o := range items {
+		objs = append(objs, o)
+	}
+	return objs
 }

@@ -150,11 +150,7 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 			}
 			fmt.Fprintf(w, "  plan: %d moves%s; compliant after: %v\n", len(ca.Moves), note, ca.CompliantAfter)
 			for i, mv := range ca.Moves {
-				fo := ""
-				if mv.Failover {
-					fo = ", fail over first"
-				}
-				fmt.Fprintf(w, "  %d. evict %s from %s (%s%s) → %s; scheduler may choose %s\n     because: %s\n", i+1, mv.Pod, mv.Node, RoleMark(mv.Role), fo, mv.Expected, CandidatesText(mv), mv.Reason)
+				fmt.Fprintf(w, "  %d. evict %s from %s (%s) → %s; scheduler may choose %s\n     because: %s\n", i+1, mv.Pod, mv.Node, roleAndFailover(mv), mv.Expected, CandidatesText(mv), mv.Reason)
 			}
 		}
 	}
@@ -182,12 +178,17 @@ func CandidatesText(mv plan.Move) string {
 func RenderPlan(w io.Writer, p plan.Plan) {
 	fmt.Fprintf(w, "plan (dry run): %d moves%s\n", len(p.Moves), MinimalNote(p))
 	for k, mv := range p.Moves {
-		fo := ""
-		if mv.Failover {
-			fo = ", fail over first"
-		}
-		fmt.Fprintf(w, "  %d. evict %s from %s (%s%s) → expected %s; scheduler may choose %s — %s\n", k+1, mv.Pod, mv.Node, RoleMark(mv.Role), fo, mv.Expected, CandidatesText(mv), mv.Reason)
+		fmt.Fprintf(w, "  %d. evict %s from %s (%s) → expected %s; scheduler may choose %s — %s\n", k+1, mv.Pod, mv.Node, roleAndFailover(mv), mv.Expected, CandidatesText(mv), mv.Reason)
 	}
+}
+
+// roleAndFailover returns mv's role mark (RoleMark), followed by ", fail over first" when the
+// pod is failed over before its eviction.
+func roleAndFailover(mv plan.Move) string {
+	if mv.Failover {
+		return RoleMark(mv.Role) + ", fail over first"
+	}
+	return RoleMark(mv.Role)
 }
 
 // MinimalNote returns ", minimal" when p's length is proven minimal, "" otherwise.
