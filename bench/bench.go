@@ -18,8 +18,8 @@
 //	REBALANCER_BENCH_SCALE       multiplies the snapshot's nodes, pods, clusters and namespaces
 //	                             (default 1: the full size); cluster sizes stay 6–120
 //	REBALANCER_BENCH_SEED        the generator's seed (default 1)
-//	REBALANCER_BENCH_MAX_MOVES   rebalancer.PlanOptions.MaxMoves (default 0: the planner's own)
-//	REBALANCER_BENCH_MAX_STATES  rebalancer.PlanOptions.MaxStates (default 0: the planner's 200000)
+//	REBALANCER_BENCH_MAX_MOVES   plan.Options.MaxMoves (default 0: the planner's own)
+//	REBALANCER_BENCH_MAX_STATES  plan.Options.MaxStates (default 0: the planner's 200000)
 //	REBALANCER_BENCH_VERBOSE     when set, prints every plan with its time (otherwise only those
 //	                             taking a second or more)
 //	REBALANCER_BENCH_MAX_HEAP_MIB ends the run (status 2) when the heap in use grows beyond it
@@ -51,7 +51,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 
 // Environment variables the benchmarks read (package doc).
@@ -60,9 +60,9 @@ const (
 	ScaleEnv = "REBALANCER_BENCH_SCALE"
 	// SeedEnv is the generator's seed.
 	SeedEnv = "REBALANCER_BENCH_SEED"
-	// MaxMovesEnv sets rebalancer.PlanOptions.MaxMoves.
+	// MaxMovesEnv sets plan.Options.MaxMoves.
 	MaxMovesEnv = "REBALANCER_BENCH_MAX_MOVES"
-	// MaxStatesEnv sets rebalancer.PlanOptions.MaxStates.
+	// MaxStatesEnv sets plan.Options.MaxStates.
 	MaxStatesEnv = "REBALANCER_BENCH_MAX_STATES"
 	// VerboseEnv, when set, has the Plan benchmark print every plan.
 	VerboseEnv = "REBALANCER_BENCH_VERBOSE"
@@ -94,8 +94,8 @@ func ConfigFromEnv() (synth.Config, error) {
 
 // PlanOptionsFromEnv returns the planner bounds from REBALANCER_BENCH_MAX_MOVES and
 // REBALANCER_BENCH_MAX_STATES (zero values, i.e. the planner's defaults, when unset).
-func PlanOptionsFromEnv() (rebalancer.PlanOptions, error) {
-	var o rebalancer.PlanOptions
+func PlanOptionsFromEnv() (plan.Options, error) {
+	var o plan.Options
 	for _, e := range []struct {
 		name string
 		dst  *int
@@ -161,16 +161,16 @@ type Planning struct {
 	CompliantAfter, Minimal, Infeasible int
 	// Searched is the total number of placements the searches visited.
 	Searched int
-	// Plan is the time spent in rebalancer.PlanCluster; Slowest the longest single call and
+	// Plan is the time spent in plan.Compute; Slowest the longest single call and
 	// SlowestCluster its cluster ("namespace/name", N).
 	Plan, Slowest  time.Duration
 	SlowestCluster string
 }
 
 // Plan builds the model of snap, evaluates every cluster and plans every non-compliant one with
-// rebalancer.PlanCluster: what the `plan` command does. progress, when not nil, is called after
-// each plan with the cluster, its plan and the time PlanCluster took.
-func Plan(snap *policies.Snapshot, opts policies.Options, popts rebalancer.PlanOptions, progress func(c *policies.Cluster, p rebalancer.Plan, took time.Duration)) (*policies.Model, Planning, error) {
+// plan.Compute: what the `plan` command does. progress, when not nil, is called after
+// each plan with the cluster, its plan and the time plan.Compute took.
+func Plan(snap *policies.Snapshot, opts policies.Options, popts plan.Options, progress func(c *policies.Cluster, p plan.Plan, took time.Duration)) (*policies.Model, Planning, error) {
 	m, a, err := Analyse(snap, opts)
 	if err != nil {
 		return nil, Planning{}, err
@@ -182,27 +182,27 @@ func Plan(snap *policies.Snapshot, opts policies.Options, popts rebalancer.PlanO
 			continue
 		}
 		t0 := time.Now()
-		working.Store(fmt.Sprintf("PlanCluster %s (N=%d, Z=%d) since %s", c.Key(), c.N, c.Z(), t0.Format(time.TimeOnly)))
-		plan := rebalancer.PlanCluster(c, popts)
+		working.Store(fmt.Sprintf("plan.Compute %s (N=%d, Z=%d) since %s", c.Key(), c.N, c.Z(), t0.Format(time.TimeOnly)))
+		pl := plan.Compute(c, popts)
 		working.Store("the rest")
 		took := time.Since(t0)
 		if took > p.Slowest {
 			p.Slowest, p.SlowestCluster = took, fmt.Sprintf("%s (N=%d, Z=%d)", c.Key(), c.N, c.Z())
 		}
 		p.Planned++
-		p.Moves += len(plan.Moves)
-		p.Searched += plan.Searched
-		if plan.CompliantAfter {
+		p.Moves += len(pl.Moves)
+		p.Searched += pl.Searched
+		if pl.CompliantAfter {
 			p.CompliantAfter++
 		}
-		if plan.Minimal {
+		if pl.Minimal {
 			p.Minimal++
 		}
-		if plan.Infeasible != "" {
+		if pl.Infeasible != "" {
 			p.Infeasible++
 		}
 		if progress != nil {
-			progress(c, plan, took)
+			progress(c, pl, took)
 		}
 	}
 	p.Plan = time.Since(start)

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 
 // TestSmoke runs what the benchmarks run on a tiny snapshot, so `make test` keeps them working.
@@ -24,7 +24,7 @@ func TestSmoke(t *testing.T) {
 	if a.Clusters != cfg.RedisClusters || a.NonCompliant != drifted {
 		t.Errorf("analysis %+v, want %d clusters, %d non-compliant", a, cfg.RedisClusters, drifted)
 	}
-	_, p, err := Plan(snap, PolicyOptions(), rebalancer.PlanOptions{}, nil)
+	_, p, err := Plan(snap, PolicyOptions(), plan.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

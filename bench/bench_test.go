@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 
 // fixture is the generated snapshot, shared by the benchmarks of one run.
@@ -91,7 +91,7 @@ func BenchmarkAnalyse(b *testing.B) {
 // logSlowPlan prints, as they happen, the plans that take a second or more (every plan with
 // REBALANCER_BENCH_VERBOSE), so that a long run
 // shows where its time goes.
-func logSlowPlan(c *policies.Cluster, p rebalancer.Plan, took time.Duration) {
+func logSlowPlan(c *policies.Cluster, p plan.Plan, took time.Duration) {
 	if took < time.Second && os.Getenv(VerboseEnv) == "" {
 		return
 	}
@@ -135,7 +135,7 @@ func BenchmarkDeschedulerTopologySpread(b *testing.B) {
 	b.ReportMetric(float64(evicted), "evictions")
 }
 
-// BenchmarkPlan measures policies.Build plus rebalancer.PlanCluster for every non-compliant
+// BenchmarkPlan measures policies.Build plus plan.Compute for every non-compliant
 // cluster (the `plan` command's work) with PlanOptionsFromEnv (the planner's defaults unless set).
 // One iteration is one full pass.
 func BenchmarkPlan(b *testing.B) {

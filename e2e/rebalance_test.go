@@ -17,7 +17,8 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
@@ -64,7 +65,7 @@ func (r *roleRecorder) records() []stopRecord {
 // result is what one end-to-end run gives the assertions.
 type result struct {
 	env    *harness.Env
-	report rebalancer.Report
+	report report.Run
 	stops  []stopRecord
 	writer harness.WriterStats
 	lost   error
@@ -143,7 +144,7 @@ func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int
 	env := res.env
 
 	// (a)
-	snap, err := rebalancer.ReadSnapshot(ctx, env.Client(), env.Namespace)
+	snap, err := observe.ReadSnapshot(ctx, env.Client(), env.Namespace)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
 )
 
 // Builders for the table tests, in the descheduler's style: a constructor with defaults and
@@ -308,7 +309,7 @@ func boundClaim(claim, key string, values ...string) (*corev1.PersistentVolumeCl
 }
 
 // redisCluster describes a Redis cluster as the operator builds it: one StatefulSet per shard
-// whose template carries policies.Constraints for N = shards × perShard, and the pods placed as
+// whose template carries constraints.Generate for N = shards × perShard, and the pods placed as
 // place says.
 type redisCluster struct {
 	name             string // the cluster label's value ("redis" when empty)
@@ -358,7 +359,7 @@ func (rc redisCluster) objects() ([]*appsv1.StatefulSet, []*corev1.Pod) {
 	var pods []*corev1.Pod
 	for s := 0; s < rc.shards; s++ {
 		shard := map[string]string{shardLabel: rc.shardName(s)}
-		spread, aff, err := policies.Constraints(policies.ConstraintsInput{
+		spread, aff, err := constraints.Generate(constraints.Input{
 			ClusterLabels: rc.clusterLabels(), ShardLabels: shard, Shards: rc.shards, PodsPerShard: rc.perShard,
 			Zones: zones, ZoneKey: zoneKey, Relaxed: rc.relaxed,
 		})

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
 )
 
 // only keeps the hits of the given rules.
@@ -23,7 +24,7 @@ func only(hs []hit, rules ...policies.Rule) []hit {
 }
 
 // TestEvaluateHARules covers the seed's HA rules (seed 000 §一) on clusters built as the operator
-// builds them (policies.Constraints), at their boundaries: N divisible by 3 or 2 or not, relaxed
+// builds them (constraints.Generate), at their boundaries: N divisible by 3 or 2 or not, relaxed
 // limits on and off, Z = 0, 1, 2, 3, 4, the legacy zone label, nodes without a zone label, and N
 // from StatefulSet replicas.
 func TestEvaluateHARules(t *testing.T) {
@@ -372,8 +373,8 @@ func TestLimits(t *testing.T) {
 		got = append(got, row{n,
 			policies.NodeLimit(n, false), policies.NodeLimit(n, true),
 			policies.ZoneLimit(n, false), policies.ZoneLimit(n, true),
-			policies.NodeMaxSkew(n, false), policies.NodeMaxSkew(n, true),
-			policies.ZoneMaxSkew(n, false), policies.ZoneMaxSkew(n, true)})
+			constraints.NodeMaxSkew(n, false), constraints.NodeMaxSkew(n, true),
+			constraints.ZoneMaxSkew(n, false), constraints.ZoneMaxSkew(n, true)})
 	}
 	want := []row{
 		{2, 0, 0, 0, 1, 1, 1, 1, 1},

@@ -1,23 +1,68 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
-	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
 )
 
+// Defaults of the constraints command.
+const (
+	// defaultShards and defaultPodsPerShard are --shards and --pods-per-shard.
+	defaultShards       = 3
+	defaultPodsPerShard = 2
+	// defaultShardValue is --shard: a placeholder for the shard label's value.
+	defaultShardValue = "SHARD"
+)
+
+// constraintsOptions are the constraints command's options.
+type constraintsOptions struct {
+	in                               constraints.Input
+	clusterLabel, clusterName, shard string
+	shardLabel, zones                string
+}
+
+func newConstraintsOptions() *constraintsOptions {
+	return &constraintsOptions{
+		in:           constraints.Input{Shards: defaultShards, PodsPerShard: defaultPodsPerShard, ZoneKey: policies.LabelZone},
+		clusterLabel: policies.DefaultClusterLabel, shardLabel: constraints.DefaultShardLabel, shard: defaultShardValue,
+	}
+}
+
+func (o *constraintsOptions) addFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.in.Shards, "shards", o.in.Shards, "number of shards (StatefulSets)")
+	fs.IntVar(&o.in.PodsPerShard, "pods-per-shard", o.in.PodsPerShard, "pods per shard (1 master + replicas)")
+	fs.StringVar(&o.zones, "zones", o.zones, "comma-separated allowed zones (seed available-zones); empty or one zone: single-zone rules")
+	fs.StringVar(&o.in.ZoneKey, "zone-key", o.in.ZoneKey, "zone topology key (seed 000 uses "+policies.LabelZoneLegacy+")")
+	fs.StringVar(&o.clusterLabel, "cluster-label", o.clusterLabel, "pod label naming the Redis cluster")
+	fs.StringVar(&o.clusterName, "cluster-name", o.clusterName, "the Redis cluster's name (the cluster label's value)")
+	fs.StringVar(&o.shardLabel, "shard-label", o.shardLabel, "pod label naming the shard")
+	fs.StringVar(&o.shard, "shard", o.shard, "the shard label's value for this StatefulSet")
+	fs.BoolVar(&o.in.Relaxed, "relaxed-limits", o.in.Relaxed, `seed 000 §四: "at most" N/3 and N/2 (maxSkew without the "minus 1")`)
+}
+
+// input completes the generator's input from the flags; --cluster-name is required.
+func (o *constraintsOptions) input() (constraints.Input, error) {
+	if o.clusterName == "" {
+		return constraints.Input{}, fmt.Errorf("--cluster-name is required")
+	}
+	in := o.in
+	in.ClusterLabels = map[string]string{o.clusterLabel: o.clusterName}
+	in.ShardLabels = map[string]string{o.shardLabel: o.shard}
+	if o.zones != "" {
+		in.Zones = strings.Split(o.zones, ",")
+	}
+	return in, nil
+}
+
 func newConstraintsCommand() *cobra.Command {
-	var (
-		in                               policies.ConstraintsInput
-		clusterLabel, clusterName, shard string
-		shardLabel, zones                string
-	)
+	o := newConstraintsOptions()
 	cmd := &cobra.Command{
 		Use:   "constraints",
 		Short: "Print the seed's recommended scheduling constraints for a Redis cluster's StatefulSets",
@@ -33,15 +78,11 @@ StatefulSet template fragment (YAML) to merge into each shard's StatefulSet:
 		Example: `  redis-rebalancer constraints --shards 5 --pods-per-shard 2 --zones zone-a,zone-b,zone-c --cluster-name rc1 --shard rc1-s0`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if clusterName == "" {
-				return &exitError{ExitError, fmt.Errorf("--cluster-name is required")}
+			in, err := o.input()
+			if err != nil {
+				return &exitError{ExitError, err}
 			}
-			in.ClusterLabels = map[string]string{clusterLabel: clusterName}
-			in.ShardLabels = map[string]string{shardLabel: shard}
-			if zones != "" {
-				in.Zones = strings.Split(zones, ",")
-			}
-			spread, aff, err := policies.Constraints(in)
+			spread, aff, err := constraints.Generate(in)
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
@@ -56,76 +97,11 @@ StatefulSet template fragment (YAML) to merge into each shard's StatefulSet:
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v (seed 000 §二)\n",
 				n, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed)
-			fmt.Fprintf(out, "# StatefulSet template fragment for shard %q; pods must carry %s=%s and %s=%s.\n", shard, clusterLabel, clusterName, shardLabel, shard)
+			fmt.Fprintf(out, "# StatefulSet template fragment for shard %q; pods must carry %s=%s and %s=%s.\n", o.shard, o.clusterLabel, o.clusterName, o.shardLabel, o.shard)
 			_, err = out.Write(b)
 			return err
 		},
 	}
-	fs := cmd.Flags()
-	fs.IntVar(&in.Shards, "shards", 3, "number of shards (StatefulSets)")
-	fs.IntVar(&in.PodsPerShard, "pods-per-shard", 2, "pods per shard (1 master + replicas)")
-	fs.StringVar(&zones, "zones", "", "comma-separated allowed zones (seed available-zones); empty or one zone: single-zone rules")
-	fs.StringVar(&in.ZoneKey, "zone-key", policies.LabelZone, "zone topology key (seed 000 uses "+policies.LabelZoneLegacy+")")
-	fs.StringVar(&clusterLabel, "cluster-label", policies.DefaultClusterLabel, "pod label naming the Redis cluster")
-	fs.StringVar(&clusterName, "cluster-name", "", "the Redis cluster's name (the cluster label's value)")
-	fs.StringVar(&shardLabel, "shard-label", "redis.rebalancer.io/shard", "pod label naming the shard")
-	fs.StringVar(&shard, "shard", "SHARD", "the shard label's value for this StatefulSet")
-	fs.BoolVar(&in.Relaxed, "relaxed-limits", false, `seed 000 §四: "at most" N/3 and N/2 (maxSkew without the "minus 1")`)
-	return cmd
-}
-
-func newLintCommand() *cobra.Command {
-	var (
-		src    sourceFlags
-		output string
-	)
-	cmd := &cobra.Command{
-		Use:   "lint",
-		Short: "Report StatefulSets whose constraints differ from the seed's recommendation or can deadlock",
-		Long: `lint compares every Redis cluster's StatefulSet templates with the constraints that seed 000 §二
-recommends for the cluster's size N and zones (see the constraints command): hard maxSkew on
-hostname and zone, the soft constraints, the anti-affinity inside the shard, and the node affinity
-on the zones. It also flags templates that can deadlock (seed 000 §四: several zones and 3 shards
-with the strict limits) and names the relaxed setting that avoids it.
-
-Live (kubeconfig) or offline (--snapshot FILE). Exit status: 0 when there is no finding, 3 when
-there are findings, 1 on error.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			src.redisRoles = false
-			m, err := src.model(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return &exitError{ExitError, err}
-			}
-			findings := lint.Lint(m, src.policy.relaxed)
-			out := cmd.OutOrStdout()
-			switch output {
-			case "json":
-				if findings == nil {
-					findings = []lint.Finding{}
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(map[string]any{"findings": findings}); err != nil {
-					return &exitError{ExitError, err}
-				}
-			case "table":
-				if len(findings) == 0 {
-					fmt.Fprintf(out, "%d Redis clusters checked: every StatefulSet follows the recommendation\n", len(m.Clusters))
-				}
-				for _, f := range findings {
-					fmt.Fprintf(out, "%s/%s %s: %s: %s\n", f.Namespace, f.Cluster, f.StatefulSet, f.Kind, f.Message)
-				}
-			default:
-				return &exitError{ExitError, fmt.Errorf("-o must be table or json, got %q", output)}
-			}
-			if len(findings) > 0 {
-				return &exitError{ExitViolations, nil}
-			}
-			return nil
-		},
-	}
-	src.add(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	o.addFlags(cmd.Flags())
 	return cmd
 }

@@ -1,12 +1,15 @@
 // Package cli implements the redis-rebalancer command line: the cobra commands, their flags, and
-// the wiring from flags to the rebalancer, policies and redisctl packages.
+// the wiring from flags to the rebalancer/observe, plan, report and execute packages, policies and
+// redisctl. One file per command (check.go, plan.go, run.go, lint.go, constraints.go, version.go),
+// each with an options struct bound to its flags; options.go holds the option groups they share.
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -53,13 +56,18 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(gofs)
 	root.PersistentFlags().AddGoFlag(gofs.Lookup("v"))
-	root.AddCommand(newRunCommand(), newAnalyzeCommand(false), newAnalyzeCommand(true), newConstraintsCommand(), newLintCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newVersionCommand())
 	return root
 }
 
 // Main runs the root command with os.Args and returns the process exit code.
 func Main() int {
-	cmd := NewRootCommand()
+	return exitCode(NewRootCommand())
+}
+
+// exitCode runs cmd, prints its error (if any) to cmd's error output as "redis-rebalancer: …",
+// and returns the exit code: ExitOK, the code an exitError carries, or ExitError.
+func exitCode(cmd *cobra.Command) int {
 	err := cmd.Execute()
 	klog.Flush()
 	if err == nil {
@@ -68,10 +76,17 @@ func Main() int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "redis-rebalancer:", ee.err)
+			fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer:", ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "redis-rebalancer:", err)
+	fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer:", err)
 	return ExitError
+}
+
+// printJSON writes v to w as JSON indented by two spaces, as -o json prints every report.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -1,28 +1,90 @@
 package cli
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/labels"
+	"github.com/spf13/pflag"
 
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
+// Defaults of the run command (the executor's own are in execute's Default… constants).
+const (
+	// defaultFailoverMode is --failover-mode.
+	defaultFailoverMode = "default"
+	// defaultTextOutput is run's -o.
+	defaultTextOutput = "text"
+)
+
+// errReleaseReplicaClaims is run's answer to --release-replica-claims until the executor can
+// release a claim (execute.ErrReleaseReplicaClaims).
+var errReleaseReplicaClaims = errors.New("--release-replica-claims is not supported by run yet: it would plan moves that need a replica's PersistentVolumeClaim released, which run does not do; use it with plan/check to see such moves")
+
+// runOptions are the run command's options.
+type runOptions struct {
+	kube   kubeOptions
+	policy policyOptions
+	redis  redisOptions
+	// cfg holds the executor's settings bound to flags; clients, selection and output are set
+	// when the command runs.
+	cfg    execute.Config
+	mode   string
+	output string
+}
+
+func newRunOptions() *runOptions {
+	return &runOptions{
+		kube: newKubeOptions(), policy: newPolicyOptions(), redis: newRedisOptions(),
+		cfg:  execute.Config{MaxMoves: execute.DefaultMaxMoves},
+		mode: defaultFailoverMode, output: defaultTextOutput,
+	}
+}
+
+func (o *runOptions) addFlags(fs *pflag.FlagSet) {
+	o.kube.addFlags(fs)
+	o.policy.addFlags(fs, "not supported by run yet (it refuses the flag; use it with check or plan): "+releaseReplicaClaimsUsage)
+	o.redis.addFlags(fs)
+	fs.BoolVar(&o.cfg.DryRun, "dry-run", o.cfg.DryRun, "plan and print; make no failover and no eviction")
+	fs.IntVar(&o.cfg.MaxMoves, "max-moves", o.cfg.MaxMoves, "most evictions per Redis cluster in one run")
+	fs.IntVar(&o.cfg.Plan.MaxMoves, "max-plan-moves", o.cfg.Plan.MaxMoves, fmt.Sprintf("longest plan the planner considers (0: %d, or twice the lower bound on the moves needed when that is more)", plan.DefaultMaxMoves))
+	fs.StringVar(&o.mode, "failover-mode", o.mode, "CLUSTER FAILOVER variant: default, force or takeover (force/takeover can lose writes)")
+	fs.DurationVar(&o.cfg.FailoverTimeout, "failover-timeout", o.cfg.FailoverTimeout, "bound on a failover and its verification (default "+durationText(execute.DefaultFailoverTimeout)+")")
+	fs.DurationVar(&o.cfg.HealthTimeout, "health-timeout", o.cfg.HealthTimeout, "how long to wait for a healthy cluster before a move (default "+durationText(execute.DefaultHealthTimeout)+")")
+	fs.DurationVar(&o.cfg.RecreateTimeout, "recreate-timeout", o.cfg.RecreateTimeout, "how long to wait for an evicted pod to be re-created and Ready (default "+durationText(execute.DefaultRecreateTimeout)+")")
+	fs.DurationVar(&o.cfg.RejoinTimeout, "rejoin-timeout", o.cfg.RejoinTimeout, "how long to wait for a re-created pod to be an in-sync replica again (default "+durationText(execute.DefaultRejoinTimeout)+")")
+	fs.StringVarP(&o.output, "output", "o", o.output, "report format: text (progress and maps on stdout) or json (report on stdout, progress on stderr)")
+}
+
+// validate checks the flags that need no cluster, and sets the failover mode.
+func (o *runOptions) validate() error {
+	if o.policy.releaseReplicaClaims {
+		return errReleaseReplicaClaims
+	}
+	switch o.mode {
+	case "default":
+		o.cfg.FailoverMode = redisctl.FailoverDefault
+	case "force":
+		o.cfg.FailoverMode = redisctl.FailoverForce
+	case "takeover":
+		o.cfg.FailoverMode = redisctl.FailoverTakeover
+	default:
+		return fmt.Errorf("--failover-mode must be default, force or takeover, got %q", o.mode)
+	}
+	if o.output != "text" && o.output != "json" {
+		return fmt.Errorf("-o must be text or json, got %q", o.output)
+	}
+	return nil
+}
+
 func newRunCommand() *cobra.Command {
-	var (
-		kf     kubeFlags
-		pf     policyFlags
-		rf     redisFlags
-		cfg    rebalancer.Config
-		mode   string
-		output string
-	)
+	o := newRunOptions()
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Find Redis clusters that break the rules and fix them, one safe move at a time",
@@ -47,79 +109,61 @@ rule (move budget spent, move refused, or no plan), 1 on error.`,
   redis-rebalancer run -n redis --max-moves 5 --redis-password-file /etc/redis/password`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch mode {
-			case "default":
-				cfg.FailoverMode = redisctl.FailoverDefault
-			case "force":
-				cfg.FailoverMode = redisctl.FailoverForce
-			case "takeover":
-				cfg.FailoverMode = redisctl.FailoverTakeover
-			default:
-				return &exitError{ExitError, fmt.Errorf("--failover-mode must be default, force or takeover, got %q", mode)}
-			}
-			if output != "text" && output != "json" {
-				return &exitError{ExitError, fmt.Errorf("-o must be text or json, got %q", output)}
-			}
-			sel, err := labels.Parse(pf.selector)
-			if err != nil {
-				return &exitError{ExitError, fmt.Errorf("--selector: %w", err)}
-			}
-			client, err := kf.client()
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return &exitError{ExitError, err}
 			}
-			rc, err := rf.client()
-			if err != nil {
-				return &exitError{ExitError, err}
-			}
-			defer rc.Close()
-			cfg.Client, cfg.Redis = client, rc
-			cfg.Namespace, cfg.Selector, cfg.Policy = pf.namespace, sel, pf.options()
-			cfg.Out = cmd.OutOrStdout()
-			if output == "json" {
-				cfg.Out = cmd.ErrOrStderr()
-			}
-			r, err := rebalancer.New(cfg)
-			if err != nil {
-				return &exitError{ExitError, err}
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			rep, runErr := r.Run(ctx)
-			if rep != nil {
-				if output == "json" {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(rep); err != nil {
-						return &exitError{ExitError, err}
-					}
-				} else {
-					fmt.Fprintf(cfg.Out, "\nsummary: %d clusters, %d evictions, %s\n", len(rep.Clusters), rep.Moves(), complianceWord(rep.Compliant()))
-				}
-			}
-			switch {
-			case runErr != nil:
-				return &exitError{ExitError, runErr}
-			case !rep.Compliant() && !cfg.DryRun:
-				return &exitError{ExitViolations, nil}
-			}
-			return nil
+			return o.run(cmd)
 		},
 	}
-	fs := cmd.Flags()
-	kf.add(fs)
-	pf.add(fs)
-	rf.add(fs)
-	fs.BoolVar(&cfg.DryRun, "dry-run", false, "plan and print; make no failover and no eviction")
-	fs.IntVar(&cfg.MaxMoves, "max-moves", 10, "most evictions per Redis cluster in one run")
-	fs.IntVar(&cfg.Plan.MaxMoves, "max-plan-moves", 0, "longest plan the planner considers (0: 12, or twice the lower bound on the moves needed when that is more)")
-	fs.StringVar(&mode, "failover-mode", "default", "CLUSTER FAILOVER variant: default, force or takeover (force/takeover can lose writes)")
-	fs.DurationVar(&cfg.FailoverTimeout, "failover-timeout", 0, "bound on a failover and its verification (default 30s)")
-	fs.DurationVar(&cfg.HealthTimeout, "health-timeout", 0, "how long to wait for a healthy cluster before a move (default 2m)")
-	fs.DurationVar(&cfg.RecreateTimeout, "recreate-timeout", 0, "how long to wait for an evicted pod to be re-created and Ready (default 5m)")
-	fs.DurationVar(&cfg.RejoinTimeout, "rejoin-timeout", 0, "how long to wait for a re-created pod to be an in-sync replica again (default 5m)")
-	fs.StringVarP(&output, "output", "o", "text", "report format: text (progress and maps on stdout) or json (report on stdout, progress on stderr)")
+	o.addFlags(cmd.Flags())
 	return cmd
+}
+
+// run connects to the API server and Redis, runs the executor and prints its report.
+func (o *runOptions) run(cmd *cobra.Command) error {
+	cfg := o.cfg
+	sel, err := o.policy.selection()
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	client, err := o.kube.client()
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	rc, err := o.redis.client()
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	defer rc.Close()
+	cfg.Client, cfg.Redis = client, rc
+	cfg.Selection, cfg.Policy = sel, o.policy.rules()
+	cfg.Out = cmd.OutOrStdout()
+	if o.output == "json" {
+		cfg.Out = cmd.ErrOrStderr()
+	}
+	ex, err := execute.New(cfg)
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, runErr := ex.Run(ctx)
+	if rep != nil {
+		if o.output == "json" {
+			if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
+				return &exitError{ExitError, err}
+			}
+		} else {
+			fmt.Fprintf(cfg.Out, "\nsummary: %d clusters, %d evictions, %s\n", len(rep.Clusters), rep.Moves(), complianceWord(rep.Compliant()))
+		}
+	}
+	switch {
+	case runErr != nil:
+		return &exitError{ExitError, runErr}
+	case !rep.Compliant() && !cfg.DryRun:
+		return &exitError{ExitViolations, nil}
+	}
+	return nil
 }
 
 func complianceWord(ok bool) string {

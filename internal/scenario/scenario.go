@@ -1,6 +1,6 @@
 // Package scenario describes Redis Cluster placements on a set of zoned nodes, and builds the
 // Kubernetes objects for them: nodes, one StatefulSet per shard carrying the seed's constraints
-// (policies.Constraints), a PodDisruptionBudget per shard, and the pods bound as described. Unit
+// (constraints.Generate), a PodDisruptionBudget per shard, and the pods bound as described. Unit
 // tests use the objects as a policies.Snapshot; the e2e suite and the demo create them on a real
 // API server.
 package scenario
@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
 )
 
 // Labels every scenario pod carries.
@@ -143,10 +144,10 @@ func (s Scenario) Nodes() []*corev1.Node {
 	return out
 }
 
-// Template returns shard i's pod template: the seed's constraints for N pods (policies.Constraints).
+// Template returns shard i's pod template: the seed's constraints for N pods (constraints.Generate).
 func (s Scenario) Template(i int) (corev1.PodTemplateSpec, error) {
 	shard := map[string]string{ShardLabel: s.ShardName(i)}
-	spread, aff, err := policies.Constraints(policies.ConstraintsInput{
+	spread, aff, err := constraints.Generate(constraints.Input{
 		ClusterLabels: s.ClusterLabels(), ShardLabels: shard,
 		Shards: s.Shards, PodsPerShard: s.PodsPerShard, Zones: s.ZoneNames(), Relaxed: s.Relaxed,
 	})

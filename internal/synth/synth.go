@@ -1,6 +1,6 @@
 // Package synth generates a large synthetic cluster snapshot for the scale benchmark (issue 3,
 // item 8): thousands of zoned nodes, Redis clusters built the way internal/scenario builds one
-// (one StatefulSet per shard carrying the seed's constraints from policies.Constraints, a
+// (one StatefulSet per shard carrying the seed's constraints from constraints.Generate, a
 // PodDisruptionBudget per shard), and ordinary application pods filling the rest of the cluster.
 //
 // # Shape (Default())
@@ -63,6 +63,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
 )
 
 // Config is the shape of a generated snapshot. Zero fields take Default()'s values, except
@@ -199,7 +200,7 @@ func Generate(cfg Config) *policies.Snapshot {
 }
 
 // GenerateWithStats is Generate, also returning what was generated. It panics when the
-// StatefulSets cannot be built (policies.Constraints rejects the input), which a valid Config
+// StatefulSets cannot be built (constraints.Generate rejects the input), which a valid Config
 // never causes.
 func GenerateWithStats(cfg Config) (*policies.Snapshot, Stats) {
 	cfg = cfg.withDefaults()
@@ -458,7 +459,7 @@ func (g *gen) cluster(info ClusterInfo, zones []int) {
 		stack()
 	case DriftScaleDown:
 		old := info.N() + 2*info.PodsPerShard
-		sc.RunningMaxSkew = &[2]int32{int32(policies.NodeMaxSkew(old, false)), int32(policies.ZoneMaxSkew(old, false))}
+		sc.RunningMaxSkew = &[2]int32{int32(constraints.NodeMaxSkew(old, false)), int32(constraints.ZoneMaxSkew(old, false))}
 		stack()
 	case DriftZone:
 		zb := zones[g.rng.IntN(len(zones))]

@@ -1,5 +1,5 @@
 // Package lint compares the scheduling constraints in a Redis cluster's StatefulSet templates
-// with what seed 000 §二 recommends for the cluster's size and zones (policies.Constraints), and
+// with what seed 000 §二 recommends for the cluster's size and zones (constraints.Generate), and
 // flags the templates that can deadlock (seed 000 §四: several zones and 3 shards).
 package lint
 
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
 )
 
 // Kind classifies a finding.
@@ -67,10 +68,10 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 				out = append(out, Finding{Namespace: c.Namespace, Cluster: c.Name, StatefulSet: sts.Name, Kind: k, Want: want, Got: got, Message: fmt.Sprintf(format, args...)})
 			}
 			spec := sts.Spec.Template.Spec
-			nodeSkew := policies.NodeMaxSkew(c.N, relaxed)
+			nodeSkew := constraints.NodeMaxSkew(c.N, relaxed)
 			checkSkew(spec, policies.LabelHostname, corev1.DoNotSchedule, nodeSkew, c.N, add)
 			if multiZone {
-				checkSkew(spec, c.ZoneKey, corev1.DoNotSchedule, policies.ZoneMaxSkew(c.N, relaxed), c.N, add)
+				checkSkew(spec, c.ZoneKey, corev1.DoNotSchedule, constraints.ZoneMaxSkew(c.N, relaxed), c.N, add)
 				checkSkew(spec, c.ZoneKey, corev1.ScheduleAnyway, 1, c.N, add)
 			}
 			checkSkew(spec, policies.LabelHostname, corev1.ScheduleAnyway, 1, c.N, add)
@@ -80,10 +81,10 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 					"no required node affinity lists the zones (seed available-zones); the cluster may spread into any zone")
 			}
 			if multiZone && shards == 3 && !relaxed {
-				if got, ok := hardSkew(spec, policies.LabelHostname); ok && int(got) == policies.NodeMaxSkew(c.N, false) {
-					add(DeadlockRisk, fmt.Sprintf("hostname maxSkew %d", policies.NodeMaxSkew(c.N, true)), fmt.Sprintf("hostname maxSkew %d", got),
+				if got, ok := hardSkew(spec, policies.LabelHostname); ok && int(got) == constraints.NodeMaxSkew(c.N, false) {
+					add(DeadlockRisk, fmt.Sprintf("hostname maxSkew %d", constraints.NodeMaxSkew(c.N, true)), fmt.Sprintf("hostname maxSkew %d", got),
 						"3 shards over %d zones with hostname maxSkew %d can deadlock (seed 000 §四, supplement 2); relax it to %d (\"at most N/3\": redis-rebalancer --relaxed-limits, constraints --relaxed-limits)",
-						c.Z(), got, policies.NodeMaxSkew(c.N, true))
+						c.Z(), got, constraints.NodeMaxSkew(c.N, true))
 				}
 			}
 		}

@@ -1,35 +1,45 @@
-package policies
+// Package constraints generates the scheduling constraints seed 000 §二 recommends for a Redis
+// cluster's StatefulSet templates: hard topology spread on hostname and zone with the maxSkew the
+// HA rules imply, soft spread, anti-affinity inside a shard and node affinity on the zones. It
+// needs no model: the `constraints` command, lint and the test scenarios call it with a cluster's
+// size and zones.
+//
+// It owns the generator and the maxSkew values. It imports policies (label keys and the rules'
+// per-node and per-zone limits, which the maxSkew values are derived from); policies must not
+// import it.
+package constraints
 
 import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
+
+// DefaultShardLabel is the pod label naming the shard in the generated anti-affinity when the
+// caller names none (the constraints command's --shard-label default).
+const DefaultShardLabel = "redis.rebalancer.io/shard"
 
 // NodeMaxSkew returns the hostname maxSkew the operator writes for a cluster of n pods: n/3
 // (integer division), minus 1 when 3 divides n, at least 1 (seed 000 §二). Relaxed (seed 000 §四)
-// drops the "minus 1".
+// drops the "minus 1". It is the MaxPodsPerNode limit (policies.NodeLimit: the most pods a node may
+// hold, "fewer than n/3", or "at most" when relaxed) raised to 1, the least maxSkew Kubernetes
+// accepts: n/3 − [3 divides n] equals (n−1)/3 for every n ≥ 1.
 func NodeMaxSkew(n int, relaxed bool) int {
-	s := n / 3
-	if n%3 == 0 && !relaxed {
-		s--
-	}
-	return max(s, 1)
+	return max(policies.NodeLimit(n, relaxed), 1)
 }
 
 // ZoneMaxSkew returns the zone maxSkew the operator writes for n pods with Z≥2: n/2, minus 1
-// when 2 divides n, at least 1 (seed 000 §二). Relaxed drops the "minus 1".
+// when 2 divides n, at least 1 (seed 000 §二). Relaxed drops the "minus 1". It is the
+// MaxPodsPerZone limit (policies.ZoneLimit) raised to 1, as NodeMaxSkew is for nodes.
 func ZoneMaxSkew(n int, relaxed bool) int {
-	s := n / 2
-	if n%2 == 0 && !relaxed {
-		s--
-	}
-	return max(s, 1)
+	return max(policies.ZoneLimit(n, relaxed), 1)
 }
 
-// ConstraintsInput describes a Redis cluster for the constraint generator.
-type ConstraintsInput struct {
+// Input describes a Redis cluster for the generator.
+type Input struct {
 	// ClusterLabels select every pod of the cluster (e.g. {cluster-label: name}).
 	ClusterLabels map[string]string
 	// ShardLabels, added to ClusterLabels, select the pods of one shard.
@@ -38,17 +48,19 @@ type ConstraintsInput struct {
 	Shards, PodsPerShard int
 	// Zones are the allowed zones (seed available-zones); empty or one zone means single-zone.
 	Zones []string
-	// ZoneKey is the zone topology key (LabelZone when empty; seed 000 uses LabelZoneLegacy).
+	// ZoneKey is the zone topology key (policies.LabelZone when empty; seed 000 uses
+	// policies.LabelZoneLegacy).
 	ZoneKey string
 	// Relaxed applies seed 000 §四's "at most" form (maxSkew without the "minus 1").
 	Relaxed bool
 }
 
-// Constraints returns what the operator writes into every StatefulSet template of the cluster
+// Generate returns what the operator writes into every StatefulSet template of the cluster
 // (seed 000 §二): hard topology spread on hostname (NodeMaxSkew) and, with two or more zones, on
 // the zone (ZoneMaxSkew); soft maxSkew 1 on the same keys; required pod anti-affinity inside the
-// shard on hostname (one zone) or zone; and required node affinity on the zones when listed.
-func Constraints(in ConstraintsInput) ([]corev1.TopologySpreadConstraint, *corev1.Affinity, error) {
+// shard on hostname (one zone) or zone; and required node affinity on the zones when listed. It
+// fails when Shards or PodsPerShard is below 1 or the cluster or shard labels are missing.
+func Generate(in Input) ([]corev1.TopologySpreadConstraint, *corev1.Affinity, error) {
 	if in.Shards < 1 || in.PodsPerShard < 1 {
 		return nil, nil, fmt.Errorf("constraints: shards and pods per shard must be at least 1 (got %d, %d)", in.Shards, in.PodsPerShard)
 	}
@@ -57,7 +69,7 @@ func Constraints(in ConstraintsInput) ([]corev1.TopologySpreadConstraint, *corev
 	}
 	zoneKey := in.ZoneKey
 	if zoneKey == "" {
-		zoneKey = LabelZone
+		zoneKey = policies.LabelZone
 	}
 	n := in.Shards * in.PodsPerShard
 	multiZone := len(in.Zones) >= 2
@@ -70,7 +82,7 @@ func Constraints(in ConstraintsInput) ([]corev1.TopologySpreadConstraint, *corev
 		shardLabels[k] = v
 	}
 	spread := []corev1.TopologySpreadConstraint{{
-		MaxSkew: int32(NodeMaxSkew(n, in.Relaxed)), TopologyKey: LabelHostname,
+		MaxSkew: int32(NodeMaxSkew(n, in.Relaxed)), TopologyKey: policies.LabelHostname,
 		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: cluster,
 	}}
 	if multiZone {
@@ -80,14 +92,14 @@ func Constraints(in ConstraintsInput) ([]corev1.TopologySpreadConstraint, *corev
 		})
 	}
 	spread = append(spread, corev1.TopologySpreadConstraint{
-		MaxSkew: 1, TopologyKey: LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: cluster,
+		MaxSkew: 1, TopologyKey: policies.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: cluster,
 	})
 	if multiZone {
 		spread = append(spread, corev1.TopologySpreadConstraint{
 			MaxSkew: 1, TopologyKey: zoneKey, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: cluster,
 		})
 	}
-	antiKey := LabelHostname
+	antiKey := policies.LabelHostname
 	if multiZone {
 		antiKey = zoneKey
 	}

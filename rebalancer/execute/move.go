@@ -1,4 +1,4 @@
-package rebalancer
+package execute
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/descheduler/pkg/features"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
@@ -30,26 +32,26 @@ type errSkip struct{ why string }
 func (e errSkip) Error() string { return e.why }
 
 // move carries out one planned move with SPEC's safe-disruption steps 2–6.
-func (r *Rebalancer) move(ctx context.Context, c *policies.Cluster, mv Move) (MoveReport, error) {
-	clk := r.cfg.Clock
+func (e *Executor) move(ctx context.Context, c *policies.Cluster, mv plan.Move) (report.Move, error) {
+	clk := e.cfg.Clock
 	start := clk.Now()
 	mem := c.Members[mv.Member]
 	pod := mem.Pod
-	mr := MoveReport{Pod: mv.Pod, From: mv.Node, Expected: mv.Expected}
+	mr := report.Move{Pod: mv.Pod, From: mv.Node, Expected: mv.Expected}
 	defer func() { mr.Total = clk.Since(start) }()
 
 	// Step 2: Redis healthy, every pod of the cluster Ready.
 	t0 := clk.Now()
-	health, err := r.waitHealthy(ctx, c)
+	health, err := e.waitHealthy(ctx, c)
 	mr.Gate = clk.Since(t0)
 	if err != nil {
 		mr.Skipped = "health gate: " + err.Error()
 		return mr, nil
 	}
-	r.printf("  ✓ health gate passed in %s (cluster_state ok, %d slots served, %d replicas in sync, all pods Ready)\n", round(mr.Gate), health.SlotsServed, len(health.Replicas))
+	e.printf("  ✓ health gate passed in %s (cluster_state ok, %d slots served, %d replicas in sync, all pods Ready)\n", round(mr.Gate), health.SlotsServed, len(health.Replicas))
 
 	// Step 3: the PodDisruptionBudget allows the eviction (server-side dry run).
-	if err := r.dryRunEvict(ctx, pod); err != nil {
+	if err := e.dryRunEvict(ctx, pod); err != nil {
 		var s errSkip
 		if errors.As(err, &s) {
 			mr.Skipped = s.why
@@ -57,10 +59,10 @@ func (r *Rebalancer) move(ctx context.Context, c *policies.Cluster, mv Move) (Mo
 		}
 		return mr, err
 	}
-	r.printf("  ✓ eviction dry run accepted (PodDisruptionBudget allows it)\n")
+	e.printf("  ✓ eviction dry run accepted (PodDisruptionBudget allows it)\n")
 
 	// Step 4: a master is failed over to its best in-sync replica first.
-	addr := r.cfg.Redis.AddrOf(pod.Status.PodIP)
+	addr := e.cfg.Redis.AddrOf(pod.Status.PodIP)
 	self, ok := nodeByAddr(health.Topology, addr)
 	if !ok {
 		mr.Skipped = fmt.Sprintf("pod %s (%s) is not in the Redis topology", pod.Name, addr)
@@ -68,7 +70,7 @@ func (r *Rebalancer) move(ctx context.Context, c *policies.Cluster, mv Move) (Mo
 	}
 	masterID := self.MasterID
 	if self.IsMaster() {
-		fo, newMasterID, err := r.failover(ctx, c, health.Topology, self)
+		fo, newMasterID, err := e.failover(ctx, c, health.Topology, self)
 		if err != nil {
 			mr.Skipped = "failover: " + err.Error()
 			return mr, nil
@@ -76,19 +78,19 @@ func (r *Rebalancer) move(ctx context.Context, c *policies.Cluster, mv Move) (Mo
 		mr.Failover = fo
 		masterID = newMasterID
 		t0 := clk.Now()
-		busy, err := r.cfg.Redis.WaitClientsDrained(ctx, addr, r.cfg.DrainQuiet, r.cfg.DrainTimeout)
+		busy, err := e.cfg.Redis.WaitClientsDrained(ctx, addr, e.cfg.DrainQuiet, e.cfg.DrainTimeout)
 		mr.Drain = clk.Since(t0)
 		switch {
 		case err != nil:
-			r.printf("  ! could not watch the old master's clients: %v\n", err)
+			e.printf("  ! could not watch the old master's clients: %v\n", err)
 		case len(busy) > 0:
-			r.printf("  ! %d clients still use %s after %s (they will reconnect): %s\n", len(busy), pod.Name, r.cfg.DrainTimeout, clientsText(busy))
+			e.printf("  ! %d clients still use %s after %s (they will reconnect): %s\n", len(busy), pod.Name, e.cfg.DrainTimeout, clientsText(busy))
 		default:
-			r.printf("  ✓ clients moved off %s in %s (no keyspace command for %s)\n", pod.Name, round(mr.Drain), r.cfg.DrainQuiet)
+			e.printf("  ✓ clients moved off %s in %s (no keyspace command for %s)\n", pod.Name, round(mr.Drain), e.cfg.DrainQuiet)
 		}
 	}
 	// The pod must be a replica, as Redis says right now, before it is evicted.
-	role, err := r.cfg.Redis.Do(ctx, addr, "ROLE")
+	role, err := e.cfg.Redis.Do(ctx, addr, "ROLE")
 	if err != nil {
 		mr.Skipped = fmt.Sprintf("read ROLE of %s: %v", addr, err)
 		return mr, nil
@@ -101,7 +103,7 @@ func (r *Rebalancer) move(ctx context.Context, c *policies.Cluster, mv Move) (Mo
 
 	// Step 5: evict through the policy/v1 Eviction API (descheduler's PodEvictor).
 	t0 = clk.Now()
-	if err := r.evict(ctx, pod, mv.Reason); err != nil {
+	if err := e.evict(ctx, pod, mv.Reason); err != nil {
 		var s errSkip
 		if errors.As(err, &s) {
 			mr.Skipped = s.why
@@ -111,12 +113,12 @@ func (r *Rebalancer) move(ctx context.Context, c *policies.Cluster, mv Move) (Mo
 	}
 	mr.Evicted = true
 	mr.Evict = clk.Since(t0)
-	r.printf("  ✓ evicted %s (a replica, as Redis reported just before) in %s\n", pod.Name, round(mr.Evict))
+	e.printf("  ✓ evicted %s (a replica, as Redis reported just before) in %s\n", pod.Name, round(mr.Evict))
 
 	// Step 6: wait for the pod to be re-created, scheduled and Ready, then for its Redis node to
 	// be back as a connected, in-sync replica of its shard's master.
 	t0 = clk.Now()
-	np, err := r.waitRecreated(ctx, pod)
+	np, err := e.waitRecreated(ctx, pod)
 	mr.Recreate = clk.Since(t0)
 	if err != nil {
 		return mr, err
@@ -126,17 +128,17 @@ func (r *Rebalancer) move(ctx context.Context, c *policies.Cluster, mv Move) (Mo
 	if mr.To != mv.Expected {
 		track = "plan expected " + mv.Expected
 	}
-	r.printf("  ✓ %s re-created on %s (%s), Ready in %s\n", np.Name, mr.To, track, round(mr.Recreate))
+	e.printf("  ✓ %s re-created on %s (%s), Ready in %s\n", np.Name, mr.To, track, round(mr.Recreate))
 	t0 = clk.Now()
-	newAddr := r.cfg.Redis.AddrOf(np.Status.PodIP)
-	err = r.cfg.Redis.WaitRejoin(ctx, newAddr, masterID, r.cfg.RejoinTimeout, func(s string) {
-		r.printf("    … %s: %s\n", np.Name, s)
+	newAddr := e.cfg.Redis.AddrOf(np.Status.PodIP)
+	err = e.cfg.Redis.WaitRejoin(ctx, newAddr, masterID, e.cfg.RejoinTimeout, func(s string) {
+		e.printf("    … %s: %s\n", np.Name, s)
 	})
 	mr.Rejoin = clk.Since(t0)
 	if err != nil {
 		return mr, err
 	}
-	r.printf("  ✓ %s (%s) rejoined as an in-sync replica in %s; move took %s\n", np.Name, newAddr, round(mr.Rejoin), round(clk.Since(start)))
+	e.printf("  ✓ %s (%s) rejoined as an in-sync replica in %s; move took %s\n", np.Name, newAddr, round(mr.Rejoin), round(clk.Since(start)))
 	return mr, nil
 }
 
@@ -175,23 +177,23 @@ func roleFromReply(v interface{}) policies.Role {
 
 // waitHealthy waits up to HealthTimeout for every pod of the cluster to be Running and Ready and
 // for the Redis health gate to pass. It returns the last health read.
-func (r *Rebalancer) waitHealthy(ctx context.Context, c *policies.Cluster) (*redisctl.Health, error) {
+func (e *Executor) waitHealthy(ctx context.Context, c *policies.Cluster) (*redisctl.Health, error) {
 	var health *redisctl.Health
 	status := ""
 	last := time.Time{}
-	err := wait.PollUntilContextTimeout(ctx, r.cfg.PollInterval, r.cfg.HealthTimeout, true, func(ctx context.Context) (bool, error) {
-		s, h := r.healthStatus(ctx, c)
+	err := wait.PollUntilContextTimeout(ctx, e.cfg.PollInterval, e.cfg.HealthTimeout, true, func(ctx context.Context) (bool, error) {
+		s, h := e.healthStatus(ctx, c)
 		health = h
-		if s != status || r.cfg.Clock.Since(last) > 10*time.Second {
+		if s != status || e.cfg.Clock.Since(last) > 10*time.Second {
 			if s != "" {
-				r.printf("    … waiting for a healthy cluster: %s\n", s)
+				e.printf("    … waiting for a healthy cluster: %s\n", s)
 			}
-			status, last = s, r.cfg.Clock.Now()
+			status, last = s, e.cfg.Clock.Now()
 		}
 		return s == "", nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("not healthy after %s: %s", r.cfg.HealthTimeout, status)
+		return nil, fmt.Errorf("not healthy after %s: %s", e.cfg.HealthTimeout, status)
 	}
 	return health, nil
 }
@@ -199,8 +201,8 @@ func (r *Rebalancer) waitHealthy(ctx context.Context, c *policies.Cluster) (*red
 // healthStatus returns "" when every member pod is Ready and Redis is healthy, else why not.
 // Pods the scheduler cannot place (Pending, unschedulable) are what a move may fix: they do not
 // fail the gate, nor does their shard's master lacking the replica they would be.
-func (r *Rebalancer) healthStatus(ctx context.Context, c *policies.Cluster) (string, *redisctl.Health) {
-	pods, err := r.cfg.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{
+func (e *Executor) healthStatus(ctx context.Context, c *policies.Cluster) (string, *redisctl.Health) {
+	pods, err := e.cfg.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: c.Model().Options.ClusterLabel + "=" + c.Name,
 	})
 	if err != nil {
@@ -217,7 +219,7 @@ func (r *Rebalancer) healthStatus(ctx context.Context, c *policies.Cluster) (str
 		p := &pods.Items[i]
 		switch {
 		case podReady(p):
-			addr := r.cfg.Redis.AddrOf(p.Status.PodIP)
+			addr := e.cfg.Redis.AddrOf(p.Status.PodIP)
 			addrs = append(addrs, addr)
 			shardOfAddr[addr] = shardOf[p.Name]
 		case p.Spec.NodeName == "" && p.DeletionTimestamp == nil && unschedulableNote(p) != "":
@@ -232,7 +234,7 @@ func (r *Rebalancer) healthStatus(ctx context.Context, c *policies.Cluster) (str
 	if len(pods.Items) < c.N {
 		return fmt.Sprintf("%d of %d pods exist", len(pods.Items), c.N), nil
 	}
-	h, err := r.cfg.Redis.CheckHealth(ctx, addrs, redisctl.HealthOptions{})
+	h, err := e.cfg.Redis.CheckHealth(ctx, addrs, redisctl.HealthOptions{})
 	if h == nil {
 		return "redis: " + err.Error(), nil
 	}
@@ -259,12 +261,12 @@ func podReady(p *corev1.Pod) bool {
 
 // dryRunEvict asks the API server whether the eviction would be allowed (DryRun: All). A 429
 // means a PodDisruptionBudget forbids it now: errSkip.
-func (r *Rebalancer) dryRunEvict(ctx context.Context, pod *corev1.Pod) error {
+func (e *Executor) dryRunEvict(ctx context.Context, pod *corev1.Pod) error {
 	ev := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}, Preconditions: &metav1.Preconditions{UID: &pod.UID}},
 	}
-	err := r.cfg.Client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, ev)
+	err := e.cfg.Client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, ev)
 	switch {
 	case err == nil:
 		return nil
@@ -278,7 +280,7 @@ func (r *Rebalancer) dryRunEvict(ctx context.Context, pod *corev1.Pod) error {
 
 // failover fails master over to its shard's best in-sync replica, preferring a replica whose pod
 // is in no violation, and verifies the switch (redisctl.Client.Failover).
-func (r *Rebalancer) failover(ctx context.Context, c *policies.Cluster, topo *redisctl.Topology, master redisctl.Node) (*FailoverReport, string, error) {
+func (e *Executor) failover(ctx context.Context, c *policies.Cluster, topo *redisctl.Topology, master redisctl.Node) (*report.Failover, string, error) {
 	bad := map[string]bool{}
 	for _, v := range policies.Hard(c.Evaluate(c.Current())) {
 		for _, p := range v.Pods {
@@ -288,14 +290,14 @@ func (r *Rebalancer) failover(ctx context.Context, c *policies.Cluster, topo *re
 	podOf := map[string]*corev1.Pod{}
 	for _, m := range c.Members {
 		if m.Pod.Status.PodIP != "" {
-			podOf[r.cfg.Redis.AddrOf(m.Pod.Status.PodIP)] = m.Pod
+			podOf[e.cfg.Redis.AddrOf(m.Pod.Status.PodIP)] = m.Pod
 		}
 	}
 	prefer := func(n redisctl.Node) bool {
 		p := podOf[n.Addr()]
 		return p != nil && !bad[p.Namespace+"/"+p.Name]
 	}
-	replica, err := r.cfg.Redis.ChooseReplica(ctx, topo, master.ID, prefer)
+	replica, err := e.cfg.Redis.ChooseReplica(ctx, topo, master.ID, prefer)
 	if err != nil {
 		return nil, "", err
 	}
@@ -305,31 +307,31 @@ func (r *Rebalancer) failover(ctx context.Context, c *policies.Cluster, topo *re
 		}
 		return addr
 	}
-	r.printf("  … %s is a master: CLUSTER FAILOVER (%s) on its replica %s\n", name(master.Addr()), r.cfg.FailoverMode, name(replica.Addr()))
+	e.printf("  … %s is a master: CLUSTER FAILOVER (%s) on its replica %s\n", name(master.Addr()), e.cfg.FailoverMode, name(replica.Addr()))
 	var all []string
 	for addr := range podOf {
 		all = append(all, addr)
 	}
-	res, err := r.cfg.Redis.Failover(ctx, replica.Addr(), redisctl.FailoverOptions{
-		Mode: r.cfg.FailoverMode, Timeout: r.cfg.FailoverTimeout, AllAddrs: all,
+	res, err := e.cfg.Redis.Failover(ctx, replica.Addr(), redisctl.FailoverOptions{
+		Mode: e.cfg.FailoverMode, Timeout: e.cfg.FailoverTimeout, AllAddrs: all,
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	r.printf("  ✓ failover verified in %s: %s is master, %s its replica\n", round(res.Duration), name(res.NewMasterAddr), name(res.OldMasterAddr))
-	return &FailoverReport{OldMaster: name(res.OldMasterAddr), NewMaster: name(res.NewMasterAddr), Duration: res.Duration}, res.NewMasterID, nil
+	e.printf("  ✓ failover verified in %s: %s is master, %s its replica\n", round(res.Duration), name(res.NewMasterAddr), name(res.OldMasterAddr))
+	return &report.Failover{OldMaster: name(res.OldMasterAddr), NewMaster: name(res.NewMasterAddr), Duration: res.Duration}, res.NewMasterID, nil
 }
 
 // evict evicts pod with descheduler's PodEvictor (policy/v1 Eviction; it records an event on the
 // pod). A refusal by a PodDisruptionBudget (429) is errSkip: the pod is never deleted instead.
-func (r *Rebalancer) evict(ctx context.Context, pod *corev1.Pod, reason string) error {
-	broadcaster := events.NewEventBroadcasterAdapter(r.cfg.Client)
+func (e *Executor) evict(ctx context.Context, pod *corev1.Pod, reason string) error {
+	broadcaster := events.NewEventBroadcasterAdapter(e.cfg.Client)
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(EventSource)
 	// The pod informer is only used by the EvictionsInBackground feature, which stays off.
-	informer := informers.NewSharedInformerFactory(r.cfg.Client, 0).Core().V1().Pods().Informer()
-	pe, err := evictions.NewPodEvictor(ctx, r.cfg.Client, recorder, informer, features.DefaultMutableFeatureGate, evictions.NewOptions())
+	informer := informers.NewSharedInformerFactory(e.cfg.Client, 0).Core().V1().Pods().Informer()
+	pe, err := evictions.NewPodEvictor(ctx, e.cfg.Client, recorder, informer, features.DefaultMutableFeatureGate, evictions.NewOptions())
 	if err != nil {
 		return fmt.Errorf("pod evictor: %w", err)
 	}
@@ -346,12 +348,12 @@ func (r *Rebalancer) evict(ctx context.Context, pod *corev1.Pod, reason string) 
 
 // waitRecreated waits until the pod named like old exists with another UID, is scheduled, Running
 // and Ready, and returns it.
-func (r *Rebalancer) waitRecreated(ctx context.Context, old *corev1.Pod) (*corev1.Pod, error) {
+func (e *Executor) waitRecreated(ctx context.Context, old *corev1.Pod) (*corev1.Pod, error) {
 	var got *corev1.Pod
 	status := ""
-	last := r.cfg.Clock.Now()
-	err := wait.PollUntilContextTimeout(ctx, r.cfg.PollInterval, r.cfg.RecreateTimeout, true, func(ctx context.Context) (bool, error) {
-		p, err := r.cfg.Client.CoreV1().Pods(old.Namespace).Get(ctx, old.Name, metav1.GetOptions{})
+	last := e.cfg.Clock.Now()
+	err := wait.PollUntilContextTimeout(ctx, e.cfg.PollInterval, e.cfg.RecreateTimeout, true, func(ctx context.Context) (bool, error) {
+		p, err := e.cfg.Client.CoreV1().Pods(old.Namespace).Get(ctx, old.Name, metav1.GetOptions{})
 		s := ""
 		switch {
 		case apierrors.IsNotFound(err):
@@ -368,14 +370,14 @@ func (r *Rebalancer) waitRecreated(ctx context.Context, old *corev1.Pod) (*corev
 			got = p
 			return true, nil
 		}
-		if s != status || r.cfg.Clock.Since(last) > 10*time.Second {
-			r.printf("    … %s: %s\n", old.Name, s)
-			status, last = s, r.cfg.Clock.Now()
+		if s != status || e.cfg.Clock.Since(last) > 10*time.Second {
+			e.printf("    … %s: %s\n", old.Name, s)
+			status, last = s, e.cfg.Clock.Now()
 		}
 		return false, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pod %s not back after %s: %s", old.Name, r.cfg.RecreateTimeout, status)
+		return nil, fmt.Errorf("pod %s not back after %s: %s", old.Name, e.cfg.RecreateTimeout, status)
 	}
 	return got, nil
 }

@@ -1,11 +1,14 @@
-package rebalancer
+// Package report holds what the commands print: the check/plan analysis, whose JSON form is a
+// stable contract (Analysis, ClusterAnalysis, Analyze; README "JSON output"), the report of a run
+// (Run, ClusterRun, Move, Failover), and their text rendering (the zones × nodes map, the
+// violations, the plan). Rendering writes to an io.Writer and changes nothing.
+//
+// It imports policies and plan; execute imports it, never the reverse.
+package report
 
 import (
-	"fmt"
-	"io"
-	"strings"
-
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 
 // Analysis is what `check` and `plan` report; its JSON form is a stable contract (README
@@ -30,9 +33,9 @@ type ClusterAnalysis struct {
 	// Violations are every broken rule now, hard ones first (soft ones have "soft": true).
 	Violations []policies.Violation `json:"violations"`
 	// Pending explains the pods the scheduler cannot place, and which evictions unblock them.
-	Pending []PendingPod `json:"pending,omitempty"`
+	Pending []plan.PendingPod `json:"pending,omitempty"`
 	// Moves is the plan (plan only): evictions in order.
-	Moves []Move `json:"moves"`
+	Moves []plan.Move `json:"moves"`
 	// CompliantAfter reports whether every hard rule holds after the moves (plan only; equal to
 	// Compliant for check).
 	CompliantAfter bool `json:"compliantAfter"`
@@ -42,13 +45,14 @@ type ClusterAnalysis struct {
 	Infeasible string `json:"infeasible"`
 }
 
-// Analyze evaluates every cluster of m and, when plan is true, plans each non-compliant one.
-func Analyze(m *policies.Model, plan bool, opts PlanOptions) *Analysis {
+// Analyze evaluates every cluster of m and, when withPlans is true, plans each non-compliant one
+// (plan.Compute with opts).
+func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 	a := &Analysis{Clusters: []ClusterAnalysis{}}
 	for _, c := range m.Clusters {
 		ca := ClusterAnalysis{
 			Namespace: c.Namespace, Name: c.Name, Pods: len(c.Members), N: c.N,
-			Zones: c.Z(), AllowedZones: c.AllowedZones, Moves: []Move{},
+			Zones: c.Z(), AllowedZones: c.AllowedZones, Moves: []plan.Move{},
 		}
 		if ca.AllowedZones == nil {
 			ca.AllowedZones = []string{}
@@ -59,8 +63,8 @@ func Analyze(m *policies.Model, plan bool, opts PlanOptions) *Analysis {
 		}
 		ca.Compliant = len(policies.Hard(ca.Violations)) == 0
 		ca.CompliantAfter, ca.Minimal = ca.Compliant, ca.Compliant
-		if plan {
-			p := PlanCluster(c, opts)
+		if withPlans {
+			p := plan.Compute(c, opts)
 			ca.Pending, ca.CompliantAfter, ca.Minimal, ca.Infeasible = p.Pending, p.CompliantAfter, p.Minimal, p.Infeasible
 			if p.Moves != nil {
 				ca.Moves = p.Moves
@@ -91,56 +95,4 @@ func (a *Analysis) Planned() bool {
 		}
 	}
 	return true
-}
-
-// RenderAnalysis writes a as tables: per cluster a header, the zones × nodes map, the
-// violations, the Pending pods' diagnosis and, when plan is true, the moves.
-func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, plan bool) {
-	byKey := map[string]*policies.Cluster{}
-	for _, c := range m.Clusters {
-		byKey[c.Key()] = c
-	}
-	if len(a.Clusters) == 0 {
-		fmt.Fprintf(w, "no Redis cluster found (no pod has the label %s)\n", m.Options.ClusterLabel)
-	}
-	for k, ca := range a.Clusters {
-		if k > 0 {
-			fmt.Fprintln(w)
-		}
-		c := byKey[ca.Namespace+"/"+ca.Name]
-		fmt.Fprintf(w, "Redis cluster %s/%s: %d pods (N=%d), %d shards, zones [%s]\n", ca.Namespace, ca.Name, ca.Pods, ca.N, len(c.Shards), strings.Join(ca.AllowedZones, " "))
-		RenderMap(w, c, c.Current())
-		RenderViolations(w, ca.Violations)
-		for _, p := range ca.Pending {
-			fmt.Fprintf(w, "  pending %s: %s\n", p.Pod, p.Why)
-			if len(p.Unblock) > 0 {
-				fmt.Fprintf(w, "    evicting %s unblocks it\n", strings.Join(p.Unblock, ", "))
-			}
-		}
-		if !plan {
-			if ca.Infeasible != "" {
-				fmt.Fprintf(w, "  no placement can comply: %s\n", ca.Infeasible)
-			}
-			continue
-		}
-		switch {
-		case ca.Infeasible != "":
-			fmt.Fprintf(w, "  no plan: %s\n", ca.Infeasible)
-		case len(ca.Moves) == 0:
-			fmt.Fprintln(w, "  nothing to do")
-		default:
-			note := ""
-			if ca.Minimal {
-				note = ", minimal"
-			}
-			fmt.Fprintf(w, "  plan: %d moves%s; compliant after: %v\n", len(ca.Moves), note, ca.CompliantAfter)
-			for i, mv := range ca.Moves {
-				fo := ""
-				if mv.Failover {
-					fo = ", fail over first"
-				}
-				fmt.Fprintf(w, "  %d. evict %s from %s (%s%s) → %s; scheduler may choose %s\n     because: %s\n", i+1, mv.Pod, mv.Node, roleMark(mv.Role), fo, mv.Expected, candidatesText(mv), mv.Reason)
-			}
-		}
-	}
 }

@@ -1,4 +1,12 @@
-package rebalancer
+// Package observe reads what a Kubernetes cluster and its Redis clusters look like now: a live
+// snapshot from the API server (ReadSnapshot), an offline one from what kubectl prints
+// (DecodeSnapshot, LoadSnapshotFile; EncodeSnapshot writes that form), the choice of Redis
+// clusters by namespace and label selector (Selection), and each pod's role as Redis reports it
+// (ApplyRoles). It changes nothing.
+//
+// It imports policies (the snapshot and model types) and redisctl (roles); plan, report and
+// execute may import it, it imports none of them.
+package observe
 
 import (
 	"bytes"

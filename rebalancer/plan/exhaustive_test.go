@@ -1,4 +1,4 @@
-package rebalancer
+package plan
 
 import (
 	"fmt"
@@ -87,7 +87,7 @@ func TestPlanIsMinimal(t *testing.T) {
 			}
 			cl := m.Clusters[0]
 			want := bruteForceMinMoves(cl, 3)
-			plan := PlanCluster(cl, PlanOptions{MaxMoves: 3})
+			plan := Compute(cl, Options{MaxMoves: 3})
 			got := len(plan.Moves)
 			if !plan.CompliantAfter {
 				got = -1
@@ -134,7 +134,7 @@ func TestPlanIsMinimalRandom(t *testing.T) {
 		}
 		cl := m.Clusters[0]
 		want := bruteForceMinMoves(cl, 3)
-		plan := PlanCluster(cl, PlanOptions{MaxMoves: 3})
+		plan := Compute(cl, Options{MaxMoves: 3})
 		got := len(plan.Moves)
 		if !plan.CompliantAfter {
 			got = -1

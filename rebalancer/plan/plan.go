@@ -1,4 +1,13 @@
-package rebalancer
+// Package plan is the planner: for one Redis cluster of a policies.Model it finds the fewest
+// evictions after which every hard rule holds, assuming kube-scheduler re-places each evicted pod
+// with its StatefulSet's current template, and lists per move the nodes the scheduler may choose.
+// It also explains Pending pods and which evictions unblock them. It reads the model only (state
+// computed once by policies.Build, then read, like a scheduler plugin's PreFilter/Filter) and
+// changes nothing.
+//
+// It owns Plan, Move, Candidate, PendingPod and Options. It imports policies only; report and
+// execute import it, never the reverse.
+package plan
 
 import (
 	"encoding/binary"
@@ -72,20 +81,29 @@ type PendingPod struct {
 	Unblock []string `json:"unblock,omitempty"`
 }
 
-// PlanOptions bound the search.
-type PlanOptions struct {
-	// MaxMoves is the longest plan considered. 0 picks 12, or twice the lower bound on the
-	// number of moves when that is more (a large drift in a large cluster).
+// Defaults of Options.
+const (
+	// DefaultMaxMoves is the longest plan considered when Options.MaxMoves is 0, unless twice the
+	// lower bound on the moves needed is more.
+	DefaultMaxMoves = 12
+	// DefaultMaxStates is Options.MaxStates when 0: placements evaluated.
+	DefaultMaxStates = 200000
+)
+
+// Options bound the search.
+type Options struct {
+	// MaxMoves is the longest plan considered. 0 picks DefaultMaxMoves (12), or twice the lower
+	// bound on the number of moves when that is more (a large drift in a large cluster).
 	MaxMoves int
 	// MaxStates bounds the placements the planner evaluates (each one a policies.Cluster.Evaluate)
 	// while it looks for a plan shorter than its greedy one; when it runs out, the greedy plan is
-	// returned with Minimal false (200000 when 0).
+	// returned with Minimal false (DefaultMaxStates when 0).
 	MaxStates int
 }
 
-func (o PlanOptions) withDefaults() PlanOptions {
+func (o Options) withDefaults() Options {
 	if o.MaxStates == 0 {
-		o.MaxStates = 200000
+		o.MaxStates = DefaultMaxStates
 	}
 	return o
 }
@@ -95,7 +113,7 @@ func (o PlanOptions) withDefaults() PlanOptions {
 // that pass the filter, in some order.
 type planner struct {
 	c       *policies.Cluster
-	opts    PlanOptions
+	opts    Options
 	movable []bool
 	// order lists the members in the order evictions are tried: replicas before masters, then
 	// the most recently created first (it has run the shortest time; in seed 000's deadlock it
@@ -117,14 +135,14 @@ type planner struct {
 	wide       bool              // keys take four bytes per member (see key)
 }
 
-// PlanCluster returns the shortest ordered list of evictions after which every hard rule of c
+// Compute returns the shortest ordered list of evictions after which every hard rule of c
 // holds, assuming each evicted pod is re-placed by the scheduler on a node that passes the filter
 // (policies.Cluster.Candidates) with its StatefulSet's current template. Only pods controlled by a
 // StatefulSet are moved. A greedy plan comes first and is proven minimal when its length meets a
 // lower bound (lowerBound); otherwise an iterative-deepening search looks for a shorter one, and
 // when that search evaluates more than opts.MaxStates placements the greedy plan is returned with
 // Minimal false.
-func PlanCluster(c *policies.Cluster, opts PlanOptions) Plan {
+func Compute(c *policies.Cluster, opts Options) Plan {
 	opts = opts.withDefaults()
 	pl := &planner{c: c, opts: opts, visited: map[string]int{}, evals: map[string]evaluation{}, succ: map[string][]step{}, byKey: map[string]int{}}
 	pl.wide = len(c.Model().Nodes) >= 0xffff
@@ -159,7 +177,7 @@ func PlanCluster(c *policies.Cluster, opts PlanOptions) Plan {
 	start := pl.settleAny(cur)
 	lb := pl.lowerBound(start)
 	if opts.MaxMoves == 0 {
-		pl.opts.MaxMoves = max(12, 2*lb)
+		pl.opts.MaxMoves = max(DefaultMaxMoves, 2*lb)
 	}
 	if lb > pl.opts.MaxMoves {
 		plan.Infeasible = fmt.Sprintf("at least %d evictions are needed (%s), more than the longest plan considered (%d moves)",

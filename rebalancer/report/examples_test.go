@@ -1,4 +1,4 @@
-package rebalancer
+package report
 
 import (
 	"bytes"
@@ -13,11 +13,13 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite examples/*.yaml from internal/scenario's suite")
 
-const examplesDir = "../examples"
+const examplesDir = "../../examples"
 
 // exampleWant is what a suite case must give.
 type exampleWant struct {
@@ -59,7 +61,7 @@ func TestExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			if err := EncodeSnapshot(&buf, snap); err != nil {
+			if err := observe.EncodeSnapshot(&buf, snap); err != nil {
 				t.Fatal(err)
 			}
 			header := "# " + c.Name + ": " + c.Description + "\n# redis-rebalancer plan --snapshot examples/" + c.Name + ".yaml --role-label " + scenario.RoleLabel + "\n"
@@ -74,7 +76,7 @@ func TestExamples(t *testing.T) {
 	}
 	files, _ := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
 	if len(files) != len(cases) {
-		t.Errorf("examples/ has %d files, the suite %d cases (run go test ./rebalancer -run TestExamples -update)", len(files), len(cases))
+		t.Errorf("examples/ has %d files, the suite %d cases (run go test ./rebalancer/report -run TestExamples -update)", len(files), len(cases))
 	}
 	for key := range exampleWants {
 		name, _, _ := cutSlash(key)
@@ -88,7 +90,7 @@ func TestExamples(t *testing.T) {
 				continue
 			}
 			t.Run(key, func(t *testing.T) {
-				snap, _, err := LoadSnapshotFile(filepath.Join(examplesDir, c.Name+".yaml"))
+				snap, _, err := observe.LoadSnapshotFile(filepath.Join(examplesDir, c.Name+".yaml"))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -98,7 +100,7 @@ func TestExamples(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				a := Analyze(m, true, PlanOptions{})
+				a := Analyze(m, true, plan.Options{})
 				if len(a.Clusters) != 1 {
 					t.Fatalf("clusters = %d, want 1", len(a.Clusters))
 				}

@@ -1,4 +1,4 @@
-package rebalancer
+package plan
 
 import (
 	"encoding/json"
@@ -26,7 +26,7 @@ func TestPlanScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			plan := PlanCluster(m.Clusters[0], PlanOptions{})
+			plan := Compute(m.Clusters[0], Options{})
 			b, _ := json.MarshalIndent(plan, "", "  ")
 			t.Logf("%s", b)
 			if !plan.CompliantAfter || !plan.Minimal {
@@ -66,13 +66,13 @@ func stacked(t *testing.T) *policies.Cluster {
 func TestPlanMoveLimit(t *testing.T) {
 	c := stacked(t)
 	t.Run("limit 4 below the lower bound 5 → no plan, says at least 5 evictions", func(t *testing.T) {
-		plan := PlanCluster(c, PlanOptions{MaxMoves: 4})
+		plan := Compute(c, Options{MaxMoves: 4})
 		if len(plan.Moves) != 0 || plan.CompliantAfter || !strings.Contains(plan.Infeasible, "at least 5 evictions are needed (5 pods above the per-node limit") {
 			t.Fatalf("moves %d, compliantAfter %v, infeasible %q; want no plan because at least 5 evictions are needed", len(plan.Moves), plan.CompliantAfter, plan.Infeasible)
 		}
 	})
 	t.Run("default limit → a proven minimal plan of 5 moves, every move with an on-track candidate", func(t *testing.T) {
-		plan := PlanCluster(c, PlanOptions{})
+		plan := Compute(c, Options{})
 		if !plan.CompliantAfter || !plan.Minimal || len(plan.Moves) != 5 {
 			t.Fatalf("moves %d, compliantAfter %v, minimal %v, infeasible %q; want 5 moves, compliant, minimal", len(plan.Moves), plan.CompliantAfter, plan.Minimal, plan.Infeasible)
 		}

@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+)
+
+func newCheckCommand() *cobra.Command {
+	o := newAnalysisOptions()
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Report every Redis cluster whose placement breaks a rule (changes nothing)",
+		Long: `check evaluates every Redis cluster's placement against the HA rules (ShardSeparation,
+MaxPodsPerNode, ZoneEvenSplit, MaxPodsPerZone, AllowedZones, TopologySpread, Unschedulable; soft:
+NodeSpread, ZoneBalance) and prints a zones × nodes map with M/R/P marks and the violations.
+
+Live (kubeconfig) or offline (--snapshot FILE). Exit status: 0 when every cluster complies, 3 when
+any hard rule is broken, 1 on error.`,
+		Example: `  redis-rebalancer check -n redis
+  redis-rebalancer check --snapshot snap.yaml -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.analyze(cmd, false, plan.Options{}, (*report.Analysis).Compliant)
+		},
+	}
+	o.addFlags(cmd.Flags(), contractUsage)
+	return cmd
+}
+
+// analyze is check's and plan's work: it builds the model, analyses it (report.Analyze, with
+// plans when withPlans) and prints the analysis as -o says. The exit code is ExitViolations when
+// ok reports false on the analysis.
+func (o *analysisOptions) analyze(cmd *cobra.Command, withPlans bool, popts plan.Options, ok func(*report.Analysis) bool) error {
+	if err := o.validate(); err != nil {
+		return &exitError{ExitError, err}
+	}
+	m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), o.model.snapshot.redisRoles)
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	a := report.Analyze(m, withPlans, popts)
+	if o.output == "json" {
+		if err := printJSON(cmd.OutOrStdout(), a); err != nil {
+			return &exitError{ExitError, err}
+		}
+	} else {
+		report.RenderAnalysis(cmd.OutOrStdout(), m, a, withPlans)
+	}
+	if !ok(a) {
+		return &exitError{ExitViolations, nil}
+	}
+	return nil
+}

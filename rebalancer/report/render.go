@@ -1,0 +1,200 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+)
+
+// maxEmptyNodesShown is the node count above which RenderMap lists only nodes holding pods.
+const maxEmptyNodesShown = 30
+
+// RoleMark returns M for a master, R for a replica, ? when unknown.
+func RoleMark(r policies.Role) string {
+	switch r {
+	case policies.RoleMaster:
+		return "M"
+	case policies.RoleReplica:
+		return "R"
+	}
+	return "?"
+}
+
+// RenderMap writes a zones × nodes map of cluster c under placement p: one line per node, grouped
+// by zone, listing the cluster's pods with their role (M master, R replica, ? unknown), then the
+// pods that are not placed (P pending, T terminating). With more than 30 nodes, nodes that hold
+// none of the cluster's pods are only counted.
+func RenderMap(w io.Writer, c *policies.Cluster, p policies.Placement) {
+	m := c.Model()
+	onNode := map[int][]int{}
+	for i, n := range p {
+		if n >= 0 {
+			onNode[n] = append(onNode[n], i)
+		}
+	}
+	zones := map[string][]*policies.Node{}
+	for _, n := range m.Nodes {
+		zones[n.Zone] = append(zones[n.Zone], n)
+	}
+	names := make([]string, 0, len(zones))
+	for z := range zones {
+		names = append(names, z)
+	}
+	sort.Strings(names)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "  ZONE\tNODE\tPODS\t\n")
+	showEmpty := len(m.Nodes) <= maxEmptyNodesShown
+	for _, z := range names {
+		label := z
+		if label == "" {
+			label = "(no zone)"
+		}
+		empty := 0
+		for _, n := range zones[z] {
+			pods := onNode[n.Index]
+			if len(pods) == 0 && !showEmpty {
+				empty++
+				continue
+			}
+			var cells []string
+			for _, i := range pods {
+				cells = append(cells, c.Members[i].Pod.Name+" "+RoleMark(c.Members[i].Role))
+			}
+			sort.Strings(cells)
+			mark := ""
+			if n.Obj.Spec.Unschedulable {
+				mark = " (cordoned)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s%s\t%s\t\n", label, n.Name, mark, strings.Join(cells, ", "))
+			label = ""
+		}
+		if empty > 0 {
+			fmt.Fprintf(tw, "  %s\t(+%d nodes without pods)\t\t\n", label, empty)
+		}
+	}
+	var unplaced []string
+	for i, n := range p {
+		if n < 0 {
+			mark := "P"
+			if c.Members[i].Terminating {
+				mark = "T"
+			}
+			unplaced = append(unplaced, c.Members[i].Pod.Name+" "+mark)
+		}
+	}
+	if len(unplaced) > 0 {
+		fmt.Fprintf(tw, "  -\t(not placed)\t%s\t\n", strings.Join(unplaced, ", "))
+	}
+	tw.Flush()
+}
+
+// RenderViolations writes one line per violation ("  ✗ MaxPodsPerNode n1: ..."; soft ones with
+// "~"), or "  ✓ every hard rule holds" when there is no hard violation.
+func RenderViolations(w io.Writer, vs []policies.Violation) {
+	if len(policies.Hard(vs)) == 0 {
+		fmt.Fprintln(w, "  ✓ every hard rule holds")
+	}
+	for _, v := range vs {
+		mark := "✗"
+		if v.Soft {
+			mark = "~"
+		}
+		fmt.Fprintf(w, "  %s %s: %s\n", mark, v.Rule, v.Message)
+	}
+}
+
+// RenderAnalysis writes a as tables: per cluster a header, the zones × nodes map, the
+// violations, the Pending pods' diagnosis and, when withPlans is true, the moves.
+func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool) {
+	byKey := map[string]*policies.Cluster{}
+	for _, c := range m.Clusters {
+		byKey[c.Key()] = c
+	}
+	if len(a.Clusters) == 0 {
+		fmt.Fprintf(w, "no Redis cluster found (no pod has the label %s)\n", m.Options.ClusterLabel)
+	}
+	for k, ca := range a.Clusters {
+		if k > 0 {
+			fmt.Fprintln(w)
+		}
+		c := byKey[ca.Namespace+"/"+ca.Name]
+		fmt.Fprintf(w, "Redis cluster %s/%s: %d pods (N=%d), %d shards, zones [%s]\n", ca.Namespace, ca.Name, ca.Pods, ca.N, len(c.Shards), strings.Join(ca.AllowedZones, " "))
+		RenderMap(w, c, c.Current())
+		RenderViolations(w, ca.Violations)
+		for _, p := range ca.Pending {
+			fmt.Fprintf(w, "  pending %s: %s\n", p.Pod, p.Why)
+			if len(p.Unblock) > 0 {
+				fmt.Fprintf(w, "    evicting %s unblocks it\n", strings.Join(p.Unblock, ", "))
+			}
+		}
+		if !withPlans {
+			if ca.Infeasible != "" {
+				fmt.Fprintf(w, "  no placement can comply: %s\n", ca.Infeasible)
+			}
+			continue
+		}
+		switch {
+		case ca.Infeasible != "":
+			fmt.Fprintf(w, "  no plan: %s\n", ca.Infeasible)
+		case len(ca.Moves) == 0:
+			fmt.Fprintln(w, "  nothing to do")
+		default:
+			note := ""
+			if ca.Minimal {
+				note = ", minimal"
+			}
+			fmt.Fprintf(w, "  plan: %d moves%s; compliant after: %v\n", len(ca.Moves), note, ca.CompliantAfter)
+			for i, mv := range ca.Moves {
+				fmt.Fprintf(w, "  %d. evict %s from %s (%s) → %s; scheduler may choose %s\n     because: %s\n", i+1, mv.Pod, mv.Node, roleAndFailover(mv), mv.Expected, CandidatesText(mv), mv.Reason)
+			}
+		}
+	}
+}
+
+// CandidatesText lists the nodes the scheduler may choose for mv's pod, "(off plan)" after those
+// that leave the plan's track, or "(none)".
+func CandidatesText(mv plan.Move) string {
+	var parts []string
+	for _, c := range mv.Candidates {
+		s := c.Node
+		if !c.OnTrack {
+			s += " (off plan)"
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// RenderPlan writes a dry run's plan p: a header line with the move count, then one line per move
+// (pod, node, role, failover, expected node, candidates, reason).
+func RenderPlan(w io.Writer, p plan.Plan) {
+	fmt.Fprintf(w, "plan (dry run): %d moves%s\n", len(p.Moves), MinimalNote(p))
+	for k, mv := range p.Moves {
+		fmt.Fprintf(w, "  %d. evict %s from %s (%s) → expected %s; scheduler may choose %s — %s\n", k+1, mv.Pod, mv.Node, roleAndFailover(mv), mv.Expected, CandidatesText(mv), mv.Reason)
+	}
+}
+
+// roleAndFailover returns mv's role mark (RoleMark), followed by ", fail over first" when the
+// pod is failed over before its eviction.
+func roleAndFailover(mv plan.Move) string {
+	if mv.Failover {
+		return RoleMark(mv.Role) + ", fail over first"
+	}
+	return RoleMark(mv.Role)
+}
+
+// MinimalNote returns ", minimal" when p's length is proven minimal, "" otherwise.
+func MinimalNote(p plan.Plan) string {
+	if p.Minimal {
+		return ", minimal"
+	}
+	return ""
+}
