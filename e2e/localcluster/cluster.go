@@ -126,7 +126,7 @@ type Cluster struct {
 	cfg         Config
 	workDir     string
 	removeDir   bool // the work dir is a temporary one
-	pki         *pki
+	pki         *clusterPKI
 	netLock     *networkLock
 	restConfig  *rest.Config
 	client      kubernetes.Interface
