@@ -26,6 +26,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
@@ -33,9 +34,6 @@ import (
 // ManualScheduler is the scheduler name the scenario's pods are first created with: no scheduler
 // serves it, so the harness binds them itself (pods/binding) to the scenario's nodes.
 const ManualScheduler = "harness-manual"
-
-// KwokToleration tolerates the taint every kwok node carries.
-var KwokToleration = corev1.Toleration{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 
 // Options tune Setup.
 type Options struct {
@@ -102,7 +100,7 @@ func Setup(ctx context.Context, sc scenario.Scenario, opts Options) (_ *Env, err
 			e.Stop()
 		}
 	}()
-	sc.Tolerations = append(sc.Tolerations, KwokToleration)
+	sc.Tolerations = append(sc.Tolerations, fixture.KwokToleration())
 	sc.SchedulerName = ManualScheduler
 	e.Scenario = sc
 	pods, err := sc.Pods()
@@ -164,7 +162,7 @@ func Setup(ctx context.Context, sc scenario.Scenario, opts Options) (_ *Env, err
 func SetupForTest(t testing.TB, sc scenario.Scenario, opts Options) *Env {
 	t.Helper()
 	if opts.Log == nil {
-		opts.Log = testWriter{t}
+		opts.Log = fixture.LogWriter(t)
 	}
 	e, err := Setup(context.Background(), sc, opts)
 	if err != nil {
@@ -172,20 +170,6 @@ func SetupForTest(t testing.TB, sc scenario.Scenario, opts Options) *Env {
 	}
 	t.Cleanup(e.Stop)
 	return e
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(trimNL(p)))
-	return len(p), nil
-}
-
-func trimNL(p []byte) []byte {
-	for len(p) > 0 && p[len(p)-1] == '\n' {
-		p = p[:len(p)-1]
-	}
-	return p
 }
 
 type prefixWriter struct {
