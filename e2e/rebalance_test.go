@@ -19,6 +19,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
 )
 
 // stopRecord is what Redis said about a pod's node just before its server was stopped because
@@ -189,7 +190,7 @@ func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int
 	for _, s := range env.Runtime.Servers() {
 		addrs = append(addrs, s.Addr)
 	}
-	h, err := res.rc.WaitFormed(ctx, addrs, time.Minute)
+	h, err := redistest.WaitFormed(ctx, res.rc, addrs, time.Minute)
 	if err != nil {
 		t.Errorf("redis health at the end: %v", err)
 	} else if h.SlotsServed != redisctl.NumSlots {

@@ -29,6 +29,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
 )
 
 // ManualScheduler is the scheduler name the scenario's pods are first created with: no scheduler
@@ -283,7 +284,7 @@ func (e *Env) layOut(ctx context.Context) error {
 		shards = append(shards, shard)
 	}
 	t0 := time.Now()
-	if _, err := e.Redis.FormCluster(ctx, shards, 90*time.Second); err != nil {
+	if _, err := redistest.FormCluster(ctx, e.Redis, shards, 90*time.Second); err != nil {
 		return fmt.Errorf("form redis cluster: %w", err)
 	}
 	e.logf("redis cluster formed over %d pods in %s", len(addrs), time.Since(t0).Round(10*time.Millisecond))
@@ -399,7 +400,7 @@ func (e *Env) addNewMembers(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("new member %s (%s): no master for shard %q", s.Name, s.Addr, shard))
 			continue
 		}
-		if err := e.Redis.AddReplica(ctx, s.Addr, members[0], masterID, 30*time.Second); err != nil {
+		if err := redistest.AddReplica(ctx, e.Redis, s.Addr, members[0], masterID, 30*time.Second); err != nil {
 			errs = append(errs, err)
 			continue
 		}
