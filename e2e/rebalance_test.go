@@ -1,3 +1,8 @@
+// Package e2e holds the end-to-end tests: redis-rebalancer's commands run against a real
+// control plane with kwok nodes and real redis-servers, set up by e2e/harness from
+// internal/scenario's scenarios. It owns no support code; it may import e2e/harness, the
+// product packages it drives (internal/cli, policies, rebalancer, redisctl) and the test-support
+// layer (internal/scenario, redisctl/redistest).
 package e2e
 
 import (

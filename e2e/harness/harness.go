@@ -1,8 +1,13 @@
 // Package harness sets up a complete test environment for the end-to-end tests and the demo: a
 // local Kubernetes control plane with kwok nodes (e2e/localcluster), a real redis-server per
 // Redis pod (e2e/redisrt), a scenario's StatefulSets and PodDisruptionBudgets with pods bound to
-// the nodes the scenario names, a Redis Cluster formed over them (pod -0 of each shard the master),
-// and an operator stand-in that adds new members as replicas.
+// the nodes the scenario names, a Redis Cluster formed over them (pod -0 of each shard the master;
+// redistest.FormCluster), an operator stand-in that adds new members as replicas
+// (redistest.AddReplica), and a rate-limited write load (Writer).
+//
+// It may import e2e/localcluster, e2e/redisrt, the test-support layer (internal/fixture,
+// internal/scenario, redisctl/redistest), redisctl and client-go; never rebalancer or
+// internal/cli (the tests drive those).
 package harness
 
 import (

@@ -18,7 +18,7 @@
 // serviceName only has to be set.
 //
 // It may import internal/fixture (kwok's taint, the test log writer), internal/pki (the cluster's
-// certificates), internal/proc and client-go; nothing of the product.
+// certificates), internal/proc, client-go and sigs.k8s.io/yaml; nothing of the product.
 package localcluster
 
 import (

@@ -12,6 +12,9 @@
 // its pod-ready stage); the runtime does not fight it. A server counts as running once it accepts
 // TCP connections on its address and answers PING with PONG (not LOADING); WaitForServer and
 // friends wait for that.
+//
+// It may import internal/redisserver (the server process), internal/fixture (the test log
+// writer) and client-go; nothing of the product.
 package redisrt
 
 import (

@@ -46,6 +46,10 @@
 //
 // Everything is deterministic for a Config: math/rand/v2 with a PCG seeded from Config.Seed, no
 // map iteration order, fixed timestamps.
+//
+// It owns the generator only: Redis clusters come from internal/scenario, nodes and application
+// pods from internal/fixture's builders. It may import those two, policies (the snapshot type and
+// the seed's limits) and the Kubernetes API types.
 package synth
 
 import (
