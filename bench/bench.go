@@ -24,6 +24,9 @@
 //	                             taking a second or more)
 //	REBALANCER_BENCH_MAX_HEAP_MIB ends the run (status 2) when the heap in use grows beyond it
 //	                             (default 8192; 0: no limit)
+//
+// It may import internal/synth and internal/scenario (the snapshot), policies and rebalancer (what
+// is measured), and the descheduler with client-go's fake clientset (what it is compared with).
 package bench
 
 import (

@@ -13,8 +13,8 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 
-// fixture is the generated snapshot, shared by the benchmarks of one run.
-var fixture struct {
+// generated is the generated snapshot, shared by the benchmarks of one run.
+var generated struct {
 	once    sync.Once
 	cfg     synth.Config
 	snap    *policies.Snapshot
@@ -27,7 +27,7 @@ var fixture struct {
 // snapshot generates (once, outside every timer) the snapshot ConfigFromEnv describes.
 func snapshot(b *testing.B) *policies.Snapshot {
 	b.Helper()
-	f := &fixture
+	f := &generated
 	f.once.Do(func() {
 		f.cfg, f.err = ConfigFromEnv()
 		if f.err != nil {
@@ -47,41 +47,49 @@ func snapshot(b *testing.B) *policies.Snapshot {
 	return f.snap
 }
 
-// memory reports the heap metrics of one benchmark: peak HeapInuse during the timed work, the live
-// heap after it (input snapshot plus what the work retains, after a GC), the live heap before it
-// (the input: the snapshot, and for the descheduler its clientset and informer caches), and the
-// process's Sys.
-func memory(b *testing.B, peak, before, after, sys uint64) {
+// measure runs work b.N times, timing only work, and reports the heap metrics of the run: peak
+// HeapInuse during work (StartPeakSampler, with MaxHeapFromEnv as its limit), the live heap after it
+// (input snapshot plus what work retains, after a GC), the live heap before the first run (the
+// input: the snapshot, and for the descheduler its clientset and informer caches), and the
+// process's Sys. What work returns is kept alive until the heap after it is measured; an error
+// ends the benchmark. It returns the live heap before the first run.
+func measure(b *testing.B, work func() (keep any, err error)) (before uint64) {
+	b.Helper()
+	before, _ = LiveHeap()
+	var peak, after, sys uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		s := StartPeakSampler(generated.maxHeap)
+		keep, err := work()
+		p := s.Stop()
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		peak = max(peak, p)
+		after, sys = LiveHeap()
+		runtime.KeepAlive(keep)
+		b.StartTimer()
+	}
+	b.StopTimer()
 	b.ReportMetric(MiB(peak), "MiB-peak")
 	b.ReportMetric(MiB(after), "MiB-heap")
 	b.ReportMetric(MiB(before), "MiB-input")
 	b.ReportMetric(MiB(sys), "MiB-sys")
+	return before
 }
 
 // BenchmarkAnalyse measures policies.Build plus Evaluate of every cluster's current placement
 // (the `check` command's work) on the whole snapshot. One iteration is one full pass.
 func BenchmarkAnalyse(b *testing.B) {
 	snap := snapshot(b)
-	before, _ := LiveHeap()
-	var peak, after, sys uint64
 	var a Analysis
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		s := StartPeakSampler(fixture.maxHeap)
+	measure(b, func() (any, error) {
 		m, res, err := Analyse(snap, PolicyOptions())
-		p := s.Stop()
-		b.StopTimer()
-		if err != nil {
-			b.Fatal(err)
-		}
-		a, peak = res, max(peak, p)
-		after, sys = LiveHeap()
-		runtime.KeepAlive(m)
-		b.StartTimer()
-	}
-	b.StopTimer()
-	memory(b, peak, before, after, sys)
+		a = res
+		return m, err
+	})
 	b.ReportMetric(a.Build.Seconds(), "s-build")
 	b.ReportMetric(float64(a.Clusters), "clusters")
 	b.ReportMetric(float64(a.NonCompliant), "noncompliant")
@@ -95,7 +103,7 @@ func logSlowPlan(c *policies.Cluster, p plan.Plan, took time.Duration) {
 	if took < time.Second && os.Getenv(VerboseEnv) == "" {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "bench: PlanCluster %s (N=%d, Z=%d, %d hard violations before) took %v: %d moves, %d placements searched, minimal %v, infeasible %q\n",
+	fmt.Fprintf(os.Stderr, "bench: plan.Compute %s (N=%d, Z=%d, %d hard violations before) took %v: %d moves, %d placements searched, minimal %v, infeasible %q\n",
 		c.Key(), c.N, c.Z(), len(policies.Hard(p.Before)), took.Round(time.Millisecond), len(p.Moves), p.Searched, p.Minimal, p.Infeasible)
 }
 
@@ -111,25 +119,12 @@ func BenchmarkDeschedulerTopologySpread(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	before, _ := LiveHeap()
-	var peak, after, sys uint64
 	var evicted uint
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		s := StartPeakSampler(fixture.maxHeap)
+	before := measure(b, func() (any, error) {
 		n, err := d.Balance()
-		p := s.Stop()
-		b.StopTimer()
-		if err != nil {
-			b.Fatal(err)
-		}
-		evicted, peak = n, max(peak, p)
-		after, sys = LiveHeap()
-		b.StartTimer()
-	}
-	b.StopTimer()
-	memory(b, peak, before, after, sys)
+		evicted = n
+		return nil, err
+	})
 	b.ReportMetric(d.Setup.Seconds(), "s-setup")
 	b.ReportMetric(MiB(before-min(base, before)), "MiB-setup")
 	b.ReportMetric(float64(evicted), "evictions")
@@ -144,28 +139,14 @@ func BenchmarkPlan(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	before, _ := LiveHeap()
-	var peak, after, sys uint64
 	var p Planning
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		s := StartPeakSampler(fixture.maxHeap)
+	measure(b, func() (any, error) {
 		m, res, err := Plan(snap, PolicyOptions(), popts, logSlowPlan)
-		pk := s.Stop()
-		b.StopTimer()
-		if err != nil {
-			b.Fatal(err)
-		}
-		p, peak = res, max(peak, pk)
-		after, sys = LiveHeap()
-		runtime.KeepAlive(m)
-		b.StartTimer()
-	}
-	b.StopTimer()
+		p = res
+		return m, err
+	})
 	b.Logf("PlanOptions %+v: %d clusters planned in %v (Build %v), %d moves, %d reach compliance, %d minimal, %d infeasible, %d placements searched; slowest %v: %s",
 		popts, p.Planned, p.Plan.Round(time.Millisecond), p.Build.Round(time.Millisecond), p.Moves, p.CompliantAfter, p.Minimal, p.Infeasible, p.Searched, p.Slowest.Round(time.Millisecond), p.SlowestCluster)
-	memory(b, peak, before, after, sys)
 	b.ReportMetric(p.Build.Seconds(), "s-build")
 	b.ReportMetric(p.Plan.Seconds(), "s-plans")
 	b.ReportMetric(float64(p.Planned), "planned")

@@ -1,3 +1,8 @@
+// Package e2e holds the end-to-end tests: redis-rebalancer's commands run against a real
+// control plane with kwok nodes and real redis-servers, set up by e2e/harness from
+// internal/scenario's scenarios. It owns no support code; it may import e2e/harness, the
+// product packages it drives (internal/cli, policies, rebalancer, redisctl) and the test-support
+// layer (internal/scenario, redisctl/redistest).
 package e2e
 
 import (
@@ -20,6 +25,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
 )
 
 // stopRecord is what Redis said about a pod's node just before its server was stopped because
@@ -190,7 +196,7 @@ func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int
 	for _, s := range env.Runtime.Servers() {
 		addrs = append(addrs, s.Addr)
 	}
-	h, err := res.rc.WaitFormed(ctx, addrs, time.Minute)
+	h, err := redistest.WaitFormed(ctx, res.rc, addrs, time.Minute)
 	if err != nil {
 		t.Errorf("redis health at the end: %v", err)
 	} else if h.SlotsServed != redisctl.NumSlots {

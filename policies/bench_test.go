@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
@@ -19,7 +21,7 @@ func benchSnapshot(clusters int) *policies.Snapshot {
 	var nodes []*corev1.Node
 	for z, name := range zones {
 		for k := 0; k < nodesPerZone; k++ {
-			nodes = append(nodes, node(fmt.Sprintf("z%d-%04d", z, k), inZone("zone-"+name)))
+			nodes = append(nodes, fixture.Node(fmt.Sprintf("z%d-%04d", z, k), fixture.InZone("zone-"+name)))
 		}
 	}
 	var rcs []redisCluster
@@ -56,7 +58,7 @@ func benchSnapshot(clusters int) *policies.Snapshot {
 // 5,000 nodes and 1,000 clusters of 60 pods (60,000 Redis pods), as one `check` run does.
 func BenchmarkBuildEvaluate(b *testing.B) {
 	snap := benchSnapshot(1000)
-	opts := policies.Options{RoleLabel: roleLabel}
+	opts := policies.Options{RoleLabel: scenario.RoleLabel}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
@@ -26,8 +28,8 @@ const (
 // kube-scheduler's words). Nodes: n1, n2 in zone-a, n3, n4 in zone-b.
 func TestFilter(t *testing.T) {
 	zoneKey, hostKey := corev1.LabelTopologyZone, corev1.LabelHostname
-	nodes := func(mut map[string][]nodeOpt) []*corev1.Node {
-		out := zonedNodes(2, "a", "b")
+	nodes := func(mut map[string][]fixture.NodeOption) []*corev1.Node {
+		out := fixture.ZonedNodes(2, "a", "b")
 		for _, n := range out {
 			for _, o := range mut[n.Name] {
 				o(n)
@@ -35,10 +37,10 @@ func TestFilter(t *testing.T) {
 		}
 		return out
 	}
-	web := map[string]string{appLabel: "web"}
-	pvcA, pvA := boundClaim("data-in", zoneKey, "zone-a")
+	web := map[string]string{scenario.AppLabel: "web"}
+	pvcA, pvA := fixture.BoundClaim(fixture.Namespace, "data-in", "pv-"+"data-in", zoneKey, "zone-a")
 	zoneLabelledPV := func() []any {
-		pvc, pv := boundClaim("data-in", zoneKey, "zone-b")
+		pvc, pv := fixture.BoundClaim(fixture.Namespace, "data-in", "pv-"+"data-in", zoneKey, "zone-b")
 		pv.Spec.NodeAffinity = nil
 		pv.Labels = map[string]string{zoneKey: "zone-b"}
 		return []any{pvc, pv}
@@ -46,7 +48,7 @@ func TestFilter(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		nodes        []*corev1.Node
-		in           []podOpt
+		in           []fixture.PodOption
 		objs         []any // other pods (members when labelled c1), PVCs, PVs, namespaces
 		opts         policies.Options
 		wantFits     []string
@@ -54,63 +56,63 @@ func TestFilter(t *testing.T) {
 	}{
 		{
 			name: "taints: NoSchedule (n1) and NoExecute (n2) reject, PreferNoSchedule (n3) does not",
-			nodes: nodes(map[string][]nodeOpt{
-				"n1": {tainted("a", corev1.TaintEffectNoSchedule)}, "n2": {tainted("b", corev1.TaintEffectNoExecute)},
-				"n3": {tainted("c", corev1.TaintEffectPreferNoSchedule)},
+			nodes: nodes(map[string][]fixture.NodeOption{
+				"n1": {fixture.Tainted("a", "x", corev1.TaintEffectNoSchedule)}, "n2": {fixture.Tainted("b", "x", corev1.TaintEffectNoExecute)},
+				"n3": {fixture.Tainted("c", "x", corev1.TaintEffectPreferNoSchedule)},
 			}),
 			wantFits:     []string{"n3", "n4"},
 			wantRejected: map[string][]string{rTaint: {"n1", "n2"}},
 		},
 		{
 			name: "taints: a toleration for n1's NoSchedule taint lets it in; n2's NoExecute still rejects",
-			nodes: nodes(map[string][]nodeOpt{
-				"n1": {tainted("a", corev1.TaintEffectNoSchedule)}, "n2": {tainted("b", corev1.TaintEffectNoExecute)},
+			nodes: nodes(map[string][]fixture.NodeOption{
+				"n1": {fixture.Tainted("a", "x", corev1.TaintEffectNoSchedule)}, "n2": {fixture.Tainted("b", "x", corev1.TaintEffectNoExecute)},
 			}),
-			in:           []podOpt{tolerates("a", corev1.TaintEffectNoSchedule)},
+			in:           []fixture.PodOption{fixture.Tolerates("a", corev1.TaintEffectNoSchedule)},
 			wantFits:     []string{"n1", "n3", "n4"},
 			wantRejected: map[string][]string{rTaint: {"n2"}},
 		},
 		{
 			name:         "cordoned n1 → were unschedulable",
-			nodes:        nodes(map[string][]nodeOpt{"n1": {cordoned()}}),
+			nodes:        nodes(map[string][]fixture.NodeOption{"n1": {fixture.Cordoned()}}),
 			wantFits:     []string{"n2", "n3", "n4"},
 			wantRejected: map[string][]string{rUnschedulable: {"n1"}},
 		},
 		{
 			name:     "cordoned n1, pod tolerating node.kubernetes.io/unschedulable:NoSchedule → fits n1 (NodeUnschedulable)",
-			nodes:    nodes(map[string][]nodeOpt{"n1": {cordoned()}}),
-			in:       []podOpt{tolerates(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule)},
+			nodes:    nodes(map[string][]fixture.NodeOption{"n1": {fixture.Cordoned()}}),
+			in:       []fixture.PodOption{fixture.Tolerates(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule)},
 			wantFits: []string{"n1", "n2", "n3", "n4"},
 		},
 		{
 			name:         "nodeSelector disktype=ssd → only n2",
-			nodes:        nodes(map[string][]nodeOpt{"n2": {nodeLabel("disktype", "ssd")}}),
-			in:           []podOpt{nodeSelector("disktype", "ssd")},
+			nodes:        nodes(map[string][]fixture.NodeOption{"n2": {fixture.NodeLabel("disktype", "ssd")}}),
+			in:           []fixture.PodOption{fixture.NodeSelector("disktype", "ssd")},
 			wantFits:     []string{"n2"},
 			wantRejected: map[string][]string{rNodeAffinity: {"n1", "n3", "n4"}},
 		},
 		{
 			name:         "required node affinity zone In [zone-b] → n3, n4",
 			nodes:        nodes(nil),
-			in:           []podOpt{requiredIn(zoneKey, "zone-b")},
+			in:           []fixture.PodOption{fixture.RequiredIn(zoneKey, "zone-b")},
 			wantFits:     []string{"n3", "n4"},
 			wantRejected: map[string][]string{rNodeAffinity: {"n1", "n2"}},
 		},
 		{
 			name:         "incoming pod's anti-affinity (zone, app=web) with a web pod on n1 → zone-a rejected",
 			nodes:        nodes(nil),
-			in:           []podOpt{antiAffinity(zoneKey, web)},
-			objs:         []any{pod("web", withLabels(appLabel, "web"), on("n1"))},
+			in:           []fixture.PodOption{fixture.AntiAffinity(zoneKey, web)},
+			objs:         []any{fixture.Pod("web", fixture.WithLabels(scenario.AppLabel, "web"), fixture.On("n1"))},
 			wantFits:     []string{"n3", "n4"},
 			wantRejected: map[string][]string{rAnti: {"n1", "n2"}},
 		},
 		{
 			name:  "incoming pod's anti-affinity lists namespace other: a web pod there (n3) counts, one in its own namespace (n1) does not",
 			nodes: nodes(nil),
-			in:    []podOpt{antiAffinity(zoneKey, web, termNamespaces("other"))},
+			in:    []fixture.PodOption{fixture.AntiAffinity(zoneKey, web, fixture.TermNamespaces("other"))},
 			objs: []any{
-				pod("web", withLabels(appLabel, "web"), on("n1")),
-				pod("web-other", withLabels(appLabel, "web"), inNamespace("other"), on("n3")),
+				fixture.Pod("web", fixture.WithLabels(scenario.AppLabel, "web"), fixture.On("n1")),
+				fixture.Pod("web-other", fixture.WithLabels(scenario.AppLabel, "web"), fixture.InNamespace("other"), fixture.On("n3")),
 			},
 			wantFits:     []string{"n1", "n2"},
 			wantRejected: map[string][]string{rAnti: {"n3", "n4"}},
@@ -118,7 +120,7 @@ func TestFilter(t *testing.T) {
 		{
 			name:         "an existing pod's anti-affinity (zone, app=redis) on n3 matches the incoming pod → zone-b rejected",
 			nodes:        nodes(nil),
-			objs:         []any{pod("guard", withLabels(appLabel, "guard"), on("n3"), antiAffinity(zoneKey, redisPods))},
+			objs:         []any{fixture.Pod("guard", fixture.WithLabels(scenario.AppLabel, "guard"), fixture.On("n3"), fixture.AntiAffinity(zoneKey, redisPods))},
 			wantFits:     []string{"n1", "n2"},
 			wantRejected: map[string][]string{rExistingAnti: {"n3", "n4"}},
 		},
@@ -126,8 +128,8 @@ func TestFilter(t *testing.T) {
 			name:  "an existing pod's anti-affinity in namespace other with namespaceSelector team=cache; namespace redis is labelled team=cache → zone-b rejected",
 			nodes: nodes(nil),
 			objs: []any{
-				pod("guard", inNamespace("other"), on("n3"), antiAffinity(zoneKey, redisPods, termNamespaceSelector(map[string]string{"team": "cache"}))),
-				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, Labels: map[string]string{"team": "cache"}}},
+				fixture.Pod("guard", fixture.InNamespace("other"), fixture.On("n3"), fixture.AntiAffinity(zoneKey, redisPods, fixture.TermNamespaceSelector(map[string]string{"team": "cache"}))),
+				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fixture.Namespace, Labels: map[string]string{"team": "cache"}}},
 			},
 			wantFits:     []string{"n1", "n2"},
 			wantRejected: map[string][]string{rExistingAnti: {"n3", "n4"}},
@@ -136,8 +138,8 @@ func TestFilter(t *testing.T) {
 			name:  "the same term, namespace redis not labelled team=cache → no effect",
 			nodes: nodes(nil),
 			objs: []any{
-				pod("guard", inNamespace("other"), on("n3"), antiAffinity(zoneKey, redisPods, termNamespaceSelector(map[string]string{"team": "cache"}))),
-				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}},
+				fixture.Pod("guard", fixture.InNamespace("other"), fixture.On("n3"), fixture.AntiAffinity(zoneKey, redisPods, fixture.TermNamespaceSelector(map[string]string{"team": "cache"}))),
+				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fixture.Namespace}},
 			},
 			wantFits: []string{"n1", "n2", "n3", "n4"},
 		},
@@ -145,7 +147,7 @@ func TestFilter(t *testing.T) {
 			name:  "namespaceSelector on kubernetes.io/metadata.name=redis without Namespace objects (the label the API server sets) → zone-b rejected",
 			nodes: nodes(nil),
 			objs: []any{
-				pod("guard", inNamespace("other"), on("n3"), antiAffinity(zoneKey, redisPods, termNamespaceSelector(map[string]string{corev1.LabelMetadataName: testNS}))),
+				fixture.Pod("guard", fixture.InNamespace("other"), fixture.On("n3"), fixture.AntiAffinity(zoneKey, redisPods, fixture.TermNamespaceSelector(map[string]string{corev1.LabelMetadataName: fixture.Namespace}))),
 			},
 			wantFits:     []string{"n1", "n2"},
 			wantRejected: map[string][]string{rExistingAnti: {"n3", "n4"}},
@@ -153,14 +155,14 @@ func TestFilter(t *testing.T) {
 		{
 			name:         "a running member's anti-affinity (hostname, shard x) on n1 matches the incoming pod of shard x → n1 rejected (existing pods)",
 			nodes:        nodes(nil),
-			objs:         []any{members([]string{"n1"}, antiAffinity(hostKey, map[string]string{shardLabel: "x"}))[0]},
+			objs:         []any{members([]string{"n1"}, fixture.AntiAffinity(hostKey, map[string]string{scenario.ShardLabel: "x"}))[0]},
 			wantFits:     []string{"n2", "n3", "n4"},
 			wantRejected: map[string][]string{rExistingAnti: {"n1"}},
 		},
 		{
 			name:         "the incoming pod's anti-affinity (zone, shard x) and a running member of shard x on n1 → zone-a rejected",
 			nodes:        nodes(nil),
-			in:           []podOpt{antiAffinity(zoneKey, map[string]string{shardLabel: "x"})},
+			in:           []fixture.PodOption{fixture.AntiAffinity(zoneKey, map[string]string{scenario.ShardLabel: "x"})},
 			objs:         []any{members([]string{"n1"})[0]},
 			wantFits:     []string{"n3", "n4"},
 			wantRejected: map[string][]string{rAnti: {"n1", "n2"}},
@@ -168,51 +170,51 @@ func TestFilter(t *testing.T) {
 		{
 			name:         "required pod affinity (zone, app=cache) with a cache pod on n3 → zone-b only",
 			nodes:        nodes(nil),
-			in:           []podOpt{podAffinity(zoneKey, map[string]string{appLabel: "cache"})},
-			objs:         []any{pod("cache", withLabels(appLabel, "cache"), on("n3"))},
+			in:           []fixture.PodOption{fixture.PodAffinity(zoneKey, map[string]string{scenario.AppLabel: "cache"})},
+			objs:         []any{fixture.Pod("cache", fixture.WithLabels(scenario.AppLabel, "cache"), fixture.On("n3"))},
 			wantFits:     []string{"n3", "n4"},
 			wantRejected: map[string][]string{rAffinity: {"n1", "n2"}},
 		},
 		{
 			name:     "required pod affinity that no pod matches anywhere, but the pod matches its own term → every node (the first pod of a series)",
 			nodes:    nodes(nil),
-			in:       []podOpt{podAffinity(zoneKey, redisPods)},
+			in:       []fixture.PodOption{fixture.PodAffinity(zoneKey, redisPods)},
 			wantFits: []string{"n1", "n2", "n3", "n4"},
 		},
 		{
 			name:         "required pod affinity that no pod matches anywhere and the pod does not match itself → no node",
 			nodes:        nodes(nil),
-			in:           []podOpt{podAffinity(zoneKey, map[string]string{appLabel: "cache"})},
+			in:           []fixture.PodOption{fixture.PodAffinity(zoneKey, map[string]string{scenario.AppLabel: "cache"})},
 			wantRejected: map[string][]string{rAffinity: {"n1", "n2", "n3", "n4"}},
 		},
 		{
 			name:         "required pod affinity, self-match rule: a node lacking the term's key (n4) is still rejected",
-			nodes:        nodes(map[string][]nodeOpt{"n4": {withoutLabel(zoneKey)}}),
-			in:           []podOpt{podAffinity(zoneKey, redisPods)},
+			nodes:        nodes(map[string][]fixture.NodeOption{"n4": {fixture.WithoutNodeLabel(zoneKey)}}),
+			in:           []fixture.PodOption{fixture.PodAffinity(zoneKey, redisPods)},
 			wantFits:     []string{"n1", "n2", "n3"},
 			wantRejected: map[string][]string{rAffinity: {"n4"}},
 		},
 		{
 			name:  "required pod affinity with two terms counts pods matching both: cache+db on n3 satisfies n3 only; cache (n1) and db (n2) alone do not",
 			nodes: nodes(nil),
-			in:    []podOpt{podAffinity(zoneKey, map[string]string{appLabel: "cache"}), podAffinity(hostKey, map[string]string{"tier": "db"})},
+			in:    []fixture.PodOption{fixture.PodAffinity(zoneKey, map[string]string{scenario.AppLabel: "cache"}), fixture.PodAffinity(hostKey, map[string]string{"tier": "db"})},
 			objs: []any{
-				pod("both", withLabels(appLabel, "cache", "tier", "db"), on("n3")),
-				pod("cache", withLabels(appLabel, "cache"), on("n1")),
-				pod("db", withLabels("tier", "db"), on("n2")),
+				fixture.Pod("both", fixture.WithLabels(scenario.AppLabel, "cache", "tier", "db"), fixture.On("n3")),
+				fixture.Pod("cache", fixture.WithLabels(scenario.AppLabel, "cache"), fixture.On("n1")),
+				fixture.Pod("db", fixture.WithLabels("tier", "db"), fixture.On("n2")),
 			},
 			wantFits:     []string{"n3"},
 			wantRejected: map[string][]string{rAffinity: {"n1", "n2", "n4"}},
 		},
 		{
 			name: "allocatable CPU, memory and pods: n1 lacks CPU, n2 memory, n3 a pod slot",
-			nodes: nodes(map[string][]nodeOpt{
-				"n1": {allocatable("1", "8Gi", 10)}, "n2": {allocatable("8", "256Mi", 10)}, "n3": {allocatable("8", "8Gi", 1)},
+			nodes: nodes(map[string][]fixture.NodeOption{
+				"n1": {fixture.Allocatable("1", "8Gi", 10)}, "n2": {fixture.Allocatable("8", "256Mi", 10)}, "n3": {fixture.Allocatable("8", "8Gi", 1)},
 			}),
 			objs: []any{
-				pod("busy-cpu", requests("950m", "1Mi"), on("n1")),
-				pod("busy-mem", requests("10m", "200Mi"), on("n2")),
-				pod("busy-slot", requests("10m", "1Mi"), on("n3")),
+				fixture.Pod("busy-cpu", fixture.Requests("950m", "1Mi"), fixture.On("n1")),
+				fixture.Pod("busy-mem", fixture.Requests("10m", "200Mi"), fixture.On("n2")),
+				fixture.Pod("busy-slot", fixture.Requests("10m", "1Mi"), fixture.On("n3")),
 			},
 			wantFits:     []string{"n4"},
 			wantRejected: map[string][]string{"Insufficient cpu": {"n1"}, "Insufficient memory": {"n2"}, "Too many pods": {"n3"}},
@@ -220,7 +222,7 @@ func TestFilter(t *testing.T) {
 		{
 			name:         "volume topology: the claim is bound to a PV pinned to zone-a (PV.spec.nodeAffinity) → zone-a only",
 			nodes:        nodes(nil),
-			in:           []podOpt{withClaim("data-in")},
+			in:           []fixture.PodOption{fixture.WithClaim("data-in")},
 			objs:         []any{pvcA, pvA},
 			wantFits:     []string{"n1", "n2"},
 			wantRejected: map[string][]string{rPVAffinity: {"n3", "n4"}},
@@ -228,24 +230,24 @@ func TestFilter(t *testing.T) {
 		{
 			name:     "volume topology, ReleaseReplicaClaims and a replica → its claim may be released: every node",
 			nodes:    nodes(nil),
-			in:       []podOpt{withClaim("data-in"), withLabels(roleLabel, "replica")},
+			in:       []fixture.PodOption{fixture.WithClaim("data-in"), fixture.WithLabels(scenario.RoleLabel, "replica")},
 			objs:     []any{pvcA, pvA},
-			opts:     policies.Options{ReleaseReplicaClaims: true, RoleLabel: roleLabel},
+			opts:     policies.Options{ReleaseReplicaClaims: true, RoleLabel: scenario.RoleLabel},
 			wantFits: []string{"n1", "n2", "n3", "n4"},
 		},
 		{
 			name:         "volume topology, ReleaseReplicaClaims and a master → a master's claim is never released: zone-a only",
 			nodes:        nodes(nil),
-			in:           []podOpt{withClaim("data-in"), withLabels(roleLabel, "master")},
+			in:           []fixture.PodOption{fixture.WithClaim("data-in"), fixture.WithLabels(scenario.RoleLabel, "master")},
 			objs:         []any{pvcA, pvA},
-			opts:         policies.Options{ReleaseReplicaClaims: true, RoleLabel: roleLabel},
+			opts:         policies.Options{ReleaseReplicaClaims: true, RoleLabel: scenario.RoleLabel},
 			wantFits:     []string{"n1", "n2"},
 			wantRejected: map[string][]string{rPVAffinity: {"n3", "n4"}},
 		},
 		{
 			name:         "volume topology, ReleaseReplicaClaims and an unknown role → not released: zone-a only",
 			nodes:        nodes(nil),
-			in:           []podOpt{withClaim("data-in")},
+			in:           []fixture.PodOption{fixture.WithClaim("data-in")},
 			objs:         []any{pvcA, pvA},
 			opts:         policies.Options{ReleaseReplicaClaims: true},
 			wantFits:     []string{"n1", "n2"},
@@ -254,16 +256,16 @@ func TestFilter(t *testing.T) {
 		{
 			name:         "volume topology without ReleaseReplicaClaims, a replica → zone-a only (off by default)",
 			nodes:        nodes(nil),
-			in:           []podOpt{withClaim("data-in"), withLabels(roleLabel, "replica")},
+			in:           []fixture.PodOption{fixture.WithClaim("data-in"), fixture.WithLabels(scenario.RoleLabel, "replica")},
 			objs:         []any{pvcA, pvA},
-			opts:         policies.Options{RoleLabel: roleLabel},
+			opts:         policies.Options{RoleLabel: scenario.RoleLabel},
 			wantFits:     []string{"n1", "n2"},
 			wantRejected: map[string][]string{rPVAffinity: {"n3", "n4"}},
 		},
 		{
 			name:         "a PV labelled zone-b without node affinity (VolumeZone) → zone-b only",
 			nodes:        nodes(nil),
-			in:           []podOpt{withClaim("data-in")},
+			in:           []fixture.PodOption{fixture.WithClaim("data-in")},
 			objs:         zoneLabelledPV(),
 			wantFits:     []string{"n3", "n4"},
 			wantRejected: map[string][]string{rVolumeZone: {"n1", "n2"}},
@@ -271,8 +273,8 @@ func TestFilter(t *testing.T) {
 		{
 			name:     "an unbound claim does not restrict",
 			nodes:    nodes(nil),
-			in:       []podOpt{withClaim("data-in")},
-			objs:     []any{&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-in", Namespace: testNS}}},
+			in:       []fixture.PodOption{fixture.WithClaim("data-in")},
+			objs:     []any{&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-in", Namespace: fixture.Namespace}}},
 			wantFits: []string{"n1", "n2", "n3", "n4"},
 		},
 	} {
@@ -352,8 +354,8 @@ func TestFilterSpecInEffect(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rc := redisCluster{shards: 3, perShard: 2, zones: []string{"a", "b", "c"}, relaxed: true, place: tc.place, podOpts: []podOpt{oldMaxSkew}}
-			m, err := policies.Build(snapshotOf(zonedNodes(2, "a", "b", "c"), []redisCluster{rc}), policies.Options{RelaxedLimits: true})
+			rc := redisCluster{shards: 3, perShard: 2, zones: []string{"a", "b", "c"}, relaxed: true, place: tc.place, podOpts: []fixture.PodOption{oldMaxSkew}}
+			m, err := policies.Build(snapshotOf(fixture.ZonedNodes(2, "a", "b", "c"), []redisCluster{rc}), policies.Options{RelaxedLimits: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -374,8 +376,8 @@ func TestFilterSpecInEffect(t *testing.T) {
 // TestTemplate pins how a re-creation template is derived from a pod and its StatefulSet.
 func TestTemplate(t *testing.T) {
 	rc := redisCluster{shards: 1, perShard: 2, zones: []string{"a", "b"}, place: [][]string{{"n1", "n3"}},
-		podOpts: []podOpt{withClaim("data"), withLabels(roleLabel, "master")}}
-	snap := snapshotOf(zonedNodes(2, "a", "b"), []redisCluster{rc})
+		podOpts: []fixture.PodOption{fixture.WithClaim("data"), fixture.WithLabels(scenario.RoleLabel, "master")}}
+	snap := snapshotOf(fixture.ZonedNodes(2, "a", "b"), []redisCluster{rc})
 	sts := snap.StatefulSets[0]
 	sts.Status.UpdateRevision = "rev-2"
 	sts.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
@@ -393,8 +395,8 @@ func TestTemplate(t *testing.T) {
 		t.Fatal("Template is the pod itself")
 	}
 	wantLabels := map[string]string{
-		appLabel: "redis", policies.DefaultClusterLabel: "redis", shardLabel: "redis-s0",
-		"statefulset.kubernetes.io/pod-name": "redis-s0-0", "controller-revision-hash": "rev-2",
+		scenario.AppLabel: "redis", policies.DefaultClusterLabel: "redis", scenario.ShardLabel: "redis-s0",
+		"statefulset.kubernetes.io/pod-name": "redis-s0-0", "apps.kubernetes.io/pod-index": "0", "controller-revision-hash": "rev-2",
 	}
 	if diff := cmp.Diff(wantLabels, tp.Labels); diff != "" {
 		t.Errorf("template labels (-want +got):\n%s", diff)

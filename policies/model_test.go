@@ -11,11 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
 func pdb(name string, sel *metav1.LabelSelector) *policyv1.PodDisruptionBudget {
-	return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS}, Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel}}
+	return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fixture.Namespace}, Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel}}
 }
 
 // TestClusterShape pins how Build reads a cluster: N, shards, ordinals, roles, StatefulSets and
@@ -49,7 +51,7 @@ func TestClusterShape(t *testing.T) {
 		}
 		return s
 	}
-	nodes := zonedNodes(2, "a", "b")
+	nodes := fixture.ZonedNodes(2, "a", "b")
 	for _, tc := range []struct {
 		name    string
 		cluster redisCluster
@@ -60,7 +62,7 @@ func TestClusterShape(t *testing.T) {
 		{
 			name:    "N is the StatefulSets' replicas (2×2) although s1-1 is not created; roles from the role label",
 			cluster: redisCluster{shards: 2, perShard: 2, roles: true, place: [][]string{{"n1", "n3"}, {"n2", "-"}}},
-			opts:    policies.Options{RoleLabel: roleLabel},
+			opts:    policies.Options{RoleLabel: scenario.RoleLabel},
 			want: shape{N: 4, STS: 2,
 				Members: []string{"redis-s0-0/redis-s0/0/master/n1", "redis-s0-1/redis-s0/1/replica/n3", "redis-s1-0/redis-s1/0/master/n2"},
 				Shards:  []string{"redis-s0:redis-s0", "redis-s1:redis-s1"}},
@@ -82,7 +84,7 @@ func TestClusterShape(t *testing.T) {
 		{
 			name:    "ShardLabel groups shards by label and each shard still knows its StatefulSet",
 			cluster: redisCluster{shards: 2, perShard: 1, place: [][]string{{"n1"}, {"n2"}}},
-			opts:    policies.Options{ShardLabel: shardLabel},
+			opts:    policies.Options{ShardLabel: scenario.ShardLabel},
 			want: shape{N: 2, STS: 2,
 				Members: []string{"redis-s0-0/redis-s0/0//n1", "redis-s1-0/redis-s1/0//n2"},
 				Shards:  []string{"redis-s0:redis-s0", "redis-s1:redis-s1"}},
@@ -99,11 +101,11 @@ func TestClusterShape(t *testing.T) {
 			name:    "PDBs: the shard's, and an empty selector (selects every pod in policy/v1); not a nil selector's nor another cluster's",
 			cluster: redisCluster{shards: 1, perShard: 2, place: [][]string{{"n1", "n3"}}},
 			objs: []any{
-				pdb("shard", &metav1.LabelSelector{MatchLabels: map[string]string{policies.DefaultClusterLabel: "redis", shardLabel: "redis-s0"}}),
+				pdb("shard", &metav1.LabelSelector{MatchLabels: map[string]string{policies.DefaultClusterLabel: "redis", scenario.ShardLabel: "redis-s0"}}),
 				pdb("all", &metav1.LabelSelector{}),
 				pdb("none", nil),
 				pdb("other", &metav1.LabelSelector{MatchLabels: map[string]string{policies.DefaultClusterLabel: "other"}}),
-				pdb("by-app", &metav1.LabelSelector{MatchLabels: map[string]string{appLabel: "redis"}}),
+				pdb("by-app", &metav1.LabelSelector{MatchLabels: map[string]string{scenario.AppLabel: "redis"}}),
 			},
 			want: shape{N: 2, STS: 1,
 				Members: []string{"redis-s0-0/redis-s0/0//n1", "redis-s0-1/redis-s0/1//n3"},
@@ -112,7 +114,7 @@ func TestClusterShape(t *testing.T) {
 		},
 		{
 			name:    "ClusterLabel option: the cluster is named by another label its templates lack; the controlling StatefulSets still count",
-			cluster: redisCluster{shards: 1, perShard: 2, place: [][]string{{"n1", "n3"}}, podOpts: []podOpt{withLabels("cloud.netease.com/cluster-name", "rc-3az")}},
+			cluster: redisCluster{shards: 1, perShard: 2, place: [][]string{{"n1", "n3"}}, podOpts: []fixture.PodOption{fixture.WithLabels("cloud.netease.com/cluster-name", "rc-3az")}},
 			opts:    policies.Options{ClusterLabel: "cloud.netease.com/cluster-name"},
 			want: shape{N: 2, STS: 1,
 				Members: []string{"redis-s0-0/redis-s0/0//n1", "redis-s0-1/redis-s0/1//n3"},
@@ -122,8 +124,8 @@ func TestClusterShape(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := snapshotOf(nodes, []redisCluster{tc.cluster}, tc.objs...)
 			if strings.HasPrefix(tc.name, "finished") {
-				snap.Pods = append(snap.Pods, pod("redis-s0-9", withLabels(policies.DefaultClusterLabel, "redis"), on("n4"), succeeded()))
-				terminating()(snap.Pods[2])
+				snap.Pods = append(snap.Pods, fixture.Pod("redis-s0-9", fixture.WithLabels(policies.DefaultClusterLabel, "redis"), fixture.On("n4"), fixture.Succeeded()))
+				fixture.Terminating()(snap.Pods[2])
 			}
 			m, err := policies.Build(snap, tc.opts)
 			if err != nil {
@@ -142,8 +144,8 @@ func TestClusterShape(t *testing.T) {
 // TestUnschedulableRule pins when a cluster's pod counts as Unschedulable, in the snapshot and in
 // simulated placements.
 func TestUnschedulableRule(t *testing.T) {
-	nodes := zonedNodes(2, "a", "b", "c")
-	rc := func(place [][]string, opts ...podOpt) redisCluster {
+	nodes := fixture.ZonedNodes(2, "a", "b", "c")
+	rc := func(place [][]string, opts ...fixture.PodOption) redisCluster {
 		return redisCluster{shards: 3, perShard: 2, zones: []string{"a", "b", "c"}, place: place, podOpts: opts}
 	}
 	compliant := [][]string{{"n1", "n3"}, {"n2", "n5"}, {"n4", "n6"}}
@@ -162,12 +164,12 @@ func TestUnschedulableRule(t *testing.T) {
 		{
 			name:    "a Pending pod the scheduler has not judged yet (no PodScheduled condition) → no violation",
 			cluster: rc([][]string{{"n1", "n3"}, {"n2", "n5"}, {"n4", ""}}),
-			mutate:  func(snap *policies.Snapshot) { justCreated()(snap.Pods[5]) },
+			mutate:  func(snap *policies.Snapshot) { fixture.JustCreated()(snap.Pods[5]) },
 		},
 		{
 			name:    "a terminating member is unplaced and not counted → no violation",
 			cluster: rc(compliant),
-			mutate:  func(snap *policies.Snapshot) { terminating()(snap.Pods[5]) },
+			mutate:  func(snap *policies.Snapshot) { fixture.Terminating()(snap.Pods[5]) },
 		},
 		{
 			name:    "a member bound to a node the snapshot lacks is unplaced → no violation",
@@ -228,7 +230,7 @@ func TestSoftRules(t *testing.T) {
 	}{
 		{
 			name:  "zone-a [n1 2, n2 0, n3 1], b and c 1 each → NodeSpread n1 2/1 and ZoneBalance zone-a 2/1",
-			nodes: zonedNodes(3, "a", "b", "c"),
+			nodes: fixture.ZonedNodes(3, "a", "b", "c"),
 			pods:  bare("n1", "n1", "n3", "n4", "n7"),
 			want: []hit{
 				{policies.NodeSpread, "n1", 2, 1, true},
@@ -237,24 +239,24 @@ func TestSoftRules(t *testing.T) {
 		},
 		{
 			name:  "a cordoned empty node is not usable: zone-a [n1 2, n3 1] spreads within 1",
-			nodes: append(zonedNodes(3, "a")[:1], node("n2", inZone("zone-a"), cordoned()), node("n3", inZone("zone-a")), node("n4", inZone("zone-b")), node("n5", inZone("zone-b"))),
+			nodes: append(fixture.ZonedNodes(3, "a")[:1], fixture.Node("n2", fixture.InZone("zone-a"), fixture.Cordoned()), fixture.Node("n3", fixture.InZone("zone-a")), fixture.Node("n4", fixture.InZone("zone-b")), fixture.Node("n5", fixture.InZone("zone-b"))),
 			pods:  bare("n1", "n1", "n3", "n4", "n5"),
 		},
 		{
 			name:  "a cordoned node holding pods still counts: n2 (cordoned) 3, n1 1 → NodeSpread n2 2/1",
-			nodes: append(zonedNodes(1, "a"), node("n2", inZone("zone-a"), cordoned()), node("n3", inZone("zone-b")), node("n4", inZone("zone-b"))),
+			nodes: append(fixture.ZonedNodes(1, "a"), fixture.Node("n2", fixture.InZone("zone-a"), fixture.Cordoned()), fixture.Node("n3", fixture.InZone("zone-b")), fixture.Node("n4", fixture.InZone("zone-b"))),
 			pods:  bare("n1", "n2", "n2", "n2", "n3", "n3", "n4", "n4"),
 			want:  []hit{{policies.NodeSpread, "n2", 2, 1, true}},
 		},
 		{
 			name:  "an allowed zone with no pod counts 0: [2,2,0] → ZoneBalance zone-a 2/1",
-			nodes: zonedNodes(2, "a", "b", "c"),
+			nodes: fixture.ZonedNodes(2, "a", "b", "c"),
 			pods:  bare("n1", "n2", "n3", "n4"),
 			want:  []hit{{policies.ZoneBalance, "zone-a", 2, 1, true}},
 		},
 		{
 			name:  "one zone (Z=1): no soft rule",
-			nodes: zonedNodes(3, "a"),
+			nodes: fixture.ZonedNodes(3, "a"),
 			pods:  bare("n1", "n1", "n1"),
 		},
 	} {
@@ -288,49 +290,49 @@ func TestStaticInfeasibility(t *testing.T) {
 	}{
 		{
 			name:    "N=6 at most 1 per node on 5 nodes (seed 000 §四) → needs 6 usable nodes",
-			nodes:   zonedNodes(5, "a"),
+			nodes:   fixture.ZonedNodes(5, "a"),
 			cluster: redisCluster{shards: 3, perShard: 2, zones: []string{"a"}, place: [][]string{{"n1", "n2"}, {"n3", "n4"}, {"n5", "n1"}}},
 			want:    "need 6 usable nodes, found 5",
 		},
 		{
 			name:    "N=6 on 6 nodes, one cordoned → 5 usable",
-			nodes:   append(zonedNodes(5, "a"), node("n6", inZone("zone-a"), cordoned())),
+			nodes:   append(fixture.ZonedNodes(5, "a"), fixture.Node("n6", fixture.InZone("zone-a"), fixture.Cordoned())),
 			cluster: redisCluster{shards: 3, perShard: 2, zones: []string{"a"}, place: [][]string{{"n1", "n2"}, {"n3", "n4"}, {"n5", "n1"}}},
 			want:    "need 6 usable nodes, found 5",
 		},
 		{
 			// n6 is tainted and only shard 2's template tolerates it: it is usable for the cluster.
 			name:  "N=6 on 6 nodes, n6 tainted, tolerated by shard 2 only → usable (some member may use it): feasible",
-			nodes: append(zonedNodes(5, "a"), node("n6", inZone("zone-a"), tainted("t", corev1.TaintEffectNoSchedule))),
+			nodes: append(fixture.ZonedNodes(5, "a"), fixture.Node("n6", fixture.InZone("zone-a"), fixture.Tainted("t", "x", corev1.TaintEffectNoSchedule))),
 			cluster: redisCluster{shards: 3, perShard: 2, zones: []string{"a"}, place: [][]string{{"n1", "n2"}, {"n3", "n4"}, {"n5", "n1"}},
-				templateOpts: []podOpt{func(p *corev1.Pod) {
-					if p.Labels[shardLabel] == "redis-s2" {
-						tolerates("t", corev1.TaintEffectNoSchedule)(p)
+				templateOpts: []fixture.PodOption{func(p *corev1.Pod) {
+					if p.Labels[scenario.ShardLabel] == "redis-s2" {
+						fixture.Tolerates("t", corev1.TaintEffectNoSchedule)(p)
 					}
 				}}},
 			want: "",
 		},
 		{
 			name:    "N=3 strict: a node may hold none",
-			nodes:   zonedNodes(3, "a"),
+			nodes:   fixture.ZonedNodes(3, "a"),
 			cluster: redisCluster{shards: 1, perShard: 3, zones: []string{"a"}, place: [][]string{{"n1", "n2", "n3"}}},
 			want:    "i.e. none",
 		},
 		{
 			name:    "Z=3, 3 pods per shard, zone-c's nodes cordoned → a shard needs 3 zones with usable nodes",
-			nodes:   append(zonedNodes(3, "a", "b"), node("n7", inZone("zone-c"), cordoned())),
+			nodes:   append(fixture.ZonedNodes(3, "a", "b"), fixture.Node("n7", fixture.InZone("zone-c"), fixture.Cordoned())),
 			cluster: redisCluster{shards: 2, perShard: 3, zones: []string{"a", "b", "c"}, place: [][]string{{"n1", "n4", "n7"}, {"n2", "n5", "n7"}}},
 			want:    "a shard of 3 pods needs 3 zones with usable nodes (ShardSeparation), found 2",
 		},
 		{
 			name:    "Z=2, N=8, zone-b has 1 node (at most 2 pods) but must hold 4 → ZoneEvenSplit",
-			nodes:   append(zonedNodes(4, "a"), node("n5", inZone("zone-b"))),
+			nodes:   append(fixture.ZonedNodes(4, "a"), fixture.Node("n5", fixture.InZone("zone-b"))),
 			cluster: redisCluster{shards: 4, perShard: 2, zones: []string{"a", "b"}, place: [][]string{{"n1", "n5"}, {"n2", "n5"}, {"n3", ""}, {"n4", ""}}},
 			want:    "zone zone-b must hold 4 pods (ZoneEvenSplit) but its 1 usable nodes hold at most 2",
 		},
 		{
 			name:    "Z=3, N=6 on 3 zones × 2 nodes → feasible",
-			nodes:   zonedNodes(2, "a", "b", "c"),
+			nodes:   fixture.ZonedNodes(2, "a", "b", "c"),
 			cluster: redisCluster{shards: 3, perShard: 2, zones: []string{"a", "b", "c"}, place: [][]string{{"n1", "n3"}, {"n2", "n5"}, {"n4", "n6"}}},
 			want:    "",
 		},
@@ -352,15 +354,15 @@ func TestStaticInfeasibility(t *testing.T) {
 // that matters (zone, taints, matching non-member pods, free capacity) separates them.
 func TestNodeClass(t *testing.T) {
 	nodes := []*corev1.Node{
-		node("n1", inZone("zone-a")), node("n2", inZone("zone-a")), // interchangeable
-		node("n3", inZone("zone-b")), // another zone
-		node("n4", inZone("zone-a"), tainted("t", corev1.TaintEffectNoSchedule)), // tainted
-		node("n5", inZone("zone-a")),                                                             // holds a matching non-member pod
-		node("n6", inZone("zone-a"), allocatable("150m", "1Gi", 110)),                            // room for one member only
-		node("n7", inZone("zone-a")), node("n8", inZone("zone-a")), node("n9", inZone("zone-a")), // fillers
+		fixture.Node("n1", fixture.InZone("zone-a")), fixture.Node("n2", fixture.InZone("zone-a")), // interchangeable
+		fixture.Node("n3", fixture.InZone("zone-b")),                                                                                             // another zone
+		fixture.Node("n4", fixture.InZone("zone-a"), fixture.Tainted("t", "x", corev1.TaintEffectNoSchedule)),                                    // tainted
+		fixture.Node("n5", fixture.InZone("zone-a")),                                                                                             // holds a matching non-member pod
+		fixture.Node("n6", fixture.InZone("zone-a"), fixture.Allocatable("150m", "1Gi", 110)),                                                    // room for one member only
+		fixture.Node("n7", fixture.InZone("zone-a")), fixture.Node("n8", fixture.InZone("zone-a")), fixture.Node("n9", fixture.InZone("zone-a")), // fillers
 	}
-	spec := []podOpt{spreadOn(corev1.LabelHostname, 1, redisPods)}
-	objs := []any{incoming("x", spec...), pod("cache", withLabels(appLabel, "redis"), on("n5"))}
+	spec := []fixture.PodOption{fixture.SpreadOn(corev1.LabelHostname, 1, redisPods)}
+	objs := []any{incoming("x", spec...), fixture.Pod("cache", fixture.WithLabels(scenario.AppLabel, "redis"), fixture.On("n5"))}
 	for _, p := range members([]string{"n7", "n8", "n9"}, spec...) {
 		objs = append(objs, p)
 	}
@@ -383,7 +385,7 @@ func TestNodeClass(t *testing.T) {
 // TestBuildParallel: a model built with parallel workers (many clusters) judges every cluster as
 // a model of that cluster alone does.
 func TestBuildParallel(t *testing.T) {
-	nodes := zonedNodes(3, "a", "b", "c")
+	nodes := fixture.ZonedNodes(3, "a", "b", "c")
 	var clusters []redisCluster
 	for k := 0; k < 80; k++ {
 		rc := redisCluster{name: fmt.Sprintf("rc%02d", k), shards: 3, perShard: 2, zones: []string{"a", "b", "c"}, roles: true,
@@ -398,7 +400,7 @@ func TestBuildParallel(t *testing.T) {
 		}
 		clusters = append(clusters, rc)
 	}
-	opts := policies.Options{RoleLabel: roleLabel}
+	opts := policies.Options{RoleLabel: scenario.RoleLabel}
 	all, err := policies.Build(snapshotOf(nodes, clusters), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -407,7 +409,7 @@ func TestBuildParallel(t *testing.T) {
 		t.Fatalf("clusters = %d", len(all.Clusters))
 	}
 	for k, rc := range clusters {
-		alone, err := policies.Build(snapshotOf(zonedNodes(3, "a", "b", "c"), []redisCluster{rc}), opts)
+		alone, err := policies.Build(snapshotOf(fixture.ZonedNodes(3, "a", "b", "c"), []redisCluster{rc}), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -427,10 +429,10 @@ func TestBuildParallel(t *testing.T) {
 
 // TestBuildErrors: a malformed selector in a cluster's pods is an error naming the cluster.
 func TestBuildErrors(t *testing.T) {
-	bad := spreadOn(corev1.LabelHostname, 1, nil, func(c *corev1.TopologySpreadConstraint) {
+	bad := fixture.SpreadOn(corev1.LabelHostname, 1, nil, func(c *corev1.TopologySpreadConstraint) {
 		c.LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bogus"}}}
 	})
-	_, err := policies.Build(snapshotOf(zonedNodes(1, "a"), nil, incoming("x", bad)), policies.Options{})
+	_, err := policies.Build(snapshotOf(fixture.ZonedNodes(1, "a"), nil, incoming("x", bad)), policies.Options{})
 	if err == nil || !strings.Contains(err.Error(), "cluster redis/c1") {
 		t.Fatalf("Build error = %v, want one naming cluster redis/c1", err)
 	}
@@ -440,7 +442,7 @@ func TestBuildErrors(t *testing.T) {
 // read from the members' required node affinity and nodeSelector.
 func TestAllowedZones(t *testing.T) {
 	ga, legacy := corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaZone
-	nodes := append(zonedNodes(1, "a", "b", "c"), node("n4", inZone("zone-d"), nodeLabel("disk", "ssd")))
+	nodes := append(fixture.ZonedNodes(1, "a", "b", "c"), fixture.Node("n4", fixture.InZone("zone-d"), fixture.NodeLabel("disk", "ssd")))
 	type want struct {
 		Zones []string
 		List  bool
@@ -449,49 +451,49 @@ func TestAllowedZones(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		nodes []*corev1.Node
-		spec  []podOpt
+		spec  []fixture.PodOption
 		want  want
 	}{
 		{name: "no affinity → the zones of every node, no list", spec: nil,
 			want: want{[]string{"zone-a", "zone-b", "zone-c", "zone-d"}, false, ga}},
-		{name: "zone In [a b c] → that list", spec: []podOpt{requiredIn(ga, "zone-a", "zone-b", "zone-c")},
+		{name: "zone In [a b c] → that list", spec: []fixture.PodOption{fixture.RequiredIn(ga, "zone-a", "zone-b", "zone-c")},
 			want: want{[]string{"zone-a", "zone-b", "zone-c"}, true, ga}},
-		{name: "two terms In [a] and In [c] (ORed) → [a c]", spec: []podOpt{requiredIn(ga, "zone-a"), requiredIn(ga, "zone-c")},
+		{name: "two terms In [a] and In [c] (ORed) → [a c]", spec: []fixture.PodOption{fixture.RequiredIn(ga, "zone-a"), fixture.RequiredIn(ga, "zone-c")},
 			want: want{[]string{"zone-a", "zone-c"}, true, ga}},
 		{name: "one term requiring GA In [a b] and legacy In [b c] (ANDed) → [b]",
-			spec: []podOpt{func(p *corev1.Pod) {
-				requiredIn(ga, "zone-a", "zone-b")(p)
+			spec: []fixture.PodOption{func(p *corev1.Pod) {
+				fixture.RequiredIn(ga, "zone-a", "zone-b")(p)
 				ns := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 				ns.NodeSelectorTerms[0].MatchExpressions = append(ns.NodeSelectorTerms[0].MatchExpressions,
 					corev1.NodeSelectorRequirement{Key: legacy, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-b", "zone-c"}})
 			}},
 			want: want{[]string{"zone-b"}, true, ga}},
 		{name: "a term without a zone requirement (disk In [ssd]) ORed with zone In [a] → no list; zones of the matching nodes",
-			spec: []podOpt{requiredIn(ga, "zone-a"), requiredIn("disk", "ssd")},
+			spec: []fixture.PodOption{fixture.RequiredIn(ga, "zone-a"), fixture.RequiredIn("disk", "ssd")},
 			want: want{[]string{"zone-a", "zone-d"}, false, ga}},
 		{name: "nodeSelector zone-b and affinity In [a b] → [b]",
-			spec: []podOpt{nodeSelector(ga, "zone-b"), requiredIn(ga, "zone-a", "zone-b")},
+			spec: []fixture.PodOption{fixture.NodeSelector(ga, "zone-b"), fixture.RequiredIn(ga, "zone-a", "zone-b")},
 			want: want{[]string{"zone-b"}, true, ga}},
-		{name: "nodeSelector zone-c alone → [c]", spec: []podOpt{nodeSelector(ga, "zone-c")},
+		{name: "nodeSelector zone-c alone → [c]", spec: []fixture.PodOption{fixture.NodeSelector(ga, "zone-c")},
 			want: want{[]string{"zone-c"}, true, ga}},
 		{name: "zone NotIn [a] is no list → the zones of the nodes it matches",
-			spec: []podOpt{func(p *corev1.Pod) {
-				affinity(p).NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: ga, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"zone-a"}}}}}}}
+			spec: []fixture.PodOption{func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: ga, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"zone-a"}}}}}}}}
 			}},
 			want: want{[]string{"zone-b", "zone-c", "zone-d"}, false, ga}},
 		{name: "seed 000's legacy key on legacy-labelled nodes → the list, ZoneKey legacy",
-			nodes: legacyZoned(1, "a", "b", "c"), spec: []podOpt{requiredIn(legacy, "zone-a", "zone-b", "zone-c")},
+			nodes: legacyZoned(1, "a", "b", "c"), spec: []fixture.PodOption{fixture.RequiredIn(legacy, "zone-a", "zone-b", "zone-c")},
 			want: want{[]string{"zone-a", "zone-b", "zone-c"}, true, legacy}},
 		{name: "legacy-keyed anti-affinity on nodes carrying both labels → ZoneKey legacy (the pods' key)",
 			nodes: func() []*corev1.Node {
-				ns := zonedNodes(1, "a", "b")
+				ns := fixture.ZonedNodes(1, "a", "b")
 				for _, n := range ns {
 					n.Labels[legacy] = n.Labels[ga]
 				}
 				return ns
 			}(),
-			spec: []podOpt{antiAffinity(legacy, map[string]string{shardLabel: "x"})},
+			spec: []fixture.PodOption{fixture.AntiAffinity(legacy, map[string]string{scenario.ShardLabel: "x"})},
 			want: want{[]string{"zone-a", "zone-b"}, false, legacy}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
@@ -390,7 +392,7 @@ func randomCase(r *rand.Rand) (*policies.Snapshot, *corev1.Pod, string) {
 	pick := func(p float64) bool { return r.Float64() < p }
 	var nodes []*corev1.Node
 	for i := 0; i < 3+r.IntN(5); i++ {
-		n := node(fmt.Sprintf("n%d", i+1))
+		n := fixture.Node(fmt.Sprintf("n%d", i+1))
 		if pick(0.1) {
 			delete(n.Labels, hostKey)
 		}
@@ -401,16 +403,16 @@ func randomCase(r *rand.Rand) (*policies.Snapshot, *corev1.Pod, string) {
 			n.Labels["disk"] = "ssd"
 		}
 		if pick(0.2) {
-			tainted("t", []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute, corev1.TaintEffectPreferNoSchedule}[r.IntN(3)])(n)
+			fixture.Tainted("t", "x", []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute, corev1.TaintEffectPreferNoSchedule}[r.IntN(3)])(n)
 		}
 		if pick(0.1) {
-			cordoned()(n)
+			fixture.Cordoned()(n)
 		}
 		nodes = append(nodes, n)
 		fmt.Fprintf(&desc, "%s %v taints=%v unsched=%v\n", n.Name, n.Labels, n.Spec.Taints, n.Spec.Unschedulable)
 	}
 	selectors := []map[string]string{
-		{appLabel: "redis"}, {appLabel: "redis"}, {appLabel: "redis", shardLabel: "x"}, {policies.DefaultClusterLabel: "c1"},
+		{scenario.AppLabel: "redis"}, {scenario.AppLabel: "redis"}, {scenario.AppLabel: "redis", scenario.ShardLabel: "x"}, {policies.DefaultClusterLabel: "c1"},
 	}
 	randomSpread := func() []corev1.TopologySpreadConstraint {
 		var out []corev1.TopologySpreadConstraint
@@ -426,10 +428,10 @@ func randomCase(r *rand.Rand) (*policies.Snapshot, *corev1.Pod, string) {
 			case 1:
 				c.LabelSelector = nil
 			case 2:
-				c.LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: appLabel, Operator: metav1.LabelSelectorOpExists}}}
+				c.LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: scenario.AppLabel, Operator: metav1.LabelSelectorOpExists}}}
 			}
 			if pick(0.25) {
-				c.MatchLabelKeys = []string{shardLabel}
+				c.MatchLabelKeys = []string{scenario.ShardLabel}
 			}
 			if pick(0.25) {
 				c.MinDomains = ptr.To(int32(1 + r.IntN(5)))
@@ -458,64 +460,64 @@ func randomCase(r *rand.Rand) (*policies.Snapshot, *corev1.Pod, string) {
 			}
 		}
 		if len(zs) > 0 {
-			requiredIn(zoneKey, zs...)(in)
+			fixture.RequiredIn(zoneKey, zs...)(in)
 		}
 	}
 	if pick(0.15) {
-		nodeSelector("disk", "ssd")(in)
+		fixture.NodeSelector("disk", "ssd")(in)
 	}
 	if pick(0.3) {
-		tolerates("t", "")(in)
+		fixture.Tolerates("t", "")(in)
 	}
 	if pick(0.15) {
-		tolerates(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule)(in)
+		fixture.Tolerates(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule)(in)
 	}
 	if pick(0.3) {
-		antiAffinity([]string{zoneKey, hostKey}[r.IntN(2)], []map[string]string{{shardLabel: in.Labels[shardLabel]}, {"tier": "web"}}[r.IntN(2)])(in)
+		fixture.AntiAffinity([]string{zoneKey, hostKey}[r.IntN(2)], []map[string]string{{scenario.ShardLabel: in.Labels[scenario.ShardLabel]}, {"tier": "web"}}[r.IntN(2)])(in)
 	}
 	if pick(0.2) {
-		sel := []map[string]string{{"tier": "cache"}, {"tier": "cache"}, {shardLabel: "y"}}[r.IntN(3)]
-		podAffinity([]string{zoneKey, hostKey}[r.IntN(2)], sel)(in)
+		sel := []map[string]string{{"tier": "cache"}, {"tier": "cache"}, {scenario.ShardLabel: "y"}}[r.IntN(3)]
+		fixture.PodAffinity([]string{zoneKey, hostKey}[r.IntN(2)], sel)(in)
 		if pick(0.3) {
 			in.Labels["tier"] = "cache"
 		}
 		if pick(0.2) {
-			podAffinity(hostKey, map[string]string{"tier": "cache"})(in)
+			fixture.PodAffinity(hostKey, map[string]string{"tier": "cache"})(in)
 		}
 	}
 	fmt.Fprintf(&desc, "in %v spread=%+v affinity=%+v tolerations=%v\n", in.Labels, in.Spec.TopologySpreadConstraints, in.Spec.Affinity, in.Spec.Tolerations)
 	objs := []any{in}
 	var others []*corev1.Pod
 	for k := 0; k < r.IntN(12); k++ {
-		p := pod(fmt.Sprintf("p%d", k), on(nodes[r.IntN(len(nodes))].Name))
+		p := fixture.Pod(fmt.Sprintf("p%d", k), fixture.On(nodes[r.IntN(len(nodes))].Name))
 		switch r.IntN(6) {
 		case 0, 1, 2: // a member of c1
-			withLabels(appLabel, "redis", policies.DefaultClusterLabel, "c1", shardLabel, shards[r.IntN(2)])(p)
+			fixture.WithLabels(scenario.AppLabel, "redis", policies.DefaultClusterLabel, "c1", scenario.ShardLabel, shards[r.IntN(2)])(p)
 			if pick(0.5) {
 				p.Spec.TopologySpreadConstraints = randomSpread()
 			}
 			if pick(0.3) {
-				antiAffinity([]string{zoneKey, hostKey}[r.IntN(2)], map[string]string{shardLabel: p.Labels[shardLabel]})(p)
+				fixture.AntiAffinity([]string{zoneKey, hostKey}[r.IntN(2)], map[string]string{scenario.ShardLabel: p.Labels[scenario.ShardLabel]})(p)
 			}
 		case 3: // another app's pod matching the spread selectors
-			withLabels(appLabel, "redis")(p)
+			fixture.WithLabels(scenario.AppLabel, "redis")(p)
 			if pick(0.3) {
 				p.Labels["tier"] = "cache"
 			}
 		case 4: // unrelated
-			withLabels(appLabel, "web", "tier", []string{"web", "cache"}[r.IntN(2)])(p)
+			fixture.WithLabels(scenario.AppLabel, "web", "tier", []string{"web", "cache"}[r.IntN(2)])(p)
 			if pick(0.4) {
-				antiAffinity([]string{zoneKey, hostKey}[r.IntN(2)], map[string]string{appLabel: "redis"})(p)
+				fixture.AntiAffinity([]string{zoneKey, hostKey}[r.IntN(2)], map[string]string{scenario.AppLabel: "redis"})(p)
 			}
 		case 5: // another namespace
-			withLabels(appLabel, "redis", "tier", "cache")(p)
-			inNamespace("other")(p)
+			fixture.WithLabels(scenario.AppLabel, "redis", "tier", "cache")(p)
+			fixture.InNamespace("other")(p)
 			if pick(0.4) {
-				antiAffinity(zoneKey, map[string]string{appLabel: "redis"}, termNamespaces(testNS))(p)
+				fixture.AntiAffinity(zoneKey, map[string]string{scenario.AppLabel: "redis"}, fixture.TermNamespaces(fixture.Namespace))(p)
 			}
 		}
-		if pick(0.1) && p.Labels["tier"] == "" && p.Labels[shardLabel] == "" && p.Spec.Affinity == nil {
-			terminating()(p)
+		if pick(0.1) && p.Labels["tier"] == "" && p.Labels[scenario.ShardLabel] == "" && p.Spec.Affinity == nil {
+			fixture.Terminating()(p)
 		}
 		others = append(others, p)
 		objs = append(objs, p)

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
 )
@@ -28,8 +29,8 @@ func only(hs []hit, rules ...policies.Rule) []hit {
 // limits on and off, Z = 0, 1, 2, 3, 4, the legacy zone label, nodes without a zone label, and N
 // from StatefulSet replicas.
 func TestEvaluateHARules(t *testing.T) {
-	threeZones := func() []*corev1.Node { return zonedNodes(2, "a", "b", "c") }
-	oneZone := func(n int) []*corev1.Node { return zonedNodes(n, "a") }
+	threeZones := func() []*corev1.Node { return fixture.ZonedNodes(2, "a", "b", "c") }
+	oneZone := func(n int) []*corev1.Node { return fixture.ZonedNodes(n, "a") }
 	for _, tc := range []struct {
 		name     string
 		nodes    []*corev1.Node
@@ -73,7 +74,7 @@ func TestEvaluateHARules(t *testing.T) {
 		},
 		{
 			name:  "Z=0 (no zone labels, no zone list), N=6, n1 holds 2 pods of two shards → MaxPodsPerNode n1 2/1, TopologySpread n1",
-			nodes: []*corev1.Node{node("n1"), node("n2"), node("n3"), node("n4"), node("n5"), node("n6")},
+			nodes: []*corev1.Node{fixture.Node("n1"), fixture.Node("n2"), fixture.Node("n3"), fixture.Node("n4"), fixture.Node("n5"), fixture.Node("n6")},
 			cluster: redisCluster{shards: 3, perShard: 2,
 				place: [][]string{{"n1", "n2"}, {"n1", "n3"}, {"n4", "n5"}}},
 			want: []hit{
@@ -154,14 +155,14 @@ func TestEvaluateHARules(t *testing.T) {
 		},
 		{
 			name:  "Z=2, N=8 (2 | N), zones 4/4 → compliant",
-			nodes: zonedNodes(4, "a", "b"),
+			nodes: fixture.ZonedNodes(4, "a", "b"),
 			cluster: redisCluster{shards: 4, perShard: 2, zones: []string{"a", "b"},
 				place: [][]string{{"n1", "n5"}, {"n2", "n6"}, {"n3", "n7"}, {"n4", "n8"}}},
 			wantZ: 2,
 		},
 		{
 			name:  "Z=2, N=8, zones 5/3 → ZoneEvenSplit zone-a 2/0 (and shard 0 twice in zone-a)",
-			nodes: zonedNodes(4, "a", "b"),
+			nodes: fixture.ZonedNodes(4, "a", "b"),
 			cluster: redisCluster{shards: 4, perShard: 2, zones: []string{"a", "b"},
 				place: [][]string{{"n1", "n2"}, {"n3", "n5"}, {"n4", "n6"}, {"n1", "n7"}}},
 			hardOnly: true,
@@ -173,14 +174,14 @@ func TestEvaluateHARules(t *testing.T) {
 		},
 		{
 			name:  "Z=2, N=7 (2 ∤ N), zones 4/3 → compliant (they may differ by N mod 2 = 1)",
-			nodes: zonedNodes(4, "a", "b"),
+			nodes: fixture.ZonedNodes(4, "a", "b"),
 			cluster: redisCluster{shards: 7, perShard: 1, zones: []string{"a", "b"},
 				place: [][]string{{"n1"}, {"n2"}, {"n3"}, {"n4"}, {"n5"}, {"n6"}, {"n7"}}},
 			wantZ: 2,
 		},
 		{
 			name:  "Z=2, N=7, zones 5/2 → ZoneEvenSplit zone-a 3/1, soft ZoneBalance zone-a 3/1",
-			nodes: zonedNodes(4, "a", "b"),
+			nodes: fixture.ZonedNodes(4, "a", "b"),
 			cluster: redisCluster{shards: 7, perShard: 1, zones: []string{"a", "b"},
 				place: [][]string{{"n1"}, {"n2"}, {"n3"}, {"n4"}, {"n1"}, {"n5"}, {"n6"}}},
 			want: []hit{
@@ -191,7 +192,7 @@ func TestEvaluateHARules(t *testing.T) {
 		},
 		{
 			name:  "Z=2, N from StatefulSet replicas (8) though one pod is not created: zones 4/3 → ZoneEvenSplit zone-a 1/0",
-			nodes: zonedNodes(4, "a", "b"),
+			nodes: fixture.ZonedNodes(4, "a", "b"),
 			cluster: redisCluster{shards: 4, perShard: 2, zones: []string{"a", "b"},
 				place: [][]string{{"n1", "n5"}, {"n2", "n6"}, {"n3", "n7"}, {"n4", "-"}}},
 			hardOnly: true,
@@ -200,7 +201,7 @@ func TestEvaluateHARules(t *testing.T) {
 		},
 		{
 			name:  "Z=2, no StatefulSet: N is the pod count (7), zones 4/3 → compliant",
-			nodes: zonedNodes(4, "a", "b"),
+			nodes: fixture.ZonedNodes(4, "a", "b"),
 			cluster: redisCluster{shards: 4, perShard: 2, zones: []string{"a", "b"}, bare: true,
 				place: [][]string{{"n1", "n5"}, {"n2", "n6"}, {"n3", "n7"}, {"n4", "-"}}},
 			hardOnly: true,
@@ -209,7 +210,7 @@ func TestEvaluateHARules(t *testing.T) {
 		{
 			// 3 nodes per zone so that zone-a can hold 3 pods on distinct nodes.
 			name:  "Z=3, N=6 (2 | N) strict: zone-a holds 3 (not fewer than 6/2) → MaxPodsPerZone zone-a 3/2, soft ZoneBalance zone-a 2/1",
-			nodes: zonedNodes(3, "a", "b", "c"),
+			nodes: fixture.ZonedNodes(3, "a", "b", "c"),
 			cluster: redisCluster{shards: 3, perShard: 2, zones: []string{"a", "b", "c"},
 				place: [][]string{{"n1", "n4"}, {"n2", "n7"}, {"n3", "n8"}}},
 			want: []hit{
@@ -220,7 +221,7 @@ func TestEvaluateHARules(t *testing.T) {
 		},
 		{
 			name:  "Z=3, N=6 relaxed: zone-a may hold 3 (at most N/2) → no hard violation",
-			nodes: zonedNodes(3, "a", "b", "c"),
+			nodes: fixture.ZonedNodes(3, "a", "b", "c"),
 			cluster: redisCluster{shards: 3, perShard: 2, zones: []string{"a", "b", "c"}, relaxed: true,
 				place: [][]string{{"n1", "n4"}, {"n2", "n7"}, {"n3", "n8"}}},
 			opts:     policies.Options{RelaxedLimits: true},
@@ -229,7 +230,7 @@ func TestEvaluateHARules(t *testing.T) {
 		},
 		{
 			name:  "Z=3, N=7 (2 ∤ N): zone-a holds 4 (fewer than 3.5 allows 3) → MaxPodsPerZone zone-a 4/3",
-			nodes: zonedNodes(3, "a", "b", "c"),
+			nodes: fixture.ZonedNodes(3, "a", "b", "c"),
 			cluster: redisCluster{shards: 7, perShard: 1, zones: []string{"a", "b", "c"},
 				place: [][]string{{"n1"}, {"n2"}, {"n3"}, {"n1"}, {"n4"}, {"n7"}, {"n8"}}},
 			hardOnly: true,
@@ -238,7 +239,7 @@ func TestEvaluateHARules(t *testing.T) {
 		},
 		{
 			name:  "Z=4, N=8: zone-a holds 4 of 8 → MaxPodsPerZone zone-a 4/3",
-			nodes: zonedNodes(2, "a", "b", "c", "d"),
+			nodes: fixture.ZonedNodes(2, "a", "b", "c", "d"),
 			cluster: redisCluster{shards: 4, perShard: 2, zones: []string{"a", "b", "c", "d"},
 				place: [][]string{{"n1", "n3"}, {"n1", "n5"}, {"n2", "n7"}, {"n2", "n4"}}},
 			hardOnly: true,
@@ -249,7 +250,7 @@ func TestEvaluateHARules(t *testing.T) {
 			// zone-d is outside the node affinity: with nodeAffinityPolicy Honor its node is no
 			// domain of either constraint, so only AllowedZones sees the pod there.
 			name:  "zone list [a b c], a pod on n7 in zone-d → AllowedZones zone-d 1/0",
-			nodes: zonedNodes(2, "a", "b", "c", "d"),
+			nodes: fixture.ZonedNodes(2, "a", "b", "c", "d"),
 			cluster: redisCluster{shards: 3, perShard: 2, zones: []string{"a", "b", "c"},
 				place: [][]string{{"n1", "n3"}, {"n2", "n5"}, {"n4", "n7"}}},
 			hardOnly: true,
@@ -258,7 +259,7 @@ func TestEvaluateHARules(t *testing.T) {
 		},
 		{
 			name:  "no zone list (no node affinity) on 4 zones: pods anywhere → no AllowedZones rule; Z=4 from the nodes",
-			nodes: zonedNodes(2, "a", "b", "c", "d"),
+			nodes: fixture.ZonedNodes(2, "a", "b", "c", "d"),
 			cluster: redisCluster{shards: 3, perShard: 2,
 				place: [][]string{{"n1", "n3"}, {"n2", "n5"}, {"n4", "n7"}}},
 			wantZ: 4,
@@ -267,8 +268,8 @@ func TestEvaluateHARules(t *testing.T) {
 			name:  "nodeSelector zone-b (a zone list of one) and a pod in zone-a → AllowedZones zone-a",
 			nodes: threeZones(),
 			cluster: redisCluster{shards: 3, perShard: 2,
-				podOpts:      []podOpt{nodeSelector(corev1.LabelTopologyZone, "zone-b")},
-				templateOpts: []podOpt{nodeSelector(corev1.LabelTopologyZone, "zone-b")},
+				podOpts:      []fixture.PodOption{fixture.NodeSelector(corev1.LabelTopologyZone, "zone-b")},
+				templateOpts: []fixture.PodOption{fixture.NodeSelector(corev1.LabelTopologyZone, "zone-b")},
 				place:        [][]string{{"n3", "n1"}, {"n4", "-"}, {"-", "-"}}},
 			rules: []policies.Rule{policies.AllowedZones},
 			want:  []hit{{policies.AllowedZones, "zone-a", 1, 0, false}},
@@ -296,7 +297,7 @@ func TestEvaluateHARules(t *testing.T) {
 		},
 		{
 			name:  "nodes without a zone label: shard 0 on unzoned n7 and n8 shares no zone → no ShardSeparation",
-			nodes: append(threeZones(), node("n7"), node("n8")),
+			nodes: append(threeZones(), fixture.Node("n7"), fixture.Node("n8")),
 			cluster: redisCluster{shards: 3, perShard: 2,
 				place: [][]string{{"n7", "n8"}, {"n1", "n3"}, {"n5", "n2"}}},
 			hardOnly: true,
@@ -305,7 +306,7 @@ func TestEvaluateHARules(t *testing.T) {
 		},
 		{
 			name:  "nodes without a zone label: shard 0 twice on unzoned n7 → ShardSeparation n7 (the node), MaxPodsPerNode n7, TopologySpread n7",
-			nodes: append(threeZones(), node("n7"), node("n8")),
+			nodes: append(threeZones(), fixture.Node("n7"), fixture.Node("n8")),
 			cluster: redisCluster{shards: 3, perShard: 2,
 				place: [][]string{{"n7", "n7"}, {"n1", "n3"}, {"n5", "n2"}}},
 			hardOnly: true,
@@ -355,7 +356,7 @@ func TestEvaluateHARules(t *testing.T) {
 
 // legacyZoned is zonedNodes with only the legacy zone label.
 func legacyZoned(perZone int, zones ...string) []*corev1.Node {
-	nodes := zonedNodes(perZone, zones...)
+	nodes := fixture.ZonedNodes(perZone, zones...)
 	for _, n := range nodes {
 		z := n.Labels[corev1.LabelTopologyZone]
 		delete(n.Labels, corev1.LabelTopologyZone)

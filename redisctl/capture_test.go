@@ -60,11 +60,7 @@ func TestCaptureTestdata(t *testing.T) {
 	r0 := c.Shards[0][1].Addr()
 	m1 := c.Shards[1][0].Addr()
 	m2, r2 := c.Shards[2][0].Addr(), c.Shards[2][1].Addr()
-	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := c.ClusterClient()
 	for i := 0; i < 100; i++ {
 		if err := cc.Set(ctx, fmt.Sprintf("key%d", i), strings.Repeat("v", i), 0).Err(); err != nil {
 			t.Fatal(err)

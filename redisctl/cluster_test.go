@@ -35,7 +35,7 @@ func TestFormedClusters(t *testing.T) {
 				t.Errorf("SlotsServed = %d", h.SlotsServed)
 			}
 			topo := h.Topology
-			shares := redisctl.SlotShares(tc.shards)
+			shares := redistest.SlotShares(tc.shards)
 			type role struct {
 				Pod, Role, Slots, MasterPod string
 			}
@@ -95,11 +95,7 @@ func TestFormedClusters(t *testing.T) {
 func TestChooseReplica(t *testing.T) {
 	ctx := context.Background()
 	c := redistest.Start(t, redistest.Config{Shards: 2, PodsPerShard: 3})
-	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := c.ClusterClient()
 	master, r1, r2 := c.Shards[0][0], c.Shards[0][1], c.Shards[0][2]
 	onPod := func(p *redistest.Pod) func(redisctl.Node) bool {
 		return func(n redisctl.Node) bool { return n.IP == p.IP }
@@ -116,7 +112,7 @@ func TestChooseReplica(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second)
+			h, err := redistest.WaitFormed(ctx, c.Client, c.Addrs(), 30*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,6 +120,14 @@ func TestChooseReplica(t *testing.T) {
 				mustDo(t, c.Client, tc.lag.Addr(), "client", "pause", "10000", "write")
 				defer mustDo(t, c.Client, tc.lag.Addr(), "client", "unpause")
 				writeToShard(t, cc, c.Client, master.Addr(), 40, 64<<10)
+				// The replica that is not paused must have applied the writes before the choice:
+				// on a loaded machine it can be a moment behind, and ChooseReplica judges the lag
+				// as it is.
+				for _, r := range []*redistest.Pod{r1, r2} {
+					if r != tc.lag {
+						waitApplied(t, c.Client, master.Addr(), r.Addr())
+					}
+				}
 			}
 			m, _ := h.Topology.NodeByIP(master.IP)
 			got, err := c.Client.ChooseReplica(ctx, h.Topology, m.ID, tc.prefer)

@@ -20,9 +20,12 @@
 //     times out saying what it saw and leaves the cluster alone.
 //   - Rejoin (step 6): Client.WaitRejoin waits until a recreated pod's node is a connected,
 //     in-sync replica of its shard's master again, wherever its new IP is.
-//   - Forming: SlotShares, Meet, AddSlots, Replicate, FormCluster, AddReplica and WaitFormed
-//     build clusters deterministically (tests, the e2e operator stand-in).
 //   - NewClusterClient returns a go-redis v8 cluster client that works with Redis 6 and 7.
 //
-// The package redisctl/redistest starts real redis-server clusters on loopback for tests.
+// It never creates or grows a cluster: forming one (slot shares, CLUSTER MEET, ADDSLOTS,
+// REPLICATE) is test-only and lives in redisctl/redistest, which also starts real redis-server
+// clusters on loopback for tests.
+//
+// It may import go-redis, k8s.io/apimachinery's wait and klog; nothing of this module (the
+// rebalancer imports it, not the reverse).
 package redisctl

@@ -20,7 +20,7 @@ import (
 // result against the roles Redis reports (ROLE) and returns it.
 func failoverShard(ctx context.Context, t testing.TB, c *redistest.Cluster, shard int) *redisctl.FailoverResult {
 	t.Helper()
-	h, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second)
+	h, err := redistest.WaitFormed(ctx, c.Client, c.Addrs(), 30*time.Second)
 	if err != nil {
 		t.Fatalf("health gate before failover: %v", err)
 	}
@@ -80,11 +80,7 @@ func durationStats(ds []time.Duration) (median, max time.Duration) {
 // durations (CLUSTER FAILOVER sent → every node shows the new master).
 func runFailoversUnderLoad(t testing.TB, c *redistest.Cluster, n int) []time.Duration {
 	ctx := context.Background()
-	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := c.ClusterClient()
 	w := redistest.StartWriter(cc, "load", 2)
 	defer w.Stop()
 	waitAcked(ctx, t, w, 500)
@@ -134,11 +130,7 @@ func BenchmarkFailoverUnderLoad(b *testing.B) {
 func TestFailoverRefused(t *testing.T) {
 	ctx := context.Background()
 	c := redistest.Start(t, redistest.Config{Shards: 3, PodsPerShard: 2, ExtraArgs: []string{"--enable-debug-command", "yes"}})
-	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := c.ClusterClient()
 	// A client with a short read timeout, so that a node in DEBUG SLEEP times out quickly.
 	quick, err := redisctl.New(redisctl.Options{ReadTimeout: 300 * time.Millisecond})
 	if err != nil {
@@ -213,7 +205,7 @@ func TestFailoverRefused(t *testing.T) {
 			if cl == nil {
 				cl = c.Client
 			}
-			h, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second)
+			h, err := redistest.WaitFormed(ctx, c.Client, c.Addrs(), 30*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,14 +240,8 @@ func TestFailoverRefused(t *testing.T) {
 					t.Logf("Failover refused: %v", err)
 				}
 			}()
-			// Left alone: the master is still the master, and the cluster heals.
-			if _, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second); err != nil {
-				t.Fatal(err)
-			}
-			v := mustDo(t, c.Client, master.Addr(), "role")
-			if role := v.([]interface{})[0]; role != "master" {
-				t.Errorf("after the refused failover, ROLE of the master = %v", role)
-			}
+			// Left alone: the cluster heals and the master is still the master.
+			healsWithMaster(ctx, t, c, master)
 		})
 	}
 }
@@ -267,16 +253,12 @@ func TestFailoverTimeout(t *testing.T) {
 	ctx := context.Background()
 	c := redistest.Start(t, redistest.Config{Shards: 3, PodsPerShard: 2})
 	master, replica := c.Shards[0][0], c.Shards[0][1]
-	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := c.ClusterClient()
 	// Paused for longer than Redis' manual-failover timeout (5 s) after the failover starts.
 	mustDo(t, c.Client, replica.Addr(), "client", "pause", "8000", "write")
 	writeToShard(t, cc, c.Client, master.Addr(), 1, 100) // 100 bytes behind: still "in sync"
 	start := time.Now()
-	_, err = c.Client.Failover(ctx, replica.Addr(), redisctl.FailoverOptions{Timeout: 2 * time.Second})
+	_, err := c.Client.Failover(ctx, replica.Addr(), redisctl.FailoverOptions{Timeout: 2 * time.Second})
 	if !errors.Is(err, redisctl.ErrFailoverNotVerified) {
 		t.Fatalf("Failover: %v, want ErrFailoverNotVerified", err)
 	}
@@ -287,12 +269,18 @@ func TestFailoverTimeout(t *testing.T) {
 		}
 	}
 	// Once the pause ends (after Redis gave up), the cluster is healthy with the same master.
-	if _, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second); err != nil {
+	healsWithMaster(ctx, t, c, master)
+}
+
+// healsWithMaster waits until the cluster passes the health gate again and checks that master
+// kept its role (ROLE), after a failover that was refused or not verified.
+func healsWithMaster(ctx context.Context, t testing.TB, c *redistest.Cluster, master *redistest.Pod) {
+	t.Helper()
+	if _, err := redistest.WaitFormed(ctx, c.Client, c.Addrs(), 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	v := mustDo(t, c.Client, master.Addr(), "role")
-	if role := v.([]interface{})[0]; role != "master" {
-		t.Errorf("ROLE of the master after the timed-out failover = %v, want master", role)
+	if role := mustDo(t, c.Client, master.Addr(), "role").([]interface{})[0]; role != "master" {
+		t.Errorf("ROLE of %s (the master before the failover) = %v, want master", master.Name(), role)
 	}
 }
 
@@ -316,7 +304,7 @@ func TestFailoverMasterDown(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := c.Client.WaitFormed(ctx, c.Addrs(), 60*time.Second); err != nil {
+			if _, err := redistest.WaitFormed(ctx, c.Client, c.Addrs(), 60*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			master, replica := c.Shards[tc.shard][0], c.Shards[tc.shard][1]

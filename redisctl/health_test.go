@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
 )
 
 func TestEvaluateSync(t *testing.T) {
@@ -101,7 +102,7 @@ func addr(n int) string { return "10.0.0." + strconv.Itoa(n) + ":6379" }
 
 func newFakeCluster() *fakeCluster {
 	f := &fakeCluster{repl: map[string]redisctl.Replication{}, state: map[string]string{}, unreachable: map[string]bool{}}
-	shares := redisctl.SlotShares(3)
+	shares := redistest.SlotShares(3)
 	for i := 1; i <= 3; i++ {
 		f.nodes = append(f.nodes, redisctl.Node{ID: id(i), IP: "10.0.0." + strconv.Itoa(i), Port: 6379, BusPort: 16379,
 			Flags: []string{"master"}, ConfigEpoch: uint64(i), LinkState: "connected", Slots: []redisctl.SlotRange{shares[i-1]}})
@@ -317,25 +318,5 @@ func TestTopologyLookups(t *testing.T) {
 	}
 	if _, _, err := net.SplitHostPort(topo.Nodes[0].Addr()); err != nil {
 		t.Errorf("Addr %q: %v", topo.Nodes[0].Addr(), err)
-	}
-}
-
-func TestSlotShares(t *testing.T) {
-	tests := []struct {
-		name string
-		k    int
-		want []redisctl.SlotRange
-	}{
-		{"0 shards: none", 0, nil},
-		{"1 shard: all slots", 1, []redisctl.SlotRange{{0, 16383}}},
-		{"3 shards: first gets the extra slot", 3, []redisctl.SlotRange{{0, 5461}, {5462, 10922}, {10923, 16383}}},
-		{"5 shards: first four get an extra slot", 5, []redisctl.SlotRange{{0, 3276}, {3277, 6553}, {6554, 9830}, {9831, 13107}, {13108, 16383}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, redisctl.SlotShares(tc.k)); diff != "" {
-				t.Errorf("SlotShares(%d) (-want +got):\n%s", tc.k, diff)
-			}
-		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis/v8"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
@@ -22,6 +23,29 @@ func mustDo(t testing.TB, cl *redisctl.Client, addr string, args ...interface{})
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// waitApplied waits (up to 30 s) until the replica at replicaAddr has applied the master's
+// replication stream up to the offset the master has now.
+func waitApplied(t testing.TB, cl *redisctl.Client, masterAddr, replicaAddr string) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := cl.InfoReplication(ctx, masterAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied int64
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		r, err := cl.InfoReplication(ctx, replicaAddr)
+		if err != nil {
+			return false, err
+		}
+		applied = r.ReplicaReplOffset
+		return applied >= m.MasterReplOffset, nil
+	})
+	if err != nil {
+		t.Fatalf("replica %s applied offset %d, master %s is at %d: %v", replicaAddr, applied, masterAddr, m.MasterReplOffset, err)
+	}
+}
 
 // writeToShard writes n values of size bytes to keys served by the master at masterAddr, through
 // the cluster client.

@@ -20,11 +20,7 @@ import (
 func TestRejoin(t *testing.T) {
 	ctx := context.Background()
 	c := redistest.Start(t, redistest.Config{Shards: 3, PodsPerShard: 2})
-	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := c.ClusterClient()
 
 	tests := []struct {
 		name string
@@ -66,7 +62,7 @@ func TestRejoin(t *testing.T) {
 					t.Fatal(err)
 				}
 				mid := nodeAt(t, c, c.Shards[2][0].Addr()).ID
-				if err := c.Client.AddReplica(ctx, p.Addr(), c.Shards[0][0].Addr(), mid, 30*time.Second); err != nil {
+				if err := redistest.AddReplica(ctx, c.Client, p.Addr(), c.Shards[0][0].Addr(), mid, 30*time.Second); err != nil {
 					t.Fatal(err)
 				}
 				return p, mid
@@ -88,7 +84,7 @@ func TestRejoin(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second); err != nil {
+			if _, err := redistest.WaitFormed(ctx, c.Client, c.Addrs(), 30*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			p, mid := tc.move(t)
@@ -111,7 +107,7 @@ func TestRejoin(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%s rejoined in %s", p.Name(), time.Since(start).Round(time.Millisecond))
-			h, err := c.Client.WaitFormed(ctx, c.Addrs(), 30*time.Second)
+			h, err := redistest.WaitFormed(ctx, c.Client, c.Addrs(), 30*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}

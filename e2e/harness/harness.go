@@ -1,8 +1,13 @@
 // Package harness sets up a complete test environment for the end-to-end tests and the demo: a
 // local Kubernetes control plane with kwok nodes (e2e/localcluster), a real redis-server per
 // Redis pod (e2e/redisrt), a scenario's StatefulSets and PodDisruptionBudgets with pods bound to
-// the nodes the scenario names, a Redis Cluster formed over them (pod -0 of each shard the master),
-// and an operator stand-in that adds new members as replicas.
+// the nodes the scenario names, a Redis Cluster formed over them (pod -0 of each shard the master;
+// redistest.FormCluster), an operator stand-in that adds new members as replicas
+// (redistest.AddReplica), and a rate-limited write load (Writer).
+//
+// It may import e2e/localcluster, e2e/redisrt, the test-support layer (internal/fixture,
+// internal/scenario, redisctl/redistest), redisctl and client-go; never rebalancer or
+// internal/cli (the tests drive those).
 package harness
 
 import (
@@ -26,16 +31,15 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
 )
 
 // ManualScheduler is the scheduler name the scenario's pods are first created with: no scheduler
 // serves it, so the harness binds them itself (pods/binding) to the scenario's nodes.
 const ManualScheduler = "harness-manual"
-
-// KwokToleration tolerates the taint every kwok node carries.
-var KwokToleration = corev1.Toleration{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 
 // Options tune Setup.
 type Options struct {
@@ -102,7 +106,7 @@ func Setup(ctx context.Context, sc scenario.Scenario, opts Options) (_ *Env, err
 			e.Stop()
 		}
 	}()
-	sc.Tolerations = append(sc.Tolerations, KwokToleration)
+	sc.Tolerations = append(sc.Tolerations, fixture.KwokToleration())
 	sc.SchedulerName = ManualScheduler
 	e.Scenario = sc
 	pods, err := sc.Pods()
@@ -164,7 +168,7 @@ func Setup(ctx context.Context, sc scenario.Scenario, opts Options) (_ *Env, err
 func SetupForTest(t testing.TB, sc scenario.Scenario, opts Options) *Env {
 	t.Helper()
 	if opts.Log == nil {
-		opts.Log = testWriter{t}
+		opts.Log = fixture.LogWriter(t)
 	}
 	e, err := Setup(context.Background(), sc, opts)
 	if err != nil {
@@ -172,20 +176,6 @@ func SetupForTest(t testing.TB, sc scenario.Scenario, opts Options) *Env {
 	}
 	t.Cleanup(e.Stop)
 	return e
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(trimNL(p)))
-	return len(p), nil
-}
-
-func trimNL(p []byte) []byte {
-	for len(p) > 0 && p[len(p)-1] == '\n' {
-		p = p[:len(p)-1]
-	}
-	return p
 }
 
 type prefixWriter struct {
@@ -299,7 +289,7 @@ func (e *Env) layOut(ctx context.Context) error {
 		shards = append(shards, shard)
 	}
 	t0 := time.Now()
-	if _, err := e.Redis.FormCluster(ctx, shards, 90*time.Second); err != nil {
+	if _, err := redistest.FormCluster(ctx, e.Redis, shards, 90*time.Second); err != nil {
 		return fmt.Errorf("form redis cluster: %w", err)
 	}
 	e.logf("redis cluster formed over %d pods in %s", len(addrs), time.Since(t0).Round(10*time.Millisecond))
@@ -415,7 +405,7 @@ func (e *Env) addNewMembers(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("new member %s (%s): no master for shard %q", s.Name, s.Addr, shard))
 			continue
 		}
-		if err := e.Redis.AddReplica(ctx, s.Addr, members[0], masterID, 30*time.Second); err != nil {
+		if err := redistest.AddReplica(ctx, e.Redis, s.Addr, members[0], masterID, 30*time.Second); err != nil {
 			errs = append(errs, err)
 			continue
 		}

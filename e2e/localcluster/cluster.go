@@ -8,14 +8,17 @@
 // (below the ephemeral range; a busy one is replaced by a random free one), so several clusters
 // can run at once, in one process or several.
 //
-// Nodes are added with AddNode. They carry the NoSchedule taint KwokTaintKey, so pods must
-// tolerate it (KwokToleration). Pods become Running and Ready as soon as they are scheduled and
+// Nodes are added with AddNode. They carry kwok's NoSchedule taint (fixture.KwokTaint), so pods
+// must tolerate it (fixture.KwokToleration). Pods become Running and Ready as soon as they are scheduled and
 // get an IP from their node's pod CIDR (PodNetwork.<i>.0/24), a loopback address that a test can
 // bind a real server (redis-server) to. Pod annotations PodReadyDelayAnnotation and
 // PodDeleteDelayAnnotation slow starts and terminations down.
 //
 // No Service should select loopback pod IPs: EndpointSlices reject them. A StatefulSet's
 // serviceName only has to be set.
+//
+// It may import internal/fixture (kwok's taint, the test log writer), internal/pki (the cluster's
+// certificates), internal/proc, client-go and sigs.k8s.io/yaml; nothing of the product.
 package localcluster
 
 import (
@@ -33,7 +36,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -126,7 +128,7 @@ type Cluster struct {
 	cfg         Config
 	workDir     string
 	removeDir   bool // the work dir is a temporary one
-	pki         *pki
+	pki         *clusterPKI
 	netLock     *networkLock
 	restConfig  *rest.Config
 	client      kubernetes.Interface
@@ -567,11 +569,6 @@ func (c *Cluster) stop(keep bool) {
 		_ = os.RemoveAll(c.workDir)
 	}
 	fmt.Fprintf(c.cfg.Log, "localcluster: stopped in %v\n", roundDuration(time.Since(began)))
-}
-
-// KwokToleration returns the toleration pods need to be scheduled on kwok nodes.
-func KwokToleration() corev1.Toleration {
-	return corev1.Toleration{Key: KwokTaintKey, Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule}
 }
 
 // logPath returns the path of a component's log file.

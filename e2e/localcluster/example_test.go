@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 )
 
 // A cluster with two nodes in two zones and a pod. In a test, use
@@ -34,7 +35,7 @@ func Example() {
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "demo"},
 		Spec: corev1.PodSpec{
 			// kwok nodes are tainted: pods must tolerate it.
-			Tolerations: []corev1.Toleration{localcluster.KwokToleration()},
+			Tolerations: []corev1.Toleration{fixture.KwokToleration()},
 			Containers:  []corev1.Container{{Name: "c", Image: "fake"}},
 		},
 	}

@@ -7,16 +7,13 @@ import (
 	"path/filepath"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 )
 
-// Annotations and taints of kwok nodes. Pods must tolerate KwokTaint (see KwokToleration) to be
-// scheduled on them.
-const (
-	// KwokNodeAnnotation marks a Node as managed by kwok (value "fake").
-	KwokNodeAnnotation = "kwok.x-k8s.io/node"
-	// KwokTaintKey is the key of the NoSchedule taint every kwok node carries (value "fake").
-	KwokTaintKey = "kwok.x-k8s.io/node"
-)
+// KwokNodeAnnotation marks a Node as managed by kwok (value "fake"). kwok nodes also carry
+// fixture.KwokTaint, which pods tolerate with fixture.KwokToleration.
+const KwokNodeAnnotation = fixture.KwokTaintKey
 
 // Pod annotations that slow down a pod's simulated lifecycle. Their value is a Go duration
 // ("1.5s") or an RFC 3339 time; without them every transition is immediate.

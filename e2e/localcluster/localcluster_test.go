@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 )
 
 const testTimeout = 30 * time.Second
@@ -71,7 +73,7 @@ func TestCluster(t *testing.T) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					Tolerations: []corev1.Toleration{KwokToleration()},
+					Tolerations: []corev1.Toleration{fixture.KwokToleration()},
 					Containers:  []corev1.Container{{Name: "web", Image: "fake"}},
 				},
 			},
@@ -137,7 +139,7 @@ func TestCluster(t *testing.T) {
 			PodDeleteDelayAnnotation: delay.String(),
 		}},
 		Spec: corev1.PodSpec{
-			Tolerations: []corev1.Toleration{KwokToleration()},
+			Tolerations: []corev1.Toleration{fixture.KwokToleration()},
 			Containers:  []corev1.Container{{Name: "slow", Image: "fake"}},
 		},
 	}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 )
 
 // Defaults of NodeSpec.
@@ -48,7 +50,7 @@ type NodeSpec struct {
 	// Labels are added to the node's labels (type=kwok, kubernetes.io/os=linux,
 	// kubernetes.io/arch=amd64); they cannot override the hostname and zone labels.
 	Labels map[string]string
-	// Taints are added to the NoSchedule taint KwokTaintKey=fake every node has.
+	// Taints are added to the taint every kwok node has (fixture.KwokTaint).
 	Taints []corev1.Taint
 	// Unschedulable cordons the node.
 	Unschedulable bool
@@ -123,7 +125,7 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*corev1.Node, err
 		Spec: corev1.NodeSpec{
 			PodCIDR:       podCIDR,
 			PodCIDRs:      []string{podCIDR},
-			Taints:        append([]corev1.Taint{{Key: KwokTaintKey, Value: "fake", Effect: corev1.TaintEffectNoSchedule}}, spec.Taints...),
+			Taints:        append([]corev1.Taint{fixture.KwokTaint()}, spec.Taints...),
 			Unschedulable: spec.Unschedulable,
 		},
 		Status: corev1.NodeStatus{

@@ -1,6 +1,10 @@
 package localcluster
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
+)
 
 // StartForTest starts a cluster for cfg, logging its progress to t when cfg.Log is nil, and
 // registers its Stop with t.Cleanup. If the test fails, the work dir with the component logs is
@@ -9,7 +13,7 @@ import "testing"
 func StartForTest(t testing.TB, cfg Config) *Cluster {
 	t.Helper()
 	if cfg.Log == nil {
-		cfg.Log = testWriter{t}
+		cfg.Log = fixture.LogWriter(t)
 	}
 	c, err := Start(t.Context(), cfg)
 	if err != nil {
@@ -25,20 +29,4 @@ func StartForTest(t testing.TB, cfg Config) *Cluster {
 		c.Stop()
 	})
 	return c
-}
-
-// testWriter writes progress lines to a test's log.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(trimNewline(p)))
-	return len(p), nil
-}
-
-func trimNewline(p []byte) []byte {
-	if n := len(p); n > 0 && p[n-1] == '\n' {
-		return p[:n-1]
-	}
-	return p
 }

@@ -12,6 +12,9 @@
 // its pod-ready stage); the runtime does not fight it. A server counts as running once it accepts
 // TCP connections on its address and answers PING with PONG (not LOADING); WaitForServer and
 // friends wait for that.
+//
+// It may import internal/redisserver (the server process), internal/fixture (the test log
+// writer) and client-go; nothing of the product.
 package redisrt
 
 import (
@@ -43,6 +46,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/redisserver"
 )
 
@@ -282,7 +286,7 @@ func StartForTest(t testing.TB, cfg Config) *Runtime {
 		cfg.DataRoot = t.TempDir()
 	}
 	if cfg.Log == nil {
-		cfg.Log = tbWriter{t}
+		cfg.Log = fixture.LogWriter(t)
 	}
 	r, err := Start(context.Background(), cfg)
 	if err != nil {
@@ -290,14 +294,6 @@ func StartForTest(t testing.TB, cfg Config) *Runtime {
 	}
 	t.Cleanup(r.Stop)
 	return r
-}
-
-// tbWriter writes log lines with t.Logf.
-type tbWriter struct{ t testing.TB }
-
-func (w tbWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // Stop stops the informer and every server (SIGTERM, so Redis fsyncs its append-only file; SIGKILL

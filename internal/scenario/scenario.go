@@ -2,24 +2,25 @@
 // Kubernetes objects for them: nodes, one StatefulSet per shard carrying the seed's constraints
 // (constraints.Generate), a PodDisruptionBudget per shard, and the pods bound as described. Unit
 // tests use the objects as a policies.Snapshot; the e2e suite and the demo create them on a real
-// API server.
+// API server. It owns the Redis side of the test objects (cluster and shard labels, roles,
+// placements, the suite behind examples/); the objects themselves come from internal/fixture's
+// builders.
+//
+// It may import internal/fixture, policies and the Kubernetes API types.
 package scenario
 
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
 )
@@ -122,21 +123,15 @@ func (s Scenario) ZoneNames() []string {
 	return out
 }
 
-// Nodes returns one node per listed node name, labelled with hostname and zone, with 32 CPUs,
-// 256Gi of memory and 110 pods allocatable.
+// Nodes returns one node per listed node name (fixture.Node: hostname label, 32 CPUs, 256Gi
+// of memory and 110 pods allocatable), labelled with its zone.
 func (s Scenario) Nodes() []*corev1.Node {
 	var out []*corev1.Node
 	for _, z := range s.Zones {
 		for _, name := range z.Nodes {
-			n := &corev1.Node{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
-				ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("node-" + name), Labels: map[string]string{corev1.LabelHostname: name}},
-				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110"),
-				}},
-			}
+			n := fixture.Node(name)
 			if z.Name != "" {
-				n.Labels[corev1.LabelTopologyZone] = z.Name
+				fixture.InZone(z.Name)(n)
 			}
 			out = append(out, n)
 		}
@@ -154,29 +149,22 @@ func (s Scenario) Template(i int) (corev1.PodTemplateSpec, error) {
 	if err != nil {
 		return corev1.PodTemplateSpec{}, err
 	}
-	lbl := s.ClusterLabels()
-	lbl[ShardLabel] = s.ShardName(i)
 	image := s.Image
 	if image == "" {
 		image = "redis:7.0"
 	}
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: lbl},
-		Spec: corev1.PodSpec{
-			SchedulerName:                 s.SchedulerName,
-			Affinity:                      aff,
-			TopologySpreadConstraints:     spread,
-			Tolerations:                   append([]corev1.Toleration(nil), s.Tolerations...),
-			TerminationGracePeriodSeconds: ptr.To[int64](5),
-			Containers: []corev1.Container{{
-				Name: "redis", Image: image,
-				Ports: []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}, {Name: "bus", ContainerPort: 16379}},
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
-				}},
-			}},
-		},
-	}, nil
+	tmpl := fixture.Pod("template", fixture.WithTolerations(s.Tolerations...), func(p *corev1.Pod) {
+		p.Labels = s.ClusterLabels()
+		p.Labels[ShardLabel] = s.ShardName(i)
+		p.Spec.SchedulerName = s.SchedulerName
+		p.Spec.Affinity = aff
+		p.Spec.TopologySpreadConstraints = spread
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
+		c := &p.Spec.Containers[0]
+		c.Image = image
+		c.Ports = []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}, {Name: "bus", ContainerPort: 16379}}
+	})
+	return fixture.TemplateOf(tmpl), nil
 }
 
 // StatefulSets returns one StatefulSet per shard, updateStrategy OnDelete (as an operator leaves
@@ -188,35 +176,28 @@ func (s Scenario) StatefulSets() ([]*appsv1.StatefulSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		sel := map[string]string{policies.DefaultClusterLabel: s.cluster(), ShardLabel: s.ShardName(i)}
-		out = append(out, &appsv1.StatefulSet{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-			ObjectMeta: metav1.ObjectMeta{Name: s.ShardName(i), Namespace: s.ns(), UID: types.UID("sts-" + s.ShardName(i)), Labels: s.ClusterLabels()},
-			Spec: appsv1.StatefulSetSpec{
-				Replicas:            ptr.To(int32(s.PodsPerShard)),
-				Selector:            &metav1.LabelSelector{MatchLabels: sel},
-				ServiceName:         s.cluster(),
-				Template:            t,
-				UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
-				PodManagementPolicy: appsv1.ParallelPodManagement,
-			},
-		})
+		out = append(out, fixture.StatefulSet(s.ShardName(i), int32(s.PodsPerShard), s.shardSelector(i), t, func(sts *appsv1.StatefulSet) {
+			sts.Namespace = s.ns()
+			sts.Labels = s.ClusterLabels()
+			sts.Spec.ServiceName = s.cluster()
+			sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+			sts.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+		}))
 	}
 	return out, nil
+}
+
+// shardSelector returns the labels that select shard i's pods.
+func (s Scenario) shardSelector(i int) map[string]string {
+	return map[string]string{policies.DefaultClusterLabel: s.cluster(), ShardLabel: s.ShardName(i)}
 }
 
 // PodDisruptionBudgets returns one PDB per shard with maxUnavailable 1.
 func (s Scenario) PodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
 	var out []*policyv1.PodDisruptionBudget
 	for i := 0; i < s.Shards; i++ {
-		out = append(out, &policyv1.PodDisruptionBudget{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
-			ObjectMeta: metav1.ObjectMeta{Name: s.ShardName(i), Namespace: s.ns()},
-			Spec: policyv1.PodDisruptionBudgetSpec{
-				MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-				Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{policies.DefaultClusterLabel: s.cluster(), ShardLabel: s.ShardName(i)}},
-			},
-		})
+		out = append(out, fixture.PodDisruptionBudget(s.ShardName(i), &metav1.LabelSelector{MatchLabels: s.shardSelector(i)},
+			func(b *policyv1.PodDisruptionBudget) { b.Namespace = s.ns() }))
 	}
 	return out
 }
@@ -234,58 +215,43 @@ func (s Scenario) Pods() ([]*corev1.Pod, error) {
 	var out []*corev1.Pod
 	for i, sts := range stss {
 		for o := 0; o < s.PodsPerShard; o++ {
-			name := s.PodName(i, o)
-			lbl := map[string]string{}
-			for k, v := range sts.Spec.Template.Labels {
-				lbl[k] = v
-			}
-			lbl[appsv1.StatefulSetPodNameLabel] = name
-			lbl[appsv1.PodIndexLabel] = strconv.Itoa(o)
-			if s.RoleLabels {
-				lbl[RoleLabel] = "replica"
-				if o == 0 {
-					lbl[RoleLabel] = "master"
-				}
-			}
 			// StatefulSets create ordinal 0 of every shard first: creation order is
 			// (ordinal, shard), one second apart.
-			created := metav1.NewTime(creationBase.Add(time.Duration(o*s.Shards+i) * time.Second))
-			p := &corev1.Pod{
-				TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-				ObjectMeta: metav1.ObjectMeta{
-					Name: name, Namespace: s.ns(), UID: types.UID("pod-" + name), Labels: lbl,
-					CreationTimestamp: created,
-					OwnerReferences: []metav1.OwnerReference{{
-						APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID, Controller: ptr.To(true),
-					}},
-				},
-				Spec: *sts.Spec.Template.Spec.DeepCopy(),
+			opts := []fixture.PodOption{fixture.CreatedAt(creationBase.Add(time.Duration(o*s.Shards+i) * time.Second))}
+			if s.RoleLabels {
+				role := "replica"
+				if o == 0 {
+					role = "master"
+				}
+				opts = append(opts, fixture.WithLabels(RoleLabel, role))
 			}
 			if s.RunningMaxSkew != nil {
-				for k := range p.Spec.TopologySpreadConstraints {
-					c := &p.Spec.TopologySpreadConstraints[k]
-					if c.WhenUnsatisfiable != corev1.DoNotSchedule {
-						continue
-					}
-					if c.TopologyKey == corev1.LabelHostname {
-						c.MaxSkew = s.RunningMaxSkew[0]
-					} else {
-						c.MaxSkew = s.RunningMaxSkew[1]
-					}
-				}
+				opts = append(opts, s.runningMaxSkew)
 			}
-			if node, ok := s.Placement[name]; ok && node != "" {
-				p.Spec.NodeName = node
-				p.Status.Phase = corev1.PodRunning
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+			if node := s.Placement[s.PodName(i, o)]; node != "" {
+				opts = append(opts, fixture.On(node), fixture.Ready())
 			} else {
-				p.Status.Phase = corev1.PodPending
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+				opts = append(opts, fixture.Unschedulable())
 			}
-			out = append(out, p)
+			out = append(out, fixture.StatefulSetPod(sts, o, opts...))
 		}
 	}
 	return out, nil
+}
+
+// runningMaxSkew writes RunningMaxSkew into the pod's hard constraints.
+func (s Scenario) runningMaxSkew(p *corev1.Pod) {
+	for k := range p.Spec.TopologySpreadConstraints {
+		c := &p.Spec.TopologySpreadConstraints[k]
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		if c.TopologyKey == corev1.LabelHostname {
+			c.MaxSkew = s.RunningMaxSkew[0]
+		} else {
+			c.MaxSkew = s.RunningMaxSkew[1]
+		}
+	}
 }
 
 // Snapshot returns the scenario's objects as a policies.Snapshot.
@@ -308,6 +274,20 @@ func (s Scenario) MustSnapshot() *policies.Snapshot {
 		panic(err)
 	}
 	return snap
+}
+
+// Placed returns s with Placement set from a table: byShard[i][o] is the node of shard i's pod
+// with ordinal o; "" or a missing entry leaves that pod Pending.
+func (s Scenario) Placed(byShard [][]string) Scenario {
+	s.Placement = map[string]string{}
+	for i, nodes := range byShard {
+		for o, node := range nodes {
+			if node != "" {
+				s.Placement[s.PodName(i, o)] = node
+			}
+		}
+	}
+	return s
 }
 
 // NodeNames returns every node name, zone by zone.
@@ -340,33 +320,24 @@ func ThreeZones() []Zone {
 // four masters stacked on n1, breaking MaxPodsPerNode (n1: 4 ≥ 10/3), MaxPodsPerZone (zone-a: 5 ≥
 // 10/2) and TopologySpread on hostname (4 − 0 > 3).
 func PostScaleDown() Scenario {
-	s := Scenario{
+	return Scenario{
 		Name:        "post-scale-down",
 		Description: "5 shards x 2 pods (N=10) left after a scale-down: n1 holds 4 masters, zone-a 5 pods.",
 		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
-	}
-	s.Placement = map[string]string{
-		s.PodName(0, 0): "n1", s.PodName(1, 0): "n1", s.PodName(2, 0): "n1", s.PodName(3, 0): "n1",
-		s.PodName(4, 0): "n2",
-		s.PodName(0, 1): "n3", s.PodName(1, 1): "n3",
-		s.PodName(2, 1): "n4", s.PodName(3, 1): "n4",
-		s.PodName(4, 1): "n5",
-	}
-	return s
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n1", "n3"}, {"n1", "n4"}, {"n1", "n4"}, {"n2", "n5"},
+	})
 }
 
 // SeedDeadlock is seed 000 补充参考 2: 3 shards × 2 pods on 3 zones × 2 nodes, node maxSkew 1;
 // Pod0-0→n1, Pod1-0→n4, Pod2-0→n6, Pod0-1→n3, Pod1-1→n2, and Pod2-1 Pending forever. Evicting
 // Pod1-1 (n2) unblocks it.
 func SeedDeadlock() Scenario {
-	s := Scenario{
+	return Scenario{
 		Name:        "seed-deadlock",
 		Description: "Seed 000 supplement 2: shard 2's replica is Pending forever; evicting shard 1's replica on n2 unblocks it.",
 		Zones:       ThreeZones(), Shards: 3, PodsPerShard: 2,
-	}
-	s.Placement = map[string]string{
-		s.PodName(0, 0): "n1", s.PodName(1, 0): "n4", s.PodName(2, 0): "n6",
-		s.PodName(0, 1): "n3", s.PodName(1, 1): "n2",
-	}
-	return s
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n4", "n2"}, {"n6"},
+	})
 }

@@ -2,10 +2,8 @@ package scenario
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
@@ -54,32 +52,26 @@ func Suite() []Case {
 // SingleZone: one zone of 6 nodes, 3 shards × 2 pods (N = 6, at most 1 pod per node); n1 holds
 // two masters while n6 is empty.
 func SingleZone() Scenario {
-	s := Scenario{
+	return Scenario{
 		Name:        "single-zone",
 		Description: "One zone, 6 nodes, 3 shards x 2 pods (N=6): n1 holds 2 masters, n6 none.",
 		Zones:       []Zone{{"zone-a", []string{"n1", "n2", "n3", "n4", "n5", "n6"}}}, Shards: 3, PodsPerShard: 2,
-	}
-	s.Placement = map[string]string{
-		s.PodName(0, 0): "n1", s.PodName(1, 0): "n1", s.PodName(2, 0): "n2",
-		s.PodName(0, 1): "n3", s.PodName(1, 1): "n4", s.PodName(2, 1): "n5",
-	}
-	return s
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n1", "n4"}, {"n2", "n5"},
+	})
 }
 
 // TwoZones: zones a (n1–n3) and b (n4–n6), 4 shards × 2 pods (N = 8, at most 2 pods per node);
 // n1 holds 3 pods. Shards keep one pod per zone, so the fix moves a pod inside zone a.
 func TwoZones() Scenario {
-	s := Scenario{
+	return Scenario{
 		Name:        "two-zones",
 		Description: "Two zones of 3 nodes, 4 shards x 2 pods (N=8): n1 holds 3 pods; the fix stays inside zone-a.",
 		Zones:       []Zone{{"zone-a", []string{"n1", "n2", "n3"}}, {"zone-b", []string{"n4", "n5", "n6"}}},
 		Shards:      4, PodsPerShard: 2,
-	}
-	s.Placement = map[string]string{
-		s.PodName(0, 0): "n1", s.PodName(1, 0): "n1", s.PodName(2, 1): "n1", s.PodName(3, 0): "n2",
-		s.PodName(0, 1): "n4", s.PodName(1, 1): "n5", s.PodName(2, 0): "n6", s.PodName(3, 1): "n6",
-	}
-	return s
+	}.Placed([][]string{
+		{"n1", "n4"}, {"n1", "n5"}, {"n6", "n1"}, {"n2", "n6"},
+	})
 }
 
 // NodeReadded: n6 failed and came back empty; meanwhile shard 2's master was re-created on n1,
@@ -89,11 +81,9 @@ func NodeReadded() Case {
 		Name:        "node-readded",
 		Description: "n6 was removed and re-added empty; its pod was re-created on n1, which now holds 2 pods (N=6).",
 		Zones:       ThreeZones(), Shards: 3, PodsPerShard: 2,
-	}
-	s.Placement = map[string]string{
-		s.PodName(0, 0): "n1", s.PodName(2, 0): "n1", s.PodName(1, 1): "n2",
-		s.PodName(2, 1): "n3", s.PodName(1, 0): "n4", s.PodName(0, 1): "n5",
-	}
+	}.Placed([][]string{
+		{"n1", "n5"}, {"n4", "n2"}, {"n1", "n3"},
+	})
 	return Case{Scenario: s}
 }
 
@@ -105,11 +95,9 @@ func TooFewNodes() Case {
 		Description: "N=6 on 5 nodes: MaxPodsPerNode cannot hold (seed 000 §四); the plan says why instead of moving pods.",
 		Zones:       []Zone{{"zone-a", []string{"n1", "n2"}}, {"zone-b", []string{"n3", "n4"}}, {"zone-c", []string{"n5"}}},
 		Shards:      3, PodsPerShard: 2,
-	}
-	s.Placement = map[string]string{
-		s.PodName(0, 0): "n1", s.PodName(1, 1): "n1", s.PodName(2, 1): "n2",
-		s.PodName(1, 0): "n3", s.PodName(0, 1): "n4", s.PodName(2, 0): "n5",
-	}
+	}.Placed([][]string{
+		{"n1", "n4"}, {"n3", "n1"}, {"n5", "n2"},
+	})
 	return Case{Scenario: s}
 }
 
@@ -120,51 +108,21 @@ func TaintedAndCordoned() Case {
 	s.Name = "tainted-and-cordoned"
 	s.Description = "Post-scale-down with n6 cordoned and n4 tainted NoSchedule: the move from n1 can only land on n5."
 	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
-		for _, n := range snap.Nodes {
-			switch n.Name {
-			case "n6":
-				n.Spec.Unschedulable = true
-				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
-			case "n4":
-				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule})
-			}
-		}
+		changeNode(snap, "n6", fixture.Cordoned())
+		changeNode(snap, "n4", fixture.Tainted("dedicated", "batch", corev1.TaintEffectNoSchedule))
 	}}
 }
 
-// MinDomains: one zone of 6 nodes where n6 is cordoned; the hostname constraint asks for
+// MinDomains is SingleZone with n6 cordoned; the hostname constraint asks for
 // minDomains 6 and honours taints, so only 5 domains are eligible and the global minimum is 0:
 // n1's 2 pods break the constraint, and 6 pods at most 1 per node cannot fit 5 nodes.
 func MinDomains() Case {
 	s := SingleZone()
 	s.Name = "min-domains"
 	s.Description = "minDomains 6 with n6 cordoned (nodeTaintsPolicy Honor): 5 eligible domains, global minimum 0, no plan fits."
-	s.Placement = map[string]string{
-		s.PodName(0, 0): "n1", s.PodName(1, 0): "n1", s.PodName(2, 0): "n2",
-		s.PodName(0, 1): "n3", s.PodName(1, 1): "n4", s.PodName(2, 1): "n5",
-	}
 	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
-		for _, n := range snap.Nodes {
-			if n.Name == "n6" {
-				n.Spec.Unschedulable = true
-				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
-			}
-		}
-		set := func(spec *corev1.PodSpec) {
-			for i := range spec.TopologySpreadConstraints {
-				c := &spec.TopologySpreadConstraints[i]
-				if c.WhenUnsatisfiable == corev1.DoNotSchedule && c.TopologyKey == corev1.LabelHostname {
-					c.MinDomains = ptr.To[int32](6)
-					c.NodeTaintsPolicy = ptr.To(corev1.NodeInclusionPolicyHonor)
-				}
-			}
-		}
-		for _, s := range snap.StatefulSets {
-			set(&s.Spec.Template.Spec)
-		}
-		for _, p := range snap.Pods {
-			set(&p.Spec)
-		}
+		changeNode(snap, "n6", fixture.Cordoned())
+		changeSpread(snap, corev1.LabelHostname, fixture.MinDomains(6), fixture.NodeTaintsPolicy(corev1.NodeInclusionPolicyHonor))
 	}}
 }
 
@@ -178,49 +136,32 @@ func ExcludedZone() Case {
 		Zones: []Zone{{"zone-a", []string{"n1", "n2"}}, {"zone-b", []string{"n3", "n4"}}, {"zone-c", []string{"n5", "n6"}},
 			{"zone-d", []string{"n7", "n8"}}},
 		Shards: 4, PodsPerShard: 2,
-	}
-	s.Placement = map[string]string{
-		s.PodName(0, 0): "n1", s.PodName(1, 0): "n3", s.PodName(2, 0): "n5", s.PodName(3, 0): "n2",
-		s.PodName(0, 1): "n4", s.PodName(1, 1): "n6", s.PodName(2, 1): "n1", s.PodName(3, 1): "n6",
-	}
+	}.Placed([][]string{
+		{"n1", "n4"}, {"n3", "n6"}, {"n5", "n1"}, {"n2", "n6"},
+	})
 	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
 		// The operator lists the three zones it may use (seed available-zones).
 		allowed := []string{"zone-a", "zone-b", "zone-c"}
-		set := func(spec *corev1.PodSpec) {
+		changeSpecs(snap, func(spec *corev1.PodSpec) {
 			terms := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 			terms[0].MatchExpressions[0].Values = allowed
-			for i := range spec.TopologySpreadConstraints {
-				c := &spec.TopologySpreadConstraints[i]
-				if c.WhenUnsatisfiable == corev1.DoNotSchedule && c.TopologyKey == corev1.LabelTopologyZone {
-					c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyHonor)
-				}
-			}
-		}
-		for _, s := range snap.StatefulSets {
-			set(&s.Spec.Template.Spec)
-		}
-		for _, p := range snap.Pods {
-			set(&p.Spec)
-		}
+		})
+		changeSpread(snap, corev1.LabelTopologyZone, fixture.NodeAffinityPolicy(corev1.NodeInclusionPolicyHonor))
 	}}
 }
 
 // ThreePodsPerShard: 3 zones × 3 nodes, 3 shards × 3 pods (N = 9, at most 2 per node); the three
 // masters share n1. Each shard has one pod per zone, so the fix stays inside zone a.
 func ThreePodsPerShard() Scenario {
-	s := Scenario{
+	return Scenario{
 		Name:        "three-pods-per-shard",
 		Description: "3 shards x 3 pods (N=9) on 3 zones x 3 nodes: the three masters share n1.",
 		Zones: []Zone{{"zone-a", []string{"n1", "n2", "n3"}}, {"zone-b", []string{"n4", "n5", "n6"}},
 			{"zone-c", []string{"n7", "n8", "n9"}}},
 		Shards: 3, PodsPerShard: 3,
-	}
-	s.Placement = map[string]string{
-		s.PodName(0, 0): "n1", s.PodName(1, 0): "n1", s.PodName(2, 0): "n1",
-		s.PodName(0, 1): "n4", s.PodName(1, 1): "n5", s.PodName(2, 1): "n6",
-		s.PodName(0, 2): "n7", s.PodName(1, 2): "n8", s.PodName(2, 2): "n9",
-	}
-	return s
+	}.Placed([][]string{
+		{"n1", "n4", "n7"}, {"n1", "n5", "n8"}, {"n1", "n6", "n9"},
+	})
 }
 
 // ZonalVolumes: N = 10 on 3 zones; zone a holds 5 pods, two of them replicas; every pod's data
@@ -232,14 +173,9 @@ func ZonalVolumes() Case {
 		Name:        "zonal-volumes",
 		Description: "Zone-a holds 5 of 10 pods on zonal PersistentVolumes: no plan by default; with replica claims releasable, one replica moves.",
 		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
-	}
-	s.Placement = map[string]string{
-		s.PodName(0, 0): "n1", s.PodName(1, 0): "n1", s.PodName(2, 1): "n1", s.PodName(3, 1): "n1",
-		s.PodName(4, 0): "n2",
-		s.PodName(0, 1): "n3", s.PodName(1, 1): "n3",
-		s.PodName(2, 0): "n4", s.PodName(3, 0): "n4",
-		s.PodName(4, 1): "n5",
-	}
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n1", "n3"}, {"n4", "n1"}, {"n4", "n1"}, {"n2", "n5"},
+	})
 	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
 		zoneOf := map[string]string{}
 		for _, n := range snap.Nodes {
@@ -247,33 +183,47 @@ func ZonalVolumes() Case {
 		}
 		for _, p := range snap.Pods {
 			claim := "data-" + p.Name
-			pv := "pv-" + p.Namespace + "-" + p.Name
-			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
-			}})
-			snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, &corev1.PersistentVolumeClaim{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-				ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: p.Namespace},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
-					VolumeName:  pv,
-				},
-				Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
-			})
-			snap.PersistentVolumes = append(snap.PersistentVolumes, &corev1.PersistentVolume{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"},
-				ObjectMeta: metav1.ObjectMeta{Name: pv},
-				Spec: corev1.PersistentVolumeSpec{
-					Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					ClaimRef:    &corev1.ObjectReference{Namespace: p.Namespace, Name: claim},
-					NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-						MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zoneOf[p.Spec.NodeName]}}},
-					}}}},
-				},
-				Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
-			})
+			fixture.WithClaim(claim)(p)
+			pvc, pv := fixture.BoundClaim(p.Namespace, claim, "pv-"+p.Namespace+"-"+p.Name, corev1.LabelTopologyZone, zoneOf[p.Spec.NodeName])
+			snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, pvc)
+			snap.PersistentVolumes = append(snap.PersistentVolumes, pv)
 		}
 	}}
+}
+
+// changeNode applies opts to the snapshot's node name.
+func changeNode(snap *policies.Snapshot, name string, opts ...fixture.NodeOption) {
+	for _, n := range snap.Nodes {
+		if n.Name == name {
+			for _, o := range opts {
+				o(n)
+			}
+		}
+	}
+}
+
+// changeSpecs applies change to every pod spec of the snapshot: the StatefulSets' templates and
+// the pods.
+func changeSpecs(snap *policies.Snapshot, change func(*corev1.PodSpec)) {
+	for _, s := range snap.StatefulSets {
+		change(&s.Spec.Template.Spec)
+	}
+	for _, p := range snap.Pods {
+		change(&p.Spec)
+	}
+}
+
+// changeSpread applies opts to every hard (DoNotSchedule) topology spread constraint on key, in
+// the StatefulSets' templates and the pods.
+func changeSpread(snap *policies.Snapshot, key string, opts ...fixture.SpreadOption) {
+	changeSpecs(snap, func(spec *corev1.PodSpec) {
+		for i := range spec.TopologySpreadConstraints {
+			c := &spec.TopologySpreadConstraints[i]
+			if c.WhenUnsatisfiable == corev1.DoNotSchedule && c.TopologyKey == key {
+				for _, o := range opts {
+					o(c)
+				}
+			}
+		}
+	})
 }

@@ -46,6 +46,10 @@
 //
 // Everything is deterministic for a Config: math/rand/v2 with a PCG seeded from Config.Seed, no
 // map iteration order, fixed timestamps.
+//
+// It owns the generator only: Redis clusters come from internal/scenario, nodes and application
+// pods from internal/fixture's builders. It may import those two, policies (the snapshot type and
+// the seed's limits) and the Kubernetes API types.
 package synth
 
 import (
@@ -61,6 +65,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
@@ -279,25 +284,17 @@ func (g *gen) nodes() {
 			corev1.ResourcePods:             *resource.NewQuantity(maxPodsPerNode, resource.DecimalSI),
 			corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
 		}
-		g.snap.Nodes = append(g.snap.Nodes, &corev1.Node{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name: name, UID: types.UID("node-uid-" + name),
-				CreationTimestamp: metav1.NewTime(created),
-				Labels: map[string]string{
-					corev1.LabelHostname:           name,
-					corev1.LabelTopologyZone:       ZoneName(z),
-					corev1.LabelTopologyRegion:     "region-1",
-					corev1.LabelInstanceTypeStable: it.name,
-					corev1.LabelOSStable:           "linux",
-					corev1.LabelArchStable:         "amd64",
-				},
-			},
-			Status: corev1.NodeStatus{
-				Capacity: alloc.DeepCopy(), Allocatable: alloc,
-				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-			},
-		})
+		g.snap.Nodes = append(g.snap.Nodes, fixture.Node(name,
+			fixture.InZone(ZoneName(z)),
+			fixture.NodeLabel(corev1.LabelTopologyRegion, "region-1"),
+			fixture.NodeLabel(corev1.LabelInstanceTypeStable, it.name),
+			fixture.NodeLabel(corev1.LabelOSStable, "linux"),
+			fixture.NodeLabel(corev1.LabelArchStable, "amd64"),
+			func(n *corev1.Node) {
+				n.CreationTimestamp = metav1.NewTime(created)
+				n.Status.Capacity, n.Status.Allocatable = alloc.DeepCopy(), alloc
+				n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+			}))
 		g.room = append(g.room, node{name: name, zone: z, cpu: it.cpu, mem: it.mem, pods: maxPodsPerNode})
 		g.byZone[z] = append(g.byZone[z], i)
 	}
@@ -607,36 +604,30 @@ func (g *gen) apps() {
 			if n < 0 {
 				n = g.pickNode(-1, cpu, mem, nil)
 			}
-			podName := fmt.Sprintf("%s-%05d", rsName, j)
-			p := &corev1.Pod{
-				TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-				ObjectMeta: metav1.ObjectMeta{
-					Name: podName, Namespace: ns, UID: types.UID("pod-" + podName), Labels: copyLabels(lbl),
-					CreationTimestamp: metav1.NewTime(created.Add(time.Duration(d) * time.Minute)),
-					OwnerReferences: []metav1.OwnerReference{{
+			p := fixture.Pod(fmt.Sprintf("%s-%05d", rsName, j), fixture.InNamespace(ns),
+				fixture.CreatedAt(created.Add(time.Duration(d)*time.Minute)), func(p *corev1.Pod) {
+					p.Labels = copyLabels(lbl)
+					p.OwnerReferences = []metav1.OwnerReference{{
 						APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rsName, UID: types.UID("rs-" + rsName), Controller: ptr.To(true),
-					}},
-				},
-				Spec: corev1.PodSpec{
-					Affinity:                  aff,
-					TopologySpreadConstraints: spread,
-					Containers: []corev1.Container{{
-						Name: "app", Image: "registry.example/app:1.0",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU:    *resource.NewMilliQuantity(cpu, resource.DecimalSI),
-							corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+					}}
+					p.Spec = corev1.PodSpec{
+						Affinity:                  aff,
+						TopologySpreadConstraints: spread,
+						Containers: []corev1.Container{{
+							Name: "app", Image: "registry.example/app:1.0",
+							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+								corev1.ResourceCPU:    *resource.NewMilliQuantity(cpu, resource.DecimalSI),
+								corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+							}},
 						}},
-					}},
-				},
-			}
+					}
+				})
 			if n >= 0 {
 				g.room[n].take(cpu, mem)
-				p.Spec.NodeName = g.room[n].name
-				p.Status.Phase = corev1.PodRunning
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+				fixture.On(g.room[n].name)(p)
+				fixture.Ready()(p)
 			} else {
-				p.Status.Phase = corev1.PodPending
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+				fixture.Unschedulable()(p)
 			}
 			g.snap.Pods = append(g.snap.Pods, p)
 			g.stats.AppPods++

@@ -1,7 +1,12 @@
-// Package redistest starts real Redis Clusters (Debian's redis-server, through
-// internal/redisserver) on loopback for the tests of redisctl and of other packages: K shards × R
-// pods, each pod a redis-server on its own 127.x.y.z IP with its own data directory, formed
-// deterministically with redisctl.FormCluster and stopped when the test ends.
+// Package redistest is the Redis side of the test-support layer. It starts real Redis Clusters
+// (Debian's redis-server, through internal/redisserver) on loopback for the tests of redisctl and
+// of other packages: K shards × R pods, each pod a redis-server on its own 127.x.y.z IP with its
+// own data directory, formed deterministically and stopped when the test ends. It owns the
+// test-only Redis Cluster forming (FormCluster, AddReplica, WaitFormed, SlotShares) that the e2e
+// harness also uses, a write-load Writer, and the TLS files of a test PKI (through internal/pki).
+//
+// It may import redisctl, internal/redisserver, internal/pki, go-redis and apimachinery's wait;
+// redisctl's own tests reach it from the external test package redisctl_test.
 package redistest
 
 import (
@@ -14,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-redis/redis/v8"
 
 	"github.com/redis-rebalancer/redis-rebalancer/internal/redisserver"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
@@ -93,7 +100,7 @@ type Cluster struct {
 }
 
 // Start starts Config.Shards × Config.PodsPerShard redis-servers and, unless NoForm, forms the
-// cluster with redisctl.FormCluster: masters first, each with its contiguous share of the slots,
+// cluster with FormCluster: masters first, each with its contiguous share of the slots,
 // then every replica joined with CLUSTER MEET and CLUSTER REPLICATE; it returns once
 // cluster_state is ok and every replica is in sync. Every server is stopped at the end of the
 // test (t.Cleanup), even when Start fails; failures end the test (t.Fatal).
@@ -176,7 +183,7 @@ func Start(t testing.TB, cfg Config) *Cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.FormTimeout)
 	defer cancel()
-	if _, err := cl.FormCluster(ctx, layout, cfg.FormTimeout); err != nil {
+	if _, err := FormCluster(ctx, cl, layout, cfg.FormTimeout); err != nil {
 		t.Fatalf("redistest: form %d×%d cluster on %s.x: %v", cfg.Shards, cfg.PodsPerShard, c.Subnet, err)
 	}
 	return c
@@ -230,6 +237,19 @@ func (p *Pod) start() error {
 	return nil
 }
 
+// ClusterClient returns a cluster-aware go-redis client (redisctl.NewClusterClient) seeded with
+// every pod's address and the cluster's Options, closed when the test ends. It ends the test
+// (t.Fatal) when the client cannot be made.
+func (c *Cluster) ClusterClient() *redis.ClusterClient {
+	c.tb.Helper()
+	cc, err := redisctl.NewClusterClient(c.Options, c.Addrs())
+	if err != nil {
+		c.tb.Fatalf("redistest: cluster client: %v", err)
+	}
+	c.tb.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
 // Pods returns every pod, shard by shard.
 func (c *Cluster) Pods() []*Pod {
 	var out []*Pod
@@ -271,7 +291,7 @@ func (c *Cluster) NewIP() string {
 }
 
 // AddPod starts a new, fresh redis-server for shard on a new IP with its own data directory and
-// appends it to Shards[shard], without joining it to the cluster (see redisctl.AddReplica).
+// appends it to Shards[shard], without joining it to the cluster (see AddReplica).
 func (c *Cluster) AddPod(shard int) (*Pod, error) {
 	p := &Pod{Shard: shard, Index: len(c.Shards[shard]), c: c, IP: c.NewIP()}
 	p.Dir = filepath.Join(c.tb.TempDir(), p.Name())

@@ -1,18 +1,14 @@
 package redistest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
-	"time"
+
+	"github.com/redis-rebalancer/redis-rebalancer/internal/pki"
 )
 
 // TLSFiles are the PEM files of a test PKI: a CA, a server certificate valid for every IP of a
@@ -25,8 +21,8 @@ type TLSFiles struct {
 	ClientCert, ClientKey string
 }
 
-// WriteTLSFiles creates a CA and certificates for the IPs prefix.1 to prefix.254 (prefix like
-// "127.201.3") under dir.
+// WriteTLSFiles creates a CA (internal/pki) and certificates for the IPs prefix.1 to prefix.254
+// (prefix like "127.201.3") under dir.
 func WriteTLSFiles(dir, prefix string) (*TLSFiles, error) {
 	f := &TLSFiles{
 		Dir:        dir,
@@ -39,71 +35,33 @@ func WriteTLSFiles(dir, prefix string) (*TLSFiles, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("redistest CA")
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "redistest CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	if err := writePEM(f.CA, "CERTIFICATE", caDER); err != nil {
+	if err := os.WriteFile(f.CA, ca.CertPEM, 0o600); err != nil {
 		return nil, err
 	}
 	var ips []net.IP
 	for i := 1; i <= 254; i++ {
 		ips = append(ips, net.ParseIP(fmt.Sprintf("%s.%d", prefix, i)))
 	}
-	issue := func(serial int64, cn string, ips []net.IP, certPath, keyPath string) error {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: cn},
-			NotBefore:    now.Add(-time.Hour),
-			NotAfter:     now.Add(24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			IPAddresses:  ips,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return err
-		}
-		kb, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			return err
-		}
-		if err := writePEM(certPath, "CERTIFICATE", der); err != nil {
-			return err
-		}
-		return writePEM(keyPath, "EC PRIVATE KEY", kb)
-	}
-	if err := issue(2, "redis-server", ips, f.ServerCert, f.ServerKey); err != nil {
+	server, err := ca.Issue(pki.Leaf{
+		Subject: pkix.Name{CommonName: "redis-server"}, IPs: ips,
+		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
 		return nil, err
 	}
-	if err := issue(3, "redisctl", nil, f.ClientCert, f.ClientKey); err != nil {
+	if err := server.Write(f.ServerCert, f.ServerKey); err != nil {
+		return nil, err
+	}
+	client, err := ca.Issue(pki.Leaf{Subject: pkix.Name{CommonName: "redisctl"}})
+	if err != nil {
+		return nil, err
+	}
+	if err := client.Write(f.ClientCert, f.ClientKey); err != nil {
 		return nil, err
 	}
 	return f, nil
-}
-
-func writePEM(path, typ string, der []byte) error {
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
 }

@@ -1,0 +1,79 @@
+package redisctl
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// WaitRejoin waits until the node at addr, after its pod came back (possibly on a new IP), is
+// back in the cluster (SPEC "Safe disruption" step 6): it answers, its own CLUSTER NODES shows it
+// a replica of masterID (any master when masterID is ""), its master's view lists it at addr,
+// connected and not flagged fail/fail?, and it is in sync (master_link_status:up, offset lag and
+// master_last_io_seconds_ago within the Client's limits). It polls every 100 ms and calls
+// progress (when not nil) with a one-line status each time the status changes. On timeout the
+// error wraps ErrRejoinTimeout and gives the last status.
+func (c *Client) WaitRejoin(ctx context.Context, addr, masterID string, timeout time.Duration, progress func(string)) error {
+	status := ""
+	set := func(s string) {
+		if s != status {
+			status = s
+			if progress != nil {
+				progress(s)
+			}
+		}
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, s := c.rejoinStatus(ctx, addr, masterID)
+		set(s)
+		return ok, nil
+	})
+	if err != nil {
+		return c.errf("rejoin %s: %w after %s: %s: %w", addr, ErrRejoinTimeout, timeout, status, err)
+	}
+	return nil
+}
+
+func (c *Client) rejoinStatus(ctx context.Context, addr, masterID string) (bool, string) {
+	nodes, err := c.clusterNodes(ctx, addr)
+	if err != nil {
+		return false, "not answering: " + err.Error()
+	}
+	v := View{Nodes: nodes}
+	me, ok := v.Myself()
+	if !ok {
+		return false, "no myself line in CLUSTER NODES"
+	}
+	if !me.IsReplica() {
+		return false, fmt.Sprintf("node %s reports flags %s, not a replica", shortID(me.ID), strings.Join(me.Flags, ","))
+	}
+	if masterID != "" && me.MasterID != masterID {
+		return false, fmt.Sprintf("replica of %s, want %s", shortID(me.MasterID), shortID(masterID))
+	}
+	m, ok := v.Node(me.MasterID)
+	if !ok || !m.IsUsable() {
+		return false, fmt.Sprintf("master %s unknown or without address", shortID(me.MasterID))
+	}
+	mnodes, err := c.clusterNodes(ctx, m.Addr())
+	if err != nil {
+		return false, "master not answering: " + err.Error()
+	}
+	seen, ok := (View{Nodes: mnodes}).Node(me.ID)
+	switch {
+	case !ok:
+		return false, fmt.Sprintf("master %s does not know the node yet", m.Addr())
+	case seen.Addr() != addr:
+		return false, fmt.Sprintf("master %s still has the node at %s", m.Addr(), seen.Addr())
+	case seen.IsFailing():
+		return false, fmt.Sprintf("master %s flags the node %s", m.Addr(), failFlag(seen))
+	case seen.LinkState != LinkConnected:
+		return false, fmt.Sprintf("master %s: link to the node %s", m.Addr(), seen.LinkState)
+	}
+	if _, prob := c.syncOf(ctx, me.ID, addr, m.ID, m.Addr(), HealthOptions{}); prob != "" {
+		return false, "not in sync with " + m.Addr() + ": " + prob
+	}
+	return true, "in sync replica of " + m.Addr() + " (" + shortID(m.ID) + ")"
+}
