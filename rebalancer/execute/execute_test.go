@@ -247,14 +247,18 @@ func TestMoveBranches(t *testing.T) {
 		{
 			name: "ROLE not answered → abort; not evicted",
 			setup: func(tb *testbed) {
-				tb.redis.role = func(addr string) (interface{}, error) { return nil, errors.New("redisctl: " + addr + ": role: i/o timeout") }
+				tb.redis.role = func(addr string) (interface{}, error) {
+					return nil, errors.New("redisctl: " + addr + ": role: i/o timeout")
+				}
 			},
 			lastStep: report.StepRoleCheck, outcome: report.OutcomeAbort, wantErr: true, failovers: 1,
 			reason: "role check: read ROLE of 10.0.3.0:6379: redisctl: 10.0.3.0:6379: role: i/o timeout",
 		},
 		{
-			name:     "a replica's link stays down → the health gate skips with Redis's reason; nothing disrupted",
-			setup:    func(tb *testbed) { tb.redis.reasons = func(int) []redisctl.Reason { return []redisctl.Reason{linkDown} } },
+			name: "a replica's link stays down → the health gate skips with Redis's reason; nothing disrupted",
+			setup: func(tb *testbed) {
+				tb.redis.reasons = func(int) []redisctl.Reason { return []redisctl.Reason{linkDown} }
+			},
 			lastStep: report.StepHealthGate, outcome: report.OutcomeSkip,
 			reason: "health gate: not healthy after 300ms: resyncing: replica_link_down 10.0.0.1:6379: master_link_status:down",
 		},
