@@ -120,7 +120,7 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 		rep.Health = observe.UnknownHealth("not observed: " + err.Error())
 		return rep, firstErr
 	}
-	rep.Before = c.Evaluate(c.Current())
+	rep.Before = nonNil(c.Evaluate(c.Current()))
 	cr.printf("\n== Redis cluster %s: %d pods (N=%d), %d shards, zones [%s]\n", cr.key, len(c.Members), c.N, len(c.Shards), strings.Join(c.AllowedZones, " "))
 	cr.printf("before:\n")
 	report.RenderMap(cr.out, c, c.Current())
@@ -150,16 +150,13 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 		}
 		rep.Health = observe.JudgeHealth(ctx, cr.cfg.Redis, after, observe.MemberPods(after))
 	}
-	rep.After = after.Evaluate(after.Current())
+	rep.After = nonNil(after.Evaluate(after.Current()))
 	rep.PlacementCompliant = len(policies.Hard(rep.After)) == 0
 	rep.Compliant = rep.PlacementCompliant && rep.Health.Healthy()
 	cr.printf("\nafter:\n")
 	report.RenderMap(cr.out, after, after.Current())
 	report.RenderViolations(cr.out, rep.After)
-	cr.printf("  %s Redis %s\n", healthMark(rep.Health), rep.Health.Summary())
-	for _, r := range rep.Health.Reasons[min(1, len(rep.Health.Reasons)):] {
-		cr.printf("      %s\n", r)
-	}
+	report.RenderHealth(cr.out, &rep.Health)
 	return rep, firstErr
 }
 
@@ -222,12 +219,10 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 	}
 }
 
-func healthMark(h observe.Health) string {
-	switch h.State {
-	case observe.HealthHealthy:
-		return "✓"
-	case observe.HealthUnknown:
-		return "?"
+// nonNil returns vs, or an empty list for nil (the JSON contract's lists are never null).
+func nonNil(vs []policies.Violation) []policies.Violation {
+	if vs == nil {
+		return []policies.Violation{}
 	}
-	return "✗"
+	return vs
 }

@@ -2,14 +2,17 @@ package execute
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -153,6 +156,68 @@ func TestRunMovesAMasterSafely(t *testing.T) {
 	}
 	if rep.Limits.Evicted != 1 || !rep.Window.Open || len(rep.Window.Windows) != 0 {
 		t.Errorf("run: limits %+v, window %+v", rep.Limits, rep.Window)
+	}
+	checkJSONContract(t, rep)
+}
+
+// checkJSONContract checks that the report follows the check/plan JSON contract: camelCase names,
+// lists never null, durations as seconds (numbers), every documented field present.
+func checkJSONContract(t *testing.T, rep *report.Run) {
+	t.Helper()
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if k == "" || unicode.IsUpper(rune(k[0])) {
+					t.Errorf("%s: field %q is not camelCase", path, k)
+				}
+				if x == nil && k != "closes" && k != "nextOpen" {
+					t.Errorf("%s.%s is null", path, k)
+				}
+				walk(path+"."+k, x)
+			}
+		case []any:
+			for i, x := range v {
+				walk(fmt.Sprintf("%s[%d]", path, i), x)
+			}
+		}
+	}
+	walk("run", doc)
+	cluster := doc["clusters"].([]any)[0].(map[string]any)
+	move := cluster["moves"].([]any)[0].(map[string]any)
+	step := move["steps"].([]any)[0].(map[string]any)
+	for _, f := range []struct {
+		obj  map[string]any
+		name string
+	}{
+		{doc, "window"}, {doc, "limits"}, {doc, "seconds"},
+		{cluster, "violations"}, {cluster, "violationsAfter"}, {cluster, "placementCompliant"}, {cluster, "health"}, {cluster, "compliant"}, {cluster, "seconds"},
+		{move, "pod"}, {move, "from"}, {move, "to"}, {move, "failover"}, {move, "roleAtEviction"}, {move, "evicted"}, {move, "outcome"}, {move, "seconds"},
+		{step, "name"}, {step, "outcome"}, {step, "seconds"},
+	} {
+		if _, ok := f.obj[f.name]; !ok {
+			t.Errorf("field %q missing", f.name)
+		}
+	}
+	if _, ok := move["seconds"].(float64); !ok {
+		t.Errorf("move seconds %v is not a number", move["seconds"])
+	}
+	// The report reads back as itself.
+	var back report.Run
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(*rep, back, cmpopts.IgnoreFields(observe.Health{}, "Redis")); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
 

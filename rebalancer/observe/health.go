@@ -136,6 +136,9 @@ func JudgeHealth(ctx context.Context, rc HealthReader, c *policies.Cluster, pods
 			unhealthy = true
 		}
 	}
+	if reasons == nil {
+		reasons = []string{}
+	}
 	state := HealthHealthy
 	switch {
 	case unhealthy:
