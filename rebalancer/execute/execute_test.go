@@ -731,7 +731,7 @@ func TestRunAPIServerDown(t *testing.T) {
 func TestPollKeepsTheLastWholeRound(t *testing.T) {
 	rounds := 0
 	var printed []string
-	status, err := poll(context.Background(), time.Millisecond, 50*time.Millisecond, func(s string) { printed = append(printed, s) }, func(ctx context.Context) (bool, string) {
+	status, err := poll(context.Background(), time.Millisecond, 50*time.Millisecond, nil, func(s string) { printed = append(printed, s) }, func(ctx context.Context) (bool, string) {
 		rounds++
 		if rounds == 1 {
 			return false, "node_unreachable 10.0.0.1:6379: connection refused"
@@ -811,5 +811,27 @@ func TestPrefixWriter(t *testing.T) {
 	w.Flush()
 	if got, want := out.String(), "[x] one\n[x] two\n[x] three\n"; got != want {
 		t.Errorf("after Flush: %q, want %q", got, want)
+	}
+}
+
+// TestSameGate: two rounds of the health wait that differ only in their messages (a new local
+// port in an i/o error) say the same thing; another reason or another node does not.
+func TestSameGate(t *testing.T) {
+	a := gateStatus{text: "unhealthy: node_unreachable 10.0.0.1:6379: read tcp 127.0.0.1:42324->10.0.0.1:6379: i/o timeout; no_connected_replica 10.0.0.0:6379: master of 0-5460 has no connected replica (1 known)"}
+	for _, tc := range []struct {
+		name string
+		b    gateStatus
+		want bool
+	}{
+		{name: "another local port → same", b: gateStatus{text: strings.ReplaceAll(a.text, "42324", "42334")}, want: true},
+		{name: "another node → different", b: gateStatus{text: strings.ReplaceAll(a.text, "10.0.0.1:6379", "10.0.1.1:6379")}},
+		{name: "a reason less → different", b: gateStatus{text: "unhealthy: node_unreachable 10.0.0.1:6379: i/o timeout"}},
+		{name: "an API error → different", b: gateStatus{text: a.text, apiErr: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sameGate(a, tc.b); got != tc.want {
+				t.Errorf("sameGate = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -36,13 +36,27 @@ type gateStatus struct {
 	apiErr bool
 }
 
+// sameGate reports whether two rounds of the health wait say the same thing: the same state and
+// the same "code address" of each reason, whatever their messages (an i/o error names a new local
+// port every time).
+func sameGate(a, b gateStatus) bool { return a.apiErr == b.apiErr && gateKey(a.text) == gateKey(b.text) }
+
+func gateKey(text string) string {
+	var parts []string
+	for _, r := range strings.Split(text, "; ") {
+		head, _, _ := strings.Cut(r, ": ")
+		parts = append(parts, head)
+	}
+	return strings.Join(parts, "; ")
+}
+
 // waitHealthy waits up to HealthTimeout until every pod of c is Ready and Redis is healthy
 // (observe.JudgeHealth on a fresh list of the pods). On timeout it returns the last whole round's
 // status with the error.
 func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster) (observe.Health, gateStatus, error) {
 	var h observe.Health
 	sel := metav1.ListOptions{LabelSelector: c.Model().Options.ClusterLabel + "=" + c.Name}
-	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.HealthTimeout, func(s gateStatus) {
+	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.HealthTimeout, sameGate, func(s gateStatus) {
 		cr.printf("    … waiting for a healthy cluster: %s\n", s.text)
 	}, func(ctx context.Context) (bool, gateStatus) {
 		list, err := cr.cfg.Client.CoreV1().Pods(c.Namespace).List(ctx, sel)
@@ -306,7 +320,7 @@ func (cr *clusterRun) evict(ctx context.Context, m *move) result {
 func (cr *clusterRun) recreate(ctx context.Context, m *move) result {
 	old := m.pod
 	var got *corev1.Pod
-	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.RecreateTimeout, func(s string) {
+	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.RecreateTimeout, nil, func(s string) {
 		cr.printf("    … %s: %s\n", old.Name, s)
 	}, func(ctx context.Context) (bool, string) {
 		p, err := cr.cfg.Client.CoreV1().Pods(old.Namespace).Get(ctx, old.Name, metav1.GetOptions{})

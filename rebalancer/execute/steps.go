@@ -220,11 +220,14 @@ func (cr *clusterRun) windowCheck(m *move, from int, what string) result {
 }
 
 // poll calls cond every interval until it reports done, timeout passes, or ctx ends, and calls
-// progress (when not nil) with each new status. A round that ran while the deadline passed says
-// nothing (its reads were cut short): its status is dropped, so the status returned with the
-// error is the last whole round's, the real reason (never "client rate limiter Wait returned an
-// error").
-func poll[S comparable](ctx context.Context, interval, timeout time.Duration, progress func(S), cond func(context.Context) (bool, S)) (S, error) {
+// progress (when not nil) with each status that differs from the one before (same compares them;
+// nil: ==). A round that ran while the deadline passed says nothing (its reads were cut short):
+// its status is dropped, so the status returned with the error is the last whole round's, the
+// real reason (never "client rate limiter Wait returned an error").
+func poll[S comparable](ctx context.Context, interval, timeout time.Duration, same func(a, b S) bool, progress func(S), cond func(context.Context) (bool, S)) (S, error) {
+	if same == nil {
+		same = func(a, b S) bool { return a == b }
+	}
 	var status S
 	seen := false
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
@@ -235,7 +238,7 @@ func poll[S comparable](ctx context.Context, interval, timeout time.Duration, pr
 		if ctx.Err() != nil && seen {
 			return false, nil
 		}
-		if (s != status || !seen) && progress != nil {
+		if (!seen || !same(s, status)) && progress != nil {
 			progress(s)
 		}
 		status, seen = s, true
