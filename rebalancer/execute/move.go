@@ -39,11 +39,15 @@ type gateStatus struct {
 // sameGate reports whether two rounds of the health wait say the same thing: the same state and
 // the same "code address" of each reason, whatever their messages (an i/o error names a new local
 // port every time).
-func sameGate(a, b gateStatus) bool { return a.apiErr == b.apiErr && gateKey(a.text) == gateKey(b.text) }
+func sameGate(a, b gateStatus) bool {
+	return a.apiErr == b.apiErr && gateKey(a.text) == gateKey(b.text)
+}
 
+// gateKey is text ("state: reason; reason") without the reasons' messages: "state: code addr; ...".
 func gateKey(text string) string {
-	var parts []string
-	for _, r := range strings.Split(text, "; ") {
+	state, reasons, _ := strings.Cut(text, ": ")
+	parts := []string{state}
+	for _, r := range strings.Split(reasons, "; ") {
 		head, _, _ := strings.Cut(r, ": ")
 		parts = append(parts, head)
 	}
