@@ -61,6 +61,15 @@ func (rn *run) windowState(now time.Time) report.WindowState {
 	return w
 }
 
+// closedReason says that no window is open at now, and when the next one opens.
+func (rn *run) closedReason(now time.Time) string {
+	var np *time.Time
+	if next := rn.windows.NextOpen(now); !next.IsZero() {
+		np = &next
+	}
+	return "maintenance window: closed; " + nextOpenText(np, now)
+}
+
 // clusterRun is one Redis cluster's part of a run; its progress goes to out.
 type clusterRun struct {
 	*run
@@ -181,13 +190,7 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 		case !cr.act:
 			rep.Plan = &p
 			report.RenderPlan(cr.out, p)
-			now := cr.cfg.Clock.Now()
-			next := cr.windows.NextOpen(now)
-			var np *time.Time
-			if !next.IsZero() {
-				np = &next
-			}
-			stop(report.StepWindow, "maintenance window: closed; "+nextOpenText(np, now), nil)
+			stop(report.StepWindow, cr.closedReason(cr.cfg.Clock.Now()), nil)
 			cr.printf("stopping: %s\n", rep.Stopped)
 			return c
 		case cr.evictorErr != nil:

@@ -5,8 +5,9 @@
 // (a safety check said no: the cluster is left as it is) or aborts (an error); the report lists
 // the steps with their durations, and a skip or an abort keeps the first real reason.
 //
-// It owns the Executor and its Config, the steps (steps.go, move.go), the run's eviction limits
-// (limits.go) and the line-prefixed progress output of clusters run in parallel (output.go). It
+// It owns the Executor and its Config, a cluster's observe–plan–move loop (cluster.go), the
+// steps (steps.go, move.go), the run's eviction limits (limits.go) and the line-prefixed progress
+// output of clusters run in parallel (output.go). It
 // depends on Kubernetes through kubernetes.Interface and on Redis through the Redis interface
 // declared here. It imports observe (what the cluster looks like now, its health), plan (what to
 // move), report (what it did, and the maps it prints), window (maintenance windows), policies and

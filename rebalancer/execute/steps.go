@@ -203,13 +203,7 @@ func (cr *clusterRun) windowCheck(m *move, from int, what string) result {
 	need := cr.estimates.expected(m.steps[from:])
 	closes, open := cr.windows.Open(now)
 	if !open {
-		next := cr.windows.NextOpen(now)
-		var np *time.Time
-		if !next.IsZero() {
-			np = &next
-		}
-		return result{outcome: report.OutcomeSkip, stoppedBy: report.StepWindow,
-			reason: fmt.Sprintf("maintenance window: closed; %s", nextOpenText(np, now))}
+		return result{outcome: report.OutcomeSkip, stoppedBy: report.StepWindow, reason: cr.closedReason(now)}
 	}
 	left := closes.Sub(now)
 	if left < need {

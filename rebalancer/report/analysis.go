@@ -1,7 +1,8 @@
 // Package report holds what the commands print: the check/plan analysis, whose JSON form is a
 // stable contract (Analysis, ClusterAnalysis, Analyze; README "JSON output"), the report of a run
-// (Run, ClusterRun, Move, Failover), and their text rendering (the zones × nodes map, the
-// violations, the plan). Rendering writes to an io.Writer and changes nothing.
+// in the same contract (Run, ClusterRun, Move, Step, Failover; run.go), and their text rendering
+// (the zones × nodes map, the violations, the Redis health, the plan). Rendering writes to an
+// io.Writer and changes nothing.
 //
 // It imports policies, plan and observe (for the health verdict, observe.Health); execute
 // imports it, never the reverse.
