@@ -726,6 +726,25 @@ func TestRunAPIServerDown(t *testing.T) {
 	}
 }
 
+// TestRunRedisRefusesEveryone: a wrong password (or port) → no move, an error naming Redis's
+// answer, and the health reported unhealthy with it.
+func TestRunRedisRefusesEveryone(t *testing.T) {
+	tb := newTestbed(t, scenario.PostScaleDown())
+	tb.redis.down = errors.New("WRONGPASS invalid username-password pair or user is disabled.")
+	rep, err := runExecutor(t, tb, nil)
+	want := "observe: roles: read Redis topology: redisctl: topology: no node answered: "
+	if err == nil || !strings.Contains(err.Error(), "cluster redis/redis: "+want) {
+		t.Fatalf("Run error %v, want %q", err, want)
+	}
+	cr := rep.Clusters[0]
+	if !strings.HasPrefix(cr.Stopped, want) || cr.StoppedBy != report.StoppedObserve || len(cr.Moves) != 0 {
+		t.Errorf("stopped %q by %q, moves %d", cr.Stopped, cr.StoppedBy, len(cr.Moves))
+	}
+	if cr.Health.State != observe.HealthUnhealthy || !strings.Contains(cr.Health.Reasons[0], "node_unreachable 10.0.0.0:6379: WRONGPASS") {
+		t.Errorf("health %+v", cr.Health)
+	}
+}
+
 // TestPollKeepsTheLastWholeRound: a round cut short by the deadline (its reads fail with the
 // context's error) does not replace the real reason seen before it.
 func TestPollKeepsTheLastWholeRound(t *testing.T) {

@@ -241,6 +241,9 @@ type fakeRedis struct {
 	// calls from 1).
 	reasons func(n int) []redisctl.Reason
 	health  int
+	// down, when set, is every node's answer: the topology read fails and the health gate lists
+	// every node unreachable.
+	down error
 	// choose, failover, role and rejoin, when set, answer instead of the default (which works).
 	choose   func(masterAddr string) error
 	failover func(replicaAddr string) error
@@ -300,6 +303,9 @@ func (r *fakeRedis) topology() *redisctl.Topology {
 func (r *fakeRedis) Topology(_ context.Context, addrs []string) (*redisctl.Topology, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.down != nil {
+		return nil, fmt.Errorf("redisctl: topology: no node answered: %s: cluster nodes: %w", addrs[0], r.down)
+	}
 	return r.topology(), nil
 }
 
@@ -308,7 +314,14 @@ func (r *fakeRedis) CheckHealth(ctx context.Context, addrs []string, _ redisctl.
 	r.health++
 	n, reasons := r.health, r.reasons
 	h := &redisctl.Health{Topology: r.topology(), SlotsServed: redisctl.NumSlots}
+	down := r.down
 	r.mu.Unlock()
+	if down != nil {
+		for _, a := range addrs {
+			h.Reasons = append(h.Reasons, redisctl.Reason{Code: redisctl.ReasonNodeUnreachable, Addr: a, Message: down.Error()})
+		}
+		return h, h.Err()
+	}
 	if reasons != nil {
 		h.Reasons = reasons(n)
 	}
