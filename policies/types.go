@@ -201,6 +201,8 @@ type Cluster struct {
 	memberUse map[int]resources // node index → requests of the members bound to it
 	classOnce sync.Once
 	classes   []uint64 // node index → NodeClass, built on first use
+	stateOnce sync.Once
+	stateIdx  *stateIndex // what States share, built on first use
 }
 
 // Z returns the number of allowed zones.
