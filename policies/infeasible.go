@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -25,7 +26,8 @@ func (c *Cluster) StaticInfeasibility() string {
 		return fmt.Sprintf("with N=%d a node may hold %s N/3 pods, i.e. none: no placement can comply (MaxPodsPerNode)", c.N, cmp)
 	}
 	counts := func(n int) bool { // whether node n may hold pods of the cluster at all
-		return c.allowed[c.zones[n]] || !c.ZoneList && c.zones[n] == ""
+		z := c.zoneID[n]
+		return c.allowedID[z] || !c.ZoneList && c.zoneName[z] == ""
 	}
 	// Members that may stay where they run: bound, not terminating, on a node that counts.
 	stayOn := map[int][]int{} // node → members
@@ -35,7 +37,7 @@ func (c *Cluster) StaticInfeasibility() string {
 		}
 	}
 	// Capacity per node: the node limit on a usable node, else the members that stay there.
-	capZone := map[string]int{} // "" holds the nodes without a zone
+	capZone := make([]int, len(c.zoneName)) // by zone id; nodes without a zone under ""'s id
 	usable, stayers, total := 0, 0, 0
 	for n := range c.model.Nodes {
 		if !counts(n) {
@@ -49,8 +51,14 @@ func (c *Cluster) StaticInfeasibility() string {
 			cp = min(k, nodeLimit)
 			stayers += cp
 		}
-		capZone[c.zones[n]] += cp
+		capZone[c.zoneID[n]] += cp
 		total += cp
+	}
+	capOf := func(zone string) int {
+		if id := slices.Index(c.zoneName, zone); id >= 0 {
+			return capZone[id]
+		}
+		return 0
 	}
 	var why []string
 	if total < c.N {
@@ -64,9 +72,9 @@ func (c *Cluster) StaticInfeasibility() string {
 	switch z := c.Z(); {
 	case z >= 3:
 		zoneLimit := ZoneLimit(c.N, relaxed)
-		capacity := capZone[""]
+		capacity := capOf("")
 		for _, zone := range c.AllowedZones {
-			capacity += min(zoneLimit, capZone[zone])
+			capacity += min(zoneLimit, capOf(zone))
 		}
 		if capacity < c.N {
 			why = append(why, fmt.Sprintf("the allowed zones can hold %d of N=%d pods (at most %d per zone, %d per node)", capacity, c.N, zoneLimit, nodeLimit))
@@ -74,21 +82,21 @@ func (c *Cluster) StaticInfeasibility() string {
 	case z == 2:
 		// The two zones differ by at most N mod 2 pods; nodes without a zone take the rest.
 		a, b := c.AllowedZones[0], c.AllowedZones[1]
-		lo := min(capZone[a], capZone[b])
+		lo := min(capOf(a), capOf(b))
 		pair := 2 * lo
-		if capZone[a] != capZone[b] {
+		if capOf(a) != capOf(b) {
 			pair += c.N % 2
 		}
-		if pair+capZone[""] < c.N {
+		if pair+capOf("") < c.N {
 			found := false
 			for _, zone := range c.AllowedZones {
-				if need := (c.N - capZone[""]) / 2; capZone[zone] < need {
-					why = append(why, fmt.Sprintf("zone %s must hold %d pods (ZoneEvenSplit) but its nodes hold at most %d", zone, need, capZone[zone]))
+				if need := (c.N - capOf("")) / 2; capOf(zone) < need {
+					why = append(why, fmt.Sprintf("zone %s must hold %d pods (ZoneEvenSplit) but its nodes hold at most %d", zone, need, capOf(zone)))
 					found = true
 				}
 			}
 			if !found {
-				why = append(why, fmt.Sprintf("zones %s and %s hold at most %d and %d pods, and N=%d split within %d needs %d in one of them (ZoneEvenSplit)", a, b, capZone[a], capZone[b], c.N, c.N%2, (c.N-capZone[""]+1)/2))
+				why = append(why, fmt.Sprintf("zones %s and %s hold at most %d and %d pods, and N=%d split within %d needs %d in one of them (ZoneEvenSplit)", a, b, capOf(a), capOf(b), c.N, c.N%2, (c.N-capOf("")+1)/2))
 			}
 		}
 	}
@@ -103,13 +111,13 @@ func (c *Cluster) StaticInfeasibility() string {
 // A domain counts for a shard when it has a usable node, or when a pod of the shard stays there.
 func (c *Cluster) shardDomains(stayOn map[int][]int, counts func(int) bool) []string {
 	byZone := c.Z() >= 2
-	domain := func(n int) string {
-		if byZone && c.zones[n] != "" {
-			return "zone " + c.zones[n]
+	domain := func(n int) int { // a zone id, or -(node+1)
+		if z := c.zoneID[n]; byZone && c.zoneName[z] != "" {
+			return int(z)
 		}
-		return "node " + c.model.Nodes[n].Name
+		return -n - 1
 	}
-	open := map[string]bool{} // domains with a usable node
+	open := map[int]bool{} // domains with a usable node
 	for n := range c.model.Nodes {
 		if counts(n) && c.isUsable(n) {
 			open[domain(n)] = true
@@ -121,17 +129,17 @@ func (c *Cluster) shardDomains(stayOn map[int][]int, counts func(int) bool) []st
 	}
 	var why []string
 	worst, worstNeed, worstFound := "", 0, 0
-	for _, sh := range c.Shards {
+	for si, sh := range c.Shards {
 		need := len(sh.Members)
 		if sh.StatefulSet != nil && sh.StatefulSet.Spec.Replicas != nil {
 			need = int(*sh.StatefulSet.Spec.Replicas)
 		}
 		found := len(open)
-		extra := map[string]bool{}
+		extra := map[int]bool{}
 		for n, members := range stayOn {
 			if d := domain(n); !open[d] && !extra[d] {
 				for _, i := range members {
-					if c.Members[i].ShardIndex == c.Members[sh.Members[0]].ShardIndex {
+					if c.Members[i].ShardIndex == si {
 						extra[d] = true
 						found++
 						break

@@ -1,6 +1,12 @@
 package policies
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+)
 
 // State is one cluster's placement together with the counts that its hard rules and the filter
 // read, kept up to date as members move: kube-scheduler's PreFilter state with its
@@ -67,9 +73,9 @@ type instState struct {
 // each member, and the (anti-)affinity terms with the members they match and the members that
 // carry them. Built once per cluster, on first use.
 type stateIndex struct {
-	zoneID      []int32 // node → zone id
-	zoneNames   []string
-	zoneAllowed []bool // zone id → in the allowed zones
+	zoneID      []int32  // node → zone id (Cluster.zoneID)
+	zoneNames   []string // zone id → name
+	zoneAllowed []bool   // zone id → in the allowed zones
 	z2          [2]int32
 	nodeLimit   int
 	zoneLimit   int
@@ -99,28 +105,16 @@ func (c *Cluster) stateIndexOf() *stateIndex {
 func (c *Cluster) buildStateIndex() *stateIndex {
 	m := c.model
 	x := &stateIndex{
-		zoneID:    make([]int32, len(m.Nodes)),
+		zoneID: c.zoneID, zoneNames: c.zoneName, zoneAllowed: c.allowedID,
 		nodeLimit: NodeLimit(c.N, m.Options.RelaxedLimits),
 		zoneLimit: ZoneLimit(c.N, m.Options.RelaxedLimits),
 		byZone:    c.Z() >= 2,
 		z2:        [2]int32{-1, -1},
 	}
-	ids := map[string]int32{}
-	for n := range m.Nodes {
-		z := c.zones[n]
-		id, ok := ids[z]
-		if !ok {
-			id = int32(len(x.zoneNames))
-			ids[z] = id
-			x.zoneNames = append(x.zoneNames, z)
-			x.zoneAllowed = append(x.zoneAllowed, c.allowed[z])
-		}
-		x.zoneID[n] = id
-	}
 	if c.Z() == 2 {
 		for k, z := range c.AllowedZones {
-			if id, ok := ids[z]; ok {
-				x.z2[k] = id
+			if id := slices.Index(x.zoneNames, z); id >= 0 {
+				x.z2[k] = int32(id)
 			}
 		}
 	}
@@ -176,17 +170,50 @@ func (c *Cluster) buildStateIndex() *stateIndex {
 	x.matchers = make([][]int32, len(x.terms))
 	x.carriers = make([][]int32, len(x.terms))
 	x.selectedBy = make([][]int32, len(c.Members))
+	byValue := map[string]*[2]map[string][]int{} // label key → per labels kind, value → members
 	for t, term := range x.terms {
 		for k := range 2 {
 			x.match[t][k] = make([]bool, len(c.Members))
 		}
-		for j, mem := range c.Members {
-			x.match[t][0][j] = term.matches(m, mem.Pod.Namespace, mem.cur.labels)
-			if sameMap(mem.cur.labels, mem.next.labels) {
-				x.match[t][1][j] = x.match[t][0][j]
-			} else {
-				x.match[t][1][j] = term.matches(m, mem.Pod.Namespace, mem.next.labels)
+		// Only the members carrying a value the term's selector requires can match it.
+		try := func(j, k int) {
+			mem := c.Members[j]
+			lbl := mem.cur.labels
+			if k == 1 {
+				lbl = mem.next.labels
 			}
+			if !x.match[t][k][j] && term.matches(m, mem.Pod.Namespace, lbl) {
+				x.match[t][k][j] = true
+			}
+		}
+		if key, values, ok := exactRequirement(term.selector); ok {
+			idx := byValue[key]
+			if idx == nil {
+				idx = &[2]map[string][]int{{}, {}}
+				for j, mem := range c.Members {
+					if v, ok := mem.cur.labels[key]; ok {
+						idx[0][v] = append(idx[0][v], j)
+					}
+					if v, ok := mem.next.labels[key]; ok {
+						idx[1][v] = append(idx[1][v], j)
+					}
+				}
+				byValue[key] = idx
+			}
+			for k := range 2 {
+				for _, v := range values {
+					for _, j := range idx[k][v] {
+						try(j, k)
+					}
+				}
+			}
+		} else {
+			for j := range c.Members {
+				try(j, 0)
+				try(j, 1)
+			}
+		}
+		for j, mem := range c.Members {
 			for k := range 2 {
 				if x.match[t][k][j] {
 					x.matchers[t] = append(x.matchers[t], int32(j<<1|k))
@@ -205,6 +232,22 @@ func (c *Cluster) buildStateIndex() *stateIndex {
 		}
 	}
 	return x
+}
+
+// exactRequirement returns the key and values of sel's first `=`, `==` or `in` requirement: a
+// label only pods carrying one of those values match.
+func exactRequirement(sel labels.Selector) (string, []string, bool) {
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return "", nil, false
+	}
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			return r.Key(), r.Values().UnsortedList(), true
+		}
+	}
+	return "", nil, false
 }
 
 // incomingKind is 0 when a member is placed with its current pod's spec (a Pending pod), 1 with

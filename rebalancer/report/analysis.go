@@ -46,10 +46,14 @@ type ClusterAnalysis struct {
 }
 
 // Analyze evaluates every cluster of m and, when withPlans is true, plans each non-compliant one
-// (plan.Compute with opts).
+// (plan.ComputeAll with opts: clusters in parallel).
 func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 	a := &Analysis{Clusters: []ClusterAnalysis{}}
-	for _, c := range m.Clusters {
+	var plans []plan.Result
+	if withPlans {
+		plans = plan.ComputeAll(m.Clusters, opts)
+	}
+	for k, c := range m.Clusters {
 		ca := ClusterAnalysis{
 			Namespace: c.Namespace, Name: c.Name, Pods: len(c.Members), N: c.N,
 			Zones: c.Z(), AllowedZones: c.AllowedZones, Moves: []plan.Move{},
@@ -64,7 +68,7 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 		ca.Compliant = len(policies.Hard(ca.Violations)) == 0
 		ca.CompliantAfter, ca.Minimal = ca.Compliant, ca.Compliant
 		if withPlans {
-			p := plan.Compute(c, opts)
+			p := plans[k].Plan
 			ca.Pending, ca.CompliantAfter, ca.Minimal, ca.Infeasible = p.Pending, p.CompliantAfter, p.Minimal, p.Infeasible
 			if p.Moves != nil {
 				ca.Moves = p.Moves
