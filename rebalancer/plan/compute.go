@@ -153,7 +153,7 @@ func (pl *planner) stuck(starts []step) bool {
 
 // why says in words why the search found no plan, and which bound stopped it.
 func (o outcome) why(pending bool, searched int) (string, string) {
-	model := "each evicted pod placed at once"
+	model := "each evicted pod must be placed at once"
 	if pending {
 		model = "an evicted pod may wait Pending, one at a time"
 	}

@@ -229,10 +229,10 @@ func (pl *planner) successors(j, r int) []leafStep {
 		return e.Node > r || e.Zone > r || e.Shard > r || e.Outside > r
 	}
 	pl.settle(prune, func(places []placed) bool {
+		pl.states++
 		if !pl.accepts(j) {
 			return false
 		}
-		pl.states++
 		if s := st.Summary(); s.LowerBound <= r {
 			out = append(out, leafStep{step{j, from, slices.Clone(places)}, s})
 		}

@@ -41,8 +41,20 @@ type ClusterAnalysis struct {
 	CompliantAfter bool `json:"compliantAfter"`
 	// Minimal reports whether the move count is proven minimal.
 	Minimal bool `json:"minimal"`
-	// Infeasible says in words why no plan reaches compliance ("" otherwise).
+	// Infeasible says in words why no plan reaches compliance ("" otherwise): the static reason,
+	// or which bound stopped the search.
 	Infeasible string `json:"infeasible"`
+	// LimitedBy names what Infeasible says (plan.LimitStatic, plan.LimitMaxMoves,
+	// plan.LimitMaxStates or plan.LimitPendingSteps; check only ever says plan.LimitStatic).
+	LimitedBy string `json:"limitedBy,omitempty"`
+	// PendingSteps names, for a plan made with --allow-pending-steps, each pod that waits Pending
+	// and the moves during which its shard runs without it (plan only).
+	PendingSteps []plan.Exposure `json:"pendingSteps,omitempty"`
+	// WithPendingSteps is, when no plan exists in which each evicted pod is placed at once, the
+	// plan --allow-pending-steps gives (plan only).
+	WithPendingSteps *plan.Alternative `json:"withPendingSteps,omitempty"`
+	// Searched is the number of placements the planner evaluated (plan only).
+	Searched int `json:"searched,omitempty"`
 }
 
 // Analyze evaluates every cluster of m and, when withPlans is true, plans each non-compliant one
@@ -70,11 +82,14 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 		if withPlans {
 			p := plans[k].Plan
 			ca.Pending, ca.CompliantAfter, ca.Minimal, ca.Infeasible = p.Pending, p.CompliantAfter, p.Minimal, p.Infeasible
+			ca.LimitedBy, ca.PendingSteps, ca.WithPendingSteps, ca.Searched = p.LimitedBy, p.PendingSteps, p.WithPendingSteps, p.Searched
 			if p.Moves != nil {
 				ca.Moves = p.Moves
 			}
 		} else if !ca.Compliant {
-			ca.Infeasible = c.StaticInfeasibility()
+			if ca.Infeasible = c.StaticInfeasibility(); ca.Infeasible != "" {
+				ca.LimitedBy = plan.LimitStatic
+			}
 		}
 		a.Clusters = append(a.Clusters, ca)
 	}

@@ -150,36 +150,90 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 			}
 			fmt.Fprintf(w, "  plan: %d moves%s; compliant after: %v\n", len(ca.Moves), note, ca.CompliantAfter)
 			for i, mv := range ca.Moves {
-				fmt.Fprintf(w, "  %d. evict %s from %s (%s) → %s; scheduler may choose %s\n     because: %s\n", i+1, mv.Pod, mv.Node, roleAndFailover(mv), mv.Expected, CandidatesText(mv), mv.Reason)
+				fmt.Fprintf(w, "  %d. evict %s from %s (%s) → %s\n     because: %s\n", i+1, mv.Pod, mv.Node, roleAndFailover(mv), Outcome(mv), mv.Reason)
 			}
+			RenderExposure(w, ca.PendingSteps)
 		}
 	}
 }
 
-// CandidatesText lists the nodes the scheduler may choose for mv's pod, "(off plan)" after those
-// that leave the plan's track, or "(none)".
-func CandidatesText(mv plan.Move) string {
-	var parts []string
-	for _, c := range mv.Candidates {
-		s := c.Node
-		if !c.OnTrack {
-			s += " (off plan)"
-		}
-		parts = append(parts, s)
+// Outcome says where a move's pod goes: the expected node and the nodes the scheduler may choose
+// instead (CandidatesText), or that it waits Pending; then the Pending pods the move lets the
+// scheduler place.
+func Outcome(mv plan.Move) string {
+	s := mv.Expected + "; scheduler may choose " + CandidatesText(mv)
+	if mv.WaitsPending {
+		s = "waits Pending (no node fits until a later move frees room)"
 	}
-	if len(parts) == 0 {
+	for _, p := range mv.Places {
+		s += fmt.Sprintf("; then %s is placed on %s", p.Pod, p.Node)
+	}
+	return s
+}
+
+// RenderExposure writes one line per pod a plan lets wait Pending: which shard runs without it,
+// during which moves.
+func RenderExposure(w io.Writer, es []plan.Exposure) {
+	for _, e := range es {
+		fmt.Fprintf(w, "  exposure: %s (shard %s) waits Pending after move %d until move %d places it on %s: the shard runs without it meanwhile\n", e.Pod, e.Shard, e.FromMove, e.UntilMove, e.Node)
+	}
+}
+
+// maxNamesShown is how many node names CandidatesText lists per group before it only counts.
+const maxNamesShown = 3
+
+// CandidatesText summarises the nodes the scheduler may choose for mv's pod: the expected node,
+// then the other nodes that keep the plan on track, then those that leave it ("off plan"), each
+// group counted with its first names ("(none)" without candidates). JSON keeps the full list.
+func CandidatesText(mv plan.Move) string {
+	if len(mv.Candidates) == 0 {
 		return "(none)"
 	}
-	return strings.Join(parts, ", ")
+	var on, off []string
+	expected := false
+	for _, c := range mv.Candidates {
+		switch {
+		case c.Node == mv.Expected:
+			expected = true
+		case c.OnTrack:
+			on = append(on, c.Node)
+		default:
+			off = append(off, c.Node)
+		}
+	}
+	var parts []string
+	if expected {
+		parts = append(parts, mv.Expected+" (expected)")
+	}
+	group := func(names []string, what string) {
+		if len(names) == 0 {
+			return
+		}
+		shown := names[:min(len(names), maxNamesShown)]
+		list := strings.Join(shown, ", ")
+		if len(names) > len(shown) {
+			list += ", …"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s: %s", len(names), what, list))
+	}
+	other := "other"
+	if !expected {
+		other = ""
+	}
+	group(on, strings.TrimSpace(other+" on track"))
+	group(off, "off plan")
+	return strings.Join(parts, "; ")
 }
 
 // RenderPlan writes a dry run's plan p: a header line with the move count, then one line per move
-// (pod, node, role, failover, expected node, candidates, reason).
+// (pod, node, role, failover, expected node, candidates, reason), then the exposure of its
+// Pending steps.
 func RenderPlan(w io.Writer, p plan.Plan) {
 	fmt.Fprintf(w, "plan (dry run): %d moves%s\n", len(p.Moves), MinimalNote(p))
 	for k, mv := range p.Moves {
-		fmt.Fprintf(w, "  %d. evict %s from %s (%s) → expected %s; scheduler may choose %s — %s\n", k+1, mv.Pod, mv.Node, roleAndFailover(mv), mv.Expected, CandidatesText(mv), mv.Reason)
+		fmt.Fprintf(w, "  %d. evict %s from %s (%s) → %s — %s\n", k+1, mv.Pod, mv.Node, roleAndFailover(mv), Outcome(mv), mv.Reason)
 	}
+	RenderExposure(w, p.PendingSteps)
 }
 
 // roleAndFailover returns mv's role mark (RoleMark), followed by ", fail over first" when the
