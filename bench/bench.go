@@ -129,6 +129,8 @@ type Analysis struct {
 	Violations, Hard int
 	// Build is the time policies.Build took.
 	Build time.Duration
+
+	noncompliant []*policies.Cluster // in model order
 }
 
 // Analyse builds the model of snap and evaluates every cluster's current placement: what the
@@ -147,6 +149,7 @@ func Analyse(snap *policies.Snapshot, opts policies.Options) (*policies.Model, A
 		a.Hard += hard
 		if hard > 0 {
 			a.NonCompliant++
+			a.noncompliant = append(a.noncompliant, c)
 		}
 	}
 	return m, a, nil
@@ -181,12 +184,7 @@ func Plan(snap *policies.Snapshot, opts policies.Options, popts plan.Options, pr
 	}
 	p := Planning{Analysis: a}
 	start := time.Now()
-	var todo []*policies.Cluster
-	for _, c := range m.Clusters {
-		if len(policies.Hard(c.Evaluate(c.Current()))) > 0 {
-			todo = append(todo, c)
-		}
-	}
+	todo := a.noncompliant
 	working.Store(fmt.Sprintf("plan.ComputeAll of %d clusters since %s", len(todo), start.Format(time.TimeOnly)))
 	results := plan.ComputeAll(todo, popts)
 	working.Store("the rest")

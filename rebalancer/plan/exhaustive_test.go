@@ -75,6 +75,12 @@ func (b bruteForce) unplaced(p policies.Placement) int {
 func (b bruteForce) minMoves(limit int) int {
 	frontier := map[string]policies.Placement{}
 	b.settle(b.c.Current(), map[string]bool{}, frontier)
+	return b.minMovesFrom(frontier, limit)
+}
+
+// minMovesFrom returns the fewest evictions from any placement of frontier to compliance, -1
+// when none within limit.
+func (b bruteForce) minMovesFrom(frontier map[string]policies.Placement, limit int) int {
 	seen := map[string]bool{}
 	for depth := 0; depth <= limit; depth++ {
 		next := map[string]policies.Placement{}
@@ -109,11 +115,12 @@ func (b bruteForce) minMoves(limit int) int {
 	return -1
 }
 
-// replay checks a plan with the rules and the filter alone: each move's pod is placed, each
-// eviction's pod and the pods it places go where the plan says and pass the filter there, the
+// replay checks a plan with the rules, the filter and the brute force alone: each move's pod is
+// placed; its candidates are the nodes the filter allows, and a candidate is on track exactly
+// when the brute force reaches compliance from it in the moves the plan has left; each
+// eviction's pod and the pods it places go where the plan says and pass the filter there; the
 // scheduler can place nothing more after a move (the plan does not leave a placeable pod
-// Pending), at most one pod is unplaced after a move with Pending steps and none without, and
-// the end complies.
+// Pending); at most one pod is unplaced after a move with Pending steps; and the end complies.
 func replay(c *policies.Cluster, p Plan, pending bool) error {
 	nodeIndex := func(name string) int { return c.Model().NodeIndex(name) }
 	member := func(key string) int {
@@ -124,7 +131,14 @@ func replay(c *policies.Cluster, p Plan, pending bool) error {
 		}
 		return -1
 	}
-	b := bruteForce{c: c}
+	b := bruteForce{c: c, pending: pending}
+	names := func(idx []int) []string {
+		out := []string{}
+		for _, n := range idx {
+			out = append(out, c.Model().Nodes[n].Name)
+		}
+		return out
+	}
 	// The scheduler's own placements before the first move: the plan starts from one of them.
 	starts := map[string]policies.Placement{}
 	b.settle(c.Current(), map[string]bool{}, starts)
@@ -138,6 +152,23 @@ func replay(c *policies.Cluster, p Plan, pending bool) error {
 					return fmt.Errorf("move %d: %s is on %v, the plan says %s", k+1, mv.Pod, cur[i], mv.Node)
 				}
 				cur[i] = -1
+				cands := c.Candidates(cur, i)
+				if got, want := append([]string{}, mv.CandidateNodes...), names(cands); !slices.Equal(got, want) {
+					return fmt.Errorf("move %d: candidates %v, the filter allows %v", k+1, got, want)
+				}
+				for x, n := range cands {
+					q := cur.Clone()
+					q[i] = n
+					leaves := map[string]policies.Placement{}
+					b.settle(q, map[string]bool{}, leaves)
+					want := false
+					if d := b.minMovesFrom(leaves, len(p.Moves)-k-1); d >= 0 {
+						want = true
+					}
+					if mv.Candidates[x].OnTrack != want {
+						return fmt.Errorf("move %d: candidate %s on track %v, brute force %v", k+1, mv.Candidates[x].Node, mv.Candidates[x].OnTrack, want)
+					}
+				}
 				places := mv.Places
 				if !mv.WaitsPending {
 					places = append([]Placed{{Pod: mv.Pod, Node: mv.Expected}}, places...)

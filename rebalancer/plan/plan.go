@@ -35,6 +35,7 @@ package plan
 
 import (
 	"runtime"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -217,9 +218,15 @@ type Result struct {
 }
 
 // ComputeAll plans every cluster of cs with opts, up to GOMAXPROCS clusters at a time (each
-// planner reads its cluster and the shared model only), and returns the results in cs's order.
+// planner reads its cluster and the shared model only), the largest clusters first so that no
+// large one is left for the end, and returns the results in cs's order.
 func ComputeAll(cs []*policies.Cluster, opts Options) []Result {
 	out := make([]Result, len(cs))
+	order := make([]int, len(cs))
+	for k := range order {
+		order[k] = k
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(cs[order[a]].Members) > len(cs[order[b]].Members) })
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(cs)) {
@@ -227,10 +234,11 @@ func ComputeAll(cs []*policies.Cluster, opts Options) []Result {
 		go func() {
 			defer wg.Done()
 			for {
-				k := int(next.Add(1)) - 1
-				if k >= len(cs) {
+				x := int(next.Add(1)) - 1
+				if x >= len(cs) {
 					return
 				}
+				k := order[x]
 				start := time.Now()
 				p := Compute(cs[k], opts)
 				out[k] = Result{Plan: p, Took: time.Since(start)}
