@@ -47,7 +47,8 @@ func RenderMap(w io.Writer, c *policies.Cluster, p policies.Placement) {
 	}
 	sort.Strings(names)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "  ZONE\tNODE\tPODS\t\n")
+	// The last column is not tab-terminated: tabwriter then does not pad it to the widest row.
+	fmt.Fprintf(tw, "  ZONE\tNODE\tPODS\n")
 	showEmpty := len(m.Nodes) <= maxEmptyNodesShown
 	for _, z := range names {
 		label := z
@@ -70,11 +71,11 @@ func RenderMap(w io.Writer, c *policies.Cluster, p policies.Placement) {
 			if n.Obj.Spec.Unschedulable {
 				mark = " (cordoned)"
 			}
-			fmt.Fprintf(tw, "  %s\t%s%s\t%s\t\n", label, n.Name, mark, strings.Join(cells, ", "))
+			fmt.Fprintf(tw, "  %s\t%s%s\t%s\n", label, n.Name, mark, strings.Join(cells, ", "))
 			label = ""
 		}
 		if empty > 0 {
-			fmt.Fprintf(tw, "  %s\t(+%d nodes without pods)\t\t\n", label, empty)
+			fmt.Fprintf(tw, "  %s\t(+%d nodes without pods)\t\n", label, empty)
 		}
 	}
 	var unplaced []string
@@ -88,7 +89,7 @@ func RenderMap(w io.Writer, c *policies.Cluster, p policies.Placement) {
 		}
 	}
 	if len(unplaced) > 0 {
-		fmt.Fprintf(tw, "  -\t(not placed)\t%s\t\n", strings.Join(unplaced, ", "))
+		fmt.Fprintf(tw, "  -\t(not placed)\t%s\n", strings.Join(unplaced, ", "))
 	}
 	tw.Flush()
 }
@@ -216,11 +217,11 @@ func CandidatesText(mv plan.Move) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d %s: %s", len(names), what, list))
 	}
-	other := "other"
-	if !expected {
-		other = ""
+	onTrack := "on track"
+	if expected {
+		onTrack = "more on track"
 	}
-	group(on, strings.TrimSpace(other+" on track"))
+	group(on, onTrack)
 	group(off, "off plan")
 	return strings.Join(parts, "; ")
 }
