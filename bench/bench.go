@@ -21,7 +21,7 @@
 //	REBALANCER_BENCH_MAX_MOVES   plan.Options.MaxMoves (default 0: the planner's own)
 //	REBALANCER_BENCH_MAX_STATES  plan.Options.MaxStates (default 0: the planner's 200000)
 //	REBALANCER_BENCH_VERBOSE     when set, prints every plan with its time (otherwise only those
-//	                             taking a second or more)
+//	                             taking more than 50 ms)
 //	REBALANCER_BENCH_MAX_HEAP_MIB ends the run (status 2) when the heap in use grows beyond it
 //	                             (default 8192; 0: no limit)
 //
