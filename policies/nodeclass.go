@@ -1,10 +1,5 @@
 package policies
 
-import (
-	"encoding/binary"
-	"hash/fnv"
-)
-
 // NodeClass returns a fingerprint of node n as the rules and the filter see it for this cluster,
 // apart from which members run on it: its zone; its domain for every topology key of a spread
 // constraint or (anti-)affinity term other than the hostname; per spread constraint its
@@ -91,40 +86,37 @@ func (c *Cluster) buildNodeClasses() {
 		}
 	}
 	c.classes = make([]uint64, len(m.Nodes))
-	buf := make([]byte, 0, 128)
-	h := fnv.New64a()
+	fitCap := int64(min(len(c.Members), NodeLimit(c.N, true)+2))
 	for n := range m.Nodes {
-		buf = buf[:0]
-		buf = append(buf, c.zones[n]...)
-		buf = append(buf, 0)
+		h := fingerprint(0).add(int64(c.zoneID[n]))
 		for _, d := range doms {
-			buf = binary.AppendVarint(buf, int64(d.ofNode[n]))
+			h = h.add(int64(d.ofNode[n]))
 		}
 		for _, e := range eligible {
-			buf = append(buf, byte(b2i(e[n])))
+			h = h.add(int64(b2i(e[n])))
 		}
 		for _, in := range spreadExt {
-			buf = binary.AppendVarint(buf, int64(in.external[in.dom.ofNode[n]]))
+			h = h.add(int64(in.external[in.dom.ofNode[n]]))
 		}
 		for _, s := range statics {
-			buf = append(buf, byte(s[n]))
+			h = h.add(int64(s[n]))
 		}
 		for _, v := range volumes {
-			buf = append(buf, byte(v[n]))
+			h = h.add(int64(v[n]))
 		}
 		for _, refs := range antis {
-			buf = append(buf, byte(b2i(inDomains(refs, n))))
+			h = h.add(int64(b2i(inDomains(refs, n))))
 		}
 		for _, t := range terms {
-			buf = append(buf, byte(b2i(t.external[t.dom.ofNode[n]])))
+			h = h.add(int64(b2i(t.external[t.dom.ofNode[n]])))
 		}
 		for k, ext := range affExt {
-			buf = append(buf, byte(b2i(ext[affDoms[k].ofNode[n]])))
+			h = h.add(int64(b2i(ext[affDoms[k].ofNode[n]])))
 		}
 		// How many pods of the largest member request fit beside the non-member pods, capped just
 		// above what a compliant node holds: nodes with more room than that are interchangeable.
 		free := m.allocatable[n].sub(m.usedByAll[n].sub(c.memberUse[n]))
-		fit := int64(min(len(c.Members), NodeLimit(c.N, true)+2))
+		fit := fitCap
 		if maxReq.pods > 0 {
 			fit = min(fit, free.pods/maxReq.pods)
 		}
@@ -134,9 +126,14 @@ func (c *Cluster) buildNodeClasses() {
 		if maxReq.mem > 0 {
 			fit = min(fit, free.mem/maxReq.mem)
 		}
-		buf = binary.AppendVarint(buf, max(fit, -1))
-		h.Reset()
-		h.Write(buf)
-		c.classes[n] = h.Sum64()
+		c.classes[n] = uint64(h.add(max(fit, -1)))
 	}
+}
+
+// fingerprint is a 64-bit hash of a sequence of numbers (each mixed in with SplitMix64's
+// finalizer), for NodeClass.
+type fingerprint uint64
+
+func (f fingerprint) add(v int64) fingerprint {
+	return fingerprint(mix(uint64(f)*0x9e3779b97f4a7c15 ^ uint64(v)))
 }
