@@ -707,6 +707,24 @@ func (st *State) CandidatesIn(i int, among []int, dst []int) []int {
 	return dst
 }
 
+// domainsOf appends to dst, for each term t of ts, the domains (of t's key) of the members of
+// lists[t] (member << 1 | labels kind) that are placed, run with that kind, and are not i.
+func (st *State) domainsOf(dst []domainRef, i int, ts []int32, lists [][]int32) []domainRef {
+	c, x := st.c, st.x
+	for _, t := range ts {
+		term := x.terms[t]
+		for _, jk := range lists[t] {
+			j, k := int(jk>>1), int(jk&1)
+			if nj := st.p[j]; nj >= 0 && j != i && c.kind(j, nj) == k {
+				if d := term.dom.ofNode[nj]; d >= 0 {
+					dst = append(dst, domainRef{term.dom, d})
+				}
+			}
+		}
+	}
+	return dst
+}
+
 // fitterFor returns member i's filter state (newFitter's) read from the counts: i must not be
 // placed. The fitter is the state's own, valid until the next call.
 func (st *State) fitterFor(i int) *fitter {
@@ -729,28 +747,8 @@ func (st *State) fitterFor(i int) *fitter {
 	}
 	// InterPodAffinity: the members that i's anti-affinity terms select, and the members whose
 	// anti-affinity terms select i, through the precomputed matches.
-	for _, t := range x.antiIn[i] {
-		term := x.terms[t]
-		for _, jk := range x.matchers[t] {
-			j, k := int(jk>>1), int(jk&1)
-			if nj := st.p[j]; nj >= 0 && j != i && c.kind(j, nj) == k {
-				if d := term.dom.ofNode[nj]; d >= 0 {
-					f.anti = append(f.anti, domainRef{term.dom, d})
-				}
-			}
-		}
-	}
-	for _, t := range x.selectedBy[i] {
-		term := x.terms[t]
-		for _, jk := range x.carriers[t] {
-			j, k := int(jk>>1), int(jk&1)
-			if nj := st.p[j]; nj >= 0 && j != i && c.kind(j, nj) == k {
-				if d := term.dom.ofNode[nj]; d >= 0 {
-					f.existing = append(f.existing, domainRef{term.dom, d})
-				}
-			}
-		}
-	}
+	f.anti = st.domainsOf(f.anti, i, x.antiIn[i], x.matchers)
+	f.existing = st.domainsOf(f.existing, i, x.selectedBy[i], x.carriers)
 	if ts := x.affIn[i]; len(ts) > 0 {
 		f.preFilterInterPodAffinity()
 		for j, nj := range st.p {

@@ -296,7 +296,7 @@ func (pl *planner) moves(o outcome) []Move {
 			if verdict == notCandidate {
 				continue
 			}
-			mv.Candidates = append(mv.Candidates, Candidate{Node: nodes[n].Name, OnTrack: verdict == onTrack})
+			mv.Candidates = append(mv.Candidates, Candidate{Node: nodes[n].Name, OnTrack: verdict == onTrack, Undecided: verdict == undecided})
 			mv.CandidateNodes = append(mv.CandidateNodes, nodes[n].Name)
 		}
 		st.Set(s.member, s.from)
@@ -317,6 +317,7 @@ const (
 	notCandidate verdict = iota // the re-created pod does not pass the filter there
 	offTrack                    // a candidate that leaves the plan's track
 	onTrack                     // a candidate that keeps it
+	undecided                   // a candidate the bounded search could not decide
 )
 
 // verdicts are onTrack's answer: per occupied node, and per class for the free nodes; count is
@@ -343,6 +344,7 @@ func (pl *planner) onTrack(path []step, k, expected int) verdicts {
 			return onTrack
 		}
 		st.Set(m, n)
+		open := false // a placement the bounded search could not decide
 		ok := pl.settle(nil, func([]placed) bool {
 			s := st.Summary()
 			switch {
@@ -350,12 +352,19 @@ func (pl *planner) onTrack(path []step, k, expected int) verdicts {
 				return true
 			case s.LowerBound > rest:
 				return false
+			case pl.follows(path[k+1:]):
+				return true
 			}
-			return pl.follows(path[k+1:]) || pl.reaches(rest)
+			ok, decided := pl.reaches(rest)
+			open = open || !decided
+			return ok
 		})
 		st.Set(m, -1)
-		if ok {
+		switch {
+		case ok:
 			return onTrack
+		case open:
+			return undecided
 		}
 		return offTrack
 	}

@@ -246,6 +246,14 @@ func checkAgainstBruteForce(t *testing.T, c *policies.Cluster, limit int, what s
 		if got < 0 && (p.Infeasible == "" || p.LimitedBy == "") {
 			t.Errorf("%s (%s): no plan, but no reason (%q, limitedBy %q)", what, mode, p.Infeasible, p.LimitedBy)
 		}
+		// A search that found nothing names its model.
+		model := "each evicted pod must be placed at once"
+		if pending {
+			model = "an evicted pod may wait Pending, one at a time"
+		}
+		if got < 0 && (p.LimitedBy == LimitMaxMoves || p.LimitedBy == LimitPendingSteps) && !strings.HasPrefix(p.Infeasible, "at least") && !strings.Contains(p.Infeasible, "("+model+"; searched ") {
+			t.Errorf("%s (%s): %q does not name the model searched", what, mode, p.Infeasible)
+		}
 		if !pending && got < 0 {
 			// The default model's answer names the plan with Pending steps exactly when one exists.
 			alt := -1

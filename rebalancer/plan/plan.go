@@ -48,9 +48,11 @@ type Candidate struct {
 	// Node is the node's name.
 	Node string `json:"node"`
 	// OnTrack reports whether the rest of the plan still reaches compliance in the planned number
-	// of moves when the scheduler picks this node (false also when that could not be decided
-	// within the search budget).
+	// of moves when the scheduler picks this node.
 	OnTrack bool `json:"onTrack"`
+	// Undecided is true when the bounded search ran out of placements before it could tell (a
+	// tenth of Options.MaxStates per candidate); OnTrack is then false.
+	Undecided bool `json:"undecided,omitempty"`
 }
 
 // Placed is a pod the scheduler places as a side effect of a move, and the node the plan expects.

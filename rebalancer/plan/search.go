@@ -380,14 +380,15 @@ func (pl *planner) greedy(limit int) ([]step, bool) {
 }
 
 // reaches reports whether some plan of at most r moves leads from the state to compliance under
-// the current model, searching at most a tenth of Options.MaxStates placements (false when it
-// gives up).
-func (pl *planner) reaches(r int) bool {
+// the current model, searching at most a tenth of Options.MaxStates placements, and whether it
+// decided that (false when it gave up).
+func (pl *planner) reaches(r int) (ok, decided bool) {
 	limit, budget := pl.limit, pl.budget
 	defer func() { pl.limit, pl.budget = limit, budget }()
 	pl.limit, pl.budget = pl.states+pl.opts.MaxStates/10, false
 	var path []step
-	return pl.dfs(r, &path)
+	ok = pl.dfs(r, &path)
+	return ok, ok || !pl.budget
 }
 
 // follows reports whether the planned steps rest, carried out from the state, still end in

@@ -184,13 +184,14 @@ func RenderExposure(w io.Writer, es []plan.Exposure) {
 const maxNamesShown = 3
 
 // CandidatesText summarises the nodes the scheduler may choose for mv's pod: the expected node,
-// then the other nodes that keep the plan on track, then those that leave it ("off plan"), each
-// group counted with its first names ("(none)" without candidates). JSON keeps the full list.
+// then the other nodes that keep the plan on track, those that leave it ("off plan") and those
+// the bounded search could not judge ("undecided"), each group counted with its first names
+// ("(none)" without candidates). JSON keeps the full list.
 func CandidatesText(mv plan.Move) string {
 	if len(mv.Candidates) == 0 {
 		return "(none)"
 	}
-	var on, off []string
+	var on, off, open []string
 	expected := false
 	for _, c := range mv.Candidates {
 		switch {
@@ -198,6 +199,8 @@ func CandidatesText(mv plan.Move) string {
 			expected = true
 		case c.OnTrack:
 			on = append(on, c.Node)
+		case c.Undecided:
+			open = append(open, c.Node)
 		default:
 			off = append(off, c.Node)
 		}
@@ -223,6 +226,7 @@ func CandidatesText(mv plan.Move) string {
 	}
 	group(on, onTrack)
 	group(off, "off plan")
+	group(open, "undecided (search budget spent)")
 	return strings.Join(parts, "; ")
 }
 
