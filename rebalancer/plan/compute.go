@@ -32,10 +32,21 @@ type outcome struct {
 // Pending (Plan.WithPendingSteps).
 func Compute(c *policies.Cluster, opts Options) Plan {
 	opts = opts.withDefaults()
-	pl := newPlanner(c, opts)
+	var pl *planner // built when needed: a compliant cluster without Pending pods needs none
+	planner := func() *planner {
+		if pl == nil {
+			pl = newPlanner(c, opts)
+		}
+		return pl
+	}
 	cur := c.Current()
 	plan := Plan{Before: c.Evaluate(cur), AllowPendingSteps: opts.AllowPendingSteps}
-	plan.Pending = pl.diagnosePending(cur)
+	for i, n := range cur {
+		if n < 0 && !c.Members[i].Terminating {
+			plan.Pending = planner().diagnosePending(cur)
+			break
+		}
+	}
 	if len(policies.Hard(plan.Before)) == 0 {
 		plan.CompliantAfter, plan.Minimal = true, true
 		return plan
@@ -45,6 +56,7 @@ func Compute(c *policies.Cluster, opts Options) Plan {
 		plan.After = plan.Before
 		return plan
 	}
+	pl = planner()
 	out := pl.solve(opts.AllowPendingSteps)
 	if !out.found {
 		plan.Infeasible, plan.LimitedBy = out.why(opts.AllowPendingSteps, pl.states)

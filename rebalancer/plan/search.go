@@ -399,7 +399,7 @@ func (pl *planner) reaches(r int) (ok, decided bool) {
 // search. The state is restored.
 func (pl *planner) follows(rest []step) bool {
 	st := pl.st
-	var journal []placed
+	journal := make([]placed, 0, 4*len(rest))
 	set := func(m, n int) {
 		journal = append(journal, placed{m, st.Node(m)})
 		st.Set(m, n)
@@ -424,7 +424,7 @@ func (pl *planner) follows(rest []step) bool {
 			set(p.member, p.node)
 		}
 		if planned {
-			for changed := true; changed; {
+			for changed := len(st.Unplaced()) > 0; changed; {
 				changed = false
 				un := slices.Clone(st.Unplaced())
 				slices.Sort(un)
