@@ -49,13 +49,29 @@ func (o *kubeOptions) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.burst, "kube-api-burst", o.burst, "burst of queries to the API server")
 }
 
-// restConfig loads the kubeconfig the usual way (explicit path, $KUBECONFIG, ~/.kube/config),
+// clientConfig is the kubeconfig the usual way (explicit path, $KUBECONFIG, ~/.kube/config),
 // falling back to the in-cluster configuration.
-func (o *kubeOptions) restConfig() (*rest.Config, error) {
+func (o *kubeOptions) clientConfig() clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.context}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+}
+
+// namespace is the kubeconfig context's namespace, or in a cluster the pod's own ("default"
+// when neither says).
+func (o *kubeOptions) namespace() (string, error) {
+	ns, _, err := o.clientConfig().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig: namespace: %w", err)
+	}
+	return ns, nil
+}
+
+// restConfig loads the kubeconfig the usual way (explicit path, $KUBECONFIG, ~/.kube/config),
+// falling back to the in-cluster configuration.
+func (o *kubeOptions) restConfig() (*rest.Config, error) {
+	cfg, err := o.clientConfig().ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}

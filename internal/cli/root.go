@@ -61,7 +61,7 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(gofs)
 	root.PersistentFlags().AddGoFlag(gofs.Lookup("v"))
-	root.AddCommand(newRunCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newVersionCommand())
 	return root
 }
 

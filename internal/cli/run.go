@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
@@ -54,6 +56,8 @@ type runOptions struct {
 	maxPerNode, maxPerNamespace, maxTotal uint
 	// allowPendingSteps is refused (errAllowPendingSteps): run never plans through Pending pods.
 	allowPendingSteps bool
+	// observer, when set, is told what each run does (serve's metrics).
+	observer execute.Observer
 }
 
 func newRunOptions() *runOptions {
@@ -209,46 +213,111 @@ Exit status:
 	return cmd
 }
 
-// run connects to the API server and Redis, runs the executor and prints its report.
+// run connects to the API server and Redis, runs the executor and prints its report. The first
+// SIGTERM or SIGINT asks for a graceful stop (execute.Config.Stop: the step in flight finishes or
+// is abandoned at a safe point), the second cuts every step short.
 func (o *runOptions) run(cmd *cobra.Command) error {
-	cfg := o.cfg
-	sel, err := o.policy.selection()
+	stop, ctx, release := gracefulSignals(cmd.Context())
+	defer release()
+	ex, closeRedis, err := o.executor(cmd, stop)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	client, err := o.kube.client()
-	if err != nil {
-		return &exitError{ExitError, err}
-	}
-	rc, err := o.redis.client()
-	if err != nil {
-		return &exitError{ExitError, err}
-	}
-	defer rc.Close()
-	cfg.Client, cfg.Redis = client, rc
-	cfg.Selection, cfg.Policy = sel, o.policy.rules()
-	cfg.Out = cmd.OutOrStdout()
-	if o.output == "json" {
-		cfg.Out = cmd.ErrOrStderr()
-	}
-	ex, err := execute.New(cfg)
-	if err != nil {
-		return &exitError{ExitError, err}
-	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	defer closeRedis()
 	rep, runErr := ex.Run(ctx)
-	if o.output == "json" {
-		if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
-			return &exitError{ExitError, err}
-		}
-	} else {
-		printRunSummary(cfg.Out, rep)
-	}
-	if code := runExitCode(rep, runErr, cfg.DryRun); code != ExitOK {
+	if code := o.report(cmd, rep, runErr); code != ExitOK {
 		return &exitError{code, runErr}
 	}
 	return nil
+}
+
+// executor connects to the API server and Redis and returns the executor of o's settings, with
+// stop as its graceful stop, and the function that closes the Redis client.
+func (o *runOptions) executor(cmd *cobra.Command, stop <-chan struct{}) (*execute.Executor, func(), error) {
+	cfg := o.cfg
+	sel, err := o.policy.selection()
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := o.kube.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := o.redis.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Client, cfg.Redis = client, rc
+	cfg.Selection, cfg.Policy = sel, o.policy.rules()
+	cfg.Out = o.progressOut(cmd)
+	cfg.Stop = stop
+	if o.observer != nil {
+		cfg.Observer = o.observer
+	}
+	ex, err := execute.New(cfg)
+	if err != nil {
+		rc.Close()
+		return nil, nil, err
+	}
+	return ex, func() { rc.Close() }, nil
+}
+
+// progressOut is where the progress goes: stdout, or stderr with -o json (the report is on
+// stdout).
+func (o *runOptions) progressOut(cmd *cobra.Command) io.Writer {
+	if o.output == "json" {
+		return cmd.ErrOrStderr()
+	}
+	return cmd.OutOrStdout()
+}
+
+// report prints a run's report (-o json: the JSON report on stdout; text: the summary) and
+// returns the run's exit status. A report that cannot be written is ExitError.
+func (o *runOptions) report(cmd *cobra.Command, rep *report.Run, runErr error) int {
+	if o.output == "json" {
+		if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer: report:", err)
+			return ExitError
+		}
+	} else {
+		printRunSummary(o.progressOut(cmd), rep)
+	}
+	return runExitCode(rep, runErr, o.cfg.DryRun)
+}
+
+// gracefulSignals returns a channel closed on the first SIGTERM or SIGINT (the graceful stop), a
+// context cancelled on the second (the hard stop) or with parent, and the function that stops
+// listening.
+func gracefulSignals(parent context.Context) (<-chan struct{}, context.Context, func()) {
+	stop := make(chan struct{})
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case sig := <-sigs:
+				n++
+				if n == 1 {
+					klog.InfoS("Graceful stop: finishing the step in flight or abandoning it at a safe point; signal again to stop at once", "signal", sig.String())
+					close(stop)
+					continue
+				}
+				klog.InfoS("Stopping at once", "signal", sig.String())
+				cancel()
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	return stop, ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
 }
 
 // runExitCode is run's exit status (see the command's help).
