@@ -19,7 +19,11 @@ LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/internal/cli.Version
 FUZZTIME ?= 30s
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build test unit e2e fuzz bench demo tools deps vet clean help
+IMAGE    ?= redis-rebalancer:$(VERSION)
+# The CA bundle put in the image (none when the file is missing).
+CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+
+.PHONY: all build image test unit e2e fuzz bench demo tools deps vet clean help
 
 all: build
 
@@ -29,6 +33,11 @@ help: ## list the targets
 build: ## build bin/redis-rebalancer and bin/rebalancer-demo
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/redis-rebalancer ./cmd/redis-rebalancer
 	$(GO) build -o bin/rebalancer-demo ./cmd/rebalancer-demo
+
+image: ## build the container image without a Docker daemon: bin/image (OCI layout) and bin/redis-rebalancer-image.tar (docker load)
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/linux/redis-rebalancer ./cmd/redis-rebalancer
+	$(GO) run ./hack/image -binary bin/linux/redis-rebalancer -version $(VERSION) -tag $(IMAGE) \
+	  -layout bin/image -tarball bin/redis-rebalancer-image.tar $(if $(wildcard $(CA_CERTS)),-ca-certs $(CA_CERTS))
 
 deps: ## install Debian's redis-server and redis-tools when missing
 	@if ! command -v redis-server >/dev/null; then \
