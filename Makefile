@@ -7,12 +7,16 @@ GO ?= go
 K8S_VERSION  ?= v1.36.3
 ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
+KUSTOMIZE_VERSION ?= v5.8.1
+HELM_VERSION ?= v3.22.0
 TOOLS_CACHE  ?= $(HOME)/.cache/redis-rebalancer
-export K8S_VERSION ETCD_VERSION KWOK_VERSION
+export K8S_VERSION ETCD_VERSION KWOK_VERSION KUSTOMIZE_VERSION HELM_VERSION
 export REBALANCER_TOOLS_CACHE := $(TOOLS_CACHE)
 export K8S_BIN_DIR  := $(TOOLS_CACHE)/k8s-$(K8S_VERSION)
 export ETCD_BIN_DIR := $(TOOLS_CACHE)/etcd-$(ETCD_VERSION)
 export KWOK_BIN_DIR := $(TOOLS_CACHE)/kwok-$(KWOK_VERSION)
+export KUSTOMIZE_BIN_DIR := $(TOOLS_CACHE)/kustomize-$(KUSTOMIZE_VERSION)
+export HELM_BIN_DIR := $(TOOLS_CACHE)/helm-$(HELM_VERSION)
 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/internal/cli.Version=$(VERSION)
@@ -47,7 +51,7 @@ deps: ## install Debian's redis-server and redis-tools when missing
 	fi
 	@redis-server --version
 
-tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok for the local cluster
+tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok for the local cluster, kustomize and helm for deploy/
 	./hack/build-tools.sh all
 
 vet: ## gofmt and go vet
