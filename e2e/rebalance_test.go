@@ -6,11 +6,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,48 +21,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
 )
-
-// stopRecord is what Redis said about a pod's node just before its server was stopped because
-// the pod went away (an eviction, here).
-type stopRecord struct {
-	Pod  string
-	UID  string
-	Role policies.Role
-	Err  string
-	At   time.Time
-}
-
-// roleRecorder asks each Redis node for its ROLE at the moment its pod goes away: the runtime
-// calls it before it stops the server, so the answer is Redis's own, at that moment.
-type roleRecorder struct {
-	redis *redisctl.Client
-	mu    sync.Mutex
-	stops []stopRecord
-}
-
-func (r *roleRecorder) beforeStop(pod *corev1.Pod, addr string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	rec := stopRecord{Pod: pod.Name, UID: string(pod.UID), At: time.Now()}
-	reply, err := r.redis.Do(ctx, addr, "ROLE")
-	if err != nil {
-		rec.Err = err.Error()
-	} else if arr, ok := reply.([]interface{}); ok && len(arr) > 0 {
-		s, _ := arr[0].(string)
-		rec.Role = policies.ParseRole(s)
-	}
-	r.mu.Lock()
-	r.stops = append(r.stops, rec)
-	r.mu.Unlock()
-}
-
-func (r *roleRecorder) records() []stopRecord {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]stopRecord(nil), r.stops...)
-}
 
 // result is what one end-to-end run gives the assertions.
 type result struct {
@@ -74,75 +29,39 @@ type result struct {
 	report report.Run
 	stops  []stopRecord
 	writer harness.WriterStats
-	lost   error
 	rc     *redisctl.Client
 }
 
-// runRebalancer lays out sc on a real control plane with kwok nodes and a real redis-server per
-// pod, starts a writer (≥ 200 writes/s), waits until before() holds, runs `redis-rebalancer run`
-// (the CLI, in process) with the writer running throughout, and collects what happened.
+// runRebalancer lays out sc on the test bed (in parallel with other tests), starts a writer (≥
+// 200 writes/s), waits until before() holds, runs `redis-rebalancer run` with the writer running
+// throughout, asserts that it exits 0 and what every run must give (faultEnv.finish), and
+// collects what happened.
 func runRebalancer(t *testing.T, sc scenario.Scenario, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
 	t.Helper()
-	rc, err := redisctl.New(redisctl.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rc.Close() })
-	rec := &roleRecorder{redis: rc}
-	env := harness.SetupForTest(t, sc, harness.Options{BeforeStop: rec.beforeStop})
+	f := newFaultEnv(t, sc, harness.Options{}, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	if before != nil {
-		if err := before(ctx, env); err != nil {
+		if err := before(ctx, f.Env); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var seeds []string
-	for _, s := range env.Runtime.Servers() {
-		seeds = append(seeds, s.Addr)
+	run := startCLI(t, nil, runArgs(f.Env, extraArgs...)...)
+	if code := run.wait(5 * time.Minute); code != cli.ExitOK {
+		t.Fatalf("redis-rebalancer run exited %d (%s), want %d", code, run.errorLine(), cli.ExitOK)
 	}
-	w, err := harness.StartWriter(seeds, 250)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Stop(); w.Close() })
-	// Let the writer warm up so that it writes before, during and after the moves.
-	if err := waitAcked(ctx, w, 200); err != nil {
-		t.Fatal(err)
-	}
-
-	var stdout, stderr bytes.Buffer
-	cmd := cli.NewRootCommand()
-	cmd.SetArgs(append([]string{"run", "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace, "-o", "json",
-		"--max-moves", "6", "--health-timeout", "1m", "--recreate-timeout", "2m", "--rejoin-timeout", "2m"}, extraArgs...))
-	cmd.SetOut(&stdout)
-	cmd.SetErr(&stderr)
-	runErr := cmd.ExecuteContext(ctx)
-	t.Logf("redis-rebalancer run output:\n%s", stderr.String())
-	if runErr != nil {
-		t.Fatalf("redis-rebalancer run: %v", runErr)
-	}
-	res := &result{env: env, rc: rc}
-	if err := json.Unmarshal(stdout.Bytes(), &res.report); err != nil {
-		t.Fatalf("report: %v\n%s", err, stdout.String())
-	}
-	// Keep writing a little after the last move, then stop and read everything back.
-	if err := waitAcked(ctx, w, w.Stats().Acked+200); err != nil {
-		t.Fatal(err)
-	}
-	w.Stop()
-	res.writer = w.Stats()
-	res.lost = w.Verify(ctx)
-	res.stops = rec.records()
-	t.Logf("writer: %s", res.writer)
+	res := &result{env: f.Env, rc: f.Redis, report: run.report()}
+	res.writer = f.finish(t)
+	res.stops = f.rec.records()
 	return res
 }
 
-// assertSafeAndCompliant checks what every run must give: (a) every hard rule holds at the end;
-// (b) every evicted pod was a replica when it was evicted, as Redis said at that moment; (c) the
-// Redis cluster passes the full health gate (cluster_state:ok, all 16384 slots served, every
-// master with an in-sync replica); (d) no acknowledged write lost, no write failed after the
-// client's retries, at ≥ 200 writes/s. It returns the evictions and failovers made.
+// assertSafeAndCompliant checks what every successful run must give: (a) every hard rule holds at
+// the end; (b) every evicted pod was a replica when it was evicted, as Redis said at that moment,
+// and every pod that went away was evicted by the run; (c) the Redis cluster passes the full
+// health gate (cluster_state:ok, all 16384 slots served, every master with an in-sync replica).
+// runRebalancer has checked the writes (none lost, none failed, ≥ 200/s). It returns the
+// evictions and failovers made.
 func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -192,26 +111,11 @@ func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int
 	}
 
 	// (c) New members (a Pending pod that got placed) join through the operator stand-in.
-	var addrs []string
-	for _, s := range env.Runtime.Servers() {
-		addrs = append(addrs, s.Addr)
-	}
-	h, err := redistest.WaitFormed(ctx, res.rc, addrs, time.Minute)
+	h, err := env.WaitHealthy(ctx, time.Minute)
 	if err != nil {
 		t.Errorf("redis health at the end: %v", err)
 	} else if h.SlotsServed != redisctl.NumSlots {
 		t.Errorf("slots served = %d, want %d", h.SlotsServed, redisctl.NumSlots)
-	}
-
-	// (d)
-	if res.writer.Failed > 0 {
-		t.Errorf("%d writes failed: %v", res.writer.Failed, res.writer.Failures)
-	}
-	if res.writer.Rate < 200 {
-		t.Errorf("writer rate %.0f/s, want ≥ 200/s", res.writer.Rate)
-	}
-	if res.lost != nil {
-		t.Error(res.lost)
 	}
 	t.Logf("moves: %d evictions, %d failovers; writer: %s", evictions, failovers, res.writer)
 	return evictions, failovers
@@ -255,15 +159,4 @@ func TestSeedDeadlock(t *testing.T) {
 	if err != nil || p.Spec.NodeName == "" {
 		t.Errorf("%s still not scheduled (%v)", pending, err)
 	}
-}
-
-// waitAcked waits until the writer has n acknowledged writes (30 s at most).
-func waitAcked(ctx context.Context, w *harness.Writer, n int) error {
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return w.Stats().Acked >= n, nil
-	})
-	if err != nil {
-		return fmt.Errorf("writer stalled before %d writes: %s (%v): %w", n, w.Stats(), w.Stats().Failures, err)
-	}
-	return nil
 }

@@ -49,9 +49,15 @@ func (s WriterStats) String() string {
 }
 
 // StartWriter starts writing to the cluster that seeds belong to, rate writes per second (one
-// goroutine; each write waits for its reply). Call Stop, then Verify.
+// goroutine; each write waits for its reply), with redisctl's default options. Call Stop, then
+// Verify.
 func StartWriter(seeds []string, rate int) (*Writer, error) {
-	client, err := redisctl.NewClusterClient(redisctl.Options{}, seeds)
+	return StartWriterWith(redisctl.Options{}, seeds, rate)
+}
+
+// StartWriterWith is StartWriter with the given Redis options (a password, say).
+func StartWriterWith(opts redisctl.Options, seeds []string, rate int) (*Writer, error) {
+	client, err := redisctl.NewClusterClient(opts, seeds)
 	if err != nil {
 		return nil, err
 	}
