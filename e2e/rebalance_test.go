@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -38,7 +39,19 @@ type result struct {
 // collects what happened.
 func runRebalancer(t *testing.T, sc scenario.Scenario, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
 	t.Helper()
-	f := newFaultEnv(t, sc, harness.Options{}, false)
+	return runScenario(t, sc, false, before, extraArgs...)
+}
+
+// runRebalancerSerial is runRebalancer in a test that does not run in parallel with its
+// siblings (the rounds of a test that repeats a scenario).
+func runRebalancerSerial(t *testing.T, sc scenario.Scenario, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
+	t.Helper()
+	return runScenario(t, sc, true, before, extraArgs...)
+}
+
+func runScenario(t *testing.T, sc scenario.Scenario, serial bool, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
+	t.Helper()
+	f := newFaultEnv(t, sc, harness.Options{}, serial)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	if before != nil {
@@ -57,33 +70,15 @@ func runRebalancer(t *testing.T, sc scenario.Scenario, before func(context.Conte
 }
 
 // assertSafeAndCompliant checks what every successful run must give: (a) every hard rule holds at
-// the end; (b) every evicted pod was a replica when it was evicted, as Redis said at that moment,
-// and every pod that went away was evicted by the run; (c) the Redis cluster passes the full
-// health gate (cluster_state:ok, all 16384 slots served, every master with an in-sync replica).
-// runRebalancer has checked the writes (none lost, none failed, ≥ 200/s). It returns the
-// evictions and failovers made.
+// the end and the Redis cluster passes the full health gate (assertCompliantAndHealthy); (b)
+// every evicted pod was a replica when it was evicted, as Redis said at that moment, and every
+// pod that went away was evicted by the run. runRebalancer has checked the writes (none lost,
+// none failed, ≥ 200/s). It returns the evictions and failovers made.
 func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	env := res.env
-
 	// (a)
-	snap, err := observe.ReadSnapshot(ctx, env.Client(), env.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := policies.Build(snap, policies.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(model.Clusters) != 1 {
-		t.Fatalf("clusters = %d, want 1", len(model.Clusters))
-	}
-	c := model.Clusters[0]
-	if vs := policies.Hard(c.Evaluate(c.Current())); len(vs) > 0 {
-		t.Errorf("hard rules broken at the end: %+v", vs)
-	}
+	assertCompliantAndHealthy(t, res)
 
 	// (b)
 	evicted := map[string]bool{}
@@ -109,16 +104,40 @@ func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int
 			t.Errorf("pod %s was evicted while Redis reported role %q (err %q)", s.Pod, s.Role, s.Err)
 		}
 	}
+	t.Logf("moves: %d evictions, %d failovers; writer: %s", evictions, failovers, res.writer)
+	return evictions, failovers
+}
 
-	// (c) New members (a Pending pod that got placed) join through the operator stand-in.
+// assertCompliantAndHealthy checks that every hard rule holds at the end and that the Redis
+// cluster passes the full health gate (cluster_state:ok, all 16384 slots served, every master
+// with an in-sync replica) within a minute.
+func assertCompliantAndHealthy(t *testing.T, res *result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := res.env
+	snap, err := observe.ReadSnapshot(ctx, env.Client(), env.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := policies.Build(snap, policies.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(model.Clusters) != 1 {
+		t.Fatalf("clusters = %d, want 1", len(model.Clusters))
+	}
+	c := model.Clusters[0]
+	if vs := policies.Hard(c.Evaluate(c.Current())); len(vs) > 0 {
+		t.Errorf("hard rules broken at the end: %+v", vs)
+	}
+	// New members (a Pending pod that got placed) join through the operator stand-in.
 	h, err := env.WaitHealthy(ctx, time.Minute)
 	if err != nil {
 		t.Errorf("redis health at the end: %v", err)
 	} else if h.SlotsServed != redisctl.NumSlots {
 		t.Errorf("slots served = %d, want %d", h.SlotsServed, redisctl.NumSlots)
 	}
-	t.Logf("moves: %d evictions, %d failovers; writer: %s", evictions, failovers, res.writer)
-	return evictions, failovers
 }
 
 // TestPostScaleDown runs issue 2's scenario end to end: 5 shards × 2 pods left on 3 zones after
@@ -131,32 +150,43 @@ func TestPostScaleDown(t *testing.T) {
 	}
 }
 
-// TestSeedDeadlock runs seed 000's deadlock (supplement 2) end to end: shard 2's replica is
-// Pending forever until a replica of shard 1 is evicted; the scheduler then places both.
+// TestSeedDeadlock runs seed 000's deadlock (supplement 2) end to end, five times in a row, each
+// time on a fresh layout (the fault matrix asks for the deadlock resolved 5 times in a row):
+// shard 2's replica is Pending forever until a replica is evicted; the scheduler then places
+// both.
 func TestSeedDeadlock(t *testing.T) {
-	sc := scenario.SeedDeadlock()
-	pending := sc.PodName(2, 1)
-	res := runRebalancer(t, sc, func(ctx context.Context, env *harness.Env) error {
-		// Wait until kube-scheduler has tried and failed to place the pod.
-		return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			p, err := env.Client().CoreV1().Pods(env.Namespace).Get(ctx, pending, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
+	bed(t)
+	t.Parallel()
+	for round := 1; round <= 5; round++ {
+		ok := t.Run(fmt.Sprintf("round-%d", round), func(t *testing.T) {
+			sc := scenario.SeedDeadlock()
+			pending := sc.PodName(2, 1)
+			res := runRebalancerSerial(t, sc, func(ctx context.Context, env *harness.Env) error {
+				// Wait until kube-scheduler has tried and failed to place the pod.
+				return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+					p, err := env.Client().CoreV1().Pods(env.Namespace).Get(ctx, pending, metav1.GetOptions{})
+					if err != nil {
+						return false, nil
+					}
+					for _, c := range p.Status.Conditions {
+						if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+							return true, nil
+						}
+					}
+					return false, nil
+				})
+			})
+			evictions, failovers := assertSafeAndCompliant(t, res)
+			if evictions < 1 || failovers != 0 {
+				t.Errorf("the run made %d evictions and %d failovers; the deadlock needs one replica eviction and no failover", evictions, failovers)
 			}
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-					return true, nil
-				}
+			p, err := res.env.Client().CoreV1().Pods(res.env.Namespace).Get(context.Background(), pending, metav1.GetOptions{})
+			if err != nil || p.Spec.NodeName == "" {
+				t.Errorf("%s still not scheduled (%v)", pending, err)
 			}
-			return false, nil
 		})
-	})
-	evictions, failovers := assertSafeAndCompliant(t, res)
-	if evictions < 1 || failovers != 0 {
-		t.Errorf("the run made %d evictions and %d failovers; the deadlock needs one replica eviction and no failover", evictions, failovers)
-	}
-	p, err := res.env.Client().CoreV1().Pods(res.env.Namespace).Get(context.Background(), pending, metav1.GetOptions{})
-	if err != nil || p.Spec.NodeName == "" {
-		t.Errorf("%s still not scheduled (%v)", pending, err)
+		if !ok {
+			t.Fatalf("round %d failed: the deadlock was not resolved 5 times in a row", round)
+		}
 	}
 }

@@ -47,6 +47,8 @@ type Bed struct {
 	Cluster *localcluster.Cluster
 	// Zones are the bed's nodes, by zone.
 	Zones []scenario.Zone
+	// Started is when the bed's nodes were all Ready.
+	Started time.Time
 
 	log      io.Writer
 	workDir  string
@@ -101,6 +103,7 @@ func StartBed(ctx context.Context, opts BedOptions) (_ *Bed, err error) {
 			nodes++
 		}
 	}
+	b.Started = time.Now()
 	fmt.Fprintf(b.log, "[harness] test bed up in %s: %d nodes in %d zones\n", time.Since(start).Round(10*time.Millisecond), nodes, len(b.Zones))
 	return b, nil
 }

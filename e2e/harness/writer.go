@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis/v8"
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
@@ -71,9 +72,11 @@ func (w *Writer) loop(ctx context.Context) {
 	defer close(w.done)
 	var seq int64
 	lastReload := time.Now()
-	interval := time.Second / time.Duration(w.rate)
-	// A ticker paces the writes; the condition never ends the loop, ctx does.
-	_ = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+	// A token bucket paces the writes; its burst of one second's writes lets the writer catch up
+	// after a stall (a slow reply, a busy machine), so that it keeps its rate on average.
+	limiter := rate.NewLimiter(rate.Limit(w.rate), w.rate)
+	limiter.AllowN(time.Now(), w.rate) // start with an empty bucket: no burst at the start
+	for limiter.Wait(ctx) == nil {
 		seq++
 		t0 := time.Now()
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -94,8 +97,7 @@ func (w *Writer) loop(ctx context.Context) {
 			w.client.ReloadState(context.Background())
 			lastReload = time.Now()
 		}
-		return false, nil
-	})
+	}
 }
 
 // Stop stops writing and waits for the last write to finish.

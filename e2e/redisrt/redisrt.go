@@ -646,8 +646,9 @@ func (r *Runtime) reconcile(key string) error {
 	return nil
 }
 
-// waitPong waits until srv answers PING with PONG: a server that has just started accepts
-// connections but answers LOADING while it replays its append-only file.
+// waitPong waits until srv answers PING with PONG, or with NOAUTH when it requires a password
+// (Config.ExtraArgs): a server that has just started accepts connections but answers LOADING
+// while it replays its append-only file.
 func waitPong(ctx context.Context, srv *redisserver.Server) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, pongTimeout, true, func(ctx context.Context) (bool, error) {
@@ -657,7 +658,7 @@ func waitPong(ctx context.Context, srv *redisserver.Server) error {
 		default:
 		}
 		last = ping(ctx, srv.Addr())
-		return last == "+PONG", nil
+		return last == "+PONG" || strings.HasPrefix(last, "-NOAUTH"), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s does not answer PING (last answer %q): %w; log:\n%s", srv.Addr(), last, err, srv.LogTail())

@@ -646,3 +646,18 @@ func TestPause(t *testing.T) {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
 }
+
+// TestPassword checks that a server that requires a password (Config.ExtraArgs) counts as
+// running.
+func TestPassword(t *testing.T) {
+	client := fake.NewClientset()
+	rt := StartForTest(t, Config{Client: client, Namespace: ns, Selector: testSelector(), Port: testPort,
+		ExtraArgs: []string{"--requirepass", "secret"}})
+	e := &env{t: t, ctx: t.Context(), client: client, rt: rt}
+	const ip = "127.10.248.1"
+	e.create(runningPod(ns, "redis-0", ip))
+	s := e.waitServer("redis-0", ip)
+	if _, err := redisDo(e.ctx, s.Addr, "PING"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("PING without the password = %v; want NOAUTH", err)
+	}
+}
