@@ -70,6 +70,11 @@ type Options struct {
 	// PodAnnotations are added to the scenario's pod templates, for example
 	// localcluster.PodReadyDelayAnnotation to make every (re-)created pod slow to start.
 	PodAnnotations map[string]string
+	// RunningPods, when set, changes the template the scenario's pods are created from; the
+	// StatefulSets get the scenario's template back when the harness hands them to the default
+	// scheduler (updateStrategy OnDelete keeps the pods as they are). It lays out pods that
+	// differ from their templates, as after an operator changed the templates.
+	RunningPods func(*corev1.PodTemplateSpec)
 	// BeforeStop is passed to the Redis runtime: called with a pod and its server's address just
 	// before the server is stopped because the pod is going away.
 	BeforeStop func(pod *corev1.Pod, addr string)
@@ -246,7 +251,7 @@ func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns 
 	}); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
-	if err := e.layOut(ctx, opts.PodAnnotations); err != nil {
+	if err := e.layOut(ctx, opts.PodAnnotations, opts.RunningPods); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	opCtx, opCancel := context.WithCancel(context.Background())
@@ -319,7 +324,7 @@ func (e *Env) WaitHealthy(ctx context.Context, timeout time.Duration) (*redisctl
 
 // layOut creates the scenario's objects, binds its pods, forms the Redis Cluster and hands the
 // StatefulSets over to the default scheduler.
-func (e *Env) layOut(ctx context.Context, annotations map[string]string) error {
+func (e *Env) layOut(ctx context.Context, annotations map[string]string, runningPods func(*corev1.PodTemplateSpec)) error {
 	sc := e.Scenario
 	client := e.Cluster.Client()
 	for _, pdb := range sc.PodDisruptionBudgets() {
@@ -331,10 +336,16 @@ func (e *Env) layOut(ctx context.Context, annotations map[string]string) error {
 	if err != nil {
 		return err
 	}
+	templates := map[string]*corev1.PodTemplateSpec{} // the scenario's, by StatefulSet
 	for _, s := range stss {
 		s.UID = ""
 		for k, v := range annotations {
 			metav1.SetMetaDataAnnotation(&s.Spec.Template.ObjectMeta, k, v)
+		}
+		templates[s.Name] = s.Spec.Template.DeepCopy()
+		templates[s.Name].Spec.SchedulerName = corev1.DefaultSchedulerName
+		if runningPods != nil {
+			runningPods(&s.Spec.Template)
 		}
 		if _, err := client.AppsV1().StatefulSets(e.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create statefulset %s: %w", s.Name, err)
@@ -400,15 +411,15 @@ func (e *Env) layOut(ctx context.Context, annotations map[string]string) error {
 		return fmt.Errorf("form redis cluster: %w", err)
 	}
 	e.logf("redis cluster formed over %d pods in %s", len(addrs), time.Since(t0).Round(10*time.Millisecond))
-	// Hand over to kube-scheduler: templates use the default scheduler from now on; updateStrategy
-	// OnDelete keeps the running pods as they are.
+	// Hand over to kube-scheduler: templates use the default scheduler (and are the scenario's)
+	// from now on; updateStrategy OnDelete keeps the running pods as they are.
 	for _, s := range stss {
 		if err := retryUpdate(ctx, func() error {
 			cur, err := client.AppsV1().StatefulSets(e.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
-			cur.Spec.Template.Spec.SchedulerName = corev1.DefaultSchedulerName
+			cur.Spec.Template = *templates[s.Name]
 			_, err = client.AppsV1().StatefulSets(e.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
 			return err
 		}); err != nil {
@@ -517,6 +528,38 @@ func (e *Env) addNewMembers(ctx context.Context) error {
 			continue
 		}
 		e.logf("operator: added %s (%s) as a replica in shard %s", s.Name, s.Addr, shard)
+	}
+	return errors.Join(errs...)
+}
+
+// PauseNode stops (redisrt.Runtime.Pause) the redis-server of every environment pod bound to
+// node, as when the node is lost, and returns them. The pods stay as they are.
+func (e *Env) PauseNode(ctx context.Context, node string) ([]redisrt.ServerInfo, error) {
+	pods, err := e.Client().CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: e.Scenario.Selector()})
+	if err != nil {
+		return nil, fmt.Errorf("harness: pause node %s: %w", node, err)
+	}
+	var paused []redisrt.ServerInfo
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != node {
+			continue
+		}
+		s, err := e.Runtime.Pause(e.Namespace, p.Name)
+		if err != nil {
+			return paused, fmt.Errorf("harness: pause node %s: %w", node, err)
+		}
+		paused = append(paused, s)
+	}
+	return paused, nil
+}
+
+// ResumeNode resumes the servers PauseNode paused.
+func (e *Env) ResumeNode(paused []redisrt.ServerInfo) error {
+	var errs []error
+	for _, s := range paused {
+		if _, err := e.Runtime.Resume(s.Namespace, s.Name); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

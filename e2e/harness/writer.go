@@ -137,6 +137,23 @@ func (w *Writer) Stats() WriterStats {
 // Verify reads every acknowledged key back and returns an error naming the keys that are missing
 // or hold another value (an acknowledged write was lost).
 func (w *Writer) Verify(ctx context.Context) error {
+	lost, err := w.Lost(ctx)
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		n := len(lost)
+		if n > 20 {
+			lost = append(lost[:20], fmt.Sprintf("... (%d in all)", n))
+		}
+		return fmt.Errorf("%d acknowledged writes lost: %v", n, lost)
+	}
+	return nil
+}
+
+// Lost reads every acknowledged key back and returns the ones that are missing or hold another
+// value ("seq:12=(missing)"), in write order. It fails when a key cannot be read within 10 s.
+func (w *Writer) Lost(ctx context.Context) ([]string, error) {
 	w.mu.Lock()
 	acked := append([]int64(nil), w.acked...)
 	w.mu.Unlock()
@@ -158,19 +175,13 @@ func (w *Writer) Verify(ctx context.Context) error {
 			return true, nil
 		})
 		if err != nil {
-			return fmt.Errorf("read %s back: %w", key, err)
+			return nil, fmt.Errorf("read %s back: %w", key, err)
 		}
 		if v != strconv.FormatInt(seq, 10) {
 			lost = append(lost, key+"="+v)
 		}
 	}
-	if len(lost) > 0 {
-		if len(lost) > 20 {
-			lost = append(lost[:20], fmt.Sprintf("... (%d in all)", len(lost)))
-		}
-		return fmt.Errorf("%d acknowledged writes lost: %v", len(lost), lost)
-	}
-	return nil
+	return lost, nil
 }
 
 // Close closes the writer's client.
