@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
@@ -83,7 +84,7 @@ func defaultConfig() Config {
 		Rebalancer:           "bin/redis-rebalancer",
 		Scenarios:            scenarioNames(),
 		ReadyDelay:           5 * time.Second,
-		Budget:               90 * time.Second,
+		Budget:               time.Minute,
 		DeschedulingInterval: 5 * time.Second,
 		WriteRate:            250,
 		Out:                  io.Discard,
@@ -420,6 +421,9 @@ func startMonitor(ctx context.Context, env *harness.Env, n int, began time.Time)
 		defer close(m.done)
 		_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			ok, broken := m.check(ctx)
+			if ctx.Err() != nil {
+				return true, nil // stopped during the check: its outcome is the cancellation's
+			}
 			m.mu.Lock()
 			m.compliant, m.broken = ok, broken
 			if ok && m.reachedAt.IsZero() {
@@ -456,12 +460,43 @@ func (m *monitor) check(ctx context.Context) (bool, []string) {
 	if len(broken) > 0 {
 		return false, broken
 	}
-	addrs := m.env.Addrs()
+	// Every pod Ready, with its redis-server running on its IP (not a server still stopping
+	// for a pod that went away).
+	pods, err := m.env.Client().CoreV1().Pods(m.env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: m.env.Scenario.Selector()})
+	if err != nil {
+		return false, []string{"list pods: " + err.Error()}
+	}
+	servers := map[string]redisrt.ServerInfo{}
+	for _, srv := range m.env.Runtime.Servers() {
+		servers[srv.Name] = srv
+	}
+	var addrs []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		srv, ok := servers[p.Name]
+		if !podReady(p) || !ok || srv.UID != p.UID || srv.IP != p.Status.PodIP || srv.Paused {
+			continue
+		}
+		addrs = append(addrs, srv.Addr)
+	}
 	if len(addrs) < m.n {
 		return false, nil
 	}
 	_, err = m.env.Redis.CheckHealth(ctx, addrs, redisctl.HealthOptions{})
 	return err == nil, nil
+}
+
+// podReady reports whether p is Running and Ready, and not being deleted.
+func podReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // waitReached waits until compliance has been reached, at most timeout.
@@ -497,12 +532,22 @@ func (m *monitor) last() (bool, []string) {
 	return m.compliant, append([]string(nil), m.broken...)
 }
 
-// loseNode waits (up to a minute) for a healthy cluster, stops the redis-servers of the node
-// that holds the most masters, and reports whether the cluster survived within 4 ×
-// cluster-node-timeout; then it resumes them.
+// loseNode waits (up to a minute) for a settled cluster (healthy, but for masters without a
+// replica: a Pending pod's shard), stops the redis-servers of the node whose loss is worst (the
+// most masters; then one holding a master without a replica elsewhere; then by name), and reports
+// whether the cluster survived within 4 × cluster-node-timeout; then it resumes them.
 func loseNode(ctx context.Context, env *harness.Env) (node string, masters int, survived bool, note string) {
-	if _, err := env.WaitHealthy(ctx, time.Minute); err != nil {
-		return "", 0, false, "never healthy before the loss"
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		h, err := env.Redis.CheckHealth(ctx, env.Addrs(), redisctl.HealthOptions{})
+		if h != nil {
+			err = h.Except(func(r redisctl.Reason) bool { return r.Code == redisctl.ReasonNoConnectedReplica })
+		}
+		last = err
+		return err == nil, nil
+	})
+	if err != nil {
+		return "", 0, false, fmt.Sprintf("never settled before the loss: %v", last)
 	}
 	topo, err := env.Redis.Topology(ctx, env.Addrs())
 	if err != nil {
@@ -518,14 +563,35 @@ func loseNode(ctx context.Context, env *harness.Env) (node string, masters int, 
 			nodeOf[env.Redis.AddrOf(p.Status.PodIP)] = p.Spec.NodeName
 		}
 	}
-	count := map[string]int{}
-	for _, n := range topo.Nodes {
-		if n.IsMaster() && n.SlotCount() > 0 {
-			count[nodeOf[n.Addr()]]++
+	count := map[string]int{}    // node → masters serving slots
+	exposed := map[string]bool{} // node → holds a master with no replica on another node
+	for _, m := range topo.Nodes {
+		if !m.IsMaster() || m.SlotCount() == 0 {
+			continue
+		}
+		at := nodeOf[m.Addr()]
+		count[at]++
+		covered := false
+		for _, r := range topo.Nodes {
+			if r.MasterID == m.ID && nodeOf[r.Addr()] != at {
+				covered = true
+			}
+		}
+		if !covered {
+			exposed[at] = true
 		}
 	}
+	worse := func(n string, c int) bool {
+		switch {
+		case c != masters:
+			return c > masters
+		case exposed[n] != exposed[node]:
+			return exposed[n]
+		}
+		return n < node
+	}
 	for n, c := range count {
-		if c > masters || (c == masters && n < node) {
+		if node == "" || worse(n, c) {
 			node, masters = n, c
 		}
 	}
@@ -551,8 +617,11 @@ func loseNode(ctx context.Context, env *harness.Env) (node string, masters int, 
 	began := time.Now()
 	window := 4 * redisNodeTimeout
 	why := ""
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, window, true, func(ctx context.Context) (bool, error) {
-		why = survives(ctx, env.Redis, survivors, lost)
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, window, true, func(context.Context) (bool, error) {
+		// Each check gets its own deadline, not the window's: the last one is not cut short.
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		why = survives(cctx, env.Redis, survivors, lost)
 		return why == "", nil
 	})
 	if err != nil {
