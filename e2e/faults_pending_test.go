@@ -116,13 +116,7 @@ var movedPod = regexp.MustCompile(`evict [^/\s]+/(\S+) from `)
 // overwrites it: "cluster …: list nodes: … connection refused".
 func TestFaultAPIServerDownAfterFailover(t *testing.T) {
 	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, true)
-	run := startCLI(t, nil, runArgs(f.Env)...)
-	pod := movedPod.FindStringSubmatch(run.waitLine("evict ", 2*time.Minute))[1]
-	run.waitLine("✓ failover verified", 2*time.Minute)
-	apiServerDown(t, f.Env)
-	code := run.wait(3 * time.Minute)
-	apiServerUp(t, f.Env)
-	assertExit(t, code, cli.ExitError, run)
+	run, pod := runWithAPIServerDown(t, f, "✓ failover verified")
 	got := assertReason(t, "error", run.errorLine(), "connection refused")
 	if !strings.Contains(got, "evict") || !strings.Contains(got, pod) {
 		t.Errorf("reason %q is not the eviction of %s", got, pod)
@@ -143,18 +137,27 @@ func TestFaultAPIServerDownAfterFailover(t *testing.T) {
 // may cut ("client rate limiter Wait returned an error").
 func TestFaultAPIServerDownAfterEviction(t *testing.T) {
 	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, true)
-	run := startCLI(t, nil, runArgs(f.Env, "--recreate-timeout", "10s")...)
-	pod := movedPod.FindStringSubmatch(run.waitLine("evict ", 2*time.Minute))[1]
-	run.waitLine("✓ evicted", 2*time.Minute)
-	apiServerDown(t, f.Env)
-	code := run.wait(3 * time.Minute)
-	apiServerUp(t, f.Env)
-	assertExit(t, code, cli.ExitError, run)
+	run, pod := runWithAPIServerDown(t, f, "✓ evicted", "--recreate-timeout", "10s")
 	got := assertReason(t, "error", run.errorLine(), "connection refused")
 	if !strings.Contains(got, pod) {
 		t.Errorf("reason %q does not name the evicted pod %s", got, pod)
 	}
 	freshRunCompletes(t, f)
+}
+
+// runWithAPIServerDown runs redis-rebalancer (with extra arguments), takes kube-apiserver down as
+// soon as the run prints a line containing step, and brings it back once the run has exited. It
+// checks that the run exited 1 and returns it and the pod its first move evicts.
+func runWithAPIServerDown(t *testing.T, f *faultEnv, step string, extra ...string) (*cliRun, string) {
+	t.Helper()
+	run := startCLI(t, nil, runArgs(f.Env, extra...)...)
+	pod := movedPod.FindStringSubmatch(run.waitLine("evict ", 2*time.Minute))[1]
+	run.waitLine(step, 2*time.Minute)
+	apiServerDown(t, f.Env)
+	code := run.wait(3 * time.Minute)
+	apiServerUp(t, f.Env)
+	assertExit(t, code, cli.ExitError, run)
+	return run, pod
 }
 
 // apiServerDown takes the test bed's kube-apiserver down; apiServerUp (or the test's cleanup)

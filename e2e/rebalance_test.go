@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
@@ -162,19 +160,7 @@ func TestSeedDeadlock(t *testing.T) {
 			sc := scenario.SeedDeadlock()
 			pending := sc.PodName(2, 1)
 			res := runRebalancerSerial(t, sc, func(ctx context.Context, env *harness.Env) error {
-				// Wait until kube-scheduler has tried and failed to place the pod.
-				return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-					p, err := env.Client().CoreV1().Pods(env.Namespace).Get(ctx, pending, metav1.GetOptions{})
-					if err != nil {
-						return false, nil
-					}
-					for _, c := range p.Status.Conditions {
-						if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-							return true, nil
-						}
-					}
-					return false, nil
-				})
+				return env.WaitUnschedulable(ctx, pending, time.Minute)
 			})
 			evictions, failovers := assertSafeAndCompliant(t, res)
 			if evictions < 1 || failovers != 0 {

@@ -563,3 +563,24 @@ func (e *Env) ResumeNode(paused []redisrt.ServerInfo) error {
 	}
 	return errors.Join(errs...)
 }
+
+// WaitUnschedulable waits up to timeout until kube-scheduler has tried and failed to place the
+// environment's pod (PodScheduled False, reason Unschedulable).
+func (e *Env) WaitUnschedulable(ctx context.Context, pod string, timeout time.Duration) error {
+	err := poll(ctx, 100*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+		p, err := e.Client().CoreV1().Pods(e.Namespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("harness: pod %s not found Unschedulable within %v: %w", pod, timeout, err)
+	}
+	return nil
+}

@@ -262,7 +262,7 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 	rec.redis = env.Redis
 	rec.mu.Unlock()
 	if cs.pending != nil {
-		if err := waitUnschedulable(ctx, env, cs.pending(sc)); err != nil {
+		if err := env.WaitUnschedulable(ctx, cs.pending(sc), time.Minute); err != nil {
 			res.Err = err
 			return res
 		}
@@ -655,22 +655,6 @@ func survives(ctx context.Context, rc *redisctl.Client, survivors []string, lost
 		}
 	}
 	return ""
-}
-
-// waitUnschedulable waits until kube-scheduler has tried and failed to place pod.
-func waitUnschedulable(ctx context.Context, env *harness.Env, pod string) error {
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := env.Client().CoreV1().Pods(env.Namespace).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
 }
 
 // waitAcked waits until the writer has n acknowledged writes (a minute at most).
