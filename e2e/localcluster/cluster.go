@@ -11,7 +11,9 @@
 // kwok holds a Lease per node in kube-node-lease and renews it as the kubelet does
 // (Config.NodeLeaseDuration), so nodes and pods stay Ready for as long as the cluster runs.
 // StopAPIServer and StartAPIServer take the API server down and bring it back (same etcd,
-// certificates and port), for fault tests.
+// certificates and port), for fault tests. Once started, a component that exits is restarted,
+// as the kubelet restarts a control plane's static pods (kube-scheduler exits when its cache is
+// inconsistent, which an API server restart can cause).
 //
 // Nodes are added with AddNode. They carry kwok's NoSchedule taint (fixture.KwokTaint), so pods
 // must tolerate it (fixture.KwokToleration). Pods become Running and Ready as soon as they are scheduled and
@@ -160,8 +162,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
-// component is a started control-plane process. proc, started and down change when the
-// component is stopped and started again (StopAPIServer, StartAPIServer), under Cluster.mu.
+// component is a started control-plane process. proc, started, down, supervised and ran change
+// when the component is (re)started or stopped, under Cluster.mu.
 type component struct {
 	name    string
 	path    string
@@ -170,7 +172,10 @@ type component struct {
 	proc    *proc.Process
 	grace   time.Duration // how long Stop waits after SIGTERM
 	started time.Time
-	down    bool // stopped on purpose; not an early exit
+	down    bool // stopped on purpose (StopAPIServer); not restarted until StartAPIServer
+	// supervised: the cluster has started, and an exit restarts the process (supervise).
+	supervised bool
+	ran        chan struct{} // closed and replaced whenever proc is replaced
 }
 
 // Cluster is a running local cluster. Its methods are safe for concurrent use.
@@ -188,6 +193,9 @@ type Cluster struct {
 	mu       sync.Mutex
 	nextNode int // index of the next node, from 1
 	stopped  bool
+
+	stopCh      chan struct{} // closed by Stop
+	supervisors sync.WaitGroup
 }
 
 // ports are the loopback ports of a cluster's listeners.
@@ -205,7 +213,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, workDir: cfg.WorkDir, nextNode: 1}
+	c := &Cluster{cfg: cfg, workDir: cfg.WorkDir, nextNode: 1, stopCh: make(chan struct{})}
 	if c.workDir == "" {
 		if c.workDir, err = os.MkdirTemp("", "localcluster-"); err != nil {
 			return nil, fmt.Errorf("localcluster: work dir: %w", err)
@@ -300,6 +308,12 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Log, "localcluster: default ServiceAccount ready in %v\n", roundDuration(time.Since(saStart)))
+	c.mu.Lock()
+	for _, comp := range c.components {
+		comp.supervised = true
+		c.supervisors.Go(func() { c.supervise(comp) })
+	}
+	c.mu.Unlock()
 	c.startupTime = time.Since(began)
 	fmt.Fprintf(cfg.Log, "localcluster: cluster ready in %v (apiserver %s, pod network %s.0.0/16, work dir %s)\n",
 		roundDuration(c.startupTime), serverURL, c.cfg.PodNetwork, c.workDir)
@@ -308,7 +322,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 
 // start starts a component whose output goes to <WorkDir>/<name>.log.
 func (c *Cluster) start(name, path string, grace time.Duration, args ...string) (*component, error) {
-	comp := &component{name: name, path: path, args: args, logPath: c.logPath(name), grace: grace}
+	comp := &component{name: name, path: path, args: args, logPath: c.logPath(name), grace: grace, ran: make(chan struct{})}
 	if err := c.run(comp); err != nil {
 		return nil, err
 	}
@@ -323,7 +337,71 @@ func (c *Cluster) run(comp *component) error {
 		return fmt.Errorf("localcluster: %w", err)
 	}
 	comp.proc, comp.started, comp.down = p, time.Now(), false
+	close(comp.ran)
+	comp.ran = make(chan struct{})
 	return nil
+}
+
+// Supervision: once the cluster has started, a component whose process exits is started again,
+// as the kubelet restarts a control plane's static pods. kube-scheduler, for one, exits on purpose
+// when its cache is inconsistent, which an API server that restarts can cause.
+const (
+	// restartDelay is the first delay before a restart; it doubles, up to maxRestartDelay, while
+	// the component keeps exiting within stableRun of its start.
+	restartDelay    = 500 * time.Millisecond
+	maxRestartDelay = 10 * time.Second
+	stableRun       = 30 * time.Second
+)
+
+// supervise restarts comp whenever its process exits, until the cluster stops. A component
+// stopped on purpose (StopAPIServer) is left down until it is started again.
+func (c *Cluster) supervise(comp *component) {
+	delay := restartDelay
+	for {
+		c.mu.Lock()
+		p, ran := comp.proc, comp.ran
+		c.mu.Unlock()
+		select {
+		case <-p.Done():
+		case <-ran: // replaced (StartAPIServer): watch the new process
+			continue
+		case <-c.stopCh:
+			return
+		}
+		c.mu.Lock()
+		stopped, down, replaced, started := c.stopped, comp.down, comp.proc != p, comp.started
+		c.mu.Unlock()
+		if stopped {
+			return
+		}
+		if down || replaced {
+			select {
+			case <-ran:
+				continue
+			case <-c.stopCh:
+				return
+			}
+		}
+		_, err := p.Exited()
+		if time.Since(started) > stableRun {
+			delay = restartDelay
+		}
+		fmt.Fprintf(c.cfg.Log, "localcluster: %s exited (%v); restarting it in %v; end of %s:\n%s\n",
+			comp.name, err, delay, comp.logPath, p.LogTail(logTailBytes))
+		select {
+		case <-time.After(delay):
+		case <-c.stopCh:
+			return
+		}
+		delay = min(2*delay, maxRestartDelay)
+		c.mu.Lock()
+		if !c.stopped && !comp.down && comp.proc == p {
+			if err := c.run(comp); err != nil {
+				fmt.Fprintf(c.cfg.Log, "localcluster: restart %s: %v\n", comp.name, err)
+			}
+		}
+		c.mu.Unlock()
+	}
 }
 
 func (c *Cluster) startEtcd(pt ports) (*component, error) {
@@ -505,12 +583,13 @@ type exitError struct{ msg string }
 func (e *exitError) Error() string { return e.msg }
 
 // exited returns an *exitError, with the end of the component's log, if a component has exited
-// (one stopped on purpose does not count).
+// while the cluster starts (one stopped on purpose, or supervised and so restarted, does not
+// count).
 func (c *Cluster) exited() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, comp := range c.components {
-		if comp.down {
+		if comp.down || comp.supervised {
 			continue
 		}
 		if done, err := comp.proc.Exited(); done {
@@ -677,12 +756,14 @@ func (c *Cluster) Stop() { c.stop(c.cfg.KeepWorkDir) }
 
 // stop stops the components and removes a temporary work dir unless keep is set.
 func (c *Cluster) stop(keep bool) {
+	defer c.supervisors.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
 		return
 	}
 	c.stopped = true
+	close(c.stopCh)
 	began := time.Now()
 	// The components that only talk to the apiserver stop at once, then the apiserver, then etcd.
 	var wg sync.WaitGroup

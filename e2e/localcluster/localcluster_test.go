@@ -185,6 +185,19 @@ func TestCluster(t *testing.T) {
 	if err := evict(ctx, client, ns, "web-0"); err != nil {
 		t.Fatalf("eviction of web-0 after the restart: %v", err)
 	}
+	web0 = waitRunning(t, client, ns, "web-0", web0.UID)
+
+	// A component that exits is restarted, as the kubelet restarts a static pod: with
+	// kube-scheduler killed, an evicted pod is still placed.
+	if err := syscall.Kill(c.Pids()["kube-scheduler"], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "kube-scheduler restarted", func(context.Context) (bool, error) {
+		return c.Pids()["kube-scheduler"] != pids["kube-scheduler"], nil
+	})
+	if err := evict(ctx, client, ns, "web-0"); err != nil {
+		t.Fatalf("eviction of web-0 after the scheduler's restart: %v", err)
+	}
 	waitRunning(t, client, ns, "web-0", web0.UID)
 	pids = c.Pids()
 
