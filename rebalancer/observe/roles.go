@@ -9,11 +9,19 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
+// TopologyReader reads the Redis topology (*redisctl.Client implements it).
+type TopologyReader interface {
+	// AddrOf returns the Redis address of a pod IP.
+	AddrOf(ip string) string
+	// Topology is redisctl.Client.Topology.
+	Topology(ctx context.Context, addrs []string) (*redisctl.Topology, error)
+}
+
 // ApplyRoles reads the Redis topology through the members' pod IPs (rc.AddrOf) and sets each
 // member's Role from what Redis reports; members Redis does not list, and members without a pod
 // IP or terminating, get RoleUnknown. It returns the topology read, or an error when no member has
 // a pod IP or no node answers.
-func ApplyRoles(ctx context.Context, rc *redisctl.Client, c *policies.Cluster) (*redisctl.Topology, error) {
+func ApplyRoles(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*redisctl.Topology, error) {
 	var addrs []string
 	for _, m := range c.Members {
 		if m.Pod.Status.PodIP != "" && !m.Terminating {

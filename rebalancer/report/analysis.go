@@ -1,13 +1,16 @@
 // Package report holds what the commands print: the check/plan analysis, whose JSON form is a
 // stable contract (Analysis, ClusterAnalysis, Analyze; README "JSON output"), the report of a run
-// (Run, ClusterRun, Move, Failover), and their text rendering (the zones × nodes map, the
-// violations, the plan). Rendering writes to an io.Writer and changes nothing.
+// in the same contract (Run, ClusterRun, Move, Step, Failover; run.go), and their text rendering
+// (the zones × nodes map, the violations, the Redis health, the plan). Rendering writes to an
+// io.Writer and changes nothing.
 //
-// It imports policies and plan; execute imports it, never the reverse.
+// It imports policies, plan and observe (for the health verdict, observe.Health); execute
+// imports it, never the reverse.
 package report
 
 import (
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 
@@ -32,6 +35,8 @@ type ClusterAnalysis struct {
 	Compliant bool `json:"compliant"`
 	// Violations are every broken rule now, hard ones first (soft ones have "soft": true).
 	Violations []policies.Violation `json:"violations"`
+	// Health is Redis's health now (check only; state "unknown" offline, with why).
+	Health *observe.Health `json:"health,omitempty"`
 	// Pending explains the pods the scheduler cannot place, and which evictions unblock them.
 	Pending []plan.PendingPod `json:"pending,omitempty"`
 	// Moves is the plan (plan only): evictions in order.

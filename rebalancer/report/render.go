@@ -126,6 +126,7 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 		fmt.Fprintf(w, "Redis cluster %s/%s: %d pods (N=%d), %d shards, zones [%s]\n", ca.Namespace, ca.Name, ca.Pods, ca.N, len(c.Shards), strings.Join(ca.AllowedZones, " "))
 		RenderMap(w, c, c.Current())
 		RenderViolations(w, ca.Violations)
+		RenderHealth(w, ca.Health)
 		for _, p := range ca.Pending {
 			fmt.Fprintf(w, "  pending %s: %s\n", p.Pod, p.Why)
 			if len(p.Unblock) > 0 {

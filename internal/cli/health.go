@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+)
+
+// Why check reports no health (observe.UnknownHealth).
+const (
+	healthOffline  = "offline snapshot: Redis health not checked"
+	healthNoRedis  = "Redis not read (--redis-roles=false): health not checked"
+	healthNoClient = "Redis client: "
+)
+
+// judgeHealth sets the Redis health of each cluster of a (m's clusters, in the same order): live
+// with --redis-roles, observe.JudgeHealth on the snapshot's pods; otherwise unknown, saying why.
+func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *report.Analysis) {
+	set := func(h func(c *policies.Cluster) observe.Health) {
+		for i, c := range m.Clusters {
+			v := h(c)
+			a.Clusters[i].Health = &v
+		}
+	}
+	switch {
+	case o.snapshot.file != "":
+		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthOffline) })
+		return
+	case !o.snapshot.redisRoles:
+		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthNoRedis) })
+		return
+	}
+	rc, err := o.redis.client()
+	if err != nil {
+		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthNoClient + err.Error()) })
+		return
+	}
+	defer rc.Close()
+	set(func(c *policies.Cluster) observe.Health {
+		return observe.JudgeHealth(ctx, rc, c, observe.MemberPods(c))
+	})
+}
