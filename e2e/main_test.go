@@ -279,6 +279,28 @@ func startCLI(t *testing.T, env []string, args ...string) *cliRun {
 // the test if the process exits first or timeout passes.
 func (r *cliRun) waitLine(substr string, timeout time.Duration) string {
 	r.t.Helper()
+	return r.waitLineWith(timeout, substr)
+}
+
+// waitStep waits until the CLI reports that a move's step (report.Step…) continued with a reason
+// containing note ("" for any), and returns the line ("  ✓ failover (52ms): verified in …").
+func (r *cliRun) waitStep(step, note string, timeout time.Duration) string {
+	r.t.Helper()
+	return r.waitLineWith(timeout, "✓ "+step+" (", note)
+}
+
+// waitLineWith waits until a line of the CLI's progress contains every one of substrs.
+func (r *cliRun) waitLineWith(timeout time.Duration, substrs ...string) string {
+	r.t.Helper()
+	substr := strings.Join(substrs, " … ")
+	match := func(line string) bool {
+		for _, s := range substrs {
+			if !strings.Contains(line, s) {
+				return false
+			}
+		}
+		return true
+	}
 	deadline := time.After(timeout)
 	seen := 0
 	for {
@@ -286,7 +308,7 @@ func (r *cliRun) waitLine(substr string, timeout time.Duration) string {
 		lines, changed := r.lines, r.changed
 		r.mu.Unlock()
 		for ; seen < len(lines); seen++ {
-			if strings.Contains(lines[seen], substr) {
+			if match(lines[seen]) {
 				return lines[seen]
 			}
 		}
@@ -298,7 +320,7 @@ func (r *cliRun) waitLine(substr string, timeout time.Duration) string {
 			lines = r.lines
 			r.mu.Unlock()
 			for ; seen < len(lines); seen++ {
-				if strings.Contains(lines[seen], substr) {
+				if match(lines[seen]) {
 					return lines[seen]
 				}
 			}
