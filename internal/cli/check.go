@@ -9,6 +9,7 @@ import (
 
 func newCheckCommand() *cobra.Command {
 	o := newAnalysisOptions()
+	var popts plan.Options
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Report every Redis cluster whose placement breaks a rule (changes nothing)",
@@ -26,10 +27,11 @@ Exit status: 0 when every cluster complies and its Redis is healthy (or its heal
   redis-rebalancer check --snapshot snap.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.analyze(cmd, false, plan.Options{}, (*report.Analysis).CompliantAndHealthy)
+			return o.analyze(cmd, false, popts, (*report.Analysis).CompliantAndHealthy)
 		},
 	}
 	o.addFlags(cmd.Flags(), contractUsage)
+	addPendingStepsFlag(cmd.Flags(), &popts.AllowPendingSteps) // the policy plan uses; check makes no plan
 	return cmd
 }
 

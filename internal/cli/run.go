@@ -31,6 +31,10 @@ const (
 // release a claim (execute.ErrReleaseReplicaClaims).
 var errReleaseReplicaClaims = errors.New("--release-replica-claims is not supported by run yet: it would plan moves that need a replica's PersistentVolumeClaim released, which run does not do; use it with plan/check to see such moves")
 
+// errAllowPendingSteps is run's answer to --allow-pending-steps until the executor can carry out
+// a plan through a Pending pod.
+var errAllowPendingSteps = errors.New("--allow-pending-steps is not supported by run yet: its plans leave an evicted pod Pending until a later move, which run's health gate does not accept; use it with plan to see such plans")
+
 // runOptions are the run command's options.
 type runOptions struct {
 	kube   kubeOptions
@@ -48,6 +52,8 @@ type runOptions struct {
 	stepEstimate   string
 	// The eviction limits; 0 is no limit.
 	maxPerNode, maxPerNamespace, maxTotal uint
+	// allowPendingSteps is refused (errAllowPendingSteps): run never plans through Pending pods.
+	allowPendingSteps bool
 }
 
 func newRunOptions() *runOptions {
@@ -66,6 +72,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.cfg.DryRun, "dry-run", o.cfg.DryRun, "plan and print; make no failover and no eviction")
 	fs.IntVar(&o.cfg.MaxMoves, "max-moves", o.cfg.MaxMoves, "most evictions per Redis cluster in one run")
 	fs.IntVar(&o.cfg.Plan.MaxMoves, "max-plan-moves", o.cfg.Plan.MaxMoves, fmt.Sprintf("longest plan the planner considers (0: %d, or twice the lower bound on the moves needed when that is more)", plan.DefaultMaxMoves))
+	fs.BoolVar(&o.allowPendingSteps, "allow-pending-steps", o.allowPendingSteps, "not supported by run yet (it refuses the flag; use it with plan): "+allowPendingStepsUsage)
 	fs.StringVar(&o.mode, "failover-mode", o.mode, "CLUSTER FAILOVER variant: default, force or takeover (force/takeover can lose writes)")
 	fs.DurationVar(&o.cfg.FailoverTimeout, "failover-timeout", o.cfg.FailoverTimeout, "bound on a failover and its verification (default "+durationText(execute.DefaultFailoverTimeout)+")")
 	fs.DurationVar(&o.cfg.HealthTimeout, "health-timeout", o.cfg.HealthTimeout, "how long to wait for a healthy cluster before a move, and after it (default "+durationText(execute.DefaultHealthTimeout)+")")
@@ -87,6 +94,9 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 func (o *runOptions) validate() error {
 	if o.policy.releaseReplicaClaims {
 		return errReleaseReplicaClaims
+	}
+	if o.allowPendingSteps {
+		return errAllowPendingSteps
 	}
 	switch o.mode {
 	case "default":
