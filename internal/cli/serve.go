@@ -144,10 +144,12 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 			start := time.Now()
 			rep, runErr := ex.Run(ctx)
 			code := o.run.report(cmd, rep, runErr)
-			m.RunDone(time.Now(), time.Since(start), outcomeOf(code))
+			outcome := outcomeOf(code)
+			m.RunDone(time.Now(), time.Since(start), outcome)
 			if runErr != nil {
 				klog.ErrorS(runErr, "Pass ended with an error")
 			}
+			klog.InfoS("Pass ended", "outcome", outcome, "clusters", len(rep.Clusters), "evictions", rep.Moves(), "seconds", rep.Seconds)
 		},
 	})
 	if err != nil {
