@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -192,23 +194,17 @@ func checkRendering(t *testing.T, r rendering) {
 		for _, spec := range podSpecs(t, o) {
 			checkPod(t, r.name+" "+o.GetKind(), spec)
 		}
-		if o.GetKind() == "CronJob" {
-			spec, _, _ := unstructured.NestedMap(o.Object, "spec")
-			for _, f := range []string{"startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"} {
-				if _, ok := spec[f]; !ok {
-					t.Errorf("%s: CronJob lacks spec.%s", r.name, f)
-				}
+		switch o.GetKind() {
+		case "CronJob":
+			cj := convert[batchv1.CronJob](t, o)
+			if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || cj.Spec.StartingDeadlineSeconds == nil ||
+				cj.Spec.SuccessfulJobsHistoryLimit == nil || cj.Spec.FailedJobsHistoryLimit == nil || cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds == nil {
+				t.Errorf("%s: CronJob %s: want concurrencyPolicy Forbid, startingDeadlineSeconds, both history limits and the Job's activeDeadlineSeconds; got %+v", r.name, cj.Name, cj.Spec)
 			}
-			if spec["concurrencyPolicy"] != "Forbid" {
-				t.Errorf("%s: CronJob concurrencyPolicy %v, want Forbid", r.name, spec["concurrencyPolicy"])
-			}
-			if _, ok, _ := unstructured.NestedInt64(o.Object, "spec", "jobTemplate", "spec", "activeDeadlineSeconds"); !ok {
-				t.Errorf("%s: CronJob lacks the Job's activeDeadlineSeconds", r.name)
-			}
-		}
-		if o.GetKind() == "Deployment" {
-			if n, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas"); n != 2 {
-				t.Errorf("%s: Deployment replicas %d, want 2", r.name, n)
+		case "Deployment":
+			d := convert[appsv1.Deployment](t, o)
+			if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 || !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--leader-elect=true") {
+				t.Errorf("%s: Deployment %s: want 2 replicas and --leader-elect=true, got replicas %v, args %v", r.name, d.Name, d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Args)
 			}
 		}
 	}
