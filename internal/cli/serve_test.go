@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"context"
+	"os"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
 )
@@ -24,5 +28,31 @@ func TestOutcomeOf(t *testing.T) {
 		if got := outcomeOf(code); got != want {
 			t.Errorf("outcomeOf(%d) = %s, want %s", code, got, want)
 		}
+	}
+}
+
+// TestGracefulSignals sends this process SIGTERM twice: the first closes the graceful stop, the
+// second cancels the context (the hard stop).
+func TestGracefulSignals(t *testing.T) {
+	stop, ctx, release := gracefulSignals(context.Background())
+	defer release()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stop:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first SIGTERM did not close the graceful stop")
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the first SIGTERM cancelled the context")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second SIGTERM did not cancel the context")
 	}
 }
