@@ -69,25 +69,25 @@ func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
 	return fams
 }
 
-// sample returns the value of the sample of family name whose labels include labels (a
+// matches reports whether m's labels include labels.
+func matches(m *dto.Metric, labels map[string]string) bool {
+	have := map[string]string{}
+	for _, l := range m.GetLabel() {
+		have[l.GetName()] = l.GetValue()
+	}
+	for k, v := range labels {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// sample returns the value of the first sample of family name whose labels include labels (a
 // histogram's sample count), and whether there is one.
 func sample(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	f, ok := fams[name]
-	if !ok {
-		return 0, false
-	}
-	for _, m := range f.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for k, v := range labels {
-			if have[k] != v {
-				match = false
-			}
-		}
-		if !match {
+	for _, m := range fams[name].GetMetric() {
+		if !matches(m, labels) {
 			continue
 		}
 		switch {
@@ -102,23 +102,11 @@ func sample(fams map[string]*dto.MetricFamily, name string, labels map[string]st
 	return 0, false
 }
 
-// sampleSum adds the values of family name's samples whose labels include labels.
-func sampleSum(fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+// gaugeSum adds the values of gauge family name's samples whose labels include labels.
+func gaugeSum(fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
 	sum := 0.0
-	f, ok := fams[name]
-	if !ok {
-		return 0
-	}
-	for _, m := range f.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		ok := true
-		for k, v := range labels {
-			ok = ok && have[k] == v
-		}
-		if ok && m.Gauge != nil {
+	for _, m := range fams[name].GetMetric() {
+		if matches(m, labels) {
 			sum += m.GetGauge().GetValue()
 		}
 	}
@@ -207,7 +195,7 @@ func TestServeLeaderElection(t *testing.T) {
 		{"redis_rebalancer_build_info", nil, 1},
 	})
 	fams := scrape(t, addrB)
-	if v := sampleSum(fams, "redis_rebalancer_violations", map[string]string{"namespace": f.Namespace, "phase": "before"}); v < 1 {
+	if v := gaugeSum(fams, "redis_rebalancer_violations", map[string]string{"namespace": f.Namespace, "phase": "before"}); v < 1 {
 		t.Errorf("new leader /metrics: no violation before its first pass (sum %v)", v)
 	}
 
