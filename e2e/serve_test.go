@@ -16,8 +16,11 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
 )
 
@@ -236,4 +239,39 @@ func TestServeLeaderElection(t *testing.T) {
 	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
 		t.Errorf("Lease still held by %q after the graceful stop", *h)
 	}
+}
+
+// TestRunGracefulStop sends `redis-rebalancer run` a SIGTERM right after its failover: the drain
+// (a wait) is abandoned at once, nothing is evicted, and run exits 3 with the cluster stopped by
+// the graceful stop; no write is lost. A second run then re-checks and evicts the old master
+// (a replica by now) with no new failover, and the cluster complies.
+func TestRunGracefulStop(t *testing.T) {
+	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, false)
+	run := startCLI(t, nil, runArgs(f.Env)...)
+	run.waitLine("✓ failover (", 3*time.Minute)
+	if err := syscall.Kill(run.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := run.wait(time.Minute)
+	assertExit(t, code, cli.ExitViolations, run)
+	cr := onlyCluster(t, run.report())
+	if cr.StoppedBy != report.StoppedGracefulStop || len(cr.Moves) != 1 {
+		t.Fatalf("stopped by %q (%s), %d moves; want the graceful stop during the one move", cr.StoppedBy, cr.Stopped, len(cr.Moves))
+	}
+	m := cr.Moves[0]
+	if m.Evicted || m.Failover == nil || m.Outcome != report.OutcomeSkip {
+		t.Errorf("move %+v: want failed over, skipped, not evicted", m)
+	}
+	t.Logf("stopped: %s", cr.Stopped)
+
+	again := startCLI(t, nil, runArgs(f.Env)...)
+	assertExit(t, again.wait(3*time.Minute), cli.ExitOK, again)
+	cr = onlyCluster(t, again.report())
+	if !cr.Compliant || len(cr.Moves) == 0 {
+		t.Fatalf("second run: compliant %v, moves %+v", cr.Compliant, cr.Moves)
+	}
+	if first := cr.Moves[0]; first.Pod != m.Pod || first.Failover != nil || !first.Evicted || first.RoleAtEviction != policies.RoleReplica {
+		t.Errorf("second run's first move %+v: want %s evicted as a replica with no new failover", first, m.Pod)
+	}
+	f.finish(t)
 }
