@@ -80,7 +80,7 @@ schedule (--schedule), and one at once when it starts leading (--pass-on-start).
 One HTTP listener (--listen-address) serves:
   /healthz  200 while the process runs (500 when it leads and has not renewed its Lease in time)
   /readyz   200 once the API server answered, 503 during a graceful stop
-  /metrics  Prometheus metrics, prefix redis_rebalancer_ (README "Metrics")
+  /metrics  Prometheus metrics, prefix redis_rebalancer_ (deploy/README.md "Metrics")
 
 The first SIGTERM or SIGINT is a graceful stop: no further pass starts, the pass in flight
 finishes its step or abandons a wait at a safe point (never an eviction after it), the Lease is
