@@ -78,7 +78,7 @@ type Config struct {
 	Pass Pass
 	// Schedule is when passes start: a robfig/cron/v3 expression (5 fields, @hourly/@daily/...,
 	// @every DURATION, optional CRON_TZ=<zone> prefix; UTC without one). A pass still running at
-	// the next tick makes that tick skipped. Required.
+	// the next tick makes that tick skipped (passes never overlap). Required.
 	Schedule string
 	// PassOnStart makes a pass start as soon as this process leads (then on the schedule).
 	PassOnStart bool
@@ -275,7 +275,7 @@ func (s *server) elect(ctx context.Context) error {
 // lead starts passes on the schedule (and one at once with PassOnStart) until ctx ends, then
 // waits for the pass in flight.
 func (s *server) lead(ctx context.Context) {
-	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
+	c := cron.New()
 	c.Schedule(s.schedule, cron.FuncJob(func() { s.pass(ctx) }))
 	if s.cfg.PassOnStart {
 		go s.pass(ctx)
@@ -301,11 +301,16 @@ func (s *server) pass(ctx context.Context) {
 	klog.InfoS("Pass done", "next", s.schedule.Next(time.Now()).UTC().Format(time.RFC3339))
 }
 
-// begin counts a pass in flight, or reports false once the gate is closed.
+// begin counts a pass in flight, or reports false once the gate is closed or while another pass
+// runs (the pass at start and the schedule's never overlap: one disruption in flight per cluster).
 func (s *server) begin() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
+		return false
+	}
+	if s.inFlight > 0 {
+		klog.InfoS("Pass skipped: the previous pass still runs")
 		return false
 	}
 	s.inFlight++

@@ -282,3 +282,44 @@ func TestLeaseLost(t *testing.T) {
 		t.Errorf("a's pass ended %v, want [cancelled]", a.ended)
 	}
 }
+
+// TestPassesNeverOverlap: passes longer than the schedule's period (and the pass at start) never
+// run at once; the ticks that find a pass running are skipped.
+func TestPassesNeverOverlap(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	running, most, passes := 0, 0, 0
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Config{
+			Client: fake.NewClientset(), Schedule: "@every 1s", PassOnStart: true, Listener: l,
+			Metrics: metrics.New("test"), Stop: stop,
+			Pass: func(ctx context.Context, stop <-chan struct{}) {
+				mu.Lock()
+				running++
+				passes++
+				most = max(most, running)
+				mu.Unlock()
+				select { // a pass of 2.5 s: two or three ticks come meanwhile
+				case <-time.After(2500 * time.Millisecond):
+				case <-stop:
+				}
+				mu.Lock()
+				running--
+				mu.Unlock()
+			},
+		})
+	}()
+	waitFor(t, "three passes", 20*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return passes >= 3 })
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if most != 1 {
+		t.Errorf("%d passes ran at once, want 1", most)
+	}
+}
