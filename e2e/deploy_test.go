@@ -386,7 +386,12 @@ func TestDeploy(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "update", Resource: "statefulsets", Group: "apps"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "events", Group: "events.k8s.io"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
+		// The Lease: in the rebalancer's namespace only (the deployment overlay's Role), by name.
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "leases", Group: "coordination.k8s.io"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "create", Resource: "leases", Group: "coordination.k8s.io"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "kube-scheduler"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "delete", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, false},
 	} {
 		review, err := sa.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &c.attr},
