@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
@@ -25,11 +26,17 @@ import (
 // API server is back a fresh run completes the fix.
 //
 // Needs: the re-creation wait keeps the first real cause (the API server's "connection
-// refused"). Today it reports its last poll, cut short by the step's deadline: "re-creation: pod
-// redis-s0-0 not back after 10s: get: client rate limiter Wait returned an error: rate: Wait(n=1)
-// would exceed context deadline".
+// refused"). It fails in some runs today: when a poll starts just before the step's deadline,
+// client-go's rate limiter refuses it before the context is done ("client rate limiter Wait
+// returned an error: rate: Wait(n=1) would exceed context deadline"), execute's poll (steps.go)
+// takes that for a status since ctx.Err() is still nil, and the step reports it: "re-creation:
+// pod redis-s0-0 not back after 10s: get: client rate limiter Wait returned an error: …".
 func TestFaultAPIServerDownAfterEviction(t *testing.T) {
-	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, true)
+	// The evicted pod takes 5 s to go (kwok's pod-delete delay), so the re-creation is still
+	// waiting when the API server goes down, and stays so for --recreate-timeout.
+	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{
+		PodAnnotations: map[string]string{localcluster.PodDeleteDelayAnnotation: "5s"},
+	}, true)
 	run, pod := runWithAPIServerDown(t, f, report.StepEvict, "", "--recreate-timeout", "10s")
 	got := assertReason(t, "error", run.errorLine(), "connection refused")
 	if !strings.Contains(got, pod) {

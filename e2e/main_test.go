@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,11 @@ import (
 // cliEnv makes the test binary run the redis-rebalancer CLI with its arguments.
 const cliEnv = "REBALANCER_E2E_CLI"
 
+// workDirEnv, when set, names a directory (empty or missing) the test bed keeps its files in —
+// the control plane's logs, every environment's Redis data and logs — instead of a temporary
+// directory removed at the end: for looking into a failure.
+const workDirEnv = "REBALANCER_E2E_WORKDIR"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(cliEnv) == "1" {
 		os.Exit(cli.Main())
@@ -74,7 +80,7 @@ var shared struct {
 func bed(t *testing.T) *harness.Bed {
 	t.Helper()
 	shared.once.Do(func() {
-		shared.bed, shared.err = harness.StartBed(context.Background(), harness.BedOptions{Log: &shared.log})
+		shared.bed, shared.err = harness.StartBed(context.Background(), harness.BedOptions{Log: &shared.log, WorkDir: os.Getenv(workDirEnv)})
 	})
 	if shared.err != nil {
 		t.Fatalf("test bed: %v\n%s", shared.err, shared.log.String())
@@ -90,6 +96,11 @@ func stopBed() error {
 	}
 	pids := shared.bed.Cluster.Pids()
 	shared.bed.Stop()
+	if dir := os.Getenv(workDirEnv); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "bed.log"), shared.log.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
 	var left []string
 	for name, pid := range pids {
 		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
