@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -245,17 +246,19 @@ func TestValidate(t *testing.T) {
 // pass is cancelled at once and Run returns ErrLeaseLost.
 func TestLeaseLost(t *testing.T) {
 	client := fake.NewClientset()
-	a := startReplica(t, client, "a")
-	waitFor(t, "a leads and passes", 5*time.Second, func() bool { return a.passCount() == 1 })
 	// The fake keeps no resource versions: play the API server refusing a's updates once the Lease
-	// was taken (a's cached copy is stale then).
+	// was taken (a's cached copy is stale then). The reactor is installed before any request: the
+	// fake's reaction chain is not safe to change while in use.
+	var stolen atomic.Bool
 	client.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		lease := action.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
-		if *lease.Spec.HolderIdentity == "a" {
+		if stolen.Load() && *lease.Spec.HolderIdentity == "a" {
 			return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), lease.Name, errors.New("the object has been modified"))
 		}
 		return false, nil, nil
 	})
+	a := startReplica(t, client, "a")
+	waitFor(t, "a leads and passes", 5*time.Second, func() bool { return a.passCount() == 1 })
 	leases := client.CoordinationV1().Leases("kube-system")
 	l, err := leases.Get(context.Background(), DefaultLeaseName, metav1.GetOptions{})
 	if err != nil {
@@ -265,6 +268,7 @@ func TestLeaseLost(t *testing.T) {
 	l.Spec.HolderIdentity = &other
 	now := metav1.NewMicroTime(time.Now().Add(time.Hour))
 	l.Spec.RenewTime = &now
+	stolen.Store(true)
 	if _, err := leases.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
