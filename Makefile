@@ -19,7 +19,7 @@ LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/internal/cli.Version
 FUZZTIME ?= 30s
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build test unit e2e fuzz bench demo tools deps vet clean help
+.PHONY: all build test unit e2e fuzz bench demo tools deps vet generate clean help
 
 all: build
 
@@ -40,6 +40,9 @@ deps: ## install Debian's redis-server and redis-tools when missing
 
 tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok for the local cluster
 	./hack/build-tools.sh all
+
+generate: ## regenerate api/v1alpha1's deepcopy, the commented default policy and docs/policy.md (a test fails when they are stale)
+	$(GO) generate ./api/v1alpha1
 
 vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	_ "embed" // CommentedDefault
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,3 +130,13 @@ func setDuration(v *metav1.Duration, def time.Duration) {
 		v.Duration = def
 	}
 }
+
+// commentedDefault is the complete default policy with every field's documentation as YAML
+// comments, written by hack/gendocs from this package's doc comments and defaults.
+//
+//go:embed zz_generated.default.yaml
+var commentedDefault []byte
+
+// CommentedDefault returns the complete default policy, every field with its documentation as a
+// YAML comment: what `redis-rebalancer policy default` prints. It decodes to Default().
+func CommentedDefault() []byte { return append([]byte(nil), commentedDefault...) }

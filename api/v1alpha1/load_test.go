@@ -4,12 +4,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
 const header = "apiVersion: rebalancer.redis.io/v1alpha1\nkind: RebalancerPolicy\n"
@@ -250,5 +253,39 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("error %v, want no such file", err)
+	}
+}
+
+// TestCommentedDefault checks that the commented policy `policy default` prints is complete and
+// right: it decodes (strictly) to Default(), and every field of the policy is written in it.
+func TestCommentedDefault(t *testing.T) {
+	got, err := Decode(CommentedDefault())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Default(), got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(CommentedDefault(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	var walk func(t reflect.Type, doc map[string]any, path string)
+	walk = func(t reflect.Type, doc map[string]any, path string) {
+		for name, ft := range jsonFields(t) {
+			v, ok := doc[name]
+			if !ok {
+				missing = append(missing, path+name)
+				continue
+			}
+			if m, ok := v.(map[string]any); ok && followed(ft) && ft != reflect.TypeFor[metav1.LabelSelector]() {
+				walk(ft, m, path+name+".")
+			}
+		}
+	}
+	walk(reflect.TypeFor[RebalancerPolicy](), doc, "")
+	if len(missing) > 0 {
+		t.Errorf("fields missing from the commented default: %v", missing)
 	}
 }

@@ -7,11 +7,12 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/klog/v2"
 )
 
@@ -58,11 +59,23 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(gofs)
-	root.PersistentFlags().AddGoFlag(gofs.Lookup("v"))
-	root.AddCommand(newRunCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newVersionCommand())
+	logging := logsapi.NewLoggingConfiguration()
+	logsapi.AddFlags(logging, root.PersistentFlags())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		return applyLogging(logging, cmd.ErrOrStderr())
+	}
+	root.AddCommand(newRunCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newPolicyCommand(), newVersionCommand())
 	return root
+}
+
+// applyLogging sets klog up as --logging-format and the other logging flags say (component-base
+// logs, as kube-scheduler and the descheduler do): text or json lines, both to errOut, so that
+// stdout keeps the reports. It is applied once per process (tests reset it between commands).
+func applyLogging(c *logsapi.LoggingConfiguration, errOut io.Writer) error {
+	if err := logsapi.ValidateAndApplyWithOptions(c, &logsapi.LoggingOptions{ErrorStream: errOut, InfoStream: errOut}, nil); err != nil {
+		return &exitError{ExitError, fmt.Errorf("logging: %w", err)}
+	}
+	return nil
 }
 
 // Main runs the root command with os.Args and returns the process exit code.

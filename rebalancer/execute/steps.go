@@ -127,6 +127,7 @@ func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, mv plan.Mov
 		cancel()
 		d := clk.Since(t0)
 		m.rep.Steps = append(m.rep.Steps, report.Step{Name: s.name, Outcome: res.outcome, Reason: res.text(), Seconds: report.Seconds(d)})
+		cr.logStep(m, s.name, res, d)
 		if res.outcome == report.OutcomeContinue {
 			cr.printf("  ✓ %s (%s): %s\n", s.name, d.Round(time.Millisecond), res.reason)
 		} else {
