@@ -86,9 +86,14 @@ type Plan struct {
 	// maxMoves is the longest plan considered. 0: 12, or twice the lower bound on the moves
 	// needed when that is more.
 	MaxMoves int32 `json:"maxMoves"`
-	// maxStates bounds the placements the planner evaluates while it looks for a plan shorter
-	// than its greedy one; when it runs out the greedy plan is used (and marked not minimal).
+	// maxStates bounds the placements the planner evaluates per Redis cluster; when they run
+	// out, the best plan found so far is used, marked not proven minimal.
 	MaxStates int32 `json:"maxStates"`
+	// allowPendingSteps lets a plan go through Pending pods: an evicted pod may wait Pending until
+	// a later move frees room, one pod per Redis cluster at a time (its shard runs without that
+	// replica meanwhile). Without it each evicted pod must be placeable at once. check and plan
+	// only: run and serve refuse it, since their health gate does not accept a Pending pod.
+	AllowPendingSteps bool `json:"allowPendingSteps"`
 }
 
 // Limits bound the evictions of one pass. The three maxNoOfPodsToEvict… limits are the

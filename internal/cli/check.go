@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
-
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
@@ -32,6 +31,7 @@ Exit status: 0 when every cluster complies and its Redis is healthy (or its heal
 		},
 	}
 	o.addFlags(cmd.Flags(), contractUsage)
+	o.model.policy.addPendingStepsFlag(cmd.Flags(), allowPendingStepsUsage) // the policy plan uses; check makes no plan
 	return cmd
 }
 

@@ -165,10 +165,19 @@ func (o *policyOptions) addRedisFlags(fs *pflag.FlagSet) {
 	policyFlag(o, fs.Int32Var, "max-last-io-seconds", func(p *policy) *int32 { return &p.Redis.MaxLastIOSeconds }, "largest master_last_io_seconds_ago at which a replica counts as in sync")
 }
 
-// addPlanFlags binds the planner's bounds.
-func (o *policyOptions) addPlanFlags(fs *pflag.FlagSet) {
+// allowPendingStepsUsage is --allow-pending-steps' help.
+const allowPendingStepsUsage = "plan through Pending pods: an evicted pod may wait Pending until a later move frees room, one pod per Redis cluster at a time (its shard runs without that replica meanwhile; the plan names the moves). Without it, each evicted pod must be placeable at once, and a cluster that only such a plan fixes says so"
+
+// addPlanFlags binds the planner's bounds; pendingUsage is --allow-pending-steps' help.
+func (o *policyOptions) addPlanFlags(fs *pflag.FlagSet, pendingUsage string) {
 	policyFlag(o, fs.Int32Var, "max-plan-moves", func(p *policy) *int32 { return &p.Plan.MaxMoves }, fmt.Sprintf("longest plan considered (0: %d, or twice the lower bound on the moves needed when that is more)", plan.DefaultMaxMoves))
-	policyFlag(o, fs.Int32Var, "max-plan-states", func(p *policy) *int32 { return &p.Plan.MaxStates }, "placements the planner may evaluate while it looks for a plan shorter than its greedy one")
+	policyFlag(o, fs.Int32Var, "max-plan-states", func(p *policy) *int32 { return &p.Plan.MaxStates }, "placements the planner may evaluate per cluster; when they run out, the best plan found so far is shown as not proven minimal")
+	o.addPendingStepsFlag(fs, pendingUsage)
+}
+
+// addPendingStepsFlag binds --allow-pending-steps; usage is its help.
+func (o *policyOptions) addPendingStepsFlag(fs *pflag.FlagSet, usage string) {
+	policyFlag(o, fs.BoolVar, "allow-pending-steps", func(p *policy) *bool { return &p.Plan.AllowPendingSteps }, usage)
 }
 
 // addExecuteFlags binds the flags of a pass that acts (run, serve): the limits, the failover,
@@ -295,7 +304,7 @@ func PolicyFlags() map[string][]string {
 	fs := pflag.NewFlagSet("policy", pflag.ContinueOnError)
 	o.addSelectionFlags(fs, "")
 	o.addRedisFlags(fs)
-	o.addPlanFlags(fs)
+	o.addPlanFlags(fs, "")
 	o.addExecuteFlags(fs)
 	o.addOutputFlag(fs, "")
 	return o.flagsByField()
@@ -327,7 +336,7 @@ func rules(p *policy) policies.Options {
 
 // planBounds returns the planner's bounds.
 func planBounds(p *policy) plan.Options {
-	return plan.Options{MaxMoves: int(p.Plan.MaxMoves), MaxStates: int(p.Plan.MaxStates)}
+	return plan.Options{MaxMoves: int(p.Plan.MaxMoves), MaxStates: int(p.Plan.MaxStates), AllowPendingSteps: p.Plan.AllowPendingSteps}
 }
 
 // failoverModes maps the policy's failover modes to redisctl's.

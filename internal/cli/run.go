@@ -21,6 +21,10 @@ import (
 // until the executor can release a claim (execute.ErrReleaseReplicaClaims).
 var errReleaseReplicaClaims = errors.New("rules.releaseReplicaClaims (--release-replica-claims) is not supported by run yet: it would plan moves that need a replica's PersistentVolumeClaim released, which run does not do; use it with plan/check to see such moves")
 
+// errAllowPendingSteps is run's answer to plan.allowPendingSteps (--allow-pending-steps) until the
+// executor can carry out a plan through a Pending pod.
+var errAllowPendingSteps = errors.New("plan.allowPendingSteps (--allow-pending-steps) is not supported by run yet: its plans leave an evicted pod Pending until a later move, which run's health gate does not accept; use it with plan to see such plans")
+
 // runOptions are the run command's options: the API server, the policy with the flags that
 // override it, and the two flags of one run that are no policy field.
 type runOptions struct {
@@ -39,7 +43,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.policy.addPolicyFlag(fs)
 	o.policy.addSelectionFlags(fs, "not supported by run yet (it refuses the flag; use it with check or plan): "+releaseReplicaClaimsUsage)
 	o.policy.addRedisFlags(fs)
-	o.policy.addPlanFlags(fs)
+	o.policy.addPlanFlags(fs, "not supported by run yet (it refuses the flag; use it with plan): "+allowPendingStepsUsage)
 	o.policy.addExecuteFlags(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", o.dryRun, "plan and print; make no failover and no eviction")
 	fs.BoolVar(&o.ignoreWindows, "ignore-windows", o.ignoreWindows, "act outside the maintenance windows (a manual run; logged and reported)")
@@ -47,7 +51,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 }
 
 // resolve returns the policy a pass acts with (policyOptions.policy), after the refusals of run
-// (and serve): rules.releaseReplicaClaims. It reads no cluster.
+// (and serve): rules.releaseReplicaClaims and plan.allowPendingSteps. It reads no cluster.
 func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 	p, err := o.policy.policy(fs)
 	if err != nil {
@@ -55,6 +59,9 @@ func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 	}
 	if p.Rules.ReleaseReplicaClaims {
 		return nil, errReleaseReplicaClaims
+	}
+	if p.Plan.AllowPendingSteps {
+		return nil, errAllowPendingSteps
 	}
 	return p, nil
 }
