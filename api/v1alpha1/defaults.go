@@ -42,6 +42,8 @@ const (
 	DefaultWindowDuration = window.DefaultDuration
 	// DefaultOutput is output.
 	DefaultOutput = OutputText
+	// DefaultSchedule is schedule: serve starts a pass every 10 minutes.
+	DefaultSchedule = "*/10 * * * *"
 )
 
 // Durations the policy defaults: the executor's and redisctl's.
@@ -61,7 +63,7 @@ const (
 // SetDefaults fills every field of p left at its zero value that has a default (the Default…
 // constants above). Fields whose zero value means something stay as they are: plan.maxMoves
 // (the planner's own bound), the three maxNoOfPodsToEvict… limits (no limit), the namespaces and
-// the label selector (all), shardLabel (the StatefulSet), schedule, and the credentials' sources.
+// the label selector (all), shardLabel (the StatefulSet), and the credentials' sources.
 // It sets apiVersion and kind. It is applied after validation, and again after flags override
 // the file.
 func SetDefaults(p *RebalancerPolicy) {
@@ -101,6 +103,7 @@ func SetDefaults(p *RebalancerPolicy) {
 	for i := range p.Windows.Windows {
 		setDuration(&p.Windows.Windows[i].Duration, DefaultWindowDuration)
 	}
+	setString(&p.Schedule, DefaultSchedule)
 	if p.Output == "" {
 		p.Output = DefaultOutput
 	}

@@ -37,7 +37,8 @@ type RebalancerPolicy struct {
 	Windows Windows `json:"windows"`
 	// schedule is when serve starts a pass: a cron expression (robfig/cron/v3's standard parser:
 	// five fields, descriptors such as @hourly or @every 30m, an optional CRON_TZ=<zone> prefix;
-	// UTC without one). Used by serve only; run, check and plan ignore it.
+	// UTC without one); a pass still running at the next activation skips it. Used by serve
+	// only; run, check and plan ignore it.
 	Schedule string `json:"schedule"`
 	// output is the report's format: text (human-readable; table is the same) or json (the JSON
 	// contract of the README).

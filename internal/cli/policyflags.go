@@ -220,6 +220,11 @@ func (o *policyOptions) addExecuteFlags(fs *pflag.FlagSet) {
 	})
 }
 
+// addScheduleFlag binds --schedule (serve's).
+func (o *policyOptions) addScheduleFlag(fs *pflag.FlagSet) {
+	policyFlag(o, fs.StringVar, "schedule", func(p *policy) *string { return &p.Schedule }, `when passes start: a cron expression (5 fields, @hourly/@daily/..., @every DURATION, optional CRON_TZ=<zone> prefix; UTC without one); a pass still running at the next tick skips it`)
+}
+
 // addOutputFlag binds -o; usage is its help.
 func (o *policyOptions) addOutputFlag(fs *pflag.FlagSet, usage string) {
 	o.output = string(o.flags.Output)
@@ -306,6 +311,7 @@ func PolicyFlags() map[string][]string {
 	o.addRedisFlags(fs)
 	o.addPlanFlags(fs, "")
 	o.addExecuteFlags(fs)
+	o.addScheduleFlag(fs)
 	o.addOutputFlag(fs, "")
 	return o.flagsByField()
 }
