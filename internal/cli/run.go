@@ -140,8 +140,9 @@ the file's field. A policy or flag that does not validate stops run before it re
 
 Exit status:
   0  every cluster complies (placement and Redis health)
-  1  error: the policy or a flag is invalid (every bad field is listed), a step aborted (API server or Redis unreachable, failover not verified, pod not
-     back in time, ...), or a cluster could not be observed; the message is the first real reason
+  1  error: the policy or a flag is invalid (every bad field is listed), a step aborted (API
+     server or Redis unreachable, failover not verified, pod not back in time, ...), or a
+     cluster could not be observed; the message is the first real reason (docs/runbook.md)
   3  some cluster does not comply: a hard rule is broken or Redis is not healthy (move skipped,
      move budget spent, no plan, cluster resyncing)
   4  outside the maintenance windows: no window was open (or the open one left no time for the
