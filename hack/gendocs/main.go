@@ -413,10 +413,14 @@ func (g *generator) markdown(fields []*field, policyYAML []byte) []byte {
 	return b.Bytes()
 }
 
-// rows writes the table rows of f (and of its children).
+// rows writes the table rows of f (and of its children): every value, every list, and the objects
+// a flag sets as a whole (--namespace sets selection.namespaces).
 func (g *generator) rows(b *bytes.Buffer, f *field) {
-	if len(f.children) == 0 || f.t.Kind() == reflect.Slice {
+	if len(f.children) == 0 || f.t.Kind() == reflect.Slice || len(f.flags) > 0 {
 		def := "`" + valueText(f.v) + "`"
+		if ours(f.t) {
+			def = "(its fields)"
+		}
 		flags := strings.Join(quoteAll(f.flags), ", ")
 		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", f.path, g.typeText(f.t), def, flags, strings.ReplaceAll(f.doc, "|", `\|`))
 	}
