@@ -40,7 +40,7 @@ Exit status: 0 when every cluster complies and its Redis is healthy (or its heal
 // analysis as the output format says. The exit code is ExitViolations when ok reports false on
 // the analysis.
 func (o *analysisOptions) analyze(cmd *cobra.Command, popts func(*policy) plan.Options, ok func(*report.Analysis) bool) error {
-	p, err := o.model.policy.policy(cmd.Flags())
+	p, err := o.model.policy.load(cmd.Flags())
 	if err != nil {
 		return &exitError{ExitError, err}
 	}

@@ -25,7 +25,7 @@ Live (kubeconfig) or offline (--snapshot FILE). Exit status: 0 when there is no 
 there are findings, 1 on error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := o.model.policy.policy(cmd.Flags())
+			p, err := o.model.policy.load(cmd.Flags())
 			if err != nil {
 				return &exitError{ExitError, err}
 			}

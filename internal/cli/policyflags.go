@@ -240,10 +240,10 @@ func outputUsage(contract string) string {
 	return "report format: text (or its other name, table) or json (" + contract + ")"
 }
 
-// policy returns the policy the command runs with: --policy's file (v1alpha1.Load: strict,
+// load returns the policy the command runs with: --policy's file (v1alpha1.Load: strict,
 // validated, defaulted) or the defaults, then the flags given on fs applied on top, validated
 // again (each error on a field a flag set names the flag) and defaulted. It reads no cluster.
-func (o *policyOptions) policy(fs *pflag.FlagSet) (*policy, error) {
+func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 	p := v1alpha1.Default()
 	if o.file != "" {
 		var err error

@@ -50,10 +50,10 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.policy.addOutputFlag(fs, "text: progress and maps on stdout; json: the run report on stdout (README \"JSON output\"), progress on stderr")
 }
 
-// resolve returns the policy a pass acts with (policyOptions.policy), after the refusals of run
+// resolve returns the policy a pass acts with (policyOptions.load), after the refusals of run
 // (and serve): rules.releaseReplicaClaims and plan.allowPendingSteps. It reads no cluster.
 func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
-	p, err := o.policy.policy(fs)
+	p, err := o.policy.load(fs)
 	if err != nil {
 		return nil, err
 	}
