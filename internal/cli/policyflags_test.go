@@ -227,7 +227,9 @@ func TestSecretValue(t *testing.T) {
 }
 
 // TestLoggingFormat checks --logging-format: json makes klog's lines JSON on the command's
-// standard error (stdout keeps the reports), and an unknown format is refused.
+// standard error (stdout keeps the reports), an unknown format is refused, and a second command
+// in the same process (as e2e runs them) logs to its own standard error with the same flags and
+// is refused other ones.
 func TestLoggingFormat(t *testing.T) {
 	t.Cleanup(func() {
 		if err := logsapi.ResetForTest(nil); err != nil {
@@ -242,24 +244,36 @@ func TestLoggingFormat(t *testing.T) {
 	if err := logsapi.ResetForTest(nil); err != nil {
 		t.Fatal(err)
 	}
-	var out, stderr bytes.Buffer
-	cmd := NewRootCommand()
-	cmd.SetArgs([]string{"version", "--logging-format", "json"})
-	cmd.SetOut(&out)
-	cmd.SetErr(&stderr)
-	if code := exitCode(cmd); code != ExitOK {
-		t.Fatalf("exit %d: %s", code, stderr.String())
+	// run executes the root command with args (no reset of the logging in between) and logs one
+	// line after it, as a command's code would.
+	run := func(args ...string) (stdout, stderr string, code int) {
+		var out, errOut bytes.Buffer
+		cmd := NewRootCommand()
+		cmd.SetArgs(args)
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		code = exitCode(cmd)
+		klog.InfoS("Pod evicted", "cluster", "redis/redis", "pod", klog.KRef("redis", "redis-s3-0"))
+		klog.Flush()
+		return out.String(), errOut.String(), code
 	}
-	klog.InfoS("Pod evicted", "cluster", "redis/redis", "pod", klog.KRef("redis", "redis-s3-0"))
-	klog.Flush()
-	var line map[string]any
-	if err := json.Unmarshal(stderr.Bytes(), &line); err != nil {
-		t.Fatalf("stderr %q is no JSON line: %v", stderr.String(), err)
+	for i := range 2 {
+		stdout, stderr, code := run("version", "--logging-format", "json")
+		if code != ExitOK {
+			t.Fatalf("command %d: exit %d: %s", i, code, stderr)
+		}
+		var line map[string]any
+		if err := json.Unmarshal([]byte(stderr), &line); err != nil {
+			t.Fatalf("command %d: stderr %q is no JSON line: %v", i, stderr, err)
+		}
+		if line["msg"] != "Pod evicted" || line["cluster"] != "redis/redis" || !reflect.DeepEqual(line["pod"], map[string]any{"name": "redis-s3-0", "namespace": "redis"}) {
+			t.Errorf("command %d: log line %v", i, line)
+		}
+		if strings.Contains(stdout, "Pod evicted") {
+			t.Errorf("command %d: a log line reached stdout: %q", i, stdout)
+		}
 	}
-	if line["msg"] != "Pod evicted" || line["cluster"] != "redis/redis" || !reflect.DeepEqual(line["pod"], map[string]any{"name": "redis-s3-0", "namespace": "redis"}) {
-		t.Errorf("log line %v", line)
-	}
-	if strings.Contains(out.String(), "Pod evicted") {
-		t.Errorf("a log line reached stdout: %q", out.String())
+	if _, stderr, code := run("version", "--logging-format", "text"); code != ExitError || !strings.Contains(stderr, "logging: the logging configuration should not be changed") {
+		t.Errorf("another format in the same process: exit %d, stderr %q; want 1, refused", code, stderr)
 	}
 }
