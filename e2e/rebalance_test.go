@@ -10,6 +10,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,11 +79,22 @@ type result struct {
 	writer harness.WriterStats
 	lost   error
 	rc     *redisctl.Client
+	// logs are the structured log lines of the run (--logging-format=json), decoded.
+	logs []map[string]any
 }
+
+// e2ePolicy is the RebalancerPolicy the runs use (through --policy; -n and -o stay flags): the
+// waits bounded for a test bed, at most 6 evictions.
+const e2ePolicy = `apiVersion: rebalancer.redis.io/v1alpha1
+kind: RebalancerPolicy
+limits: {maxMovesPerCluster: 6}
+timeouts: {healthGate: 1m, recreate: 2m, rejoin: 2m}
+`
 
 // runRebalancer lays out sc on a real control plane with kwok nodes and a real redis-server per
 // pod, starts a writer (≥ 200 writes/s), waits until before() holds, runs `redis-rebalancer run`
-// (the CLI, in process) with the writer running throughout, and collects what happened.
+// (the CLI, in process, with e2ePolicy and JSON logs) with the writer running throughout, and
+// collects what happened.
 func runRebalancer(t *testing.T, sc scenario.Scenario, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
 	t.Helper()
 	rc, err := redisctl.New(redisctl.Options{})
@@ -111,10 +125,14 @@ func runRebalancer(t *testing.T, sc scenario.Scenario, before func(context.Conte
 		t.Fatal(err)
 	}
 
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(e2ePolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd := cli.NewRootCommand()
 	cmd.SetArgs(append([]string{"run", "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace, "-o", "json",
-		"--max-moves", "6", "--health-timeout", "1m", "--recreate-timeout", "2m", "--rejoin-timeout", "2m"}, extraArgs...))
+		"--policy", policyFile, "--logging-format", "json"}, extraArgs...))
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)
 	runErr := cmd.ExecuteContext(ctx)
@@ -125,6 +143,13 @@ func runRebalancer(t *testing.T, sc scenario.Scenario, before func(context.Conte
 	res := &result{env: env, rc: rc}
 	if err := json.Unmarshal(stdout.Bytes(), &res.report); err != nil {
 		t.Fatalf("report: %v\n%s", err, stdout.String())
+	}
+	// Stderr holds the progress (-o json) and the JSON log lines.
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		var l map[string]any
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &l) == nil {
+			res.logs = append(res.logs, l)
+		}
 	}
 	// Keep writing a little after the last move, then stop and read everything back.
 	if err := waitAcked(ctx, w, w.Stats().Acked+200); err != nil {
@@ -224,6 +249,17 @@ func TestPostScaleDown(t *testing.T) {
 	evictions, failovers := assertSafeAndCompliant(t, res)
 	if evictions < 1 || failovers < 1 {
 		t.Errorf("the run made %d evictions and %d failovers; the scenario needs at least one of each", evictions, failovers)
+	}
+	// The structured log has a line per failover and per eviction, naming the cluster.
+	cr := res.report.Clusters[0]
+	count := map[string]int{}
+	for _, l := range res.logs {
+		if l["cluster"] == cr.Namespace+"/"+cr.Name {
+			count[fmt.Sprint(l["msg"])]++
+		}
+	}
+	if count["Master failed over"] != failovers || count["Pod evicted"] != evictions {
+		t.Errorf("log lines: %d \"Master failed over\", %d \"Pod evicted\"; want %d and %d (%v)", count["Master failed over"], count["Pod evicted"], failovers, evictions, count)
 	}
 }
 
