@@ -30,7 +30,7 @@ IMAGE    ?= redis-rebalancer:$(VERSION)
 # The CA bundle put in the image (none when the file is missing).
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: all build image test unit e2e fuzz bench demo compare tools deps vet clean help
+.PHONY: all build image test unit e2e fuzz bench demo compare tools deps vet generate clean help
 
 all: build
 
@@ -56,6 +56,9 @@ deps: ## install Debian's redis-server and redis-tools when missing
 
 tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok for the local cluster, kustomize and helm for deploy/
 	./hack/build-tools.sh all
+
+generate: ## regenerate api/v1alpha1's deepcopy, the commented default policy and docs/policy.md (a test fails when they are stale)
+	$(GO) generate ./api/v1alpha1
 
 vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

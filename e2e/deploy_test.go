@@ -35,6 +35,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
@@ -195,6 +196,11 @@ func checkRendering(t *testing.T, r rendering) {
 			checkPod(t, r.name+" "+o.GetKind(), spec)
 		}
 		switch o.GetKind() {
+		case "ConfigMap":
+			data, _, _ := unstructured.NestedString(o.Object, "data", "policy.yaml")
+			if _, err := v1alpha1.Decode([]byte(data)); err != nil {
+				t.Errorf("%s: ConfigMap %s: the policy does not load: %v", r.name, o.GetName(), err)
+			}
 		case "CronJob":
 			cj := convert[batchv1.CronJob](t, o)
 			if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || cj.Spec.StartingDeadlineSeconds == nil ||

@@ -18,19 +18,13 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
 )
 
-// Defaults of the serve command.
-const (
-	// defaultSchedule is --schedule: a pass every 10 minutes.
-	defaultSchedule = "*/10 * * * *"
-	// defaultListenAddress is --listen-address.
-	defaultListenAddress = ":8080"
-)
+// defaultListenAddress is serve's --listen-address.
+const defaultListenAddress = ":8080"
 
-// serveOptions are the serve command's options: run's, and the schedule, the leader election
-// and the listener.
+// serveOptions are the serve command's options: run's (the policy and its flags), the policy's
+// schedule (--schedule), and the leader election and the listener.
 type serveOptions struct {
 	run            *runOptions
-	schedule       string
 	passOnStart    bool
 	listenAddress  string
 	leaderElection componentbaseconfig.LeaderElectionConfiguration
@@ -38,7 +32,7 @@ type serveOptions struct {
 
 func newServeOptions() *serveOptions {
 	return &serveOptions{
-		run: newRunOptions(), schedule: defaultSchedule, passOnStart: true, listenAddress: defaultListenAddress,
+		run: newRunOptions(), passOnStart: true, listenAddress: defaultListenAddress,
 		// The Lease's namespace is filled in when the command runs (the kubeconfig's namespace,
 		// or the pod's own in a cluster) unless --leader-elect-resource-namespace is given.
 		leaderElection: serve.DefaultLeaderElection(""),
@@ -47,21 +41,10 @@ func newServeOptions() *serveOptions {
 
 func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	o.run.addFlags(fs)
-	fs.StringVar(&o.schedule, "schedule", o.schedule, `when passes start: a cron expression (5 fields, @hourly/@daily/..., @every DURATION, optional CRON_TZ=<zone> prefix; UTC without one); a pass still running at the next tick skips it`)
+	o.run.policy.addScheduleFlag(fs)
 	fs.BoolVar(&o.passOnStart, "pass-on-start", o.passOnStart, "start a pass as soon as this process leads, then on the schedule")
 	fs.StringVar(&o.listenAddress, "listen-address", o.listenAddress, "address of the HTTP listener serving /healthz, /readyz and /metrics")
 	leoptions.BindLeaderElectionFlags(&o.leaderElection, fs)
-}
-
-// validate checks the flags that need no cluster.
-func (o *serveOptions) validate() error {
-	if err := o.run.validate(); err != nil {
-		return err
-	}
-	if _, err := serve.ParseSchedule(o.schedule); err != nil {
-		return fmt.Errorf("--schedule: %w", err)
-	}
-	return nil
 }
 
 func newServeCommand() *cobra.Command {
@@ -70,7 +53,8 @@ func newServeCommand() *cobra.Command {
 		Use:   "serve",
 		Short: "Run passes on a schedule, as a long-running Deployment with leader election",
 		Long: `serve is run as a long-running process: it makes a pass (what run does once) on its own cron
-schedule (--schedule), and one at once when it starts leading (--pass-on-start). With
+schedule (the policy's schedule, --schedule), and one at once when it starts leading
+(--pass-on-start). With
 --leader-elect (the default) the replicas of a Deployment elect a leader on a Lease
 (--leader-elect-resource-namespace/--leader-elect-resource-name, kube-system-style timings
 --leader-elect-lease-duration 15s, --leader-elect-renew-deadline 10s, --leader-elect-retry-period
@@ -87,15 +71,15 @@ finishes its step or abandons a wait at a safe point (never an eviction after it
 released so that another replica takes over at once, then serve exits 0. A second signal stops
 every step at once.
 
-Every flag of run applies to each pass; -o json prints one JSON report per pass on stdout.`,
-		Example: `  # a pass every night at 02:00 Paris time, acting only in a 2h window, leader-elected
+The policy (--policy) and every flag of run apply to each pass; -o json prints one JSON report per
+pass on stdout.`,
+		Example: `  # the policy's schedule and windows, leader-elected (deploy/overlays/deployment)
+  redis-rebalancer serve --policy /etc/redis-rebalancer/policy.yaml
+  # a pass every night at 02:00 Paris time, acting only in a 2h window
   redis-rebalancer serve --schedule "CRON_TZ=Europe/Paris 0 2 * * *" \
     --window "CRON_TZ=Europe/Paris 0 2 * * *|2h" --redis-password-file /etc/redis/password`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return &exitError{ExitError, err}
-			}
 			return o.serve(cmd)
 		},
 	}
@@ -103,13 +87,21 @@ Every flag of run applies to each pass; -o json prints one JSON report per pass 
 	return cmd
 }
 
-// serve wires the executor, the metrics and the listener into serve.Run.
+// serve resolves the policy (a bad one stops here: nothing has been read), and wires the
+// executor, the metrics and the listener into serve.Run.
 func (o *serveOptions) serve(cmd *cobra.Command) error {
+	p, err := o.run.resolve(cmd.Flags())
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	if _, err := serve.ParseSchedule(p.Schedule); err != nil {
+		return &exitError{ExitError, fmt.Errorf("schedule (--schedule): %w", err)}
+	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
 	m := metrics.New(Version)
 	o.run.observer = m
-	ex, closeRedis, err := o.run.executor(cmd, stop)
+	ex, closeRedis, err := o.run.executor(ctx, p, progressOut(cmd, p), stop)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
@@ -138,12 +130,12 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	}
 	defer l.Close()
 	err = serve.Run(ctx, serve.Config{
-		Client: client, Schedule: o.schedule, PassOnStart: o.passOnStart,
+		Client: client, Schedule: p.Schedule, PassOnStart: o.passOnStart,
 		LeaderElection: le, Identity: identity, Listener: l, Metrics: m, Stop: stop,
 		Pass: func(ctx context.Context, _ <-chan struct{}) {
 			start := time.Now()
 			rep, runErr := ex.Run(ctx)
-			code := o.run.report(cmd, rep, runErr)
+			code := o.run.report(cmd, p, rep, runErr)
 			outcome := outcomeOf(code)
 			m.RunDone(time.Now(), time.Since(start), outcome)
 			if runErr != nil {

@@ -136,6 +136,7 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 		if err != nil {
 			firstErr, rep.Error = err, err.Error()
 		}
+		cr.logStop(by, reason, err)
 	}
 
 	c, err := cr.observe(ctx)

@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -309,11 +308,11 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 
 // printWindow says whether the run may act, and why.
 func (e *Executor) printWindow(w report.WindowState) {
+	e.logWindow(w)
 	switch {
 	case len(w.Windows) == 0:
 		return
 	case w.Ignored:
-		klog.InfoS("Acting outside the maintenance windows: they are ignored", "windows", e.windows.String(), "open", w.Open)
 		fmt.Fprintf(e.cfg.Out, "maintenance windows ignored (--ignore-windows): %s\n", e.windows)
 	case w.Open:
 		fmt.Fprintf(e.cfg.Out, "maintenance window open until %s (windows: %s; step estimate: %s)\n", timeText(*w.Closes), e.windows, w.StepEstimate)

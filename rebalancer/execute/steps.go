@@ -127,6 +127,7 @@ func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, mv plan.Mov
 			res = gracefulStop("stopped before %s: %s", s.name, m.state())
 			m.rep.Steps = append(m.rep.Steps, report.Step{Name: s.name, Outcome: res.outcome, Reason: res.reason})
 			cr.cfg.Observer.Step(cr.key, m.rep.Steps[len(m.rep.Steps)-1])
+			cr.logStep(m, s.name, res, 0)
 			break
 		}
 		t0 := clk.Now()
@@ -145,6 +146,7 @@ func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, mv plan.Mov
 		d := clk.Since(t0)
 		m.rep.Steps = append(m.rep.Steps, report.Step{Name: s.name, Outcome: res.outcome, Reason: res.text(), Seconds: report.Seconds(d)})
 		cr.cfg.Observer.Step(cr.key, m.rep.Steps[len(m.rep.Steps)-1])
+		cr.logStep(m, s.name, res, d)
 		if res.outcome == report.OutcomeContinue {
 			cr.printf("  ✓ %s (%s): %s\n", s.name, d.Round(time.Millisecond), res.reason)
 		} else {
