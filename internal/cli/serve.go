@@ -52,14 +52,13 @@ func newServeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run passes on a schedule, as a long-running Deployment with leader election",
-		Long: `serve is run as a long-running process: it makes a pass (what run does once) on its own cron
-schedule (the policy's schedule, --schedule), and one at once when it starts leading
-(--pass-on-start). With
---leader-elect (the default) the replicas of a Deployment elect a leader on a Lease
-(--leader-elect-resource-namespace/--leader-elect-resource-name, kube-system-style timings
---leader-elect-lease-duration 15s, --leader-elect-renew-deadline 10s, --leader-elect-retry-period
-2s): only the leader acts. A leader that cannot renew its Lease stops acting at once and exits
-(status 1, to be restarted); a follower takes over when the Lease expires.
+		Long: `serve is run as a long-running process: it makes a pass (what run does once) on its own
+cron schedule (the policy's schedule, --schedule), and one at once when it starts leading
+(--pass-on-start). With --leader-elect (the default) the replicas of a Deployment elect a leader
+on a Lease (--leader-elect-resource-namespace, default the pod's namespace;
+--leader-elect-resource-name; component-base's timings: lease duration 15s, renew deadline 10s,
+retry period 2s): only the leader acts. A leader that cannot renew its Lease stops acting at once
+and exits (status 1, to be restarted); a follower takes over when the Lease expires.
 
 One HTTP listener (--listen-address) serves:
   /healthz  200 while the process runs (500 when it leads and has not renewed its Lease in time)
