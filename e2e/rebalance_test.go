@@ -32,6 +32,8 @@ type result struct {
 	stops  []stopRecord
 	writer harness.WriterStats
 	rc     *redisctl.Client
+	// logs are the run's structured log lines, decoded.
+	logs []map[string]any
 }
 
 // runRebalancer lays out sc on the test bed (in parallel with other tests), starts a writer (≥
@@ -64,7 +66,7 @@ func runScenario(t *testing.T, sc scenario.Scenario, serial bool, before func(co
 	if code := run.wait(5 * time.Minute); code != cli.ExitOK {
 		t.Fatalf("redis-rebalancer run exited %d (%s), want %d", code, run.errorLine(), cli.ExitOK)
 	}
-	res := &result{env: f.Env, rc: f.Redis, report: run.report()}
+	res := &result{env: f.Env, rc: f.Redis, report: run.report(), logs: run.logs()}
 	res.writer = f.finish(t)
 	if res.writer.Failed > 0 {
 		t.Errorf("%d writes failed: a run without a fault must cost clients no error", res.writer.Failed)
@@ -151,6 +153,17 @@ func TestPostScaleDown(t *testing.T) {
 	evictions, failovers := assertSafeAndCompliant(t, res)
 	if evictions < 1 || failovers < 1 {
 		t.Errorf("the run made %d evictions and %d failovers; the scenario needs at least one of each", evictions, failovers)
+	}
+	// The structured log has a line per failover and per eviction, naming the cluster.
+	cr := res.report.Clusters[0]
+	count := map[string]int{}
+	for _, l := range res.logs {
+		if l["cluster"] == cr.Namespace+"/"+cr.Name {
+			count[fmt.Sprint(l["msg"])]++
+		}
+	}
+	if count["Master failed over"] != failovers || count["Pod evicted"] != evictions {
+		t.Errorf("log lines: %d \"Master failed over\", %d \"Pod evicted\"; want %d and %d (%v)", count["Master failed over"], count["Pod evicted"], failovers, evictions, count)
 	}
 }
 

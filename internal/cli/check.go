@@ -3,13 +3,13 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
 
 func newCheckCommand() *cobra.Command {
 	o := newAnalysisOptions()
-	var popts plan.Options
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Report every Redis cluster whose placement breaks a rule (changes nothing)",
@@ -27,31 +27,38 @@ Exit status: 0 when every cluster complies and its Redis is healthy (or its heal
   redis-rebalancer check --snapshot snap.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.analyze(cmd, false, popts, (*report.Analysis).CompliantAndHealthy)
+			return o.analyze(cmd, nil, (*report.Analysis).CompliantAndHealthy)
 		},
 	}
 	o.addFlags(cmd.Flags(), contractUsage)
-	addPendingStepsFlag(cmd.Flags(), &popts.AllowPendingSteps) // the policy plan uses; check makes no plan
+	o.model.policy.addPendingStepsFlag(cmd.Flags(), allowPendingStepsUsage) // the policy plan uses; check makes no plan
 	return cmd
 }
 
-// analyze is check's and plan's work: it builds the model, analyses it (report.Analyze, with
-// plans when withPlans) and prints the analysis as -o says. The exit code is ExitViolations when
-// ok reports false on the analysis.
-func (o *analysisOptions) analyze(cmd *cobra.Command, withPlans bool, popts plan.Options, ok func(*report.Analysis) bool) error {
-	if err := o.validate(); err != nil {
-		return &exitError{ExitError, err}
-	}
-	m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), o.model.snapshot.redisRoles)
+// analyze is check's and plan's work: it resolves the policy, builds the model, analyses it
+// (report.Analyze, with plans when popts is set: plan's bounds from the policy) and prints the
+// analysis as the output format says. The exit code is ExitViolations when ok reports false on
+// the analysis.
+func (o *analysisOptions) analyze(cmd *cobra.Command, popts func(*policy) plan.Options, ok func(*report.Analysis) bool) error {
+	p, err := o.model.policy.load(cmd.Flags())
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	a := report.Analyze(m, withPlans, popts)
+	m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, o.model.snapshot.redisRoles)
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	withPlans := popts != nil
+	var bounds plan.Options
+	if withPlans {
+		bounds = popts(p)
+	}
+	a := report.Analyze(m, withPlans, bounds)
 	if !withPlans {
 		// check: Redis health beside the placement.
-		o.model.judgeHealth(cmd.Context(), m, a)
+		o.model.judgeHealth(cmd.Context(), m, a, p)
 	}
-	if o.output == "json" {
+	if p.Output == v1alpha1.OutputJSON {
 		if err := printJSON(cmd.OutOrStdout(), a); err != nil {
 			return &exitError{ExitError, err}
 		}

@@ -16,8 +16,9 @@ const (
 )
 
 // judgeHealth sets the Redis health of each cluster of a (m's clusters, in the same order): live
-// with --redis-roles, observe.JudgeHealth on the snapshot's pods; otherwise unknown, saying why.
-func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *report.Analysis) {
+// with --redis-roles, observe.JudgeHealth on the snapshot's pods with p's Redis settings;
+// otherwise unknown, saying why.
+func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *report.Analysis, p *policy) {
 	set := func(h func(c *policies.Cluster) observe.Health) {
 		for i, c := range m.Clusters {
 			v := h(c)
@@ -32,7 +33,12 @@ func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *re
 		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthNoRedis) })
 		return
 	}
-	rc, err := o.redis.client()
+	client, err := o.kube.client()
+	if err != nil {
+		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthNoClient + err.Error()) })
+		return
+	}
+	rc, err := redisClient(ctx, client, &p.Redis)
 	if err != nil {
 		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthNoClient + err.Error()) })
 		return

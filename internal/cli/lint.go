@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
+
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 )
 
@@ -23,17 +25,18 @@ Live (kubeconfig) or offline (--snapshot FILE). Exit status: 0 when there is no 
 there are findings, 1 on error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return &exitError{ExitError, err}
-			}
-			// Templates carry no roles: lint never asks Redis.
-			m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), false)
+			p, err := o.model.policy.load(cmd.Flags())
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
-			findings := lint.Lint(m, o.model.policy.relaxed)
+			// Templates carry no roles: lint never asks Redis.
+			m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, false)
+			if err != nil {
+				return &exitError{ExitError, err}
+			}
+			findings := lint.Lint(m, p.Rules.RelaxedLimits)
 			out := cmd.OutOrStdout()
-			if o.output == "json" {
+			if p.Output == v1alpha1.OutputJSON {
 				if findings == nil {
 					findings = []lint.Finding{}
 				}
@@ -54,6 +57,6 @@ there are findings, 1 on error.`,
 			return nil
 		},
 	}
-	o.addFlags(cmd.Flags(), "table or json")
+	o.addFlags(cmd.Flags(), outputUsage(`{"findings": [...]}`))
 	return cmd
 }

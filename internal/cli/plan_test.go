@@ -15,7 +15,7 @@ func TestPlanExitCodes(t *testing.T) {
 		{name: "plan on too few nodes → 3 with the reason", args: []string{"plan", "--snapshot", "../../examples/too-few-nodes.yaml"}, wantCode: ExitViolations, wantOut: []string{"no plan: N=6 pods at most 1 per node"}},
 		{name: "plan on zonal volumes → 3, the volumes keep the pods", args: []string{"plan", "--snapshot", "../../examples/zonal-volumes.yaml"}, wantCode: ExitViolations, wantOut: []string{"zonal PersistentVolumes keep them there"}},
 		{name: "plan --release-replica-claims on zonal volumes → 0, moves a replica", args: []string{"plan", "--snapshot", "../../examples/zonal-volumes.yaml", "--role-label", roleLabel, "--release-replica-claims"}, wantCode: ExitOK, wantOut: []string{"evict redis/redis-s3-1", "compliant after: true"}},
-		{name: "bad output format → 1", args: []string{"plan", "--snapshot", "../../examples/excluded-zone.yaml", "-o", "yaml"}, wantCode: ExitError, wantErr: []string{"-o must be table or json"}},
+		{name: "bad output format → 1", args: []string{"plan", "--snapshot", "../../examples/excluded-zone.yaml", "-o", "yaml"}, wantCode: ExitError, wantErr: []string{`output (--output): Unsupported value: "yaml"`}},
 	})
 }
 

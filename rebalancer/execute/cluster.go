@@ -20,8 +20,10 @@ type run struct {
 	*Executor
 	evictor    *evictor
 	evictorErr error
-	budget     *budget
-	estimates  *estimates
+	// events records the run's Kubernetes Events (nil in a dry run).
+	events    *recording
+	budget    *budget
+	estimates *estimates
 	// act is false when the run started outside every window (and windows are not ignored):
 	// the run then only observes and reports.
 	act bool
@@ -31,15 +33,29 @@ func (e *Executor) newRun(ctx context.Context) *run {
 	rn := &run{Executor: e, budget: newBudget(e.cfg), estimates: newEstimates(e.windows.StepEstimate())}
 	_, open := e.windows.Open(e.cfg.Clock.Now())
 	rn.act = open || e.cfg.IgnoreWindows
-	if !e.cfg.DryRun && rn.act {
-		rn.evictor, rn.evictorErr = newEvictor(ctx, e.cfg.Client, e.cfg)
+	if !e.cfg.DryRun {
+		rn.events = newRecording(e.cfg.Client, e.cfg.Recorder)
+		if rn.act {
+			rn.evictor, rn.evictorErr = newEvictor(ctx, e.cfg.Client, rn.events.recorder, e.cfg)
+		}
 	}
 	return rn
 }
 
+// close waits for the run's events to be written.
 func (rn *run) close() {
-	if rn.evictor != nil {
-		rn.evictor.close()
+	if rn.events != nil {
+		rn.events.close()
+	}
+}
+
+// stopping reports whether a graceful stop was asked for (Config.Stop).
+func (rn *run) stopping() bool {
+	select {
+	case <-rn.cfg.Stop:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -120,6 +136,7 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 		if err != nil {
 			firstErr, rep.Error = err, err.Error()
 		}
+		cr.logStop(by, reason, err)
 	}
 
 	c, err := cr.observe(ctx)
@@ -162,6 +179,9 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 	rep.After = nonNil(after.Evaluate(after.Current()))
 	rep.PlacementCompliant = len(policies.Hard(rep.After)) == 0
 	rep.Compliant = rep.PlacementCompliant && rep.Health.Healthy()
+	if !rep.Compliant && cannotFix(rep.StoppedBy) {
+		cr.events.clusterNotFixed(after, rep)
+	}
 	cr.printf("\nafter:\n")
 	report.RenderMap(cr.out, after, after.Current())
 	report.RenderViolations(cr.out, rep.After)
@@ -174,6 +194,11 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *report.ClusterRun, stop func(by, reason string, err error)) *policies.Cluster {
 	for moves := 0; ; {
 		if len(policies.Hard(c.Evaluate(c.Current()))) == 0 {
+			return c
+		}
+		if cr.stopping() {
+			stop(report.StoppedGracefulStop, "graceful stop: no further move started", nil)
+			cr.printf("stopping: %s\n", rep.Stopped)
 			return c
 		}
 		p := plan.Compute(c, cr.cfg.Plan)
@@ -220,6 +245,18 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 		cr.printf("  ✓ move done in %s\n", time.Duration(mr.Seconds*float64(time.Second)).Round(time.Millisecond))
 		c = after
 	}
+}
+
+// cannotFix reports whether a cluster that does not comply, stopped by stoppedBy, is one the run
+// could not fix (ReasonClusterNotFixed): not one waiting for a window, for the next run (move
+// budget, graceful stop), or only planned (dry run). A cluster stopped by nothing does not comply
+// because Redis is not healthy: that is not for the rebalancer to fix either.
+func cannotFix(stoppedBy string) bool {
+	switch stoppedBy {
+	case "", report.StepWindow, report.StoppedMaxMoves, report.StoppedDryRun, report.StoppedGracefulStop:
+		return false
+	}
+	return true
 }
 
 // nonNil returns vs, or an empty list for nil (the JSON contract's lists are never null).

@@ -197,10 +197,16 @@ func (cr *clusterRun) failover(ctx context.Context, m *move) result {
 	switch {
 	case err == nil:
 	case refused(err):
+		cr.cfg.Observer.Failover(cr.key, FailoverRefused)
+		cr.events.pod(m.pod, corev1.EventTypeWarning, ReasonFailoverRefused, ActionFailover, "Redis refused to fail master %s over; the pod is not evicted: %v", m.pod.Name, err)
 		return skip("failover refused: %v", err)
 	default:
+		cr.cfg.Observer.Failover(cr.key, FailoverFailed)
+		cr.events.pod(m.pod, corev1.EventTypeWarning, ReasonFailoverFailed, ActionFailover, "failover of master %s failed; the pod is not evicted: %v", m.pod.Name, err)
 		return abort(fmt.Errorf("failover: %w", err))
 	}
+	cr.cfg.Observer.Failover(cr.key, FailoverSucceeded)
+	cr.events.pod(m.pod, corev1.EventTypeNormal, ReasonFailover, ActionFailover, "master %s failed over to its in-sync replica %s (verified in %.3fs) before its eviction", fo.OldMaster, fo.NewMaster, fo.Seconds)
 	m.rep.Failover = fo
 	m.masterID = newMasterID
 	return proceed("verified in %s: %s is master, %s its replica", time.Duration(fo.Seconds*float64(time.Second)).Round(time.Millisecond), fo.NewMaster, fo.OldMaster)
@@ -299,7 +305,9 @@ const evictionRefusedPrefix = "error when evicting pod (ignoring)"
 // (it records an event on the pod and counts the eviction against the limits). A 429 skips: the
 // pod is never deleted instead. Any other error aborts.
 func (cr *clusterRun) evict(ctx context.Context, m *move) result {
-	err := cr.evictor.pe.EvictPod(ctx, m.pod, evictions.EvictOptions{Reason: m.mv.Reason, StrategyName: "RedisRebalance", ProfileName: EventSource})
+	// The PodEvictor records the eviction's event (reason EvictionStrategy); the move's reason is
+	// in the run's report and progress, not in the event's reason, which must be a short word.
+	err := cr.evictor.pe.EvictPod(ctx, m.pod, evictions.EvictOptions{StrategyName: EvictionStrategy, ProfileName: EventSource})
 	var (
 		total *evictions.EvictionTotalLimitError
 		node  *evictions.EvictionNodeLimitError
@@ -308,14 +316,18 @@ func (cr *clusterRun) evict(ctx context.Context, m *move) result {
 	switch {
 	case err == nil:
 		m.rep.Evicted = true
+		cr.cfg.Observer.Eviction(cr.key, EvictionEvicted)
 		return proceed("evicted %s (a replica, as Redis reported just before)", m.pod.Name)
 	case errors.As(err, &total) || errors.As(err, &node) || errors.As(err, &ns):
+		cr.cfg.Observer.Eviction(cr.key, EvictionRefused)
 		r := skip("eviction limit: %v", err)
 		r.stoppedBy = report.StoppedEvictionLimit
 		return r
 	case strings.HasPrefix(err.Error(), evictionRefusedPrefix):
+		cr.cfg.Observer.Eviction(cr.key, EvictionRefused)
 		return skip("PodDisruptionBudget refused the eviction of %s: %v", m.pod.Name, err)
 	}
+	cr.cfg.Observer.Eviction(cr.key, EvictionFailed)
 	return abort(fmt.Errorf("eviction: evict %s: %w", m.pod.Name, err))
 }
 

@@ -113,7 +113,8 @@ type ClusterRun struct {
 	// the first real reason; its first line is what an operator reads first.
 	Stopped string `json:"stopped,omitempty"`
 	// StoppedBy names what stopped it: a step name (StepWindow, StepHealthGate, ...) when a move
-	// step skipped or aborted, or "evictionLimit", "maxMoves", "noPlan", "dryRun", "observe".
+	// step skipped or aborted, or "evictionLimit", "maxMoves", "noPlan", "dryRun", "observe",
+	// "gracefulStop".
 	StoppedBy string `json:"stoppedBy,omitempty"`
 	// Error is set when the cluster's run ended in an error (an aborted step, or an observation
 	// that failed): the cause, as the exit message gives it.
@@ -147,6 +148,9 @@ const (
 	StoppedNoPlan        = "noPlan"
 	StoppedDryRun        = "dryRun"
 	StoppedObserve       = "observe"
+	// StoppedGracefulStop: a graceful stop (SIGTERM) was asked for; the cluster was left at a
+	// safe point and the next run continues.
+	StoppedGracefulStop = "gracefulStop"
 )
 
 // Step outcomes (Step.Outcome).
