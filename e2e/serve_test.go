@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -31,10 +33,19 @@ const (
 	testRetryPeriod   = time.Second
 )
 
-// serveArgs returns `redis-rebalancer serve`'s arguments for env: run's (runArgs), a pass every
-// 10 s, a listener on a free loopback port, and the Lease in env's namespace.
-func serveArgs(env *harness.Env) []string {
-	args := runArgs(env,
+// servePolicy is e2ePolicy with a drain that waits for 3 s of quiet after a failover, so that the
+// test kills the leader between its failover and its eviction with time to spare.
+const servePolicy = e2ePolicy + "failover: {drainQuiet: 3s}\n"
+
+// serveArgs returns `redis-rebalancer serve`'s arguments for env: run's (runArgs) with
+// servePolicy, a pass every 10 s, a listener on a free loopback port, and the Lease in env's
+// namespace.
+func serveArgs(t *testing.T, env *harness.Env) []string {
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policy, []byte(servePolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := runArgs(env, "--policy", policy,
 		"--schedule", "@every 10s", "--listen-address", "127.0.0.1:0",
 		"--leader-elect-resource-namespace", env.Namespace,
 		"--leader-elect-lease-duration", testLeaseDuration.String(),
@@ -44,12 +55,13 @@ func serveArgs(env *harness.Env) []string {
 	return args
 }
 
-var addressRE = regexp.MustCompile(`"Serving" address="([^"]+)"`)
+// addressRE finds the address in serve's JSON log line "Serving".
+var addressRE = regexp.MustCompile(`"address":"([^"]+)"`)
 
 // serveAddr waits until serve says where it listens and returns the address.
 func serveAddr(t *testing.T, r *cliRun) string {
 	t.Helper()
-	m := addressRE.FindStringSubmatch(r.waitLine(`"Serving" address=`, time.Minute))
+	m := addressRE.FindStringSubmatch(r.waitLine(`"msg":"Serving"`, time.Minute))
 	if m == nil {
 		t.Fatal("no listen address in serve's output")
 	}
@@ -143,7 +155,7 @@ type metricWant struct {
 func TestServeLeaderElection(t *testing.T) {
 	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, false)
 	ctx := t.Context()
-	args := serveArgs(f.Env)
+	args := serveArgs(t, f.Env)
 
 	a := startCLI(t, nil, args...)
 	addrA := serveAddr(t, a)
@@ -153,7 +165,7 @@ func TestServeLeaderElection(t *testing.T) {
 	b.waitLine(`"Another replica leads"`, time.Minute)
 
 	// A fails the master over; its /metrics say so; then it dies before the eviction (the drain
-	// after a failover waits at least a second for the old master's clients to go quiet).
+	// after a failover waits for 3 s of quiet on the old master: servePolicy).
 	a.waitLine("✓ failover (", 3*time.Minute)
 	wantSamples(t, "leader", scrape(t, addrA), []metricWant{
 		{"redis_rebalancer_failovers_total", map[string]string{"result": string(execute.FailoverSucceeded)}, 1},
@@ -177,10 +189,10 @@ func TestServeLeaderElection(t *testing.T) {
 		t.Errorf("hand-over took %s, more than the lease duration and two retries (%s)", handOver, bound)
 	}
 	b.waitLine(`"Pass starting"`, time.Minute)
-	if before, _, _ := strings.Cut(b.stderr(), `"Leading`); strings.Contains(before, `"Pass starting"`) {
+	if before, _, _ := strings.Cut(b.stderr(), `"msg":"Leading`); strings.Contains(before, `"msg":"Pass starting"`) {
 		t.Errorf("the follower passed before it led")
 	}
-	b.waitLine(`"Pass ended" outcome="compliant"`, 4*time.Minute)
+	b.waitLine(`"outcome":"compliant"`, 4*time.Minute) // the log line "Pass ended"
 	if !strings.Contains(b.stderr(), "✓ evict (") {
 		t.Errorf("the new leader did not evict the old master")
 	}
