@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -164,13 +165,15 @@ type snapshotOptions struct {
 	file       string
 	roleLabel  string
 	redisRoles bool
+	chunkSize  int64
 }
 
 func newSnapshotOptions() snapshotOptions {
-	return snapshotOptions{redisRoles: true}
+	return snapshotOptions{redisRoles: true, chunkSize: observe.DefaultPageSize}
 }
 
 func (o *snapshotOptions) addFlags(fs *pflag.FlagSet) {
+	fs.Int64Var(&o.chunkSize, "chunk-size", o.chunkSize, "live: objects per LIST request, as kubectl's --chunk-size (0: each resource in one request)")
 	fs.StringVar(&o.file, "snapshot", o.file, "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A -o yaml\" (or -o json) prints; - for stdin")
 	fs.StringVar(&o.roleLabel, "role-label", o.roleLabel, "pod label giving the Redis role offline (master, replica/slave); roles are unknown without it")
 	fs.BoolVar(&o.redisRoles, "redis-roles", o.redisRoles, "live: read each pod's Redis role from Redis (needs network access to the pod IPs)")
@@ -211,6 +214,9 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, readRoles bo
 		if err != nil {
 			return nil, err
 		}
+		if err := observe.CheckSnapshot(snap); err != nil {
+			return nil, err
+		}
 		if len(skipped) > 0 {
 			var kinds []string
 			for k, n := range skipped {
@@ -228,7 +234,11 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, readRoles bo
 	if err != nil {
 		return nil, err
 	}
-	if m, err = observe.Live(ctx, client, opts, sel); err != nil {
+	snap, err := observe.ReadSnapshotPaged(ctx, client, sel.Namespace, o.snapshot.chunkSize)
+	if err != nil {
+		return nil, err
+	}
+	if m, err = observe.Model(snap, opts, sel); err != nil {
 		return nil, err
 	}
 	if readRoles && o.snapshot.roleLabel == "" {
@@ -244,6 +254,23 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, readRoles bo
 		}
 	}
 	return m, nil
+}
+
+// validateFlags rejects a negative value given to any number or duration flag of fs: no flag of
+// redis-rebalancer takes one (each is a count, a bound, a size, a port, a rate or a timeout), and
+// a negative value would otherwise mean "no bound" to one library and an odd answer to another.
+// Flags left at their defaults are not looked at.
+func validateFlags(fs *pflag.FlagSet) error {
+	var errs []error
+	fs.Visit(func(f *pflag.Flag) {
+		switch f.Value.Type() {
+		case "int", "int8", "int16", "int32", "int64", "float32", "float64", "duration":
+			if strings.HasPrefix(f.Value.String(), "-") {
+				errs = append(errs, fmt.Errorf("--%s must not be negative, got %s", f.Name, f.Value))
+			}
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // defaultTableOutput is -o of check, plan and lint.

@@ -52,6 +52,9 @@ PodDisruptionBudgets hold, and lets kube-scheduler's topology spread constraints
 It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a kubeconfig.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return validateFlags(cmd.Flags())
+		},
 	}
 	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(gofs)
