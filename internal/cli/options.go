@@ -165,11 +165,13 @@ type snapshotOptions struct {
 	file       string
 	roleLabel  string
 	redisRoles bool
-	chunkSize  int64
+	// rolesTimeout bounds reading every cluster's roles from Redis.
+	rolesTimeout time.Duration
+	chunkSize    int64
 }
 
 func newSnapshotOptions() snapshotOptions {
-	return snapshotOptions{redisRoles: true, chunkSize: observe.DefaultPageSize}
+	return snapshotOptions{redisRoles: true, rolesTimeout: observe.DefaultRolesTimeout, chunkSize: observe.DefaultPageSize}
 }
 
 func (o *snapshotOptions) addFlags(fs *pflag.FlagSet) {
@@ -177,6 +179,7 @@ func (o *snapshotOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.file, "snapshot", o.file, "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A -o yaml\" (or -o json) prints; - for stdin")
 	fs.StringVar(&o.roleLabel, "role-label", o.roleLabel, "pod label giving the Redis role offline (master, replica/slave); roles are unknown without it")
 	fs.BoolVar(&o.redisRoles, "redis-roles", o.redisRoles, "live: read each pod's Redis role from Redis (needs network access to the pod IPs)")
+	fs.DurationVar(&o.rolesTimeout, "redis-roles-timeout", o.rolesTimeout, "live: bound on reading the roles of every Redis cluster (all at once); the roles of clusters not read by then stay unknown (0: each node's read timeout only)")
 }
 
 // modelOptions are what check, plan and lint need to build the model: the four groups above.
@@ -247,8 +250,15 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, readRoles bo
 			return nil, err
 		}
 		defer rc.Close()
+		rctx := ctx
+		if o.snapshot.rolesTimeout > 0 {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithTimeout(ctx, o.snapshot.rolesTimeout)
+			defer cancel()
+		}
+		errs := observe.ReadRoles(rctx, rc, m.Clusters)
 		for _, c := range m.Clusters {
-			if _, err := observe.ApplyRoles(ctx, rc, c); err != nil {
+			if err, ok := errs[c.Key()]; ok {
 				fmt.Fprintf(errOut, "warning: %s: roles unknown: %v\n", c.Key(), err)
 			}
 		}
