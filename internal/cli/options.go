@@ -37,6 +37,8 @@ type kubeOptions struct {
 	kubeconfig, context string
 	qps                 float32
 	burst               int
+	// requests counts the requests of the clients restConfig makes (run reports them).
+	requests *observe.RequestCounter
 }
 
 func newKubeOptions() kubeOptions {
@@ -51,7 +53,7 @@ func (o *kubeOptions) addFlags(fs *pflag.FlagSet) {
 }
 
 // restConfig loads the kubeconfig the usual way (explicit path, $KUBECONFIG, ~/.kube/config),
-// falling back to the in-cluster configuration.
+// falling back to the in-cluster configuration. Its requests are counted in o.requests.
 func (o *kubeOptions) restConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
@@ -62,6 +64,10 @@ func (o *kubeOptions) restConfig() (*rest.Config, error) {
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "redis-rebalancer/" + Version
+	if o.requests == nil {
+		o.requests = observe.NewRequestCounter()
+	}
+	o.requests.Wrap(cfg)
 	return cfg, nil
 }
 

@@ -135,7 +135,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 		return &exitError{ExitError, err}
 	}
 	defer rc.Close()
-	cfg.Client, cfg.Redis = client, rc
+	cfg.Client, cfg.Redis, cfg.Requests = client, rc, o.kube.requests
 	cfg.Selection, cfg.Policy = sel, o.policy.rules()
 	cfg.Out = cmd.OutOrStdout()
 	if o.output == "json" {

@@ -94,6 +94,9 @@ type Config struct {
 	Out io.Writer
 	// Clock measures durations (the real clock when nil).
 	Clock clock.PassiveClock
+	// Requests, when set, counts Client's API requests (observe.RequestCounter.Wrap on its
+	// rest.Config); Run's report then holds the counts.
+	Requests *observe.RequestCounter
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -189,6 +192,9 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 				break
 			}
 		}
+	}
+	if e.cfg.Requests != nil {
+		rep.APIRequests = e.cfg.Requests.Counts()
 	}
 	return rep, errors.Join(errs...)
 }

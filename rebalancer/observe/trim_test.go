@@ -1,4 +1,4 @@
-package observe
+package observe_test
 
 import (
 	"encoding/json"
@@ -14,6 +14,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
@@ -66,7 +67,7 @@ func trimInputs(t *testing.T) map[string]*policies.Snapshot {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap, err := decodeWhole(b)
+		snap, err := observe.DecodeWhole(b)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -91,7 +92,7 @@ func TestTrimKeepsWhatTheModelReads(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				want := answers(t, snap, opts)
-				got := answers(t, Trim(snap), opts)
+				got := answers(t, observe.Trim(snap), opts)
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("answers on trimmed objects differ (-whole +trimmed):\n%s", diff)
 				}
@@ -113,7 +114,7 @@ func TestTrimDropsWhatIsNotRead(t *testing.T) {
 	p.Status.HostIP = "10.0.0.1"
 	q := p.DeepCopy()
 	q.Name = "other"
-	got := Trim(&policies.Snapshot{Pods: []*corev1.Pod{p, q}})
+	got := observe.Trim(&policies.Snapshot{Pods: []*corev1.Pod{p, q}})
 	a, b := got.Pods[0], got.Pods[1]
 	if a.ManagedFields != nil || a.Annotations != nil || a.Spec.Containers[0].Image != "" || a.Spec.Containers[0].Env != nil ||
 		a.Status.ContainerStatuses != nil || a.Status.HostIP != "" {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 
@@ -11,6 +12,9 @@ import (
 type Run struct {
 	// Clusters are in namespace/name order.
 	Clusters []ClusterRun `json:"clusters"`
+	// APIRequests counts the run's requests to the API server by verb and resource (none when
+	// they were not counted).
+	APIRequests []observe.APIRequests `json:"apiRequests,omitempty"`
 }
 
 // Moves returns the number of evictions made, over all clusters.
