@@ -3,11 +3,15 @@ package observe
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
@@ -94,4 +98,65 @@ func appendObjects[T runtime.Object](objs []runtime.Object, items []T) []runtime
 		objs = append(objs, o)
 	}
 	return objs
+}
+
+// TestReadSnapshotPages checks the paged LISTs on a fake clientset that pages pods as
+// kube-apiserver does (limit, continue): every pod is read once, in pages of the page size, and
+// a continue token that expires (410 Expired) makes the pods be listed again from the start.
+func TestReadSnapshotPages(t *testing.T) {
+	snap := twoClusters(t)
+	objs := appendObjects(appendObjects(nil, snap.Nodes), snap.Pods)
+	for _, tc := range []struct {
+		name       string
+		pageSize   int64
+		expireOnce bool
+		wantLists  int
+	}{
+		{name: "page size 5 → a request per 5 pods", pageSize: 5, wantLists: (len(snap.Pods) + 4) / 5},
+		{name: "page size 0 → one request", pageSize: 0, wantLists: 1},
+		{name: "expired continue token → the pods listed again, none twice", pageSize: 5, expireOnce: true, wantLists: 2 + (len(snap.Pods)+4)/5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset(objs...)
+			lists, expired := 0, false
+			client.PrependReactor("list", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				lists++
+				opts := a.(clienttesting.ListActionImpl).ListOptions
+				if tc.expireOnce && !expired && opts.Continue != "" {
+					expired = true
+					return true, nil, apierrors.NewResourceExpired("continue token expired")
+				}
+				start, _ := strconv.Atoi(opts.Continue)
+				end := len(snap.Pods)
+				if opts.Limit > 0 && start+int(opts.Limit) < end {
+					end = start + int(opts.Limit)
+				}
+				list := &corev1.PodList{}
+				for _, p := range snap.Pods[start:end] {
+					list.Items = append(list.Items, *p)
+				}
+				if end < len(snap.Pods) {
+					list.Continue = strconv.Itoa(end)
+				}
+				return true, list, nil
+			})
+			got, err := ReadSnapshotPaged(context.Background(), client, "", tc.pageSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want, gotNames []string
+			for _, p := range snap.Pods {
+				want = append(want, p.Name)
+			}
+			for _, p := range got.Pods {
+				gotNames = append(gotNames, p.Name)
+			}
+			if diff := cmp.Diff(want, gotNames); diff != "" {
+				t.Errorf("pods read (-want +got):\n%s", diff)
+			}
+			if lists != tc.wantLists {
+				t.Errorf("%d LIST requests of pods, want %d", lists, tc.wantLists)
+			}
+		})
+	}
 }

@@ -216,8 +216,9 @@ func (t *trimmer) pod(p *corev1.Pod) *corev1.Pod {
 	if len(p.Status.Conditions) > 0 {
 		t.key = append(t.key[:0], tagConditions)
 		for _, c := range p.Status.Conditions {
-			t.key = append(append(append(append(t.key, c.Type...), 0, byte(len(c.Status))), c.Status...), 0)
-			t.key = append(append(append(append(t.key, c.Reason...), 0), c.Message...), 0)
+			for _, f := range [...]string{string(c.Type), string(c.Status), c.Reason, c.Message} {
+				t.key = append(append(t.key, f...), 0)
+			}
 		}
 		if old, ok := t.lookup(); ok {
 			out.Status.Conditions = old.([]corev1.PodCondition)
