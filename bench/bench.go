@@ -21,7 +21,7 @@
 //	REBALANCER_BENCH_MAX_MOVES   plan.Options.MaxMoves (default 0: the planner's own)
 //	REBALANCER_BENCH_MAX_STATES  plan.Options.MaxStates (default 0: the planner's 200000)
 //	REBALANCER_BENCH_VERBOSE     when set, prints every plan with its time (otherwise only those
-//	                             taking a second or more)
+//	                             taking more than 50 ms)
 //	REBALANCER_BENCH_MAX_HEAP_MIB ends the run (status 2) when the heap in use grows beyond it
 //	                             (default 8192; 0: no limit)
 //
@@ -129,6 +129,8 @@ type Analysis struct {
 	Violations, Hard int
 	// Build is the time policies.Build took.
 	Build time.Duration
+
+	noncompliant []*policies.Cluster // in model order
 }
 
 // Analyse builds the model of snap and evaluates every cluster's current placement: what the
@@ -147,6 +149,7 @@ func Analyse(snap *policies.Snapshot, opts policies.Options) (*policies.Model, A
 		a.Hard += hard
 		if hard > 0 {
 			a.NonCompliant++
+			a.noncompliant = append(a.noncompliant, c)
 		}
 	}
 	return m, a, nil
@@ -164,15 +167,16 @@ type Planning struct {
 	CompliantAfter, Minimal, Infeasible int
 	// Searched is the total number of placements the searches visited.
 	Searched int
-	// Plan is the time spent in plan.Compute; Slowest the longest single call and
-	// SlowestCluster its cluster ("namespace/name", N).
+	// Plan is the time the plans took (wall clock, clusters planned in parallel); Slowest the
+	// longest single plan.Compute and SlowestCluster its cluster ("namespace/name", N).
 	Plan, Slowest  time.Duration
 	SlowestCluster string
 }
 
 // Plan builds the model of snap, evaluates every cluster and plans every non-compliant one with
-// plan.Compute: what the `plan` command does. progress, when not nil, is called after
-// each plan with the cluster, its plan and the time plan.Compute took.
+// plan.ComputeAll (clusters in parallel, up to GOMAXPROCS at a time): what the `plan` command
+// does. progress, when not nil, is called once the plans are made, for each plan with the
+// cluster, its plan and the time plan.Compute took for it.
 func Plan(snap *policies.Snapshot, opts policies.Options, popts plan.Options, progress func(c *policies.Cluster, p plan.Plan, took time.Duration)) (*policies.Model, Planning, error) {
 	m, a, err := Analyse(snap, opts)
 	if err != nil {
@@ -180,15 +184,12 @@ func Plan(snap *policies.Snapshot, opts policies.Options, popts plan.Options, pr
 	}
 	p := Planning{Analysis: a}
 	start := time.Now()
-	for _, c := range m.Clusters {
-		if len(policies.Hard(c.Evaluate(c.Current()))) == 0 {
-			continue
-		}
-		t0 := time.Now()
-		working.Store(fmt.Sprintf("plan.Compute %s (N=%d, Z=%d) since %s", c.Key(), c.N, c.Z(), t0.Format(time.TimeOnly)))
-		pl := plan.Compute(c, popts)
-		working.Store("the rest")
-		took := time.Since(t0)
+	todo := a.noncompliant
+	working.Store(fmt.Sprintf("plan.ComputeAll of %d clusters since %s", len(todo), start.Format(time.TimeOnly)))
+	results := plan.ComputeAll(todo, popts)
+	working.Store("the rest")
+	for k, r := range results {
+		c, pl, took := todo[k], r.Plan, r.Took
 		if took > p.Slowest {
 			p.Slowest, p.SlowestCluster = took, fmt.Sprintf("%s (N=%d, Z=%d)", c.Key(), c.N, c.Z())
 		}

@@ -263,7 +263,11 @@ func assertAPIRequests(t *testing.T, rep report.Run, evictions int) {
 	polls := 0
 	for _, cr := range rep.Clusters {
 		for _, m := range cr.Moves {
-			polls += int(m.Recreate/execute.DefaultPollInterval) + 2
+			for _, st := range m.Steps {
+				if st.Name == report.StepRecreate {
+					polls += int(st.Seconds/execute.DefaultPollInterval.Seconds()) + 2
+				}
+			}
 		}
 	}
 	if got := count["get pods"]; got > polls {

@@ -58,6 +58,19 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 			m.zoneNames[1][i] = legacy
 		}
 	}
+	for x := range m.zoneIDs {
+		ids := map[string]int32{}
+		m.zoneIDs[x] = make([]int32, len(nodes))
+		for i, z := range m.zoneNames[x] {
+			id, ok := ids[z]
+			if !ok {
+				id = int32(len(m.zoneIDNames[x]))
+				ids[z] = id
+				m.zoneIDNames[x] = append(m.zoneIDNames[x], z)
+			}
+			m.zoneIDs[x][i] = id
+		}
+	}
 	for _, ns := range snap.Namespaces {
 		m.nsLabels[ns.Name] = labels.Set(ns.Labels)
 	}

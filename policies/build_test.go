@@ -319,16 +319,40 @@ func TestStaticInfeasibility(t *testing.T) {
 			want:    "i.e. none",
 		},
 		{
-			name:    "Z=3, 3 pods per shard, zone-c's nodes cordoned → a shard needs 3 zones with usable nodes",
+			name:    "N=6 on 6 nodes, n6 cordoned but running a pod that may stay → feasible",
+			nodes:   append(fixture.ZonedNodes(5, "a"), fixture.Node("n6", fixture.InZone("zone-a"), fixture.Cordoned())),
+			cluster: redisCluster{shards: 3, perShard: 2, zones: []string{"a"}, place: [][]string{{"n1", "n2"}, {"n3", "n4"}, {"n6", "n1"}}},
+			want:    "",
+		},
+		{
+			name:    "N=6 on 6 nodes, n6 tainted NoSchedule (the templates do not tolerate it) running a pod → feasible",
+			nodes:   append(fixture.ZonedNodes(5, "a"), fixture.Node("n6", fixture.InZone("zone-a"), fixture.Tainted("t", "x", corev1.TaintEffectNoSchedule))),
+			cluster: redisCluster{shards: 3, perShard: 2, zones: []string{"a"}, place: [][]string{{"n1", "n2"}, {"n3", "n4"}, {"n6", "n1"}}},
+			want:    "",
+		},
+		{
+			name:    "N=6, 4 usable nodes and n6 cordoned running 2 pods: only 1 may stay (limit 1) → room for 5",
+			nodes:   append(fixture.ZonedNodes(4, "a"), fixture.Node("n6", fixture.InZone("zone-a"), fixture.Cordoned())),
+			cluster: redisCluster{shards: 3, perShard: 2, zones: []string{"a"}, place: [][]string{{"n6", "n2"}, {"n3", "n6"}, {"n1", "n4"}}},
+			want:    "need room for 6, found 5: 4 on 4 usable nodes and 1 staying where they run",
+		},
+		{
+			name:    "Z=3, 3 pods per shard, zone-c's only node cordoned running a pod of each shard → only one may stay: zones hold 5",
 			nodes:   append(fixture.ZonedNodes(3, "a", "b"), fixture.Node("n7", fixture.InZone("zone-c"), fixture.Cordoned())),
 			cluster: redisCluster{shards: 2, perShard: 3, zones: []string{"a", "b", "c"}, place: [][]string{{"n1", "n4", "n7"}, {"n2", "n5", "n7"}}},
-			want:    "a shard of 3 pods needs 3 zones with usable nodes (ShardSeparation), found 2",
+			want:    "the allowed zones can hold 5 of N=6 pods",
+		},
+		{
+			name:    "Z=3, 3 pods per shard, zone-c's only node cordoned, shard 1 has no pod there → it needs 3 zones, finds 2",
+			nodes:   append(fixture.ZonedNodes(3, "a", "b"), fixture.Node("n7", fixture.InZone("zone-c"), fixture.Cordoned())),
+			cluster: redisCluster{shards: 2, perShard: 3, zones: []string{"a", "b", "c"}, place: [][]string{{"n1", "n4", "n7"}, {"n2", "n5", "n3"}}},
+			want:    "a shard of 3 pods needs 3 zones with usable nodes (ShardSeparation), found 2 (shard redis-s1)",
 		},
 		{
 			name:    "Z=2, N=8, zone-b has 1 node (at most 2 pods) but must hold 4 → ZoneEvenSplit",
 			nodes:   append(fixture.ZonedNodes(4, "a"), fixture.Node("n5", fixture.InZone("zone-b"))),
 			cluster: redisCluster{shards: 4, perShard: 2, zones: []string{"a", "b"}, place: [][]string{{"n1", "n5"}, {"n2", "n5"}, {"n3", ""}, {"n4", ""}}},
-			want:    "zone zone-b must hold 4 pods (ZoneEvenSplit) but its 1 usable nodes hold at most 2",
+			want:    "zone zone-b must hold 4 pods (ZoneEvenSplit) but its nodes hold at most 2",
 		},
 		{
 			name:    "Z=3, N=6 on 3 zones × 2 nodes → feasible",

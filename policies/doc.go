@@ -12,8 +12,9 @@
 //
 // The package owns the model (Snapshot in, Model, Cluster, Shard, Member and Placement out), the
 // rules (Evaluate, EvaluateHard, NodeLimit, ZoneLimit), the filter (Candidates, CandidatesIn, Fits,
-// Explain), the quick infeasibility count (StaticInfeasibility) and the node classes the planner
-// groups interchangeable nodes by (NodeClass). It does not read a live cluster, talk to Redis,
+// Explain), the quick infeasibility count (StaticInfeasibility), the node classes the planner
+// groups interchangeable nodes by (NodeClass), and State: a placement whose rules' and filter's
+// counts are kept up to date per move, which the planner searches on. It does not read a live cluster, talk to Redis,
 // plan or evict: the rebalancer does, on top of it. The seed's constraint generator lives in
 // policies/constraints and the StatefulSet linter in policies/lint; both build on this package,
 // never the reverse.
@@ -38,7 +39,9 @@
 //     existing pods' anti-affinity.
 //   - rules.go: the HA rules; spread.go: PodTopologySpread's constraint instances and counts,
 //     shared by the TopologySpread rule and the filter; infeasible.go: StaticInfeasibility;
-//     nodeclass.go: NodeClass.
+//     nodeclass.go: NodeClass; state.go: State, the rules' sums and the filter's PreFilter state
+//     updated per move (kube-scheduler's AddPod/RemovePod extensions), checked against Evaluate
+//     and Candidates by state_test.go.
 //   - filter.go: the filter's API, its plugin order and the per-placement state (fitter); one
 //     filter_<plugin>.go per kube-scheduler filter plugin with that plugin's precomputed state,
 //     PreFilter and Filter, as in kube-scheduler's own plugin folders.
@@ -54,4 +57,8 @@
 //
 // The filter is kept equal to kube-scheduler v1.36's filter plugins by a differential test against
 // a literal port of their code (oracle_test.go).
+//
+// A pod that stays keeps its node: the rules count a member where it runs whatever the node's
+// schedulability, and only a member being placed (Pending, evicted, new) must pass the filter;
+// StaticInfeasibility counts the nodes a member could not be placed on now but runs on.
 package policies

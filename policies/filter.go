@@ -99,8 +99,12 @@ type FitReport struct {
 	Rejected map[string][]string
 }
 
-// Summary renders the report like kube-scheduler's FailedScheduling message:
-// "0/6 nodes are available: 1 node(s) didn't match pod anti-affinity rules [n5], 5 node(s) ...".
+// maxRejectedNames is the number of node names Summary lists per reason; beyond it, it counts.
+const maxRejectedNames = 10
+
+// Summary renders the report like kube-scheduler's FailedScheduling message, with the nodes of
+// each reason (the first 10, then how many more): "0/6 nodes are available: 1 node(s) didn't
+// match pod anti-affinity rules [n5], 5 node(s) ...".
 func (r FitReport) Summary() string {
 	total := len(r.Fits)
 	keys := make([]string, 0, len(r.Rejected))
@@ -116,7 +120,12 @@ func (r FitReport) Summary() string {
 	})
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%d %s [%s]", len(r.Rejected[k]), k, strings.Join(r.Rejected[k], " ")))
+		names := r.Rejected[k]
+		list := strings.Join(names[:min(len(names), maxRejectedNames)], " ")
+		if len(names) > maxRejectedNames {
+			list += fmt.Sprintf(" … +%d more", len(names)-maxRejectedNames)
+		}
+		parts = append(parts, fmt.Sprintf("%d %s [%s]", len(names), k, list))
 	}
 	s := fmt.Sprintf("%d/%d nodes are available", len(r.Fits), total)
 	if len(parts) > 0 {

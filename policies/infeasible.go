@@ -2,14 +2,19 @@ package policies
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// StaticInfeasibility returns, in words, why no placement of the cluster's N pods can satisfy the
-// hard rules on the nodes that exist (e.g. fewer than 6 nodes for N = 6, seed 000 §四), or "" when
-// this quick count finds no obstacle. A node counts as usable when it passes the node-level checks
-// (cordon, taints, node affinity) of some member's incoming spec (a Pending pod's own, otherwise
-// its re-creation template's) and, with allowed zones, lies in one of them.
+// StaticInfeasibility returns, in words, why no placement of the cluster's N pods that evictions
+// can reach satisfies the hard rules on the nodes that exist (e.g. fewer than 6 nodes for N = 6,
+// seed 000 §四), or "" when this quick count finds no obstacle. A pod that is placed needs a usable
+// node: one that passes the node-level checks (cordon, taints, node affinity) of some member's
+// incoming spec (a Pending pod's own, otherwise its re-creation template's). A pod that stays
+// keeps its node whatever that node's schedulability, so a node that is not usable still holds
+// the members running on it now (up to the node limit). With a zone list (AllowedZones) only
+// nodes of the allowed zones count; without one, nodes without a zone label count too (each its
+// own domain for ShardSeparation, in no zone for the zone rules).
 func (c *Cluster) StaticInfeasibility() string {
 	relaxed := c.model.Options.RelaxedLimits
 	nodeLimit := NodeLimit(c.N, relaxed)
@@ -20,60 +25,136 @@ func (c *Cluster) StaticInfeasibility() string {
 	if nodeLimit == 0 {
 		return fmt.Sprintf("with N=%d a node may hold %s N/3 pods, i.e. none: no placement can comply (MaxPodsPerNode)", c.N, cmp)
 	}
-	nodesPerZone := map[string]int{}
-	total := 0
-	for zone, n := range c.usableIn {
-		if c.Z() == 0 || c.allowed[zone] {
-			nodesPerZone[zone] += n
-			total += n
+	counts := func(n int) bool { // whether node n may hold pods of the cluster at all
+		z := c.zoneID[n]
+		return c.allowedID[z] || !c.ZoneList && c.zoneName[z] == ""
+	}
+	// Members that may stay where they run: bound, not terminating, on a node that counts.
+	stayOn := map[int][]int{} // node → members
+	for i, mem := range c.Members {
+		if mem.Node >= 0 && !mem.Terminating && counts(mem.Node) {
+			stayOn[mem.Node] = append(stayOn[mem.Node], i)
 		}
+	}
+	// Capacity per node: the node limit on a usable node, else the members that stay there.
+	capZone := make([]int, len(c.zoneName)) // by zone id; nodes without a zone under ""'s id
+	usable, stayers, total := 0, 0, 0
+	for n := range c.model.Nodes {
+		if !counts(n) {
+			continue
+		}
+		cp := 0
+		if c.isUsable(n) {
+			cp = nodeLimit
+			usable++
+		} else if k := len(stayOn[n]); k > 0 {
+			cp = min(k, nodeLimit)
+			stayers += cp
+		}
+		capZone[c.zoneID[n]] += cp
+		total += cp
+	}
+	capOf := func(zone string) int {
+		if id := slices.Index(c.zoneName, zone); id >= 0 {
+			return capZone[id]
+		}
+		return 0
 	}
 	var why []string
-	if total*nodeLimit < c.N {
-		why = append(why, fmt.Sprintf("N=%d pods at most %d per node (MaxPodsPerNode) need %d usable nodes, found %d", c.N, nodeLimit, (c.N+nodeLimit-1)/nodeLimit, total))
-	}
-	perShard := 0
-	for _, s := range c.Shards {
-		if s.StatefulSet != nil && s.StatefulSet.Spec.Replicas != nil {
-			perShard = max(perShard, int(*s.StatefulSet.Spec.Replicas))
+	if total < c.N {
+		if stayers == 0 {
+			why = append(why, fmt.Sprintf("N=%d pods at most %d per node (MaxPodsPerNode) need %d usable nodes, found %d", c.N, nodeLimit, (c.N+nodeLimit-1)/nodeLimit, usable))
 		} else {
-			perShard = max(perShard, len(s.Members))
+			why = append(why, fmt.Sprintf("N=%d pods at most %d per node (MaxPodsPerNode) need room for %d, found %d: %d on %d usable nodes and %d staying where they run on nodes no pod can be placed on now (cordoned, tainted or not selected)", c.N, nodeLimit, c.N, total, usable*nodeLimit, usable, stayers))
 		}
 	}
+	why = append(why, c.shardDomains(stayOn, counts)...)
 	switch z := c.Z(); {
-	case z >= 2:
-		withNodes := 0
+	case z >= 3:
+		zoneLimit := ZoneLimit(c.N, relaxed)
+		capacity := capOf("")
 		for _, zone := range c.AllowedZones {
-			if nodesPerZone[zone] > 0 {
-				withNodes++
+			capacity += min(zoneLimit, capOf(zone))
+		}
+		if capacity < c.N {
+			why = append(why, fmt.Sprintf("the allowed zones can hold %d of N=%d pods (at most %d per zone, %d per node)", capacity, c.N, zoneLimit, nodeLimit))
+		}
+	case z == 2:
+		// The two zones differ by at most N mod 2 pods; nodes without a zone take the rest.
+		a, b := c.AllowedZones[0], c.AllowedZones[1]
+		lo := min(capOf(a), capOf(b))
+		pair := 2 * lo
+		if capOf(a) != capOf(b) {
+			pair += c.N % 2
+		}
+		if pair+capOf("") < c.N {
+			found := false
+			for _, zone := range c.AllowedZones {
+				if need := (c.N - capOf("")) / 2; capOf(zone) < need {
+					why = append(why, fmt.Sprintf("zone %s must hold %d pods (ZoneEvenSplit) but its nodes hold at most %d", zone, need, capOf(zone)))
+					found = true
+				}
+			}
+			if !found {
+				why = append(why, fmt.Sprintf("zones %s and %s hold at most %d and %d pods, and N=%d split within %d needs %d in one of them (ZoneEvenSplit)", a, b, capOf(a), capOf(b), c.N, c.N%2, (c.N-capOf("")+1)/2))
 			}
 		}
-		if perShard > withNodes {
-			why = append(why, fmt.Sprintf("a shard of %d pods needs %d zones with usable nodes (ShardSeparation), found %d", perShard, perShard, withNodes))
+	}
+	if c.Z() >= 2 {
+		why = append(why, c.pinnedByVolumes(c.Z())...)
+	}
+	return strings.Join(why, "; ")
+}
+
+// shardDomains reports the shards that cannot have their pods in distinct domains
+// (ShardSeparation): zones with Z ≥ 2 (a node without a zone is its own domain), nodes otherwise.
+// A domain counts for a shard when it has a usable node, or when a pod of the shard stays there.
+func (c *Cluster) shardDomains(stayOn map[int][]int, counts func(int) bool) []string {
+	byZone := c.Z() >= 2
+	domain := func(n int) int { // a zone id, or -(node+1)
+		if z := c.zoneID[n]; byZone && c.zoneName[z] != "" {
+			return int(z)
 		}
-		if z >= 3 {
-			zoneLimit := ZoneLimit(c.N, relaxed)
-			capacity := 0
-			for _, zone := range c.AllowedZones {
-				capacity += min(zoneLimit, nodesPerZone[zone]*nodeLimit)
-			}
-			if capacity < c.N {
-				why = append(why, fmt.Sprintf("the allowed zones can hold %d of N=%d pods (at most %d per zone, %d per node)", capacity, c.N, zoneLimit, nodeLimit))
-			}
-		} else {
-			for _, zone := range c.AllowedZones {
-				if nodesPerZone[zone]*nodeLimit < c.N/2 {
-					why = append(why, fmt.Sprintf("zone %s must hold %d pods (ZoneEvenSplit) but its %d usable nodes hold at most %d", zone, c.N/2, nodesPerZone[zone], nodesPerZone[zone]*nodeLimit))
+		return -n - 1
+	}
+	open := map[int]bool{} // domains with a usable node
+	for n := range c.model.Nodes {
+		if counts(n) && c.isUsable(n) {
+			open[domain(n)] = true
+		}
+	}
+	what := "usable nodes"
+	if byZone {
+		what = "zones with usable nodes"
+	}
+	var why []string
+	worst, worstNeed, worstFound := "", 0, 0
+	for si, sh := range c.Shards {
+		need := len(sh.Members)
+		if sh.StatefulSet != nil && sh.StatefulSet.Spec.Replicas != nil {
+			need = int(*sh.StatefulSet.Spec.Replicas)
+		}
+		found := len(open)
+		extra := map[int]bool{}
+		for n, members := range stayOn {
+			if d := domain(n); !open[d] && !extra[d] {
+				for _, i := range members {
+					if c.Members[i].ShardIndex == si {
+						extra[d] = true
+						found++
+						break
+					}
 				}
 			}
 		}
-		why = append(why, c.pinnedByVolumes(z)...)
-	default:
-		if perShard > total {
-			why = append(why, fmt.Sprintf("a shard of %d pods needs %d usable nodes (ShardSeparation), found %d", perShard, perShard, total))
+		if need > found && need-found > worstNeed-worstFound {
+			worst, worstNeed, worstFound = sh.Name, need, found
 		}
 	}
-	return strings.Join(why, "; ")
+	if worst != "" {
+		why = append(why, fmt.Sprintf("a shard of %d pods needs %d %s (ShardSeparation), found %d (shard %s)", worstNeed, worstNeed, what, worstFound, worst))
+	}
+	return why
 }
 
 // pinnedByVolumes reports what the zonal PersistentVolumes forbid: members whose bound claims

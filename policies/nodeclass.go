@@ -1,18 +1,15 @@
 package policies
 
-import (
-	"encoding/binary"
-	"hash/fnv"
-)
-
 // NodeClass returns a fingerprint of node n as the rules and the filter see it for this cluster,
-// apart from which members run on it: its zone; per spread constraint its eligibility, its
-// domain (for keys other than the hostname) and the matching non-member pods there; its
-// node-level, volume and existing-pod anti-affinity fitness for every member spec; the domains
-// of the members' (anti-)affinity terms that non-member pods occupy; and how many pods of the
-// largest member request fit beside the non-member pods (capped at two above the relaxed
-// NodeLimit). Nodes with equal fingerprints and equal members are interchangeable for the
-// planner.
+// apart from which members run on it: its zone; its domain for every topology key of a spread
+// constraint or (anti-)affinity term other than the hostname; per spread constraint its
+// eligibility and the matching non-member pods in its domain; its node-level, volume and
+// existing-pod anti-affinity fitness for every member spec; whether non-member pods matching
+// the members' (anti-)affinity terms occupy its domains; and how many pods of the largest member
+// request fit beside the non-member pods (capped at two above the relaxed NodeLimit). Nodes with
+// equal fingerprints and equal members are interchangeable for the planner. Each part enters
+// the fingerprint once, and counts that are zero on every node not at all, so that building the
+// classes costs O(nodes × distinct parts).
 func (c *Cluster) NodeClass(n int) uint64 {
 	c.classOnce.Do(c.buildNodeClasses)
 	return c.classes[n]
@@ -20,97 +17,106 @@ func (c *Cluster) NodeClass(n int) uint64 {
 
 func (c *Cluster) buildNodeClasses() {
 	m := c.model
+	hostname := m.domains[LabelHostname]
+	// What tells nodes apart, each part once: the domains of every key but the hostname (a
+	// spread constraint's or an affinity term's), the eligible-node sets, the node-level and
+	// volume masks, and only the non-member counts that are not zero everywhere.
+	var doms []*domainIndex
+	var eligible [][]bool
+	var spreadExt []*spreadInstance
 	var statics, volumes [][]reasonCode
 	var antis [][]domainRef
 	var terms []*affinityTerm
 	var affExt []map[int32]bool
 	var affDoms []*domainIndex
-	seenStatic := map[*reasonCode]bool{}
+	seenDom := map[*domainIndex]bool{hostname: true}
+	seenElig := map[*bool]bool{}
+	seenMask := map[*reasonCode]bool{}
+	seenAnti := map[*domainRef]bool{}
 	seenTerm := map[*affinityTerm]bool{}
+	addDom := func(d *domainIndex) {
+		if !seenDom[d] {
+			seenDom[d] = true
+			doms = append(doms, d)
+		}
+	}
+	for _, in := range c.spread {
+		addDom(in.dom)
+		if len(in.eligible) > 0 && !seenElig[&in.eligible[0]] {
+			seenElig[&in.eligible[0]] = true
+			eligible = append(eligible, in.eligible)
+		}
+		if len(in.external) > 0 {
+			spreadExt = append(spreadExt, in)
+		}
+	}
 	var maxReq resources
 	for _, mem := range c.Members {
 		for _, s := range []*podSpec{mem.cur, mem.next} {
-			if len(s.static) > 0 && !seenStatic[&s.static[0]] {
-				seenStatic[&s.static[0]] = true
+			if len(s.static) > 0 && !seenMask[&s.static[0]] {
+				seenMask[&s.static[0]] = true
 				statics = append(statics, s.static)
 			}
-			if len(s.volume) > 0 && !seenStatic[&s.volume[0]] {
-				seenStatic[&s.volume[0]] = true
+			if len(s.volume) > 0 && !seenMask[&s.volume[0]] {
+				seenMask[&s.volume[0]] = true
 				volumes = append(volumes, s.volume)
 			}
-			if len(s.extAnti) > 0 {
+			if len(s.extAnti) > 0 && !seenAnti[&s.extAnti[0]] {
+				seenAnti[&s.extAnti[0]] = true
 				antis = append(antis, s.extAnti)
 			}
-			for _, t := range append(append([]*affinityTerm(nil), s.anti...), s.affinity...) {
-				if !seenTerm[t] {
-					seenTerm[t] = true
-					terms = append(terms, t)
+			for _, ts := range [][]*affinityTerm{s.anti, s.affinity} {
+				for _, t := range ts {
+					addDom(t.dom)
+					if !seenTerm[t] && len(t.external) > 0 {
+						seenTerm[t] = true
+						terms = append(terms, t)
+					}
 				}
 			}
 			for k, ext := range s.affinityExt {
-				affExt = append(affExt, ext)
-				affDoms = append(affDoms, s.affinity[k].dom)
+				if len(ext) > 0 {
+					affExt = append(affExt, ext)
+					affDoms = append(affDoms, s.affinity[k].dom)
+				}
 			}
 			maxReq.cpu = max(maxReq.cpu, s.requests.cpu)
 			maxReq.mem = max(maxReq.mem, s.requests.mem)
 			maxReq.pods = max(maxReq.pods, s.requests.pods)
 		}
 	}
-	hostname := m.domains[LabelHostname]
 	c.classes = make([]uint64, len(m.Nodes))
-	buf := make([]byte, 0, 128)
-	h := fnv.New64a()
+	fitCap := int64(min(len(c.Members), NodeLimit(c.N, true)+2))
 	for n := range m.Nodes {
-		buf = buf[:0]
-		buf = append(buf, c.zones[n]...)
-		buf = append(buf, 0)
-		for _, in := range c.spread {
-			d := in.dom.ofNode[n]
-			if in.eligible[n] {
-				buf = append(buf, 1)
-			} else {
-				buf = append(buf, 0)
-			}
-			if in.dom != hostname {
-				buf = binary.AppendVarint(buf, int64(d))
-			}
-			buf = binary.AppendVarint(buf, int64(in.external[d]))
+		h := fingerprint(0).add(int64(c.zoneID[n]))
+		for _, d := range doms {
+			h = h.add(int64(d.ofNode[n]))
+		}
+		for _, e := range eligible {
+			h = h.add(int64(b2i(e[n])))
+		}
+		for _, in := range spreadExt {
+			h = h.add(int64(in.external[in.dom.ofNode[n]]))
 		}
 		for _, s := range statics {
-			buf = append(buf, byte(s[n]))
+			h = h.add(int64(s[n]))
 		}
 		for _, v := range volumes {
-			buf = append(buf, byte(v[n]))
+			h = h.add(int64(v[n]))
 		}
 		for _, refs := range antis {
-			if inDomains(refs, n) {
-				buf = append(buf, 1)
-			} else {
-				buf = append(buf, 0)
-			}
+			h = h.add(int64(b2i(inDomains(refs, n))))
 		}
 		for _, t := range terms {
-			d := t.dom.ofNode[n]
-			if t.dom != hostname {
-				buf = binary.AppendVarint(buf, int64(d))
-			}
-			if t.external[d] {
-				buf = append(buf, 1)
-			} else {
-				buf = append(buf, 0)
-			}
+			h = h.add(int64(b2i(t.external[t.dom.ofNode[n]])))
 		}
 		for k, ext := range affExt {
-			if ext[affDoms[k].ofNode[n]] {
-				buf = append(buf, 1)
-			} else {
-				buf = append(buf, 0)
-			}
+			h = h.add(int64(b2i(ext[affDoms[k].ofNode[n]])))
 		}
 		// How many pods of the largest member request fit beside the non-member pods, capped just
 		// above what a compliant node holds: nodes with more room than that are interchangeable.
 		free := m.allocatable[n].sub(m.usedByAll[n].sub(c.memberUse[n]))
-		fit := int64(min(len(c.Members), NodeLimit(c.N, true)+2))
+		fit := fitCap
 		if maxReq.pods > 0 {
 			fit = min(fit, free.pods/maxReq.pods)
 		}
@@ -120,9 +126,14 @@ func (c *Cluster) buildNodeClasses() {
 		if maxReq.mem > 0 {
 			fit = min(fit, free.mem/maxReq.mem)
 		}
-		buf = binary.AppendVarint(buf, max(fit, -1))
-		h.Reset()
-		h.Write(buf)
-		c.classes[n] = h.Sum64()
+		c.classes[n] = uint64(h.add(max(fit, -1)))
 	}
+}
+
+// fingerprint is a 64-bit hash of a sequence of numbers (each mixed in with SplitMix64's
+// finalizer), for NodeClass.
+type fingerprint uint64
+
+func (f fingerprint) add(v int64) fingerprint {
+	return fingerprint(mix(uint64(f)*0x9e3779b97f4a7c15 ^ uint64(v)))
 }

@@ -142,6 +142,9 @@ type Model struct {
 	// zoneNames[0] reads a node's zone from LabelZone first, zoneNames[1] from LabelZoneLegacy
 	// first (each falling back to the other key).
 	zoneNames [2][]string
+	// zoneIDs[x][n] numbers zoneNames[x][n]; zoneIDNames[x] maps the numbers back to the names.
+	zoneIDs     [2][]int32
+	zoneIDNames [2][]string
 }
 
 // NodeByName returns the node with that name, or nil.
@@ -191,9 +194,14 @@ type Cluster struct {
 	model   *Model
 	b       *builder // during Build only
 	allowed map[string]bool
-	zones   []string          // node index → zone name for the rules (model.zoneNames[x])
-	spread  []*spreadInstance // every distinct DoNotSchedule constraint instance
-	terms   map[string]*affinityTerm
+	zones   []string // node index → zone name for the rules (model.zoneNames[x])
+	// zoneID numbers zones (model.zoneIDs[x]), zoneName maps the numbers back to the names, and
+	// allowedID tells the allowed zones by number.
+	zoneID    []int32
+	zoneName  []string
+	allowedID []bool
+	spread    []*spreadInstance // every distinct DoNotSchedule constraint instance
+	terms     map[string]*affinityTerm
 	// usable are the distinct node-level masks of the members' incoming specs: a node is usable
 	// when one of them passes it (cordon, taints, node affinity); usableIn counts them per zone.
 	usable    [][]reasonCode
@@ -201,6 +209,8 @@ type Cluster struct {
 	memberUse map[int]resources // node index → requests of the members bound to it
 	classOnce sync.Once
 	classes   []uint64 // node index → NodeClass, built on first use
+	stateOnce sync.Once
+	stateIdx  *stateIndex // what States share, built on first use
 }
 
 // Z returns the number of allowed zones.

@@ -40,10 +40,11 @@ func (c *Cluster) findZones() {
 	if c.ZoneKey == "" {
 		c.ZoneKey = m.zoneKey
 	}
-	c.zones = m.zoneNames[0]
+	x := 0
 	if c.ZoneKey == LabelZoneLegacy {
-		c.zones = m.zoneNames[1]
+		x = 1
 	}
+	c.zones, c.zoneID, c.zoneName = m.zoneNames[x], m.zoneIDs[x], m.zoneIDNames[x]
 	c.allowed = map[string]bool{}
 	for _, s := range refs {
 		if s.zoneList != nil {
@@ -64,6 +65,10 @@ func (c *Cluster) findZones() {
 		c.AllowedZones = append(c.AllowedZones, z)
 	}
 	sort.Strings(c.AllowedZones)
+	c.allowedID = make([]bool, len(c.zoneName))
+	for id, z := range c.zoneName {
+		c.allowedID[id] = c.allowed[z]
+	}
 
 	// Usable nodes: those passing the node-level checks of some member's incoming spec.
 	var keys [][2]int32

@@ -9,23 +9,29 @@ import (
 
 func newCheckCommand() *cobra.Command {
 	o := newAnalysisOptions()
+	var popts plan.Options
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Report every Redis cluster whose placement breaks a rule (changes nothing)",
 		Long: `check evaluates every Redis cluster's placement against the HA rules (ShardSeparation,
 MaxPodsPerNode, ZoneEvenSplit, MaxPodsPerZone, AllowedZones, TopologySpread, Unschedulable; soft:
 NodeSpread, ZoneBalance) and prints a zones × nodes map with M/R/P marks and the violations.
+Live, it also reports Redis's health (JSON "health"): healthy; resyncing (only replicas catching
+up with their master); or unhealthy (pods missing or not Ready, cluster_state, slots, failing or
+unreachable nodes, ...), with the reasons. Offline (--snapshot FILE), or live with
+--redis-roles=false, health is "unknown" and says so.
 
-Live (kubeconfig) or offline (--snapshot FILE). Exit status: 0 when every cluster complies, 3 when
-any hard rule is broken, 1 on error.`,
+Exit status: 0 when every cluster complies and its Redis is healthy (or its health is unknown),
+3 when a hard rule is broken or Redis is resyncing or unhealthy, 1 on error.`,
 		Example: `  redis-rebalancer check -n redis
   redis-rebalancer check --snapshot snap.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.analyze(cmd, false, plan.Options{}, (*report.Analysis).Compliant)
+			return o.analyze(cmd, false, popts, (*report.Analysis).CompliantAndHealthy)
 		},
 	}
 	o.addFlags(cmd.Flags(), contractUsage)
+	addPendingStepsFlag(cmd.Flags(), &popts.AllowPendingSteps) // the policy plan uses; check makes no plan
 	return cmd
 }
 
@@ -41,6 +47,10 @@ func (o *analysisOptions) analyze(cmd *cobra.Command, withPlans bool, popts plan
 		return &exitError{ExitError, err}
 	}
 	a := report.Analyze(m, withPlans, popts)
+	if !withPlans {
+		// check: Redis health beside the placement.
+		o.model.judgeHealth(cmd.Context(), m, a)
+	}
 	if o.output == "json" {
 		if err := printJSON(cmd.OutOrStdout(), a); err != nil {
 			return &exitError{ExitError, err}

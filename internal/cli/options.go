@@ -171,13 +171,13 @@ type snapshotOptions struct {
 	file       string
 	roleLabel  string
 	redisRoles bool
-	// rolesTimeout bounds reading every cluster's roles from Redis.
-	rolesTimeout time.Duration
+	// redisDeadline bounds each pass that reads every cluster's Redis at once (roles, health).
+	redisDeadline time.Duration
 	chunkSize    int64
 }
 
 func newSnapshotOptions() snapshotOptions {
-	return snapshotOptions{redisRoles: true, rolesTimeout: observe.DefaultRolesTimeout, chunkSize: observe.DefaultPageSize}
+	return snapshotOptions{redisRoles: true, redisDeadline: observe.DefaultRedisDeadline, chunkSize: observe.DefaultPageSize}
 }
 
 func (o *snapshotOptions) addFlags(fs *pflag.FlagSet) {
@@ -185,7 +185,15 @@ func (o *snapshotOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.file, "snapshot", o.file, "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A -o yaml\" (or -o json) prints; - for stdin")
 	fs.StringVar(&o.roleLabel, "role-label", o.roleLabel, "pod label giving the Redis role offline (master, replica/slave); roles are unknown without it")
 	fs.BoolVar(&o.redisRoles, "redis-roles", o.redisRoles, "live: read each pod's Redis role from Redis (needs network access to the pod IPs)")
-	fs.DurationVar(&o.rolesTimeout, "redis-roles-timeout", o.rolesTimeout, "live: bound on reading the roles of every Redis cluster (all at once); the roles of clusters not read by then stay unknown (0: each node's read timeout only)")
+	fs.DurationVar(&o.redisDeadline, "redis-deadline", o.redisDeadline, "live: bound on reading the roles, then the health, of every Redis cluster (all clusters at once); what is not read by then stays unknown (roles) or unhealthy (health) (0: each node's read timeout only)")
+}
+
+// redisContext returns ctx bounded by --redis-deadline (unbounded when 0).
+func (o *snapshotOptions) redisContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if o.redisDeadline <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, o.redisDeadline)
 }
 
 // modelOptions are what check, plan and lint need to build the model: the four groups above.
@@ -256,12 +264,8 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, readRoles bo
 			return nil, err
 		}
 		defer rc.Close()
-		rctx := ctx
-		if o.snapshot.rolesTimeout > 0 {
-			var cancel context.CancelFunc
-			rctx, cancel = context.WithTimeout(ctx, o.snapshot.rolesTimeout)
-			defer cancel()
-		}
+		rctx, cancel := o.snapshot.redisContext(ctx)
+		defer cancel()
 		errs := observe.ReadRoles(rctx, rc, m.Clusters)
 		for _, c := range m.Clusters {
 			if err, ok := errs[c.Key()]; ok {

@@ -21,8 +21,13 @@ const (
 	ExitOK = 0
 	// ExitError: the command failed (bad flags, API server or Redis unreachable, ...).
 	ExitError = 1
-	// ExitViolations: the command worked, and some cluster breaks a hard rule.
+	// ExitViolations: the command worked, and some cluster breaks a hard rule (for check and
+	// run: or its Redis is not healthy).
 	ExitViolations = 3
+	// ExitOutsideWindow: run changed nothing more because no maintenance window was open, or the
+	// open one had no time left for the next move; every cluster that does not comply waits for
+	// a window (the report says when the next one opens).
+	ExitOutsideWindow = 4
 )
 
 // exitError carries an exit code through cobra.

@@ -42,6 +42,8 @@ func Suite() []Case {
 		ExcludedZone(),
 		{Scenario: ThreePodsPerShard()},
 		ZonalVolumes(),
+		StayersOnUnusableNodes(),
+		{Scenario: PendingStep()},
 	}
 	for i := range cases {
 		cases[i].RoleLabels = true
@@ -189,6 +191,39 @@ func ZonalVolumes() Case {
 			snap.PersistentVolumes = append(snap.PersistentVolumes, pv)
 		}
 	}}
+}
+
+// StayersOnUnusableNodes: 3 zones × 2 nodes, N = 6 (at most 1 pod per node); n6 is cordoned
+// and n4 tainted dedicated=batch:NoSchedule (the templates do not tolerate it), and each still
+// runs a pod that may stay there: only 4 nodes are usable, but with the 2 pods that stay the
+// cluster fits. n1 holds two pods; the fix moves shard 1's replica to n5, the only node it fits.
+func StayersOnUnusableNodes() Case {
+	s := Scenario{
+		Name:        "stayers-on-unusable-nodes",
+		Description: "n6 cordoned and n4 tainted, each still running a pod that may stay: 4 usable nodes and 2 stayers fit N=6; n1's second pod moves to n5.",
+		Zones:       ThreeZones(), Shards: 3, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n4", "n1"}, {"n6", "n2"},
+	})
+	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
+		changeNode(snap, "n6", fixture.Cordoned())
+		changeNode(snap, "n4", fixture.Tainted("dedicated", "batch", corev1.TaintEffectNoSchedule))
+	}}
+}
+
+// PendingStep is issue 12's Pending-step case: N = 4 in two zones of three nodes (zone maxSkew 1),
+// each shard's two pods in one zone. Every single eviction leaves its pod unplaceable (the other
+// zone would hold 3 pods against 1), so there is no plan in which each evicted pod is placed at
+// once; with one pod waiting Pending for a step, 2 evictions fix it.
+func PendingStep() Scenario {
+	return Scenario{
+		Name:        "pending-step",
+		Description: "N=4 in two zones of 3 nodes, each shard's pods in one zone: no single eviction can be re-placed; 2 evictions fix it if one pod waits Pending for a step (--allow-pending-steps).",
+		Zones:       []Zone{{"zone-a", []string{"n1", "n2", "n3"}}, {"zone-b", []string{"n4", "n5", "n6"}}},
+		Shards:      2, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n2"}, {"n4", "n5"},
+	})
 }
 
 // changeNode applies opts to the snapshot's node name.

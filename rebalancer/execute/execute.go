@@ -1,11 +1,17 @@
-// Package execute carries out plans on a live Kubernetes cluster, one safe move at a time (SPEC
-// "Safe disruption"): health gate, PodDisruptionBudget dry run, failover of a master, client
-// drain, eviction through the policy/v1 Eviction API, and a wait until the pod is back as an
-// in-sync replica; then it observes the cluster again and re-plans.
+// Package execute carries out plans on a live Kubernetes cluster, one safe move at a time per
+// Redis cluster (SPEC "Safe disruption"). A move is an explicit list of steps (steps.go): window →
+// health gate → placeability check → PodDisruptionBudget dry run → failover of a master → client
+// drain → role check → eviction → re-creation → rejoin → re-observe. Each step continues, skips
+// (a safety check said no: the cluster is left as it is) or aborts (an error); the report lists
+// the steps with their durations, and a skip or an abort keeps the first real reason.
 //
-// It owns the Executor and its Config, and the move steps (move.go). It imports observe (what the
-// cluster looks like now), plan (what to move), report (what it did, and the maps it prints),
-// policies and redisctl; nothing in rebalancer/ imports it.
+// It owns the Executor and its Config, a cluster's observe–plan–move loop (cluster.go), the
+// steps (steps.go, move.go), the run's eviction limits (limits.go) and the line-prefixed progress
+// output of clusters run in parallel (output.go). It
+// depends on Kubernetes through kubernetes.Interface and on Redis through the Redis interface
+// declared here. It imports observe (what the cluster looks like now, its health), plan (what to
+// move), report (what it did, and the maps it prints), window (maintenance windows), policies and
+// redisctl; nothing in rebalancer/ imports it.
 package execute
 
 import (
@@ -18,12 +24,15 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
@@ -31,6 +40,8 @@ import (
 const (
 	// DefaultMaxMoves is Config.MaxMoves: evictions per Redis cluster in one run.
 	DefaultMaxMoves = 10
+	// DefaultMaxParallelClusters is Config.MaxParallelClusters.
+	DefaultMaxParallelClusters = 1
 	// DefaultFailoverTimeout is Config.FailoverTimeout.
 	DefaultFailoverTimeout = 30 * time.Second
 	// DefaultDrainQuiet and DefaultDrainTimeout are Config.DrainQuiet and Config.DrainTimeout.
@@ -42,6 +53,8 @@ const (
 	DefaultRecreateTimeout = 5 * time.Minute
 	// DefaultRejoinTimeout is Config.RejoinTimeout.
 	DefaultRejoinTimeout = 5 * time.Minute
+	// DefaultRequestTimeout is Config.RequestTimeout.
+	DefaultRequestTimeout = 30 * time.Second
 	// DefaultPollInterval is Config.PollInterval.
 	DefaultPollInterval = 500 * time.Millisecond
 )
@@ -51,12 +64,33 @@ const (
 // Executor does not release claims.
 var ErrReleaseReplicaClaims = errors.New("releasing replica claims is not supported: the executor never deletes a PersistentVolumeClaim")
 
+// Redis is what the executor asks of Redis; *redisctl.Client implements it (see its methods for
+// the meaning of each).
+type Redis interface {
+	// AddrOf returns the Redis address of a pod IP.
+	AddrOf(ip string) string
+	// Topology reads the merged CLUSTER NODES views (the roles).
+	Topology(ctx context.Context, addrs []string) (*redisctl.Topology, error)
+	// CheckHealth is the health gate (SPEC step 2).
+	CheckHealth(ctx context.Context, addrs []string, opts redisctl.HealthOptions) (*redisctl.Health, error)
+	// ChooseReplica picks the in-sync replica a master is failed over to.
+	ChooseReplica(ctx context.Context, topo *redisctl.Topology, masterID string, prefer func(redisctl.Node) bool) (redisctl.Node, error)
+	// Failover runs CLUSTER FAILOVER on a replica and verifies the switch (SPEC step 4).
+	Failover(ctx context.Context, replicaAddr string, opts redisctl.FailoverOptions) (*redisctl.FailoverResult, error)
+	// WaitClientsDrained waits until the old master's clients have gone quiet.
+	WaitClientsDrained(ctx context.Context, addr string, quiet, timeout time.Duration) ([]redisctl.ClientConn, error)
+	// Do sends one command (ROLE, for the role check).
+	Do(ctx context.Context, addr string, args ...interface{}) (interface{}, error)
+	// WaitRejoin waits until a re-created pod's node is an in-sync replica again (SPEC step 6).
+	WaitRejoin(ctx context.Context, addr, masterID string, timeout time.Duration, progress func(string)) error
+}
+
 // Config configures an Executor. Client and Redis are required.
 type Config struct {
 	// Client talks to the Kubernetes API server.
 	Client kubernetes.Interface
 	// Redis talks to the Redis nodes (auth, TLS and timeouts are its options).
-	Redis *redisctl.Client
+	Redis Redis
 	// Selection picks the Redis clusters (the zero value: all); its namespace ("" = all) also
 	// limits what is read from the API server.
 	Selection observe.Selection
@@ -65,9 +99,22 @@ type Config struct {
 	Policy policies.Options
 	// Plan bounds the planner's search.
 	Plan plan.Options
+	// Window holds the maintenance windows: outside every window a run only observes and
+	// reports, and a move starts only when the window leaves time for it (window.Config).
+	Window window.Config
+	// IgnoreWindows lets a manual run act outside the windows (logged and reported).
+	IgnoreWindows bool
 	// MaxMoves is the number of evictions one run may make per Redis cluster (DefaultMaxMoves
 	// when 0).
 	MaxMoves int
+	// MaxParallelClusters is how many Redis clusters progress at once, each with one disruption
+	// in flight at most (DefaultMaxParallelClusters when 0).
+	MaxParallelClusters int
+	// MaxPodsToEvictPerNode, MaxPodsToEvictPerNamespace and MaxPodsToEvictTotal limit the
+	// evictions of one run, counted over every cluster: per node the pod ran on, per namespace,
+	// and in all (nil: no limit). They are the descheduler's limits (its policy's
+	// maxNoOfPodsToEvictPerNode, ...PerNamespace, ...Total), enforced by its PodEvictor.
+	MaxPodsToEvictPerNode, MaxPodsToEvictPerNamespace, MaxPodsToEvictTotal *uint
 	// DryRun plans and prints, but neither fails over nor evicts.
 	DryRun bool
 	// FailoverMode is the CLUSTER FAILOVER variant (default mode unless set explicitly).
@@ -79,8 +126,8 @@ type Config struct {
 	// (DefaultDrainTimeout when 0), so that clients learn the new master from its MOVED replies
 	// before it goes away.
 	DrainQuiet, DrainTimeout time.Duration
-	// HealthTimeout bounds the wait for the cluster to be healthy before a move
-	// (DefaultHealthTimeout when 0).
+	// HealthTimeout bounds the wait for the cluster to be healthy before a move, and again after
+	// it (DefaultHealthTimeout when 0).
 	HealthTimeout time.Duration
 	// RecreateTimeout bounds the wait for an evicted pod to be re-created, scheduled and Ready
 	// (DefaultRecreateTimeout when 0).
@@ -88,11 +135,17 @@ type Config struct {
 	// RejoinTimeout bounds the wait for the re-created pod's Redis node to be back as an in-sync
 	// replica (DefaultRejoinTimeout when 0).
 	RejoinTimeout time.Duration
+	// RequestTimeout bounds each step that has no timeout of its own: the placeability check's
+	// reads, the dry run, the role check, the eviction request, the re-observation's reads
+	// (DefaultRequestTimeout when 0).
+	RequestTimeout time.Duration
 	// PollInterval is the period of the waits (DefaultPollInterval when 0).
 	PollInterval time.Duration
 	// Out receives the human-readable progress: maps, steps and durations (discarded when nil).
+	// Lines of clusters run in parallel are prefixed with "[namespace/name] ".
 	Out io.Writer
-	// Clock measures durations (the real clock when nil).
+	// Clock gives the time of the maintenance windows and measures durations (the real clock
+	// when nil). The waits' timeouts run on real time.
 	Clock clock.PassiveClock
 	// Requests, when set, counts Client's API requests (observe.RequestCounter.Wrap on its
 	// rest.Config); Run's report then holds the counts.
@@ -106,33 +159,28 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Policy.ReleaseReplicaClaims {
 		return c, fmt.Errorf("execute: %w", ErrReleaseReplicaClaims)
 	}
+	if c.MaxMoves < 0 || c.MaxParallelClusters < 0 {
+		return c, fmt.Errorf("execute: max moves and max parallel clusters must not be negative, got %d and %d", c.MaxMoves, c.MaxParallelClusters)
+	}
+	setDefault := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
 	if c.MaxMoves == 0 {
 		c.MaxMoves = DefaultMaxMoves
 	}
-	if c.MaxMoves < 0 {
-		return c, fmt.Errorf("execute: max moves must be positive, got %d", c.MaxMoves)
+	if c.MaxParallelClusters == 0 {
+		c.MaxParallelClusters = DefaultMaxParallelClusters
 	}
-	if c.FailoverTimeout == 0 {
-		c.FailoverTimeout = DefaultFailoverTimeout
-	}
-	if c.DrainQuiet == 0 {
-		c.DrainQuiet = DefaultDrainQuiet
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = DefaultDrainTimeout
-	}
-	if c.HealthTimeout == 0 {
-		c.HealthTimeout = DefaultHealthTimeout
-	}
-	if c.RecreateTimeout == 0 {
-		c.RecreateTimeout = DefaultRecreateTimeout
-	}
-	if c.RejoinTimeout == 0 {
-		c.RejoinTimeout = DefaultRejoinTimeout
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = DefaultPollInterval
-	}
+	setDefault(&c.FailoverTimeout, DefaultFailoverTimeout)
+	setDefault(&c.DrainQuiet, DefaultDrainQuiet)
+	setDefault(&c.DrainTimeout, DefaultDrainTimeout)
+	setDefault(&c.HealthTimeout, DefaultHealthTimeout)
+	setDefault(&c.RecreateTimeout, DefaultRecreateTimeout)
+	setDefault(&c.RejoinTimeout, DefaultRejoinTimeout)
+	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
+	setDefault(&c.PollInterval, DefaultPollInterval)
 	if c.Out == nil {
 		c.Out = io.Discard
 	}
@@ -143,31 +191,49 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // Executor finds Redis clusters whose placement breaks the rules and fixes them one safe move at
-// a time (SPEC "Safe disruption"): health gate, PodDisruptionBudget dry-run, failover of a master,
-// eviction through the policy/v1 Eviction API, and a wait until the pod is back as an in-sync
-// replica.
+// a time per cluster (SPEC "Safe disruption").
 type Executor struct {
-	cfg Config
+	cfg     Config
+	windows *window.Schedule
 }
 
 // New returns an Executor for cfg, defaults filled. It fails when a required field is missing,
-// MaxMoves is negative, or Policy.ReleaseReplicaClaims is set (ErrReleaseReplicaClaims).
+// MaxMoves or MaxParallelClusters is negative, a maintenance window does not validate
+// (window.Validate), or Policy.ReleaseReplicaClaims is set (ErrReleaseReplicaClaims).
 func New(cfg Config) (*Executor, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	return &Executor{cfg: cfg}, nil
-}
-
-// Run examines every selected Redis cluster and moves pods until each complies, a move is
-// refused (PodDisruptionBudget, unhealthy cluster, failed failover), or MaxMoves is spent. It
-// returns an error only when the API server cannot be read or a wait breaks off in a way that
-// needs an operator (the cluster is then left as it is: safe, and the next run continues).
-func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
-	model, err := observe.Live(ctx, e.cfg.Client, e.cfg.Policy, e.cfg.Selection)
+	ws, err := window.New(cfg.Window)
 	if err != nil {
 		return nil, fmt.Errorf("execute: %w", err)
+	}
+	return &Executor{cfg: cfg, windows: ws}, nil
+}
+
+// Run examines every selected Redis cluster and moves pods until each complies, a step skips (a
+// maintenance window without time left, an unhealthy cluster, an unplaceable pod, a
+// PodDisruptionBudget, an eviction limit, a refused failover, a role mismatch), a step aborts,
+// or MaxMoves is spent. Up to MaxParallelClusters clusters progress at once, with one disruption
+// in flight per cluster. Outside every maintenance window (and without IgnoreWindows) it only
+// observes, plans and reports. It returns the report (never nil) and the errors of the clusters
+// whose run aborted or could not be observed, each "cluster ns/name: <first real reason>".
+func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
+	clk := e.cfg.Clock
+	start := clk.Now()
+	rn := e.newRun(ctx)
+	defer rn.close()
+	rep := &report.Run{Window: rn.windowState(start), Clusters: []report.ClusterRun{}, Limits: report.Limits{
+		MaxPodsToEvictPerNode: e.cfg.MaxPodsToEvictPerNode, MaxPodsToEvictPerNamespace: e.cfg.MaxPodsToEvictPerNamespace,
+		MaxPodsToEvictTotal: e.cfg.MaxPodsToEvictTotal, MaxParallelClusters: e.cfg.MaxParallelClusters,
+	}}
+	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
+	e.printWindow(rep.Window)
+
+	model, err := observe.Live(ctx, e.cfg.Client, e.cfg.Policy, e.cfg.Selection)
+	if err != nil {
+		return rep, fmt.Errorf("execute: %w", err)
 	}
 	var keys []string
 	for _, c := range model.Clusters {
@@ -181,17 +247,30 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 		}
 		fmt.Fprintln(e.cfg.Out, ")")
 	}
-	rep := &report.Run{}
-	var errs []error
-	for _, k := range keys {
-		cr, err := e.runCluster(ctx, k)
-		rep.Clusters = append(rep.Clusters, cr)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", k, err))
-			if ctx.Err() != nil {
-				break
-			}
+	rep.Clusters = make([]report.ClusterRun, len(keys))
+	errs := make([]error, len(keys))
+	for i, k := range keys {
+		ns, name, _ := strings.Cut(k, "/")
+		rep.Clusters[i] = report.ClusterRun{Namespace: ns, Name: name, Stopped: "interrupted: the run stopped before this cluster's turn", StoppedBy: report.StoppedObserve}
+	}
+	out := newSyncWriter(e.cfg.Out)
+	parallel := e.cfg.MaxParallelClusters > 1 && len(keys) > 1
+	workqueue.ParallelizeUntil(ctx, e.cfg.MaxParallelClusters, len(keys), func(i int) {
+		var w io.Writer = out
+		if parallel {
+			pw := newPrefixWriter(out, "["+keys[i]+"] ")
+			defer pw.Flush()
+			w = pw
 		}
+		cr := &clusterRun{run: rn, key: keys[i], out: w}
+		rep.Clusters[i], errs[i] = cr.runCluster(ctx)
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("cluster %s: %w", keys[i], errs[i])
+		}
+	})
+	rep.Limits.Evicted = rep.Moves()
+	if ctx.Err() != nil {
+		errs = append(errs, fmt.Errorf("execute: %w", ctx.Err()))
 	}
 	if e.cfg.Requests != nil {
 		rep.APIRequests = e.cfg.Requests.Counts()
@@ -199,92 +278,28 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	return rep, errors.Join(errs...)
 }
 
-// observe reads a fresh snapshot, finds the cluster and sets its members' roles from Redis.
-func (e *Executor) observe(ctx context.Context, key string) (*policies.Cluster, *redisctl.Topology, error) {
-	model, err := observe.Live(ctx, e.cfg.Client, e.cfg.Policy, observe.Selection{Namespace: e.cfg.Selection.Namespace})
-	if err != nil {
-		return nil, nil, err
+// printWindow says whether the run may act, and why.
+func (e *Executor) printWindow(w report.WindowState) {
+	switch {
+	case len(w.Windows) == 0:
+		return
+	case w.Ignored:
+		klog.InfoS("Acting outside the maintenance windows: they are ignored", "windows", e.windows.String(), "open", w.Open)
+		fmt.Fprintf(e.cfg.Out, "maintenance windows ignored (--ignore-windows): %s\n", e.windows)
+	case w.Open:
+		fmt.Fprintf(e.cfg.Out, "maintenance window open until %s (windows: %s; step estimate: %s)\n", timeText(*w.Closes), e.windows, w.StepEstimate)
+	default:
+		fmt.Fprintf(e.cfg.Out, "outside every maintenance window (%s): observing only; %s\n", e.windows, nextOpenText(w.NextOpen, e.cfg.Clock.Now()))
 	}
-	for _, c := range model.Clusters {
-		if c.Key() == key {
-			topo, err := observe.ApplyRoles(ctx, e.cfg.Redis, c)
-			return c, topo, err
-		}
-	}
-	return nil, nil, fmt.Errorf("cluster %s has no pods any more", key)
 }
 
-func (e *Executor) printf(format string, args ...any) {
-	fmt.Fprintf(e.cfg.Out, format, args...)
-}
+// timeText writes t in RFC 3339, UTC.
+func timeText(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// runCluster runs the observe–plan–move loop on one cluster.
-func (e *Executor) runCluster(ctx context.Context, key string) (report.ClusterRun, error) {
-	ns, name, _ := strings.Cut(key, "/")
-	cr := report.ClusterRun{Namespace: ns, Name: name}
-	c, _, err := e.observe(ctx, key)
-	if err != nil {
-		cr.Stopped = err.Error()
-		return cr, err
+// nextOpenText says when the next window opens: "next window opens at T (in D)".
+func nextOpenText(next *time.Time, now time.Time) string {
+	if next == nil {
+		return "no window opens within five years"
 	}
-	cr.Before = c.Evaluate(c.Current())
-	e.printf("\n== Redis cluster %s: %d pods (N=%d), %d shards, zones [%s]\n", key, len(c.Members), c.N, len(c.Shards), strings.Join(c.AllowedZones, " "))
-	e.printf("before:\n")
-	report.RenderMap(e.cfg.Out, c, c.Current())
-	report.RenderViolations(e.cfg.Out, cr.Before)
-	var moveErr error
-	for moves := 0; ; {
-		p := plan.Compute(c, e.cfg.Plan)
-		if len(policies.Hard(c.Evaluate(c.Current()))) == 0 {
-			break
-		}
-		if p.Infeasible != "" {
-			cr.Stopped = "no plan: " + p.Infeasible
-			e.printf("no plan reaches compliance: %s\n", p.Infeasible)
-			break
-		}
-		if e.cfg.DryRun {
-			cr.Plan = &p
-			report.RenderPlan(e.cfg.Out, p)
-			cr.Stopped = "dry run"
-			break
-		}
-		if moves >= e.cfg.MaxMoves {
-			cr.Stopped = fmt.Sprintf("move budget spent (%d moves)", e.cfg.MaxMoves)
-			e.printf("stopping: %s; the next run continues\n", cr.Stopped)
-			break
-		}
-		moves++
-		mv := p.Moves[0]
-		e.printf("\nmove %d (plan: %d moves%s): evict %s from %s (%s) — %s\n", moves, len(p.Moves), report.MinimalNote(p), mv.Pod, mv.Node, report.RoleMark(mv.Role), mv.Reason)
-		e.printf("  scheduler may choose: %s\n", report.CandidatesText(mv))
-		mr, err := e.move(ctx, c, mv)
-		cr.Moves = append(cr.Moves, mr)
-		if err != nil {
-			moveErr = err
-			cr.Stopped = err.Error()
-			e.printf("  ✗ move aborted: %v\n", err)
-			break
-		}
-		if mr.Skipped != "" {
-			cr.Stopped = mr.Skipped
-			e.printf("  – move skipped: %s\n", mr.Skipped)
-			break
-		}
-		if c, _, err = e.observe(ctx, key); err != nil {
-			cr.Stopped = err.Error()
-			return cr, err
-		}
-	}
-	c, _, err = e.observe(ctx, key)
-	if err != nil {
-		cr.Stopped = err.Error()
-		return cr, err
-	}
-	cr.After = c.Evaluate(c.Current())
-	cr.Compliant = len(policies.Hard(cr.After)) == 0
-	e.printf("\nafter:\n")
-	report.RenderMap(e.cfg.Out, c, c.Current())
-	report.RenderViolations(e.cfg.Out, cr.After)
-	return cr, moveErr
+	return fmt.Sprintf("next window opens at %s (in %s)", timeText(*next), next.Sub(now).Round(time.Second))
 }

@@ -7,139 +7,388 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-redis/redis/v8"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/descheduler/pkg/descheduler/evictions"
-	"sigs.k8s.io/descheduler/pkg/features"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
-// EventSource is the reporting controller of the events the evictions record.
-const EventSource = "redis-rebalancer"
+// The steps of a move (SPEC "Safe disruption"), in the order steps() lists them. Each reason
+// starts with what said no ("health gate: ...", "PodDisruptionBudget forbids ...", "failover
+// refused: ..."), so that its first words tell an operator where the move stopped.
 
-// errSkip marks a move refused by a safety check: the cluster is left as it is.
-type errSkip struct{ why string }
+// windowStep is SPEC step 1: a window is open with time left for the whole move.
+func (cr *clusterRun) windowStep(_ context.Context, m *move) result {
+	return cr.windowCheck(m, m.index, "the move")
+}
 
-func (e errSkip) Error() string { return e.why }
+// gateStatus is one round of the health wait: the verdict in words, and whether it is an error
+// of the API server rather than a verdict on the cluster.
+type gateStatus struct {
+	text   string
+	apiErr bool
+}
 
-// move carries out one planned move with SPEC's safe-disruption steps 2–6.
-func (e *Executor) move(ctx context.Context, c *policies.Cluster, mv plan.Move) (report.Move, error) {
-	clk := e.cfg.Clock
-	start := clk.Now()
-	mem := c.Members[mv.Member]
-	pod := mem.Pod
-	mr := report.Move{Pod: mv.Pod, From: mv.Node, Expected: mv.Expected}
-	defer func() { mr.Total = clk.Since(start) }()
+// sameGate reports whether two rounds of the health wait say the same thing: the same state and
+// the same "code address" of each reason, whatever their messages (an i/o error names a new local
+// port every time).
+func sameGate(a, b gateStatus) bool {
+	return a.apiErr == b.apiErr && gateKey(a.text) == gateKey(b.text)
+}
 
-	// Step 2: Redis healthy, every pod of the cluster Ready.
-	t0 := clk.Now()
-	health, err := e.waitHealthy(ctx, c)
-	mr.Gate = clk.Since(t0)
-	if err != nil {
-		mr.Skipped = "health gate: " + err.Error()
-		return mr, nil
+// gateKey is text ("state: reason; reason") without the reasons' messages: "state: code addr; ...".
+func gateKey(text string) string {
+	state, reasons, _ := strings.Cut(text, ": ")
+	parts := []string{state}
+	for _, r := range strings.Split(reasons, "; ") {
+		head, _, _ := strings.Cut(r, ": ")
+		parts = append(parts, head)
 	}
-	e.printf("  ✓ health gate passed in %s (cluster_state ok, %d slots served, %d replicas in sync, all pods Ready)\n", round(mr.Gate), health.SlotsServed, len(health.Replicas))
+	return strings.Join(parts, "; ")
+}
 
-	// Step 3: the PodDisruptionBudget allows the eviction (server-side dry run).
-	if err := e.dryRunEvict(ctx, pod); err != nil {
-		var s errSkip
-		if errors.As(err, &s) {
-			mr.Skipped = s.why
-			return mr, nil
-		}
-		return mr, err
-	}
-	e.printf("  ✓ eviction dry run accepted (PodDisruptionBudget allows it)\n")
-
-	// Step 4: a master is failed over to its best in-sync replica first.
-	addr := e.cfg.Redis.AddrOf(pod.Status.PodIP)
-	self, ok := nodeByAddr(health.Topology, addr)
-	if !ok {
-		mr.Skipped = fmt.Sprintf("pod %s (%s) is not in the Redis topology", pod.Name, addr)
-		return mr, nil
-	}
-	masterID := self.MasterID
-	if self.IsMaster() {
-		fo, newMasterID, err := e.failover(ctx, c, health.Topology, self)
+// waitHealthy waits up to HealthTimeout until every pod of c is Ready and Redis is healthy
+// (observe.JudgeHealth on a fresh list of the pods). On timeout it returns the last whole round's
+// status with the error.
+func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster) (observe.Health, gateStatus, error) {
+	var h observe.Health
+	sel := metav1.ListOptions{LabelSelector: c.Model().Options.ClusterLabel + "=" + c.Name}
+	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.HealthTimeout, sameGate, func(s gateStatus) {
+		cr.printf("    … waiting for a healthy cluster: %s\n", s.text)
+	}, func(ctx context.Context) (bool, gateStatus) {
+		list, err := cr.cfg.Client.CoreV1().Pods(c.Namespace).List(ctx, sel)
 		if err != nil {
-			mr.Skipped = "failover: " + err.Error()
-			return mr, nil
+			return false, gateStatus{text: "list pods: " + err.Error(), apiErr: true}
 		}
-		mr.Failover = fo
-		masterID = newMasterID
-		t0 := clk.Now()
-		busy, err := e.cfg.Redis.WaitClientsDrained(ctx, addr, e.cfg.DrainQuiet, e.cfg.DrainTimeout)
-		mr.Drain = clk.Since(t0)
-		switch {
-		case err != nil:
-			e.printf("  ! could not watch the old master's clients: %v\n", err)
-		case len(busy) > 0:
-			e.printf("  ! %d clients still use %s after %s (they will reconnect): %s\n", len(busy), pod.Name, e.cfg.DrainTimeout, clientsText(busy))
-		default:
-			e.printf("  ✓ clients moved off %s in %s (no keyspace command for %s)\n", pod.Name, round(mr.Drain), e.cfg.DrainQuiet)
+		pods := make([]*corev1.Pod, len(list.Items))
+		for i := range list.Items {
+			pods[i] = &list.Items[i]
 		}
-	}
-	// The pod must be a replica, as Redis says right now, before it is evicted.
-	role, err := e.cfg.Redis.Do(ctx, addr, "ROLE")
-	if err != nil {
-		mr.Skipped = fmt.Sprintf("read ROLE of %s: %v", addr, err)
-		return mr, nil
-	}
-	mr.RoleAtEviction = roleFromReply(role)
-	if mr.RoleAtEviction != policies.RoleReplica {
-		mr.Skipped = fmt.Sprintf("%s reports role %q just before the eviction; not evicting a master", pod.Name, mr.RoleAtEviction)
-		return mr, nil
-	}
-
-	// Step 5: evict through the policy/v1 Eviction API (descheduler's PodEvictor).
-	t0 = clk.Now()
-	if err := e.evict(ctx, pod, mv.Reason); err != nil {
-		var s errSkip
-		if errors.As(err, &s) {
-			mr.Skipped = s.why
-			return mr, nil
+		got := observe.JudgeHealth(ctx, cr.cfg.Redis, c, pods)
+		if got.Healthy() {
+			h = got
+			return true, gateStatus{}
 		}
-		return mr, err
-	}
-	mr.Evicted = true
-	mr.Evict = clk.Since(t0)
-	e.printf("  ✓ evicted %s (a replica, as Redis reported just before) in %s\n", pod.Name, round(mr.Evict))
-
-	// Step 6: wait for the pod to be re-created, scheduled and Ready, then for its Redis node to
-	// be back as a connected, in-sync replica of its shard's master.
-	t0 = clk.Now()
-	np, err := e.waitRecreated(ctx, pod)
-	mr.Recreate = clk.Since(t0)
-	if err != nil {
-		return mr, err
-	}
-	mr.To = np.Spec.NodeName
-	track := "as planned"
-	if mr.To != mv.Expected {
-		track = "plan expected " + mv.Expected
-	}
-	e.printf("  ✓ %s re-created on %s (%s), Ready in %s\n", np.Name, mr.To, track, round(mr.Recreate))
-	t0 = clk.Now()
-	newAddr := e.cfg.Redis.AddrOf(np.Status.PodIP)
-	err = e.cfg.Redis.WaitRejoin(ctx, newAddr, masterID, e.cfg.RejoinTimeout, func(s string) {
-		e.printf("    … %s: %s\n", np.Name, s)
+		return false, gateStatus{text: string(got.State) + ": " + strings.Join(got.Reasons, "; ")}
 	})
-	mr.Rejoin = clk.Since(t0)
-	if err != nil {
-		return mr, err
+	return h, status, err
+}
+
+// healthText describes a healthy verdict.
+func healthText(h observe.Health) string {
+	return fmt.Sprintf("cluster_state ok, %d slots served, %d replicas in sync, all pods Ready", h.Redis.SlotsServed, len(h.Redis.Replicas))
+}
+
+// healthResult turns a health wait's outcome into a step result: a verdict on the cluster skips,
+// an API server error or an interruption aborts.
+func (cr *clusterRun) healthResult(ctx context.Context, what string, status gateStatus, err error) result {
+	switch {
+	case ctx.Err() != nil:
+		return abort(fmt.Errorf("%s: interrupted: %w (last seen: %s)", what, ctx.Err(), status.text))
+	case status.apiErr:
+		return abort(fmt.Errorf("%s: not healthy after %s: %s", what, cr.cfg.HealthTimeout, status.text))
 	}
-	e.printf("  ✓ %s (%s) rejoined as an in-sync replica in %s; move took %s\n", np.Name, newAddr, round(mr.Rejoin), round(clk.Since(start)))
-	return mr, nil
+	return skip("%s: not healthy after %s: %s", what, cr.cfg.HealthTimeout, status.text)
+}
+
+// healthGate is SPEC step 2: every pod Ready, Redis healthy. A cluster still resyncing is waited
+// for.
+func (cr *clusterRun) healthGate(ctx context.Context, m *move) result {
+	h, status, err := cr.waitHealthy(ctx, m.c)
+	if err != nil {
+		return cr.healthResult(ctx, "health gate", status, err)
+	}
+	m.health = h
+	return proceed("%s", healthText(h))
+}
+
+// placeable observes the cluster afresh and checks that the pod, re-created from its template,
+// passes the filter on at least one node now (a node cordoned since the plan, for instance,
+// would leave it Pending and its shard without a replica).
+func (cr *clusterRun) placeable(ctx context.Context, m *move) result {
+	model, err := observe.Live(ctx, cr.cfg.Client, cr.cfg.Policy, observe.Selection{Namespace: m.c.Namespace})
+	if err != nil {
+		return abort(fmt.Errorf("placeability: %w", err))
+	}
+	var fresh *policies.Cluster
+	for _, c := range model.Clusters {
+		if c.Key() == m.c.Key() {
+			fresh = c
+		}
+	}
+	i := -1
+	if fresh != nil {
+		for k, mem := range fresh.Members {
+			if mem.Pod.Name == m.pod.Name {
+				i = k
+			}
+		}
+	}
+	if i < 0 || fresh.Members[i].Pod.UID != m.pod.UID || fresh.Members[i].Terminating {
+		return skip("placeability: pod %s changed since it was planned (gone, re-created or terminating)", m.pod.Name)
+	}
+	m.pod = fresh.Members[i].Pod
+	cands := fresh.Candidates(fresh.Current(), i)
+	if len(cands) == 0 {
+		return skip("placeability: %s, re-created from its template now, fits no node: %s", m.pod.Name, fresh.Explain(fresh.Current(), i).Summary())
+	}
+	names := make([]string, len(cands))
+	for k, n := range cands {
+		names[k] = model.Nodes[n].Name
+	}
+	return proceed("re-created from its template now, %s fits %s", m.pod.Name, strings.Join(names, ", "))
+}
+
+// pdbDryRun is SPEC step 3, with the run's eviction limits: it reserves the eviction against the
+// limits, then asks the API server for a dry-run eviction. A 429 means a PodDisruptionBudget
+// forbids it now (skip); any other error, such as the 500 of a pod covered by more than one
+// PodDisruptionBudget, aborts.
+func (cr *clusterRun) pdbDryRun(ctx context.Context, m *move) result {
+	release, err := cr.budget.reserve(m.pod)
+	if err != nil {
+		r := skip("eviction limit: %v", err)
+		r.stoppedBy = report.StoppedEvictionLimit
+		return r
+	}
+	m.release = release
+	pod := m.pod
+	ev := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}, Preconditions: &metav1.Preconditions{UID: &pod.UID}},
+	}
+	err = cr.cfg.Client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, ev)
+	switch {
+	case err == nil:
+		return proceed("eviction dry run accepted: the PodDisruptionBudget allows it")
+	case apierrors.IsTooManyRequests(err):
+		return skip("PodDisruptionBudget forbids evicting %s now: %v", pod.Name, err)
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return skip("pod %s changed since it was planned: %v", pod.Name, err)
+	}
+	return abort(fmt.Errorf("eviction dry run for %s: %w", pod.Name, err))
+}
+
+// failover is SPEC step 4: a master is failed over to its shard's best in-sync replica, and the
+// switch verified. It first checks that the window still leaves time for the rest of the move:
+// from here to the pod's return nothing is interrupted. A failover Redis refuses (no in-sync
+// replica, an error reply) skips; one not verified in time, or a Redis that does not answer,
+// aborts.
+func (cr *clusterRun) failover(ctx context.Context, m *move) result {
+	if r := cr.windowCheck(m, m.index, "the rest of the move (failover to re-observe)"); r.outcome != report.OutcomeContinue {
+		return r
+	}
+	topo := m.health.Redis.Topology
+	self, ok := nodeByAddr(topo, m.addr)
+	if !ok {
+		return skip("failover: pod %s (%s) is not in the Redis topology", m.pod.Name, m.addr)
+	}
+	if !self.IsMaster() {
+		m.masterID = self.MasterID
+		return proceed("%s is a replica: no failover needed", m.pod.Name)
+	}
+	fo, newMasterID, err := cr.failoverMaster(ctx, m.c, topo, self)
+	switch {
+	case err == nil:
+	case refused(err):
+		return skip("failover refused: %v", err)
+	default:
+		return abort(fmt.Errorf("failover: %w", err))
+	}
+	m.rep.Failover = fo
+	m.masterID = newMasterID
+	return proceed("verified in %s: %s is master, %s its replica", time.Duration(fo.Seconds*float64(time.Second)).Round(time.Millisecond), fo.NewMaster, fo.OldMaster)
+}
+
+// refused reports whether a failover error is Redis saying no (no in-sync replica, not a replica,
+// an error reply), as opposed to a failover not verified in time or a node that does not answer.
+func refused(err error) bool {
+	var reply redis.Error
+	return errors.Is(err, redisctl.ErrNoInSyncReplica) || errors.Is(err, redisctl.ErrNotInSync) ||
+		errors.Is(err, redisctl.ErrNotReplica) || errors.As(err, &reply)
+}
+
+// failoverMaster fails master over to its shard's best in-sync replica, preferring a replica
+// whose pod is in no violation, and verifies the switch (redisctl.Client.Failover). It returns
+// the failover and the new master's node ID.
+func (cr *clusterRun) failoverMaster(ctx context.Context, c *policies.Cluster, topo *redisctl.Topology, master redisctl.Node) (*report.Failover, string, error) {
+	bad := map[string]bool{}
+	for _, v := range policies.Hard(c.Evaluate(c.Current())) {
+		for _, p := range v.Pods {
+			bad[p] = true
+		}
+	}
+	podOf := map[string]*corev1.Pod{}
+	for _, mem := range c.Members {
+		if mem.Pod.Status.PodIP != "" {
+			podOf[cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP)] = mem.Pod
+		}
+	}
+	prefer := func(n redisctl.Node) bool {
+		p := podOf[n.Addr()]
+		return p != nil && !bad[p.Namespace+"/"+p.Name]
+	}
+	replica, err := cr.cfg.Redis.ChooseReplica(ctx, topo, master.ID, prefer)
+	if err != nil {
+		return nil, "", err
+	}
+	name := func(addr string) string {
+		if p := podOf[addr]; p != nil {
+			return p.Name
+		}
+		return addr
+	}
+	cr.printf("  … %s is a master: CLUSTER FAILOVER (%s) on its replica %s\n", name(master.Addr()), cr.cfg.FailoverMode, name(replica.Addr()))
+	var all []string
+	for addr := range podOf {
+		all = append(all, addr)
+	}
+	res, err := cr.cfg.Redis.Failover(ctx, replica.Addr(), redisctl.FailoverOptions{
+		Mode: cr.cfg.FailoverMode, Timeout: cr.cfg.FailoverTimeout, AllAddrs: all,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return &report.Failover{OldMaster: name(res.OldMasterAddr), NewMaster: name(res.NewMasterAddr), Seconds: report.Seconds(res.Duration)}, res.NewMasterID, nil
+}
+
+// drain waits, after a failover, until the old master's clients have gone quiet, so that they
+// learn the new master from its MOVED replies before it goes away. It never stops the move: busy
+// clients reconnect.
+func (cr *clusterRun) drain(ctx context.Context, m *move) result {
+	if m.rep.Failover == nil {
+		return proceed("no failover: no clients to drain")
+	}
+	busy, err := cr.cfg.Redis.WaitClientsDrained(ctx, m.addr, cr.cfg.DrainQuiet, cr.cfg.DrainTimeout)
+	switch {
+	case ctx.Err() != nil:
+		return abort(fmt.Errorf("drain: interrupted: %w", ctx.Err()))
+	case err != nil:
+		return proceed("could not watch the old master's clients: %v", err)
+	case len(busy) > 0:
+		return proceed("%d clients still use %s after %s (they will reconnect): %s", len(busy), m.pod.Name, cr.cfg.DrainTimeout, clientsText(busy))
+	}
+	return proceed("clients moved off %s (no keyspace command for %s)", m.pod.Name, cr.cfg.DrainQuiet)
+}
+
+// roleCheck asks Redis, just before the eviction, for the pod's role: only a replica is evicted.
+func (cr *clusterRun) roleCheck(ctx context.Context, m *move) result {
+	reply, err := cr.cfg.Redis.Do(ctx, m.addr, "ROLE")
+	if err != nil {
+		return abort(fmt.Errorf("role check: read ROLE of %s: %w", m.addr, err))
+	}
+	role := roleFromReply(reply)
+	m.rep.RoleAtEviction = role
+	if role != policies.RoleReplica {
+		return skip("role check: %s reports role %s just before the eviction; not evicting it", m.pod.Name, roleName(role))
+	}
+	return proceed("%s reports role replica", m.pod.Name)
+}
+
+// evictionRefusedPrefix starts the text of the error the descheduler's PodEvictor returns for a
+// 429 (it flattens the API error into text: evictions.go, evictPod).
+const evictionRefusedPrefix = "error when evicting pod (ignoring)"
+
+// evict is SPEC step 5: the run's PodEvictor evicts the pod through the policy/v1 Eviction API
+// (it records an event on the pod and counts the eviction against the limits). A 429 skips: the
+// pod is never deleted instead. Any other error aborts.
+func (cr *clusterRun) evict(ctx context.Context, m *move) result {
+	err := cr.evictor.pe.EvictPod(ctx, m.pod, evictions.EvictOptions{Reason: m.mv.Reason, StrategyName: "RedisRebalance", ProfileName: EventSource})
+	var (
+		total *evictions.EvictionTotalLimitError
+		node  *evictions.EvictionNodeLimitError
+		ns    *evictions.EvictionNamespaceLimitError
+	)
+	switch {
+	case err == nil:
+		m.rep.Evicted = true
+		return proceed("evicted %s (a replica, as Redis reported just before)", m.pod.Name)
+	case errors.As(err, &total) || errors.As(err, &node) || errors.As(err, &ns):
+		r := skip("eviction limit: %v", err)
+		r.stoppedBy = report.StoppedEvictionLimit
+		return r
+	case strings.HasPrefix(err.Error(), evictionRefusedPrefix):
+		return skip("PodDisruptionBudget refused the eviction of %s: %v", m.pod.Name, err)
+	}
+	return abort(fmt.Errorf("eviction: evict %s: %w", m.pod.Name, err))
+}
+
+// recreate is the first half of SPEC step 6: wait until the pod exists again with another UID,
+// is scheduled, Running and Ready.
+func (cr *clusterRun) recreate(ctx context.Context, m *move) result {
+	old := m.pod
+	var got *corev1.Pod
+	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.RecreateTimeout, nil, func(s string) {
+		cr.printf("    … %s: %s\n", old.Name, s)
+	}, func(ctx context.Context) (bool, string) {
+		p, err := cr.cfg.Client.CoreV1().Pods(old.Namespace).Get(ctx, old.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, "deleted, not re-created yet"
+		case err != nil:
+			return false, "get: " + err.Error()
+		case p.UID == old.UID:
+			return false, "old pod still terminating"
+		case p.Spec.NodeName == "":
+			if why := observe.UnschedulableMessage(p); why != "" {
+				return false, "re-created, not scheduled yet: " + why
+			}
+			return false, "re-created, not scheduled yet"
+		case !observe.PodReady(p):
+			return false, fmt.Sprintf("scheduled on %s, %s, not Ready yet", p.Spec.NodeName, p.Status.Phase)
+		}
+		got = p
+		return true, ""
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return abort(fmt.Errorf("re-creation: interrupted waiting for %s: %w (last seen: %s)", old.Name, ctx.Err(), status))
+		}
+		return abort(fmt.Errorf("re-creation: pod %s not back after %s: %s", old.Name, cr.cfg.RecreateTimeout, status))
+	}
+	m.recreated = got
+	m.rep.To = got.Spec.NodeName
+	track := "as planned"
+	if m.rep.To != m.mv.Expected {
+		track = "the plan expected " + m.mv.Expected
+	}
+	return proceed("%s re-created on %s (%s), Ready", got.Name, m.rep.To, track)
+}
+
+// rejoin is the second half of SPEC step 6: wait until the re-created pod's Redis node is back
+// as a connected, in-sync replica of its shard's master.
+func (cr *clusterRun) rejoin(ctx context.Context, m *move) result {
+	addr := cr.cfg.Redis.AddrOf(m.recreated.Status.PodIP)
+	err := cr.cfg.Redis.WaitRejoin(ctx, addr, m.masterID, cr.cfg.RejoinTimeout, func(s string) {
+		cr.printf("    … %s: %s\n", m.recreated.Name, s)
+	})
+	if err != nil {
+		return abort(fmt.Errorf("rejoin: %w", err))
+	}
+	return proceed("%s (%s) rejoined as an in-sync replica", m.recreated.Name, addr)
+}
+
+// reobserve observes the cluster after the move (the next plan starts from it) and waits until
+// it is healthy again, so that the next move, or the run's verdict, sees it settled.
+func (cr *clusterRun) reobserve(ctx context.Context, m *move) result {
+	octx, cancel := context.WithTimeout(ctx, cr.cfg.RequestTimeout)
+	after, err := cr.observe(octx)
+	cancel()
+	if err != nil {
+		return abort(fmt.Errorf("re-observe: %w", err))
+	}
+	h, status, err := cr.waitHealthy(ctx, after)
+	if err != nil {
+		return cr.healthResult(ctx, "re-observe", status, err)
+	}
+	m.after = after
+	return proceed("healthy again: %s", healthText(h))
 }
 
 func clientsText(cs []redisctl.ClientConn) string {
@@ -153,8 +402,6 @@ func clientsText(cs []redisctl.ClientConn) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 func nodeByAddr(t *redisctl.Topology, addr string) (redisctl.Node, bool) {
 	for _, n := range t.Nodes {
@@ -175,218 +422,9 @@ func roleFromReply(v interface{}) policies.Role {
 	return policies.RoleUnknown
 }
 
-// waitHealthy waits up to HealthTimeout for every pod of the cluster to be Running and Ready and
-// for the Redis health gate to pass. It returns the last health read.
-func (e *Executor) waitHealthy(ctx context.Context, c *policies.Cluster) (*redisctl.Health, error) {
-	var health *redisctl.Health
-	status := ""
-	last := time.Time{}
-	err := wait.PollUntilContextTimeout(ctx, e.cfg.PollInterval, e.cfg.HealthTimeout, true, func(ctx context.Context) (bool, error) {
-		s, h := e.healthStatus(ctx, c)
-		health = h
-		if s != status || e.cfg.Clock.Since(last) > 10*time.Second {
-			if s != "" {
-				e.printf("    … waiting for a healthy cluster: %s\n", s)
-			}
-			status, last = s, e.cfg.Clock.Now()
-		}
-		return s == "", nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("not healthy after %s: %s", e.cfg.HealthTimeout, status)
+func roleName(r policies.Role) string {
+	if r == policies.RoleUnknown {
+		return "unknown"
 	}
-	return health, nil
-}
-
-// healthStatus returns "" when every member pod is Ready and Redis is healthy, else why not.
-// Pods the scheduler cannot place (Pending, unschedulable) are what a move may fix: they do not
-// fail the gate, nor does their shard's master lacking the replica they would be.
-func (e *Executor) healthStatus(ctx context.Context, c *policies.Cluster) (string, *redisctl.Health) {
-	pods, err := e.cfg.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: c.Model().Options.ClusterLabel + "=" + c.Name,
-	})
-	if err != nil {
-		return "list pods: " + err.Error(), nil
-	}
-	shardOf := map[string]string{} // pod name → shard
-	for _, m := range c.Members {
-		shardOf[m.Pod.Name] = m.Shard
-	}
-	var addrs, notReady []string
-	pendingShard := map[string]bool{}
-	shardOfAddr := map[string]string{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		switch {
-		case podReady(p):
-			addr := e.cfg.Redis.AddrOf(p.Status.PodIP)
-			addrs = append(addrs, addr)
-			shardOfAddr[addr] = shardOf[p.Name]
-		case p.Spec.NodeName == "" && p.DeletionTimestamp == nil && unschedulableNote(p) != "":
-			pendingShard[shardOf[p.Name]] = true
-		default:
-			notReady = append(notReady, p.Name)
-		}
-	}
-	if len(notReady) > 0 {
-		return "pods not Ready: " + strings.Join(notReady, ", "), nil
-	}
-	if len(pods.Items) < c.N {
-		return fmt.Sprintf("%d of %d pods exist", len(pods.Items), c.N), nil
-	}
-	h, err := e.cfg.Redis.CheckHealth(ctx, addrs, redisctl.HealthOptions{})
-	if h == nil {
-		return "redis: " + err.Error(), nil
-	}
-	if err := h.Except(func(reason redisctl.Reason) bool {
-		s, ok := shardOfAddr[reason.Addr]
-		return reason.Code == redisctl.ReasonNoConnectedReplica && ok && pendingShard[s]
-	}); err != nil {
-		return "redis: " + err.Error(), h
-	}
-	return "", h
-}
-
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// dryRunEvict asks the API server whether the eviction would be allowed (DryRun: All). A 429
-// means a PodDisruptionBudget forbids it now: errSkip.
-func (e *Executor) dryRunEvict(ctx context.Context, pod *corev1.Pod) error {
-	ev := &policyv1.Eviction{
-		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-		DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}, Preconditions: &metav1.Preconditions{UID: &pod.UID}},
-	}
-	err := e.cfg.Client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, ev)
-	switch {
-	case err == nil:
-		return nil
-	case apierrors.IsTooManyRequests(err):
-		return errSkip{"PodDisruptionBudget forbids evicting " + pod.Name + " now: " + err.Error()}
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		return errSkip{"pod " + pod.Name + " changed since it was planned: " + err.Error()}
-	}
-	return fmt.Errorf("eviction dry run for %s: %w", pod.Name, err)
-}
-
-// failover fails master over to its shard's best in-sync replica, preferring a replica whose pod
-// is in no violation, and verifies the switch (redisctl.Client.Failover).
-func (e *Executor) failover(ctx context.Context, c *policies.Cluster, topo *redisctl.Topology, master redisctl.Node) (*report.Failover, string, error) {
-	bad := map[string]bool{}
-	for _, v := range policies.Hard(c.Evaluate(c.Current())) {
-		for _, p := range v.Pods {
-			bad[p] = true
-		}
-	}
-	podOf := map[string]*corev1.Pod{}
-	for _, m := range c.Members {
-		if m.Pod.Status.PodIP != "" {
-			podOf[e.cfg.Redis.AddrOf(m.Pod.Status.PodIP)] = m.Pod
-		}
-	}
-	prefer := func(n redisctl.Node) bool {
-		p := podOf[n.Addr()]
-		return p != nil && !bad[p.Namespace+"/"+p.Name]
-	}
-	replica, err := e.cfg.Redis.ChooseReplica(ctx, topo, master.ID, prefer)
-	if err != nil {
-		return nil, "", err
-	}
-	name := func(addr string) string {
-		if p := podOf[addr]; p != nil {
-			return p.Name
-		}
-		return addr
-	}
-	e.printf("  … %s is a master: CLUSTER FAILOVER (%s) on its replica %s\n", name(master.Addr()), e.cfg.FailoverMode, name(replica.Addr()))
-	var all []string
-	for addr := range podOf {
-		all = append(all, addr)
-	}
-	res, err := e.cfg.Redis.Failover(ctx, replica.Addr(), redisctl.FailoverOptions{
-		Mode: e.cfg.FailoverMode, Timeout: e.cfg.FailoverTimeout, AllAddrs: all,
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	e.printf("  ✓ failover verified in %s: %s is master, %s its replica\n", round(res.Duration), name(res.NewMasterAddr), name(res.OldMasterAddr))
-	return &report.Failover{OldMaster: name(res.OldMasterAddr), NewMaster: name(res.NewMasterAddr), Duration: res.Duration}, res.NewMasterID, nil
-}
-
-// evict evicts pod with descheduler's PodEvictor (policy/v1 Eviction; it records an event on the
-// pod). A refusal by a PodDisruptionBudget (429) is errSkip: the pod is never deleted instead.
-func (e *Executor) evict(ctx context.Context, pod *corev1.Pod, reason string) error {
-	broadcaster := events.NewEventBroadcasterAdapter(e.cfg.Client)
-	broadcaster.StartRecordingToSink(ctx.Done())
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(EventSource)
-	// The pod informer is only used by the EvictionsInBackground feature, which stays off.
-	informer := informers.NewSharedInformerFactory(e.cfg.Client, 0).Core().V1().Pods().Informer()
-	pe, err := evictions.NewPodEvictor(ctx, e.cfg.Client, recorder, informer, features.DefaultMutableFeatureGate, evictions.NewOptions())
-	if err != nil {
-		return fmt.Errorf("pod evictor: %w", err)
-	}
-	err = pe.EvictPod(ctx, pod, evictions.EvictOptions{Reason: reason, StrategyName: "RedisRebalance", ProfileName: EventSource})
-	if err == nil {
-		return nil
-	}
-	// PodEvictor flattens the API error into text; a 429 is reported as "Too many requests".
-	if strings.Contains(err.Error(), "Too many requests") || strings.Contains(err.Error(), "disruption budget") {
-		return errSkip{"PodDisruptionBudget refused the eviction of " + pod.Name + ": " + err.Error()}
-	}
-	return fmt.Errorf("evict %s: %w", pod.Name, err)
-}
-
-// waitRecreated waits until the pod named like old exists with another UID, is scheduled, Running
-// and Ready, and returns it.
-func (e *Executor) waitRecreated(ctx context.Context, old *corev1.Pod) (*corev1.Pod, error) {
-	var got *corev1.Pod
-	status := ""
-	last := e.cfg.Clock.Now()
-	err := wait.PollUntilContextTimeout(ctx, e.cfg.PollInterval, e.cfg.RecreateTimeout, true, func(ctx context.Context) (bool, error) {
-		p, err := e.cfg.Client.CoreV1().Pods(old.Namespace).Get(ctx, old.Name, metav1.GetOptions{})
-		s := ""
-		switch {
-		case apierrors.IsNotFound(err):
-			s = "deleted, not re-created yet"
-		case err != nil:
-			s = "get: " + err.Error()
-		case p.UID == old.UID:
-			s = "old pod still terminating"
-		case p.Spec.NodeName == "":
-			s = "re-created, not scheduled yet" + unschedulableNote(p)
-		case !podReady(p):
-			s = fmt.Sprintf("scheduled on %s, %s, not Ready yet", p.Spec.NodeName, p.Status.Phase)
-		default:
-			got = p
-			return true, nil
-		}
-		if s != status || e.cfg.Clock.Since(last) > 10*time.Second {
-			e.printf("    … %s: %s\n", old.Name, s)
-			status, last = s, e.cfg.Clock.Now()
-		}
-		return false, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pod %s not back after %s: %s", old.Name, e.cfg.RecreateTimeout, status)
-	}
-	return got, nil
-}
-
-func unschedulableNote(p *corev1.Pod) string {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			return ": " + c.Message
-		}
-	}
-	return ""
+	return string(r)
 }

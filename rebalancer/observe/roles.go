@@ -15,11 +15,19 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
+// TopologyReader reads the Redis topology (*redisctl.Client implements it).
+type TopologyReader interface {
+	// AddrOf returns the Redis address of a pod IP.
+	AddrOf(ip string) string
+	// Topology is redisctl.Client.Topology.
+	Topology(ctx context.Context, addrs []string) (*redisctl.Topology, error)
+}
+
 // ApplyRoles reads the Redis topology through the members' pod IPs (rc.AddrOf) and sets each
 // member's Role from what Redis reports; members Redis does not list, and members without a pod
 // IP or terminating, get RoleUnknown. It returns the topology read, or an error when no member has
 // a pod IP or no node answers.
-func ApplyRoles(ctx context.Context, rc *redisctl.Client, c *policies.Cluster) (*redisctl.Topology, error) {
+func ApplyRoles(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*redisctl.Topology, error) {
 	var addrs []string
 	for _, m := range c.Members {
 		if m.Pod.Status.PodIP != "" && !m.Terminating {
@@ -31,8 +39,11 @@ func ApplyRoles(ctx context.Context, rc *redisctl.Client, c *policies.Cluster) (
 	}
 	topo, err := rc.Topology(ctx, addrs)
 	if err != nil {
-		if topo != nil && len(topo.Views) == 0 && len(topo.Unreachable) > 0 {
+		switch {
+		case topo != nil && len(topo.Views) == 0 && len(topo.Unreachable) > 0:
 			return nil, unanswered(topo.Unreachable)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("no Redis node answered before the deadline (%d nodes): %w", len(addrs), err)
 		}
 		return nil, fmt.Errorf("read Redis topology: %w", err)
 	}
@@ -52,9 +63,9 @@ func ApplyRoles(ctx context.Context, rc *redisctl.Client, c *policies.Cluster) (
 	return topo, nil
 }
 
-// DefaultRolesTimeout bounds ReadRoles as the commands call it: every cluster's roles, read at
-// once.
-const DefaultRolesTimeout = 10 * time.Second
+// DefaultRedisDeadline bounds each pass of the commands that reads every cluster's Redis at once:
+// the roles (ReadRoles), then the health (JudgeHealth per cluster).
+const DefaultRedisDeadline = 10 * time.Second
 
 // ReadRoles is ApplyRoles for every cluster at once, under ctx's deadline: the clusters are read
 // concurrently, their nodes at most redisctl.Options.MaxConcurrentReads at a time in all, so a

@@ -4,79 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
 )
-
-// hangingRedis accepts connections on every address of addrs (one port for all) and never
-// answers: a Redis whose process is stopped (SIGSTOP) or whose node's network drops replies.
-type hangingRedis struct {
-	port      int
-	listeners []net.Listener
-	mu        sync.Mutex
-	conns     []net.Conn
-	wg        sync.WaitGroup
-}
-
-// newHangingRedis listens on ip:port for every ip (port chosen on the first) until the test ends.
-func newHangingRedis(t testing.TB, ips []string) *hangingRedis {
-	t.Helper()
-	h := &hangingRedis{}
-	t.Cleanup(h.close)
-	for _, ip := range ips {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(h.port)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.port == 0 {
-			h.port = l.Addr().(*net.TCPAddr).Port
-		}
-		h.listeners = append(h.listeners, l)
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				h.mu.Lock()
-				h.conns = append(h.conns, c)
-				h.mu.Unlock()
-				h.wg.Add(1)
-				go func() {
-					defer h.wg.Done()
-					_, _ = io.Copy(io.Discard, c) // read every command, answer none
-				}()
-			}
-		}()
-	}
-	return h
-}
-
-func (h *hangingRedis) close() {
-	for _, l := range h.listeners {
-		l.Close()
-	}
-	h.mu.Lock()
-	for _, c := range h.conns {
-		c.Close()
-	}
-	h.mu.Unlock()
-	h.wg.Wait()
-}
 
 // hangingClusters returns a model of n Redis clusters (internal/synth, 6–12 pods each) whose pods
 // have loopback IPs 127.77.x.y, and a hanging Redis on every one of them.
-func hangingClusters(t testing.TB, n int) (*policies.Model, *hangingRedis) {
+func hangingClusters(t testing.TB, n int) (*policies.Model, *redistest.Hanging) {
 	t.Helper()
 	snap := synth.Generate(synth.Config{Seed: 7, Nodes: 60, Zones: 3, Namespaces: 4, Pods: 12 * n, RedisClusters: n, MinPods: 6, MaxPods: 12})
 	var ips []string
@@ -91,7 +31,7 @@ func hangingClusters(t testing.TB, n int) (*policies.Model, *hangingRedis) {
 	if len(m.Clusters) != n {
 		t.Fatalf("%d clusters, want %d", len(m.Clusters), n)
 	}
-	return m, newHangingRedis(t, ips)
+	return m, redistest.StartHanging(t, ips)
 }
 
 // TestReadRolesHangingRedis reads the roles of 100 clusters whose Redis accepts connections and
@@ -114,7 +54,7 @@ func TestReadRolesHangingRedis(t *testing.T) {
 		{name: "read timeout 500ms, no deadline → every cluster unknown after its reads time out", readTimeout: 500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rc, err := redisctl.New(redisctl.Options{Port: h.port, DialTimeout: time.Second, ReadTimeout: tc.readTimeout, WriteTimeout: time.Second})
+			rc, err := redisctl.New(redisctl.Options{Port: h.Port, DialTimeout: time.Second, ReadTimeout: tc.readTimeout, WriteTimeout: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,16 +93,16 @@ func TestReadRolesHangingRedis(t *testing.T) {
 
 // BenchmarkReadRolesHangingRedis prints how long `check` waits for the roles of 100 clusters
 // whose Redis accepts connections and never answers, with the commands' defaults (read timeout
-// redisctl.DefaultReadTimeout, overall deadline DefaultRolesTimeout).
+// redisctl.DefaultReadTimeout, overall deadline DefaultRedisDeadline).
 func BenchmarkReadRolesHangingRedis(b *testing.B) {
 	m, h := hangingClusters(b, 100)
 	b.ResetTimer()
 	for range b.N {
-		rc, err := redisctl.New(redisctl.Options{Port: h.port})
+		rc, err := redisctl.New(redisctl.Options{Port: h.Port})
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), DefaultRolesTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultRedisDeadline)
 		errs := ReadRoles(ctx, rc, m.Clusters)
 		cancel()
 		rc.Close()

@@ -89,3 +89,63 @@ func TestPlanMoveLimit(t *testing.T) {
 		}
 	})
 }
+
+// TestNoPlanSaysWhy checks that an answer without a plan names what stopped the search, under
+// which model, and never claims more than was searched.
+func TestNoPlanSaysWhy(t *testing.T) {
+	build := func(sc scenario.Scenario) *policies.Cluster {
+		sc.RoleLabels = true
+		m, err := policies.Build(sc.MustSnapshot(), policies.Options{RoleLabel: scenario.RoleLabel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Clusters[0]
+	}
+	tooFew := scenario.TooFewNodes()
+	for _, tc := range []struct {
+		name        string
+		c           *policies.Cluster
+		opts        Options
+		wantMoves   int
+		wantMinimal bool
+		limitedBy   string
+		want        []string // phrases of Infeasible
+		alternative int      // WithPendingSteps.Moves, 0 for none
+	}{
+		{name: "N=6 on 5 nodes → static", c: build(tooFew.Scenario), limitedBy: LimitStatic, want: []string{"need 6 usable nodes, found 5"}},
+		{name: "lower bound 5 above --max-plan-moves 4 → maxMoves", c: stacked(t), opts: Options{MaxMoves: 4}, limitedBy: LimitMaxMoves,
+			want: []string{"at least 5 evictions are needed (5 pods above the per-node limit, one eviction each), more than the longest plan considered (4 moves"}},
+		{name: "search budget of 1 placement → the greedy plan, not proven minimal", c: stacked(t), opts: Options{MaxStates: 1}, wantMoves: 5},
+		{name: "Pending-step case → every single eviction leaves its pod unplaceable; names the 2-move plan with Pending steps", c: build(scenario.PendingStep()),
+			limitedBy: LimitPendingSteps, alternative: 2,
+			want: []string{"every single eviction leaves its pod unplaceable (each evicted pod must be placed at once;", "2 evictions (", "may wait Pending for 1 step", "--allow-pending-steps"}},
+		{name: "Pending-step case, --max-plan-moves 1 → at least 2 needed, no alternative claimed", c: build(scenario.PendingStep()), opts: Options{MaxMoves: 1},
+			limitedBy: LimitMaxMoves, want: []string{"at least 2 evictions are needed (2 pods share a node or zone with a pod of their shard"}},
+		{name: "Pending-step case with Pending steps → 2 moves, minimal", c: build(scenario.PendingStep()), opts: Options{AllowPendingSteps: true}, wantMoves: 2, wantMinimal: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Compute(tc.c, tc.opts)
+			if tc.wantMoves > 0 {
+				if !p.CompliantAfter || len(p.Moves) != tc.wantMoves || p.Minimal != tc.wantMinimal || p.Infeasible != "" {
+					t.Errorf("moves %d, compliantAfter %v, minimal %v, infeasible %q; want %d moves, minimal %v", len(p.Moves), p.CompliantAfter, p.Minimal, p.Infeasible, tc.wantMoves, tc.wantMinimal)
+				}
+				return
+			}
+			if p.CompliantAfter || len(p.Moves) > 0 || p.LimitedBy != tc.limitedBy {
+				t.Errorf("moves %d, compliantAfter %v, limitedBy %q; want no plan, limitedBy %q", len(p.Moves), p.CompliantAfter, p.LimitedBy, tc.limitedBy)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(p.Infeasible, w) {
+					t.Errorf("infeasible %q lacks %q", p.Infeasible, w)
+				}
+			}
+			alt := 0
+			if p.WithPendingSteps != nil {
+				alt = p.WithPendingSteps.Moves
+			}
+			if alt != tc.alternative {
+				t.Errorf("withPendingSteps %+v, want %d moves", p.WithPendingSteps, tc.alternative)
+			}
+		})
+	}
+}

@@ -1,13 +1,16 @@
 // Package report holds what the commands print: the check/plan analysis, whose JSON form is a
 // stable contract (Analysis, ClusterAnalysis, Analyze; README "JSON output"), the report of a run
-// (Run, ClusterRun, Move, Failover), and their text rendering (the zones × nodes map, the
-// violations, the plan). Rendering writes to an io.Writer and changes nothing.
+// in the same contract (Run, ClusterRun, Move, Step, Failover; run.go), and their text rendering
+// (the zones × nodes map, the violations, the Redis health, the plan). Rendering writes to an
+// io.Writer and changes nothing.
 //
-// It imports policies and plan; execute imports it, never the reverse.
+// It imports policies, plan and observe (for the health verdict, observe.Health); execute
+// imports it, never the reverse.
 package report
 
 import (
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 
@@ -32,6 +35,8 @@ type ClusterAnalysis struct {
 	Compliant bool `json:"compliant"`
 	// Violations are every broken rule now, hard ones first (soft ones have "soft": true).
 	Violations []policies.Violation `json:"violations"`
+	// Health is Redis's health now (check only; state "unknown" offline, with why).
+	Health *observe.Health `json:"health,omitempty"`
 	// Pending explains the pods the scheduler cannot place, and which evictions unblock them.
 	Pending []plan.PendingPod `json:"pending,omitempty"`
 	// Moves is the plan (plan only): evictions in order.
@@ -41,15 +46,31 @@ type ClusterAnalysis struct {
 	CompliantAfter bool `json:"compliantAfter"`
 	// Minimal reports whether the move count is proven minimal.
 	Minimal bool `json:"minimal"`
-	// Infeasible says in words why no plan reaches compliance ("" otherwise).
+	// Infeasible says in words why no plan reaches compliance ("" otherwise): the static reason,
+	// or which bound stopped the search.
 	Infeasible string `json:"infeasible"`
+	// LimitedBy names what Infeasible says (plan.LimitStatic, plan.LimitMaxMoves,
+	// plan.LimitMaxStates or plan.LimitPendingSteps; check only ever says plan.LimitStatic).
+	LimitedBy string `json:"limitedBy,omitempty"`
+	// PendingSteps names, for a plan made with --allow-pending-steps, each pod that waits Pending
+	// and the moves during which its shard runs without it (plan only).
+	PendingSteps []plan.Exposure `json:"pendingSteps,omitempty"`
+	// WithPendingSteps is, when no plan exists in which each evicted pod is placed at once, the
+	// plan --allow-pending-steps gives (plan only).
+	WithPendingSteps *plan.Alternative `json:"withPendingSteps,omitempty"`
+	// Searched is the number of placements the planner evaluated (plan only).
+	Searched int `json:"searched,omitempty"`
 }
 
 // Analyze evaluates every cluster of m and, when withPlans is true, plans each non-compliant one
-// (plan.Compute with opts).
+// (plan.ComputeAll with opts: clusters in parallel).
 func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 	a := &Analysis{Clusters: []ClusterAnalysis{}}
-	for _, c := range m.Clusters {
+	var plans []plan.Result
+	if withPlans {
+		plans = plan.ComputeAll(m.Clusters, opts)
+	}
+	for k, c := range m.Clusters {
 		ca := ClusterAnalysis{
 			Namespace: c.Namespace, Name: c.Name, Pods: len(c.Members), N: c.N,
 			Zones: c.Z(), AllowedZones: c.AllowedZones, Moves: []plan.Move{},
@@ -64,13 +85,16 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 		ca.Compliant = len(policies.Hard(ca.Violations)) == 0
 		ca.CompliantAfter, ca.Minimal = ca.Compliant, ca.Compliant
 		if withPlans {
-			p := plan.Compute(c, opts)
+			p := plans[k].Plan
 			ca.Pending, ca.CompliantAfter, ca.Minimal, ca.Infeasible = p.Pending, p.CompliantAfter, p.Minimal, p.Infeasible
+			ca.LimitedBy, ca.PendingSteps, ca.WithPendingSteps, ca.Searched = p.LimitedBy, p.PendingSteps, p.WithPendingSteps, p.Searched
 			if p.Moves != nil {
 				ca.Moves = p.Moves
 			}
 		} else if !ca.Compliant {
-			ca.Infeasible = c.StaticInfeasibility()
+			if ca.Infeasible = c.StaticInfeasibility(); ca.Infeasible != "" {
+				ca.LimitedBy = plan.LimitStatic
+			}
 		}
 		a.Clusters = append(a.Clusters, ca)
 	}

@@ -27,9 +27,12 @@ type exampleWant struct {
 	moves      int      // planned moves (minimal)
 	firstPod   string   // when set, the pod the first move evicts (or the Pending pod's unblock)
 	failovers  int      // moves marked for failover
+	// pendingSteps is the number of pods the plan lets wait Pending.
+	pendingSteps int
 	// infeasible, when set, is a phrase the reason for "no plan" must contain.
 	infeasible string
 	opts       policies.Options
+	popts      plan.Options
 }
 
 var exampleWants = map[string]exampleWant{
@@ -47,6 +50,15 @@ var exampleWants = map[string]exampleWant{
 	"zonal-volumes/release-replica-claims": {
 		violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1,
 		firstPod: "redis/redis-s3-1", opts: policies.Options{ReleaseReplicaClaims: true},
+	},
+	"stayers-on-unusable-nodes": {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, firstPod: "redis/redis-s1-1"},
+	"pending-step": {
+		violations: []string{"ShardSeparation zone-a", "ShardSeparation zone-b"},
+		infeasible: "every single eviction leaves its pod unplaceable (each evicted pod must be placed at once; searched ",
+	},
+	"pending-step/allow-pending-steps": {
+		violations: []string{"ShardSeparation zone-a", "ShardSeparation zone-b"}, moves: 2, pendingSteps: 1,
+		popts: plan.Options{AllowPendingSteps: true},
 	},
 }
 
@@ -100,7 +112,7 @@ func TestExamples(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				a := Analyze(m, true, plan.Options{})
+				a := Analyze(m, true, want.popts)
 				if len(a.Clusters) != 1 {
 					t.Fatalf("clusters = %d, want 1", len(a.Clusters))
 				}
@@ -134,6 +146,9 @@ func TestExamples(t *testing.T) {
 				}
 				if failovers != want.failovers {
 					t.Errorf("failovers = %d, want %d", failovers, want.failovers)
+				}
+				if len(ca.PendingSteps) != want.pendingSteps {
+					t.Errorf("pending steps = %+v, want %d", ca.PendingSteps, want.pendingSteps)
 				}
 				if want.firstPod != "" && ca.Moves[0].Pod != want.firstPod {
 					t.Errorf("first move evicts %s, want %s", ca.Moves[0].Pod, want.firstPod)

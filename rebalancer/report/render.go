@@ -47,7 +47,8 @@ func RenderMap(w io.Writer, c *policies.Cluster, p policies.Placement) {
 	}
 	sort.Strings(names)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "  ZONE\tNODE\tPODS\t\n")
+	// The last column is not tab-terminated: tabwriter then does not pad it to the widest row.
+	fmt.Fprintf(tw, "  ZONE\tNODE\tPODS\n")
 	showEmpty := len(m.Nodes) <= maxEmptyNodesShown
 	for _, z := range names {
 		label := z
@@ -70,11 +71,11 @@ func RenderMap(w io.Writer, c *policies.Cluster, p policies.Placement) {
 			if n.Obj.Spec.Unschedulable {
 				mark = " (cordoned)"
 			}
-			fmt.Fprintf(tw, "  %s\t%s%s\t%s\t\n", label, n.Name, mark, strings.Join(cells, ", "))
+			fmt.Fprintf(tw, "  %s\t%s%s\t%s\n", label, n.Name, mark, strings.Join(cells, ", "))
 			label = ""
 		}
 		if empty > 0 {
-			fmt.Fprintf(tw, "  %s\t(+%d nodes without pods)\t\t\n", label, empty)
+			fmt.Fprintf(tw, "  %s\t(+%d nodes without pods)\t\n", label, empty)
 		}
 	}
 	var unplaced []string
@@ -88,7 +89,7 @@ func RenderMap(w io.Writer, c *policies.Cluster, p policies.Placement) {
 		}
 	}
 	if len(unplaced) > 0 {
-		fmt.Fprintf(tw, "  -\t(not placed)\t%s\t\n", strings.Join(unplaced, ", "))
+		fmt.Fprintf(tw, "  -\t(not placed)\t%s\n", strings.Join(unplaced, ", "))
 	}
 	tw.Flush()
 }
@@ -126,6 +127,7 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 		fmt.Fprintf(w, "Redis cluster %s/%s: %d pods (N=%d), %d shards, zones [%s]\n", ca.Namespace, ca.Name, ca.Pods, ca.N, len(c.Shards), strings.Join(ca.AllowedZones, " "))
 		RenderMap(w, c, c.Current())
 		RenderViolations(w, ca.Violations)
+		RenderHealth(w, ca.Health)
 		for _, p := range ca.Pending {
 			fmt.Fprintf(w, "  pending %s: %s\n", p.Pod, p.Why)
 			if len(p.Unblock) > 0 {
@@ -150,36 +152,94 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 			}
 			fmt.Fprintf(w, "  plan: %d moves%s; compliant after: %v\n", len(ca.Moves), note, ca.CompliantAfter)
 			for i, mv := range ca.Moves {
-				fmt.Fprintf(w, "  %d. evict %s from %s (%s) → %s; scheduler may choose %s\n     because: %s\n", i+1, mv.Pod, mv.Node, roleAndFailover(mv), mv.Expected, CandidatesText(mv), mv.Reason)
+				fmt.Fprintf(w, "  %d. evict %s from %s (%s) → %s\n     because: %s\n", i+1, mv.Pod, mv.Node, roleAndFailover(mv), Outcome(mv), mv.Reason)
 			}
+			RenderExposure(w, ca.PendingSteps)
 		}
 	}
 }
 
-// CandidatesText lists the nodes the scheduler may choose for mv's pod, "(off plan)" after those
-// that leave the plan's track, or "(none)".
-func CandidatesText(mv plan.Move) string {
-	var parts []string
-	for _, c := range mv.Candidates {
-		s := c.Node
-		if !c.OnTrack {
-			s += " (off plan)"
-		}
-		parts = append(parts, s)
+// Outcome says where a move's pod goes: the expected node and the nodes the scheduler may choose
+// instead (CandidatesText), or that it waits Pending; then the Pending pods the move lets the
+// scheduler place.
+func Outcome(mv plan.Move) string {
+	s := mv.Expected + "; scheduler may choose " + CandidatesText(mv)
+	if mv.WaitsPending {
+		s = "waits Pending (no node fits until a later move frees room)"
 	}
-	if len(parts) == 0 {
+	for _, p := range mv.Places {
+		s += fmt.Sprintf("; then %s is placed on %s", p.Pod, p.Node)
+	}
+	return s
+}
+
+// RenderExposure writes one line per pod a plan lets wait Pending: which shard runs without it,
+// during which moves.
+func RenderExposure(w io.Writer, es []plan.Exposure) {
+	for _, e := range es {
+		fmt.Fprintf(w, "  exposure: %s (shard %s) waits Pending after move %d until move %d places it on %s: the shard runs without it meanwhile\n", e.Pod, e.Shard, e.FromMove, e.UntilMove, e.Node)
+	}
+}
+
+// maxNamesShown is how many node names CandidatesText lists per group before it only counts.
+const maxNamesShown = 3
+
+// CandidatesText summarises the nodes the scheduler may choose for mv's pod: the expected node,
+// then the other nodes that keep the plan on track, those that leave it ("off plan") and those
+// the bounded search could not judge ("undecided"), each group counted with its first names
+// ("(none)" without candidates). JSON keeps the full list.
+func CandidatesText(mv plan.Move) string {
+	if len(mv.Candidates) == 0 {
 		return "(none)"
 	}
-	return strings.Join(parts, ", ")
+	var on, off, open []string
+	expected := false
+	for _, c := range mv.Candidates {
+		switch {
+		case c.Node == mv.Expected:
+			expected = true
+		case c.OnTrack:
+			on = append(on, c.Node)
+		case c.Undecided:
+			open = append(open, c.Node)
+		default:
+			off = append(off, c.Node)
+		}
+	}
+	var parts []string
+	if expected {
+		parts = append(parts, mv.Expected+" (expected)")
+	}
+	group := func(names []string, what string) {
+		if len(names) == 0 {
+			return
+		}
+		shown := names[:min(len(names), maxNamesShown)]
+		list := strings.Join(shown, ", ")
+		if len(names) > len(shown) {
+			list += ", …"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s: %s", len(names), what, list))
+	}
+	onTrack := "on track"
+	if expected {
+		onTrack = "more on track"
+	}
+	group(on, onTrack)
+	group(off, "off plan")
+	group(open, "undecided (search budget spent)")
+	return strings.Join(parts, "; ")
 }
 
 // RenderPlan writes a dry run's plan p: a header line with the move count, then one line per move
-// (pod, node, role, failover, expected node, candidates, reason).
+// (pod, node, role, failover, expected node, candidates, reason), then the exposure of its
+// Pending steps.
 func RenderPlan(w io.Writer, p plan.Plan) {
 	fmt.Fprintf(w, "plan (dry run): %d moves%s\n", len(p.Moves), MinimalNote(p))
 	for k, mv := range p.Moves {
-		fmt.Fprintf(w, "  %d. evict %s from %s (%s) → expected %s; scheduler may choose %s — %s\n", k+1, mv.Pod, mv.Node, roleAndFailover(mv), mv.Expected, CandidatesText(mv), mv.Reason)
+		fmt.Fprintf(w, "  %d. evict %s from %s (%s) → %s — %s\n", k+1, mv.Pod, mv.Node, roleAndFailover(mv), Outcome(mv), mv.Reason)
 	}
+	RenderExposure(w, p.PendingSteps)
 }
 
 // roleAndFailover returns mv's role mark (RoleMark), followed by ", fail over first" when the

@@ -8,13 +8,52 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 
-// Run is what a run did (`run -o json` prints it).
+// Run is what a run did; `run -o json` prints it. It follows the check/plan contract (README
+// "JSON output"): camelCase names, durations in seconds (float), fields added, never renamed or
+// removed.
 type Run struct {
+	// Window is the maintenance-window verdict at the start of the run.
+	Window WindowState `json:"window"`
+	// Limits are the run's eviction limits and what was counted against them.
+	Limits Limits `json:"limits"`
 	// Clusters are in namespace/name order.
 	Clusters []ClusterRun `json:"clusters"`
 	// APIRequests counts the run's requests to the API server by verb and resource (none when
 	// they were not counted).
 	APIRequests []observe.APIRequests `json:"apiRequests,omitempty"`
+	// Seconds is the run's duration.
+	Seconds float64 `json:"seconds"`
+}
+
+// WindowState says whether the run could act: the maintenance windows and their state when the
+// run started.
+type WindowState struct {
+	// Windows lists the configured windows as "SCHEDULE for DURATION" (empty: always open).
+	Windows []string `json:"windows"`
+	// Ignored is true when --ignore-windows let the run act outside every window.
+	Ignored bool `json:"ignored"`
+	// Open reports whether a window was open when the run started (true without windows).
+	Open bool `json:"open"`
+	// Closes is when the open window closes (RFC 3339, UTC; omitted when closed or without
+	// windows).
+	Closes *time.Time `json:"closes,omitempty"`
+	// NextOpen is when the next window opens, when none was open (RFC 3339, UTC).
+	NextOpen *time.Time `json:"nextOpen,omitempty"`
+	// StepEstimate is how a move's expected duration was judged: "bound" or "p95".
+	StepEstimate string `json:"stepEstimate"`
+}
+
+// Limits are the eviction limits of a run (the descheduler's names; nil: no limit) and the
+// evictions counted against them, over all clusters.
+type Limits struct {
+	// MaxPodsToEvictPerNode, MaxPodsToEvictPerNamespace and MaxPodsToEvictTotal are the limits.
+	MaxPodsToEvictPerNode      *uint `json:"maxPodsToEvictPerNode,omitempty"`
+	MaxPodsToEvictPerNamespace *uint `json:"maxPodsToEvictPerNamespace,omitempty"`
+	MaxPodsToEvictTotal        *uint `json:"maxPodsToEvictTotal,omitempty"`
+	// MaxParallelClusters is how many Redis clusters progressed at once.
+	MaxParallelClusters int `json:"maxParallelClusters"`
+	// Evicted is the number of evictions made.
+	Evicted int `json:"evicted"`
 }
 
 // Moves returns the number of evictions made, over all clusters.
@@ -30,7 +69,8 @@ func (r *Run) Moves() int {
 	return n
 }
 
-// Compliant reports whether every cluster complies at the end of the run.
+// Compliant reports whether every cluster complies at the end of the run: its placement rules
+// hold and Redis is healthy.
 func (r *Run) Compliant() bool {
 	for _, c := range r.Clusters {
 		if !c.Compliant {
@@ -40,6 +80,22 @@ func (r *Run) Compliant() bool {
 	return true
 }
 
+// OnlyWindowStopped reports whether every cluster that does not comply was stopped by the
+// maintenance window (StoppedBy StepWindow) and at least one was.
+func (r *Run) OnlyWindowStopped() bool {
+	found := false
+	for _, c := range r.Clusters {
+		if c.Compliant {
+			continue
+		}
+		if c.StoppedBy != StepWindow {
+			return false
+		}
+		found = true
+	}
+	return found
+}
+
 // ClusterRun is what a run did to one Redis cluster.
 type ClusterRun struct {
 	Namespace string `json:"namespace"`
@@ -47,15 +103,64 @@ type ClusterRun struct {
 	// Before and After are the violations at the start and at the end of the run.
 	Before []policies.Violation `json:"violations"`
 	After  []policies.Violation `json:"violationsAfter"`
+	// PlacementCompliant reports whether every hard rule holds at the end.
+	PlacementCompliant bool `json:"placementCompliant"`
+	// Health is Redis's health at the end of the run.
+	Health observe.Health `json:"health"`
+	// Compliant reports whether the cluster complies at the end: every hard rule holds and Redis
+	// is healthy (a cluster still resyncing does not comply).
+	Compliant bool `json:"compliant"`
 	// Moves are the moves tried, in order.
 	Moves []Move `json:"moves"`
-	// Compliant reports whether every hard rule holds at the end.
-	Compliant bool `json:"compliant"`
-	// Stopped says why the run stopped acting on the cluster before compliance ("" otherwise).
+	// Stopped says why the run stopped acting on the cluster before compliance ("" otherwise):
+	// the first real reason; its first line is what an operator reads first.
 	Stopped string `json:"stopped,omitempty"`
-	// Plan is the plan of a dry run.
+	// StoppedBy names what stopped it: a step name (StepWindow, StepHealthGate, ...) when a move
+	// step skipped or aborted, or "evictionLimit", "maxMoves", "noPlan", "dryRun", "observe".
+	StoppedBy string `json:"stoppedBy,omitempty"`
+	// Error is set when the cluster's run ended in an error (an aborted step, or an observation
+	// that failed): the cause, as the exit message gives it.
+	Error string `json:"error,omitempty"`
+	// ObserveAfterError is set when the final observation failed after an earlier stop: it does
+	// not replace Stopped or Error (the first real reason).
+	ObserveAfterError string `json:"observeAfterError,omitempty"`
+	// Plan is the plan of a dry run, or of a run outside every window.
 	Plan *plan.Plan `json:"plan,omitempty"`
+	// Seconds is the time spent on the cluster.
+	Seconds float64 `json:"seconds"`
 }
+
+// Names of the steps of a move, in order (Step.Name), and of the other things that stop a
+// cluster's run (ClusterRun.StoppedBy).
+const (
+	StepWindow     = "window"
+	StepHealthGate = "healthGate"
+	StepPlaceable  = "placeable"
+	StepPDBDryRun  = "pdbDryRun"
+	StepFailover   = "failover"
+	StepDrain      = "drain"
+	StepRoleCheck  = "roleCheck"
+	StepEvict      = "evict"
+	StepRecreate   = "recreate"
+	StepRejoin     = "rejoin"
+	StepReobserve  = "reobserve"
+
+	StoppedEvictionLimit = "evictionLimit"
+	StoppedMaxMoves      = "maxMoves"
+	StoppedNoPlan        = "noPlan"
+	StoppedDryRun        = "dryRun"
+	StoppedObserve       = "observe"
+)
+
+// Step outcomes (Step.Outcome).
+const (
+	// OutcomeContinue: the step passed; the move goes on.
+	OutcomeContinue = "continue"
+	// OutcomeSkip: a safety check said no; the move stops and the cluster is left as it is.
+	OutcomeSkip = "skip"
+	// OutcomeAbort: an error; the move stops and the run reports the error (exit status 1).
+	OutcomeAbort = "abort"
+)
 
 // Move is one move as it happened (plan.Move is the move as planned).
 type Move struct {
@@ -71,17 +176,42 @@ type Move struct {
 	RoleAtEviction policies.Role `json:"roleAtEviction,omitempty"`
 	// Evicted reports whether the eviction was accepted.
 	Evicted bool `json:"evicted"`
-	// Skipped says why the move was not made ("" when it was).
+	// Outcome is the last step's outcome: OutcomeContinue when the move completed.
+	Outcome string `json:"outcome"`
+	// Skipped says why the move was not made ("" when it was, or when it was aborted): the
+	// reason of the step that skipped.
 	Skipped string `json:"skipped,omitempty"`
-	// Durations of the phases: health gate, client drain after a failover, eviction, re-creation
-	// until Ready, rejoin until in sync, and the whole move.
-	Gate, Drain, Evict, Recreate, Rejoin, Total time.Duration
+	// Error is the reason of the step that aborted ("" otherwise).
+	Error string `json:"error,omitempty"`
+	// Steps are the steps run, in order.
+	Steps []Step `json:"steps"`
+	// Seconds is the whole move's duration.
+	Seconds float64 `json:"seconds"`
+}
+
+// Step is one step of a move as it ran.
+type Step struct {
+	// Name is one of the Step… names.
+	Name string `json:"name"`
+	// Outcome is OutcomeContinue, OutcomeSkip or OutcomeAbort.
+	Outcome string `json:"outcome"`
+	// Reason says why a step skipped or aborted; for a step that continued, an optional note
+	// ("replica: no failover needed").
+	Reason string `json:"reason,omitempty"`
+	// Seconds is the step's duration.
+	Seconds float64 `json:"seconds"`
 }
 
 // Failover describes a verified failover.
 type Failover struct {
 	// OldMaster and NewMaster are pod names.
-	OldMaster, NewMaster string
-	// Duration is the time from CLUSTER FAILOVER to the verified switch.
-	Duration time.Duration
+	OldMaster string `json:"oldMaster"`
+	NewMaster string `json:"newMaster"`
+	// Seconds is the time from CLUSTER FAILOVER to the verified switch.
+	Seconds float64 `json:"seconds"`
+}
+
+// Seconds converts d to seconds, rounded to the millisecond, as the reports give durations.
+func Seconds(d time.Duration) float64 {
+	return d.Round(time.Millisecond).Seconds()
 }

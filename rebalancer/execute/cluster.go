@@ -1,0 +1,231 @@
+package execute
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+)
+
+// run is what one Executor.Run shares between its clusters: the PodEvictor and the eviction
+// budget (limits counted over every cluster), the steps' measured durations, and whether a
+// window was open when the run started.
+type run struct {
+	*Executor
+	evictor    *evictor
+	evictorErr error
+	budget     *budget
+	estimates  *estimates
+	// act is false when the run started outside every window (and windows are not ignored):
+	// the run then only observes and reports.
+	act bool
+}
+
+func (e *Executor) newRun(ctx context.Context) *run {
+	rn := &run{Executor: e, budget: newBudget(e.cfg), estimates: newEstimates(e.windows.StepEstimate())}
+	_, open := e.windows.Open(e.cfg.Clock.Now())
+	rn.act = open || e.cfg.IgnoreWindows
+	if !e.cfg.DryRun && rn.act {
+		rn.evictor, rn.evictorErr = newEvictor(ctx, e.cfg.Client, e.cfg)
+	}
+	return rn
+}
+
+func (rn *run) close() {
+	if rn.evictor != nil {
+		rn.evictor.close()
+	}
+}
+
+// windowState is the window verdict at now, for the report.
+func (rn *run) windowState(now time.Time) report.WindowState {
+	w := report.WindowState{Windows: []string{}, Ignored: rn.cfg.IgnoreWindows && !rn.windows.Always(), StepEstimate: string(rn.windows.StepEstimate())}
+	if rn.windows.Always() {
+		w.Open = true
+		return w
+	}
+	for _, win := range rn.windows.Windows() {
+		w.Windows = append(w.Windows, win.String())
+	}
+	if closes, open := rn.windows.Open(now); open {
+		w.Open, w.Closes = true, &closes
+	} else if next := rn.windows.NextOpen(now); !next.IsZero() {
+		w.NextOpen = &next
+	}
+	return w
+}
+
+// closedReason says that no window is open at now, and when the next one opens.
+func (rn *run) closedReason(now time.Time) string {
+	var np *time.Time
+	if next := rn.windows.NextOpen(now); !next.IsZero() {
+		np = &next
+	}
+	return "maintenance window: closed; " + nextOpenText(np, now)
+}
+
+// clusterRun is one Redis cluster's part of a run; its progress goes to out.
+type clusterRun struct {
+	*run
+	key string
+	out io.Writer
+}
+
+func (cr *clusterRun) printf(format string, args ...any) {
+	fmt.Fprintf(cr.out, format, args...)
+}
+
+// observe reads the cluster now: the API server's snapshot of the namespace and the members'
+// roles from Redis. An error from the API server returns a nil cluster; an error from Redis
+// returns the cluster (roles unknown) with the error.
+func (cr *clusterRun) observe(ctx context.Context) (*policies.Cluster, error) {
+	ns, _, _ := strings.Cut(cr.key, "/")
+	model, err := observe.Live(ctx, cr.cfg.Client, cr.cfg.Policy, observe.Selection{Namespace: ns})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range model.Clusters {
+		if c.Key() == cr.key {
+			if _, err := observe.ApplyRoles(ctx, cr.cfg.Redis, c); err != nil {
+				return c, fmt.Errorf("roles: %w", err)
+			}
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("cluster %s has no pods any more", cr.key)
+}
+
+// runCluster runs the observe–plan–move loop on one cluster, then observes it once more and
+// judges its placement and health. The error is the first real one (a step that aborted, or an
+// observation that failed); a final observation that fails after it is reported beside it
+// (ObserveAfterError), never instead.
+func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error) {
+	clk := cr.cfg.Clock
+	start := clk.Now()
+	ns, name, _ := strings.Cut(cr.key, "/")
+	rep := report.ClusterRun{Namespace: ns, Name: name, Moves: []report.Move{}}
+	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
+	var firstErr error
+	stop := func(by, reason string, err error) {
+		if rep.StoppedBy != "" {
+			return
+		}
+		rep.StoppedBy, rep.Stopped = by, reason
+		if err != nil {
+			firstErr, rep.Error = err, err.Error()
+		}
+	}
+
+	c, err := cr.observe(ctx)
+	if c == nil {
+		err = fmt.Errorf("observe: %w", err)
+		stop(report.StoppedObserve, err.Error(), err)
+		rep.Health = observe.UnknownHealth("not observed: " + err.Error())
+		return rep, firstErr
+	}
+	rep.Before = nonNil(c.Evaluate(c.Current()))
+	cr.printf("\n== Redis cluster %s: %d pods (N=%d), %d shards, zones [%s]\n", cr.key, len(c.Members), c.N, len(c.Shards), strings.Join(c.AllowedZones, " "))
+	cr.printf("before:\n")
+	report.RenderMap(cr.out, c, c.Current())
+	report.RenderViolations(cr.out, rep.Before)
+	if err != nil {
+		err = fmt.Errorf("observe: %w", err)
+		stop(report.StoppedObserve, err.Error(), err)
+	} else {
+		c = cr.moves(ctx, c, &rep, stop)
+	}
+
+	// The final observation: placement and health.
+	after, err := cr.observe(ctx)
+	switch {
+	case after == nil:
+		err = fmt.Errorf("observe after the run: %w", err)
+		if firstErr != nil {
+			rep.ObserveAfterError = err.Error()
+		} else {
+			stop(report.StoppedObserve, err.Error(), err)
+		}
+		rep.Health = observe.UnknownHealth("not observed: " + err.Error())
+		after = c // the last cluster observed, for the placement
+	default:
+		if err != nil {
+			cr.printf("  ! %s: %v\n", cr.key, err)
+		}
+		rep.Health = observe.JudgeHealth(ctx, cr.cfg.Redis, after, observe.MemberPods(after))
+	}
+	rep.After = nonNil(after.Evaluate(after.Current()))
+	rep.PlacementCompliant = len(policies.Hard(rep.After)) == 0
+	rep.Compliant = rep.PlacementCompliant && rep.Health.Healthy()
+	cr.printf("\nafter:\n")
+	report.RenderMap(cr.out, after, after.Current())
+	report.RenderViolations(cr.out, rep.After)
+	report.RenderHealth(cr.out, &rep.Health)
+	return rep, firstErr
+}
+
+// moves plans and moves until the cluster complies or something stops it (stop records the first
+// reason), and returns the cluster as last observed.
+func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *report.ClusterRun, stop func(by, reason string, err error)) *policies.Cluster {
+	for moves := 0; ; {
+		if len(policies.Hard(c.Evaluate(c.Current()))) == 0 {
+			return c
+		}
+		p := plan.Compute(c, cr.cfg.Plan)
+		switch {
+		case p.Infeasible != "":
+			stop(report.StoppedNoPlan, "no plan: "+p.Infeasible, nil)
+			cr.printf("no plan reaches compliance: %s\n", p.Infeasible)
+			return c
+		case cr.cfg.DryRun:
+			rep.Plan = &p
+			report.RenderPlan(cr.out, p)
+			stop(report.StoppedDryRun, "dry run", nil)
+			return c
+		case !cr.act:
+			rep.Plan = &p
+			report.RenderPlan(cr.out, p)
+			stop(report.StepWindow, cr.closedReason(cr.cfg.Clock.Now()), nil)
+			cr.printf("stopping: %s\n", rep.Stopped)
+			return c
+		case cr.evictorErr != nil:
+			stop(report.StepEvict, cr.evictorErr.Error(), cr.evictorErr)
+			return c
+		case moves >= cr.cfg.MaxMoves:
+			stop(report.StoppedMaxMoves, fmt.Sprintf("move budget spent (%d moves)", cr.cfg.MaxMoves), nil)
+			cr.printf("stopping: %s; the next run continues\n", rep.Stopped)
+			return c
+		}
+		moves++
+		mv := p.Moves[0]
+		cr.printf("\nmove %d (plan: %d moves%s): evict %s from %s (%s) — %s\n", moves, len(p.Moves), report.MinimalNote(p), mv.Pod, mv.Node, report.RoleMark(mv.Role), mv.Reason)
+		cr.printf("  scheduler may choose: %s\n", report.CandidatesText(mv))
+		mr, after, res := cr.move(ctx, c, mv)
+		rep.Moves = append(rep.Moves, mr)
+		switch res.outcome {
+		case report.OutcomeSkip:
+			stop(res.stoppedBy, res.reason, nil)
+			cr.printf("  – move skipped at %s: %s\n", mr.Steps[len(mr.Steps)-1].Name, res.reason)
+			return c
+		case report.OutcomeAbort:
+			stop(res.stoppedBy, res.err.Error(), res.err)
+			cr.printf("  ✗ move aborted at %s: %v\n", mr.Steps[len(mr.Steps)-1].Name, res.err)
+			return c
+		}
+		cr.printf("  ✓ move done in %s\n", time.Duration(mr.Seconds*float64(time.Second)).Round(time.Millisecond))
+		c = after
+	}
+}
+
+// nonNil returns vs, or an empty list for nil (the JSON contract's lists are never null).
+func nonNil(vs []policies.Violation) []policies.Violation {
+	if vs == nil {
+		return []policies.Violation{}
+	}
+	return vs
+}

@@ -1,0 +1,242 @@
+package execute
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
+)
+
+// result is what a step returns: continue (with an optional note), skip (a safety check said
+// no; the reason), or abort (an error).
+type result struct {
+	outcome string // report.OutcomeContinue, OutcomeSkip or OutcomeAbort
+	// reason is the note of a step that continued, or why it skipped.
+	reason string
+	// err is why the step aborted.
+	err error
+	// stoppedBy, when set, names what stopped the cluster instead of the step (report.StepWindow
+	// for the window re-check the failover step makes).
+	stoppedBy string
+}
+
+func proceed(format string, args ...any) result {
+	return result{outcome: report.OutcomeContinue, reason: fmt.Sprintf(format, args...)}
+}
+
+func skip(format string, args ...any) result {
+	return result{outcome: report.OutcomeSkip, reason: fmt.Sprintf(format, args...)}
+}
+
+func abort(err error) result { return result{outcome: report.OutcomeAbort, err: err} }
+
+// text is the reason or the error's text.
+func (r result) text() string {
+	if r.err != nil {
+		return r.err.Error()
+	}
+	return r.reason
+}
+
+// step is one step of a move (SPEC "Safe disruption").
+type step struct {
+	// name is a report.Step… name.
+	name string
+	// bound is the longest the step may take: the timeouts of its waits, or RequestTimeout.
+	bound time.Duration
+	// deadline gives the step a context that ends after bound (steps without a timeout of their
+	// own); the waits keep their own timeouts instead, so that their error is theirs.
+	deadline bool
+	run      func(ctx context.Context, m *move) result
+}
+
+// move is the state one move's steps share.
+type move struct {
+	// c is the cluster as last observed (the placeability check observes it afresh).
+	c  *policies.Cluster
+	mv plan.Move
+	// pod is the pod to move, as last observed; addr its Redis address.
+	pod  *corev1.Pod
+	addr string
+	// health is the health gate's verdict (its Redis topology gives the pod's role).
+	health observe.Health
+	// masterID is the master the re-created pod must replicate (its shard's master after the
+	// failover).
+	masterID string
+	// release gives back the eviction reserved against the run's limits, unless it was made.
+	release func()
+	// recreated is the pod the StatefulSet re-created; after the cluster observed at the end.
+	recreated *corev1.Pod
+	after     *policies.Cluster
+	// steps are the move's steps; index the one running.
+	steps []step
+	index int
+	rep   *report.Move
+}
+
+// steps returns the steps of a move, in order, with their bounds.
+func (cr *clusterRun) steps() []step {
+	c := cr.cfg
+	return []step{
+		{name: report.StepWindow, run: cr.windowStep},
+		{name: report.StepHealthGate, bound: c.HealthTimeout, run: cr.healthGate},
+		{name: report.StepPlaceable, bound: c.RequestTimeout, deadline: true, run: cr.placeable},
+		{name: report.StepPDBDryRun, bound: c.RequestTimeout, deadline: true, run: cr.pdbDryRun},
+		{name: report.StepFailover, bound: c.RequestTimeout + c.FailoverTimeout, run: cr.failover},
+		{name: report.StepDrain, bound: c.DrainTimeout, run: cr.drain},
+		{name: report.StepRoleCheck, bound: c.RequestTimeout, deadline: true, run: cr.roleCheck},
+		{name: report.StepEvict, bound: c.RequestTimeout, deadline: true, run: cr.evict},
+		{name: report.StepRecreate, bound: c.RecreateTimeout, run: cr.recreate},
+		{name: report.StepRejoin, bound: c.RejoinTimeout, run: cr.rejoin},
+		{name: report.StepReobserve, bound: c.RequestTimeout + c.HealthTimeout, run: cr.reobserve},
+	}
+}
+
+// move carries out one planned move: its steps in order until one does not continue. It returns
+// the move as it happened, the cluster observed at its end (nil unless every step continued), and
+// the last step's result.
+func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, mv plan.Move) (report.Move, *policies.Cluster, result) {
+	clk := cr.cfg.Clock
+	start := clk.Now()
+	mem := c.Members[mv.Member]
+	m := &move{
+		c: c, mv: mv, pod: mem.Pod, addr: cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP),
+		rep:   &report.Move{Pod: mv.Pod, From: mv.Node, Expected: mv.Expected, Steps: []report.Step{}},
+		steps: cr.steps(),
+	}
+	var res result
+	for i, s := range m.steps {
+		m.index = i
+		t0 := clk.Now()
+		sctx, cancel := ctx, context.CancelFunc(func() {})
+		if s.deadline {
+			sctx, cancel = context.WithTimeout(ctx, s.bound)
+		}
+		res = s.run(sctx, m)
+		cancel()
+		d := clk.Since(t0)
+		m.rep.Steps = append(m.rep.Steps, report.Step{Name: s.name, Outcome: res.outcome, Reason: res.text(), Seconds: report.Seconds(d)})
+		if res.outcome == report.OutcomeContinue {
+			cr.printf("  ✓ %s (%s): %s\n", s.name, d.Round(time.Millisecond), res.reason)
+		} else {
+			if res.stoppedBy == "" {
+				res.stoppedBy = s.name
+			}
+			break
+		}
+		cr.estimates.record(s.name, d)
+	}
+	if m.release != nil && !m.rep.Evicted {
+		m.release()
+	}
+	m.rep.Outcome = res.outcome
+	switch res.outcome {
+	case report.OutcomeSkip:
+		m.rep.Skipped = res.reason
+	case report.OutcomeAbort:
+		m.rep.Error = res.err.Error()
+	}
+	m.rep.Seconds = report.Seconds(clk.Since(start))
+	return *m.rep, m.after, res
+}
+
+// estimates keeps the durations this run has measured per step (over every cluster), for the
+// p95 estimate of a move's duration.
+type estimates struct {
+	mode window.StepEstimate
+	mu   sync.Mutex
+	seen map[string][]time.Duration
+}
+
+func newEstimates(mode window.StepEstimate) *estimates {
+	return &estimates{mode: mode, seen: map[string][]time.Duration{}}
+}
+
+func (e *estimates) record(name string, d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seen[name] = append(e.seen[name], d)
+}
+
+// expected returns how long steps are expected to take: the sum of their bounds, or, with
+// window.EstimateP95, of the 95th percentile (nearest rank) of each step's measured durations,
+// its bound when none was measured yet.
+func (e *estimates) expected(steps []step) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var sum time.Duration
+	for _, s := range steps {
+		ds := e.seen[s.name]
+		if e.mode != window.EstimateP95 || len(ds) == 0 {
+			sum += s.bound
+			continue
+		}
+		sorted := append([]time.Duration(nil), ds...)
+		sort.Slice(sorted, func(a, b int) bool { return sorted[a] < sorted[b] })
+		sum += sorted[int(math.Ceil(0.95*float64(len(sorted))))-1]
+	}
+	return sum
+}
+
+// windowCheck continues when no window is configured, windows are ignored, or a window is open
+// with time left for m's steps from index from on; otherwise it skips, saying when the next
+// window opens or how much time is left against how much the steps need.
+func (cr *clusterRun) windowCheck(m *move, from int, what string) result {
+	switch {
+	case cr.windows.Always():
+		return proceed("no maintenance window configured")
+	case cr.cfg.IgnoreWindows:
+		return proceed("maintenance windows ignored (--ignore-windows)")
+	}
+	now := cr.cfg.Clock.Now()
+	need := cr.estimates.expected(m.steps[from:])
+	closes, open := cr.windows.Open(now)
+	if !open {
+		return result{outcome: report.OutcomeSkip, stoppedBy: report.StepWindow, reason: cr.closedReason(now)}
+	}
+	left := closes.Sub(now)
+	if left < need {
+		return result{outcome: report.OutcomeSkip, stoppedBy: report.StepWindow,
+			reason: fmt.Sprintf("maintenance window: closes at %s, in %s; %s needs up to %s (%s estimate)", timeText(closes), left.Round(time.Second), what, need.Round(time.Millisecond), cr.windows.StepEstimate())}
+	}
+	return proceed("window open until %s: %s left, %s needs up to %s (%s estimate)", timeText(closes), left.Round(time.Second), what, need.Round(time.Millisecond), cr.windows.StepEstimate())
+}
+
+// poll calls cond every interval until it reports done, timeout passes, or ctx ends, and calls
+// progress (when not nil) with each status that differs from the one before (same compares them;
+// nil: ==). A round that ran while the deadline passed says nothing (its reads were cut short):
+// its status is dropped, so the status returned with the error is the last whole round's, the
+// real reason (never "client rate limiter Wait returned an error").
+func poll[S comparable](ctx context.Context, interval, timeout time.Duration, same func(a, b S) bool, progress func(S), cond func(context.Context) (bool, S)) (S, error) {
+	if same == nil {
+		same = func(a, b S) bool { return a == b }
+	}
+	var status S
+	seen := false
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		done, s := cond(ctx)
+		if done {
+			return true, nil
+		}
+		if ctx.Err() != nil && seen {
+			return false, nil
+		}
+		if (!seen || !same(s, status)) && progress != nil {
+			progress(s)
+		}
+		status, seen = s, true
+		return false, nil
+	})
+	return status, err
+}

@@ -1,0 +1,187 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+)
+
+// HealthState is the verdict on a Redis cluster's health (SPEC "Safe disruption" step 2;
+// "Compliant" means the placement rules hold and the state is HealthHealthy).
+type HealthState string
+
+const (
+	// HealthHealthy: every pod Ready and the health gate passes (cluster_state:ok, 16384 slots
+	// served, no node failing, every master with a connected, in-sync replica).
+	HealthHealthy HealthState = "healthy"
+	// HealthResyncing: every pod Ready, every slot served, no node failing or unreachable; only
+	// replicas are catching up with their master (link down, full sync in progress, offset lag,
+	// stale last I/O, or a master without a connected replica yet). It heals on its own; a move
+	// waits for it.
+	HealthResyncing HealthState = "resyncing"
+	// HealthUnhealthy: anything else (pods missing or not Ready, cluster_state not ok, slots not
+	// served, nodes failing or unreachable, views that disagree, open slot migrations).
+	HealthUnhealthy HealthState = "unhealthy"
+	// HealthUnknown: Redis was not read (an offline snapshot, or live without Redis access).
+	HealthUnknown HealthState = "unknown"
+)
+
+// Health is a Redis cluster's health as `check` and `run` report it. JSON: {"state": "resyncing",
+// "reasons": ["replica_link_down 10.0.0.7:6379: master_link_status:down, down for 3 s"]}.
+type Health struct {
+	// State is the verdict.
+	State HealthState `json:"state"`
+	// Reasons say why the state is not HealthHealthy, one line each ("pods not Ready: a, b";
+	// redisctl.Reason.String() for Redis's own reasons); empty when healthy.
+	Reasons []string `json:"reasons"`
+	// Redis is the health gate's result the verdict came from (nil when Redis was not read or
+	// no node answered).
+	Redis *redisctl.Health `json:"-"`
+}
+
+// Healthy reports whether the state is HealthHealthy.
+func (h Health) Healthy() bool { return h.State == HealthHealthy }
+
+// Summary returns the state followed by its first reason ("resyncing: replica_link_down ...";
+// "healthy").
+func (h Health) Summary() string {
+	if len(h.Reasons) == 0 {
+		return string(h.State)
+	}
+	s := string(h.State) + ": " + h.Reasons[0]
+	if len(h.Reasons) > 1 {
+		s += fmt.Sprintf(" (and %d more)", len(h.Reasons)-1)
+	}
+	return s
+}
+
+// UnknownHealth returns the HealthUnknown verdict with why Redis was not read.
+func UnknownHealth(why string) Health {
+	return Health{State: HealthUnknown, Reasons: []string{why}}
+}
+
+// HealthReader reads the health gate from Redis (*redisctl.Client implements it).
+type HealthReader interface {
+	// AddrOf returns the Redis address of a pod IP.
+	AddrOf(ip string) string
+	// CheckHealth is redisctl.Client.CheckHealth.
+	CheckHealth(ctx context.Context, addrs []string, opts redisctl.HealthOptions) (*redisctl.Health, error)
+}
+
+// resyncCodes are the health gate's reasons that only say a replica is catching up.
+var resyncCodes = map[redisctl.ReasonCode]bool{
+	redisctl.ReasonReplicaLinkDown:    true,
+	redisctl.ReasonReplicaLag:         true,
+	redisctl.ReasonReplicaLastIO:      true,
+	redisctl.ReasonNoConnectedReplica: true,
+}
+
+// JudgeHealth judges cluster c's health from pods, the cluster's pods as they are now (a fresh
+// list, or c's members' pods), and the health gate read from Redis through their Ready pods.
+// Pods the scheduler cannot place (Pending, PodScheduled=False/Unschedulable) are what a move
+// may fix, so they do not make the cluster unhealthy, nor does their shard's master lacking the
+// replica they would be (the Unschedulable rule reports them). Fewer pods than c.N, pods not
+// Ready, and every Redis reason but a replica catching up make it HealthUnhealthy; only replicas
+// catching up make it HealthResyncing. ctx ending while Redis is read gives HealthUnhealthy with
+// the context's error.
+func JudgeHealth(ctx context.Context, rc HealthReader, c *policies.Cluster, pods []*corev1.Pod) Health {
+	shardOf := map[string]string{} // pod name → shard
+	for _, m := range c.Members {
+		shardOf[m.Pod.Name] = m.Shard
+	}
+	var addrs, notReady, reasons []string
+	pendingShard := map[string]bool{}
+	shardOfAddr := map[string]string{}
+	for _, p := range pods {
+		switch {
+		case PodReady(p):
+			addr := rc.AddrOf(p.Status.PodIP)
+			addrs = append(addrs, addr)
+			shardOfAddr[addr] = shardOf[p.Name]
+		case p.Spec.NodeName == "" && p.DeletionTimestamp == nil && UnschedulableMessage(p) != "":
+			pendingShard[shardOf[p.Name]] = true
+		default:
+			notReady = append(notReady, p.Name)
+		}
+	}
+	unhealthy := false
+	if len(notReady) > 0 {
+		sort.Strings(notReady)
+		reasons = append(reasons, "pods not Ready: "+strings.Join(notReady, ", "))
+		unhealthy = true
+	}
+	if len(pods) < c.N {
+		reasons = append(reasons, fmt.Sprintf("%d of %d pods exist", len(pods), c.N))
+		unhealthy = true
+	}
+	if len(addrs) == 0 {
+		return Health{State: HealthUnhealthy, Reasons: append(reasons, "no pod is Ready: Redis not read")}
+	}
+	h, err := rc.CheckHealth(ctx, addrs, redisctl.HealthOptions{})
+	if h == nil {
+		return Health{State: HealthUnhealthy, Reasons: append(reasons, "redis: "+err.Error())}
+	}
+	for _, r := range h.Reasons {
+		if s, ok := shardOfAddr[r.Addr]; ok && r.Code == redisctl.ReasonNoConnectedReplica && pendingShard[s] {
+			continue
+		}
+		reasons = append(reasons, r.String())
+		if !resyncCodes[r.Code] {
+			unhealthy = true
+		}
+	}
+	if reasons == nil {
+		reasons = []string{}
+	}
+	state := HealthHealthy
+	switch {
+	case unhealthy:
+		state = HealthUnhealthy
+	case len(reasons) > 0:
+		state = HealthResyncing
+	}
+	return Health{State: state, Reasons: reasons, Redis: h}
+}
+
+// MemberPods returns the pods of c's members (what the snapshot c was built from holds).
+func MemberPods(c *policies.Cluster) []*corev1.Pod {
+	pods := make([]*corev1.Pod, len(c.Members))
+	for i, m := range c.Members {
+		pods[i] = m.Pod
+	}
+	return pods
+}
+
+// PodReady reports whether p is Running with a pod IP, not terminating, and Ready.
+func PodReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// UnschedulableMessage returns the message of p's PodScheduled=False condition (kube-scheduler's
+// "0/6 nodes are available: ..."), or "" when p has none. A condition without a message gives
+// its reason.
+func UnschedulableMessage(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			if c.Message == "" {
+				return c.Reason
+			}
+			return c.Message
+		}
+	}
+	return ""
+}

@@ -1,0 +1,150 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+)
+
+// healthReader answers CheckHealth with fixed reasons (or an error with no Health), and records
+// the addresses it was asked.
+type healthReader struct {
+	reasons []redisctl.Reason
+	err     error
+	asked   []string
+}
+
+func (r *healthReader) AddrOf(ip string) string { return ip + ":6379" }
+
+func (r *healthReader) CheckHealth(_ context.Context, addrs []string, _ redisctl.HealthOptions) (*redisctl.Health, error) {
+	r.asked = addrs
+	if r.err != nil {
+		return nil, r.err
+	}
+	h := &redisctl.Health{SlotsServed: redisctl.NumSlots, Reasons: r.reasons}
+	return h, h.Err()
+}
+
+func TestJudgeHealth(t *testing.T) {
+	reason := func(code redisctl.ReasonCode, addr, msg string) redisctl.Reason {
+		return redisctl.Reason{Code: code, Addr: addr, Message: msg}
+	}
+	// Seed 000's deadlock: redis-s2-1 is Pending (Unschedulable); every other pod Ready, pod IP
+	// 10.0.<shard>.<ordinal>.
+	sc := scenario.SeedDeadlock()
+	for _, tc := range []struct {
+		name        string
+		reasons     []redisctl.Reason
+		err         error
+		change      func(pods []*corev1.Pod) []*corev1.Pod
+		wantState   HealthState
+		wantReasons []string
+	}{
+		{name: "every pod Ready, Redis healthy → healthy", wantState: HealthHealthy},
+		{
+			name:      "a replica's link down → resyncing",
+			reasons:   []redisctl.Reason{reason(redisctl.ReasonReplicaLinkDown, "10.0.0.1:6379", "master_link_status:down, down for 3 s")},
+			wantState: HealthResyncing, wantReasons: []string{"replica_link_down 10.0.0.1:6379: master_link_status:down, down for 3 s"},
+		},
+		{
+			name: "a master without a connected replica and its replica syncing → resyncing",
+			reasons: []redisctl.Reason{
+				reason(redisctl.ReasonReplicaLinkDown, "10.0.0.1:6379", "master_sync_in_progress:1 (full sync from its master)"),
+				reason(redisctl.ReasonNoConnectedReplica, "10.0.0.0:6379", "master of 0-5460 has no connected replica (1 known)"),
+			},
+			wantState: HealthResyncing,
+			wantReasons: []string{
+				"replica_link_down 10.0.0.1:6379: master_sync_in_progress:1 (full sync from its master)",
+				"no_connected_replica 10.0.0.0:6379: master of 0-5460 has no connected replica (1 known)",
+			},
+		},
+		{
+			name: "a replica unreachable → unhealthy",
+			reasons: []redisctl.Reason{
+				reason(redisctl.ReasonNodeUnreachable, "10.0.1.1:6379", "dial tcp: connection refused"),
+				reason(redisctl.ReasonNoConnectedReplica, "10.0.1.0:6379", "master of 5461-10922 has no connected replica (1 known)"),
+			},
+			wantState: HealthUnhealthy,
+			wantReasons: []string{
+				"node_unreachable 10.0.1.1:6379: dial tcp: connection refused",
+				"no_connected_replica 10.0.1.0:6379: master of 5461-10922 has no connected replica (1 known)",
+			},
+		},
+		{
+			name:      "the Pending pod's master lacks the replica it would be → tolerated: healthy",
+			reasons:   []redisctl.Reason{reason(redisctl.ReasonNoConnectedReplica, "10.0.2.0:6379", "master of 10923-16383 has no connected replica (0 known)")},
+			wantState: HealthHealthy,
+		},
+		{
+			name: "a pod not Ready → unhealthy, named",
+			change: func(pods []*corev1.Pod) []*corev1.Pod {
+				pods[1].Status.Conditions = nil
+				return pods
+			},
+			wantState: HealthUnhealthy, wantReasons: []string{"pods not Ready: redis-s0-1"},
+		},
+		{
+			name:      "a pod missing → unhealthy",
+			change:    func(pods []*corev1.Pod) []*corev1.Pod { return pods[1:] },
+			wantState: HealthUnhealthy, wantReasons: []string{"5 of 6 pods exist"},
+		},
+		{
+			name:      "no node answers → unhealthy with Redis's error",
+			err:       errors.New("redisctl: topology: no node answered: WRONGPASS invalid username-password pair"),
+			wantState: HealthUnhealthy, wantReasons: []string{"redis: redisctl: topology: no node answered: WRONGPASS invalid username-password pair"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := sc.MustSnapshot()
+			for i, p := range snap.Pods {
+				if p.Spec.NodeName != "" {
+					p.Status.PodIP = fmt.Sprintf("10.0.%d.%d", i/sc.PodsPerShard, i%sc.PodsPerShard)
+				}
+			}
+			m, err := Model(snap, policies.Options{}, Selection{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := m.Clusters[0]
+			pods := MemberPods(c)
+			if tc.change != nil {
+				pods = tc.change(pods)
+			}
+			rc := &healthReader{reasons: tc.reasons, err: tc.err}
+			got := JudgeHealth(context.Background(), rc, c, pods)
+			if got.State != tc.wantState {
+				t.Errorf("state %q, want %q (reasons %q)", got.State, tc.wantState, got.Reasons)
+			}
+			want := tc.wantReasons
+			if want == nil {
+				want = []string{} // never null in the JSON
+			}
+			if diff := cmp.Diff(want, got.Reasons); diff != "" {
+				t.Errorf("reasons (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestUnschedulableMessage(t *testing.T) {
+	p := fixture.Pod("p", fixture.Unschedulable())
+	if got := UnschedulableMessage(p); got != "Unschedulable" {
+		t.Errorf("without a message: %q, want the reason", got)
+	}
+	p.Status.Conditions[0].Message = "0/6 nodes are available: 6 node(s) were unschedulable."
+	if got := UnschedulableMessage(p); got != p.Status.Conditions[0].Message {
+		t.Errorf("got %q", got)
+	}
+	if got := UnschedulableMessage(fixture.Pod("q", fixture.On("n1"), fixture.Ready())); got != "" {
+		t.Errorf("a scheduled pod: %q", got)
+	}
+}

@@ -1,0 +1,416 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+)
+
+// outcome is what one search (one model) found.
+type outcome struct {
+	start          step   // the placements the scheduler makes before the first eviction
+	path           []step // the plan
+	found, minimal bool
+	// lb is the lower bound at the start (the lowest over the starts), rule the rule setting it;
+	// maxMoves the longest plan considered; ruledOut the length below which every plan was
+	// searched and none found.
+	lb       int
+	rule     policies.Rule
+	maxMoves int
+	ruledOut int
+	budget   bool // the search ran out of states
+	stuck    bool // no eviction from the start is a step of the model
+}
+
+// Compute returns the shortest ordered list of evictions after which every hard rule of c
+// holds, in the package's model (each evicted pod re-placed by the scheduler with its
+// StatefulSet's current template on a node that passes the filter; with
+// opts.AllowPendingSteps, possibly after waiting Pending). Only pods controlled by a StatefulSet
+// are moved. When no plan exists, Plan.Infeasible says why (the static reason, or the bound that
+// stopped the search) and, in the default model, whether a plan exists when a pod may wait
+// Pending (Plan.WithPendingSteps).
+func Compute(c *policies.Cluster, opts Options) Plan {
+	opts = opts.withDefaults()
+	var pl *planner // built when needed: a compliant cluster without Pending pods needs none
+	planner := func() *planner {
+		if pl == nil {
+			pl = newPlanner(c, opts)
+		}
+		return pl
+	}
+	cur := c.Current()
+	plan := Plan{Before: c.Evaluate(cur), AllowPendingSteps: opts.AllowPendingSteps}
+	for i, n := range cur {
+		if n < 0 && !c.Members[i].Terminating {
+			plan.Pending = planner().diagnosePending(cur)
+			break
+		}
+	}
+	if len(policies.Hard(plan.Before)) == 0 {
+		plan.CompliantAfter, plan.Minimal = true, true
+		return plan
+	}
+	if why := c.StaticInfeasibility(); why != "" {
+		plan.Infeasible, plan.LimitedBy = why, LimitStatic
+		plan.After = plan.Before
+		return plan
+	}
+	pl = planner()
+	out := pl.solve(opts.AllowPendingSteps)
+	if !out.found {
+		plan.Infeasible, plan.LimitedBy = out.why(opts.AllowPendingSteps, pl.states)
+		if !opts.AllowPendingSteps && !out.budget {
+			if alt := pl.solve(true); alt.found {
+				plan.WithPendingSteps = pl.alternative(alt)
+				plan.Infeasible += "; " + alternativeText(plan.WithPendingSteps)
+				plan.LimitedBy = LimitPendingSteps
+			}
+		}
+		plan.Searched = pl.states
+		plan.After = plan.Before
+		return plan
+	}
+	plan.Minimal = out.minimal
+	pl.pending = opts.AllowPendingSteps
+	pl.limit, pl.budget = int(^uint(0)>>1), false // the on-track checks bound their own searches
+	plan.Moves = pl.moves(out)
+	plan.PendingSteps = pl.exposure(out)
+	final := pl.replay(out)
+	plan.After = c.Evaluate(final)
+	plan.CompliantAfter = len(policies.Hard(plan.After)) == 0
+	plan.Searched = pl.states
+	return plan
+}
+
+// solve searches under the default model or the Pending-step one: the starts (what the scheduler
+// places before any eviction), then rounds of dfs from the lower bound up to the longest plan
+// considered, within Options.MaxStates; when the states run out, a greedy plan.
+func (pl *planner) solve(pending bool) outcome {
+	pl.pending = pending
+	st := pl.st
+	starts := pl.starts()
+	out := outcome{lb: -1}
+	for _, s := range starts {
+		pl.apply(s)
+		sum := st.Summary()
+		if out.lb < 0 || sum.LowerBound < out.lb {
+			out.lb, out.rule = sum.LowerBound, sum.Rule
+		}
+		pl.undo(s)
+	}
+	out.maxMoves = pl.opts.MaxMoves
+	if out.maxMoves == 0 {
+		out.maxMoves = max(DefaultMaxMoves, 2*out.lb)
+	}
+	if out.lb > out.maxMoves {
+		return out
+	}
+	pl.limit, pl.budget = pl.states+pl.opts.MaxStates, false
+	for depth := out.lb; depth <= out.maxMoves; depth++ {
+		for _, s := range starts {
+			pl.apply(s)
+			var path []step
+			ok := pl.dfs(depth, &path)
+			pl.undo(s)
+			if ok {
+				out.start, out.path, out.found, out.minimal = s, path, true, true
+				return out
+			}
+			if pl.budget {
+				break
+			}
+		}
+		if pl.budget {
+			break
+		}
+		out.ruledOut = depth + 1
+	}
+	if !pl.budget {
+		out.stuck = pl.stuck(starts)
+		return out
+	}
+	out.budget = true
+	for _, s := range starts {
+		pl.apply(s)
+		path, ok := pl.greedy(out.maxMoves)
+		pl.undo(s)
+		if ok && (!out.found || len(path) < len(out.path)) {
+			out.start, out.path, out.found = s, path, true
+		}
+	}
+	return out
+}
+
+// stuck reports whether no eviction from any start is a step of the current model: each evicted
+// pod would be left unplaceable.
+func (pl *planner) stuck(starts []step) bool {
+	st := pl.st
+	for _, s := range starts {
+		pl.apply(s)
+		for _, j := range pl.evictable() {
+			from := st.Node(j)
+			st.Set(j, -1)
+			any := pl.settle(nil, func([]placed) bool { return pl.accepts(j) })
+			st.Set(j, from)
+			if any {
+				pl.undo(s)
+				return false
+			}
+		}
+		pl.undo(s)
+	}
+	return true
+}
+
+// why says in words why the search found no plan, and which bound stopped it.
+func (o outcome) why(pending bool, searched int) (string, string) {
+	model := "each evicted pod must be placed at once"
+	if pending {
+		model = "an evicted pod may wait Pending, one at a time"
+	}
+	switch {
+	case o.lb > o.maxMoves:
+		return fmt.Sprintf("at least %d evictions are needed (%s), more than the longest plan considered (%d moves, --max-plan-moves)",
+			o.lb, boundReason(o.lb, o.rule), o.maxMoves), LimitMaxMoves
+	case o.budget:
+		ruled := "no length was ruled out"
+		if o.ruledOut > 0 {
+			ruled = fmt.Sprintf("plans of up to %d evictions were ruled out", o.ruledOut-1)
+		}
+		return fmt.Sprintf("no plan found within the %d placements searched (--max-plan-states; %s): %s, longer ones up to %d were not searched",
+			searched, model, ruled, o.maxMoves), LimitMaxStates
+	case o.stuck && !pending:
+		return fmt.Sprintf("every single eviction leaves its pod unplaceable (%s; searched %d placements)", model, searched), LimitMaxMoves
+	}
+	return fmt.Sprintf("no sequence of at most %d evictions reaches compliance (%s; searched %d placements)", o.maxMoves, model, searched), LimitMaxMoves
+}
+
+// boundReason says in words why lb moves are needed, rule being the rule whose excess sets it.
+func boundReason(lb int, rule policies.Rule) string {
+	switch rule {
+	case policies.MaxPodsPerNode:
+		return fmt.Sprintf("%d pods above the per-node limit, one eviction each", lb)
+	case policies.MaxPodsPerZone:
+		return fmt.Sprintf("%d pods above the per-zone limit, one eviction each", lb)
+	case policies.ShardSeparation:
+		return fmt.Sprintf("%d pods share a node or zone with a pod of their shard, one eviction each", lb)
+	case policies.AllowedZones:
+		return fmt.Sprintf("%d pods run outside the allowed zones, one eviction each", lb)
+	case policies.ZoneEvenSplit:
+		return "the two zones' pod counts differ too much, and one eviction narrows the difference by at most 2"
+	}
+	return "some hard rule is broken"
+}
+
+// alternative summarises a plan found with Pending steps.
+func (pl *planner) alternative(o outcome) *Alternative {
+	alt := &Alternative{Moves: len(o.path), Minimal: o.minimal, PendingSteps: pl.exposure(o)}
+	for _, s := range o.path {
+		alt.Evictions = append(alt.Evictions, pl.c.Members[s.member].Key())
+	}
+	return alt
+}
+
+// alternativeText says what --allow-pending-steps would give.
+func alternativeText(alt *Alternative) string {
+	var who []string
+	for _, e := range alt.PendingSteps {
+		steps := e.UntilMove - e.FromMove
+		plural := "s"
+		if steps == 1 {
+			plural = ""
+		}
+		who = append(who, fmt.Sprintf("pod %s may wait Pending for %d step%s (shard %s runs without it after move %d until move %d)", e.Pod, steps, plural, e.Shard, e.FromMove, e.UntilMove))
+	}
+	return fmt.Sprintf("%d evictions (%s) fix it if %s: --allow-pending-steps", alt.Moves, strings.Join(alt.Evictions, ", "), strings.Join(who, " and "))
+}
+
+// exposure lists the pods the plan lets wait Pending, and from which move until which.
+func (pl *planner) exposure(o outcome) []Exposure {
+	c := pl.c
+	var out []Exposure
+	for k, s := range o.path {
+		if placedIn(s, s.member) >= 0 {
+			continue
+		}
+		mem := c.Members[s.member]
+		e := Exposure{Pod: mem.Key(), Shard: mem.Shard, Role: mem.Role, FromMove: k + 1}
+		for k2 := k + 1; k2 < len(o.path); k2++ {
+			if n := placedIn(o.path[k2], s.member); n >= 0 {
+				e.UntilMove, e.Node = k2+1, c.Model().Nodes[n].Name
+				break
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// placedIn returns the node step s places member m on, -1 when it does not.
+func placedIn(s step, m int) int {
+	for _, p := range s.places {
+		if p.member == m {
+			return p.node
+		}
+	}
+	return -1
+}
+
+// replay returns the placement the plan ends in.
+func (pl *planner) replay(o outcome) policies.Placement {
+	pl.apply(o.start)
+	for _, s := range o.path {
+		pl.apply(s)
+	}
+	final := pl.st.Placement().Clone()
+	for k := len(o.path) - 1; k >= 0; k-- {
+		pl.undo(o.path[k])
+	}
+	pl.undo(o.start)
+	return final
+}
+
+// moves turns the plan's steps into Moves: for each, the nodes the scheduler may choose (every
+// node, each free node judged by its class) and whether each keeps the plan on track.
+func (pl *planner) moves(o outcome) []Move {
+	c, st := pl.c, pl.st
+	nodes := c.Model().Nodes
+	pl.apply(o.start)
+	var out []Move
+	for k, s := range o.path {
+		mem := c.Members[s.member]
+		mv := Move{
+			Member: s.member, Pod: mem.Key(), Node: nodes[s.from].Name,
+			Shard: mem.Shard, Role: mem.Role, Failover: mem.Role != policies.RoleReplica,
+			Reason: reasonFor(c, st.Placement(), s.member),
+		}
+		expected := placedIn(s, s.member)
+		if expected >= 0 {
+			mv.Expected = nodes[expected].Name
+		} else {
+			mv.WaitsPending = true
+		}
+		for _, p := range s.places {
+			if p.member != s.member {
+				mv.Places = append(mv.Places, Placed{Pod: c.Members[p.member].Key(), Node: nodes[p.node].Name})
+			}
+		}
+		st.Set(s.member, -1)
+		v := pl.onTrack(o.path, k, expected)
+		mv.Candidates = make([]Candidate, 0, v.count)
+		mv.CandidateNodes = make([]string, 0, v.count)
+		for n := range nodes {
+			verdict := v.class[pl.classOf[n]]
+			if st.NodeCount(n) > 0 {
+				verdict = v.occupied[n]
+			}
+			if verdict == notCandidate {
+				continue
+			}
+			mv.Candidates = append(mv.Candidates, Candidate{Node: nodes[n].Name, OnTrack: verdict == onTrack, Undecided: verdict == undecided})
+			mv.CandidateNodes = append(mv.CandidateNodes, nodes[n].Name)
+		}
+		st.Set(s.member, s.from)
+		out = append(out, mv)
+		pl.apply(s)
+	}
+	for k := len(o.path) - 1; k >= 0; k-- {
+		pl.undo(o.path[k])
+	}
+	pl.undo(o.start)
+	return out
+}
+
+// verdict is what onTrack says of a node.
+type verdict uint8
+
+const (
+	notCandidate verdict = iota // the re-created pod does not pass the filter there
+	offTrack                    // a candidate that leaves the plan's track
+	onTrack                     // a candidate that keeps it
+	undecided                   // a candidate the bounded search could not decide
+)
+
+// verdicts are onTrack's answer: per occupied node, and per class for the free nodes; count is
+// the number of candidate nodes.
+type verdicts struct {
+	occupied map[int]verdict
+	class    []verdict
+	count    int
+}
+
+// onTrack judges, for move k of path (its member evicted, not placed), every node: whether the
+// member passes the filter there and whether the rest of the plan then still reaches compliance
+// in the planned number of moves (the planned steps replayed, follows, else a bounded search,
+// reaches). Occupied nodes are judged one by one, free nodes once per class: a free node of the
+// expected node's class is on track as the expected node is.
+func (pl *planner) onTrack(path []step, k, expected int) verdicts {
+	st := pl.st
+	m := path[k].member
+	among := pl.free(st.Occupied(nil))
+	v := verdicts{occupied: map[int]verdict{}, class: make([]verdict, len(pl.classes))}
+	rest := len(path) - k - 1
+	judge := func(n int) verdict {
+		if n == expected || expected >= 0 && st.NodeCount(expected) == 0 && st.NodeCount(n) == 0 && pl.classOf[n] == pl.classOf[expected] {
+			return onTrack
+		}
+		st.Set(m, n)
+		open := false // a placement the bounded search could not decide
+		ok := pl.settle(nil, func([]placed) bool {
+			s := st.Summary()
+			switch {
+			case s.Compliant:
+				return true
+			case s.LowerBound > rest:
+				return false
+			case pl.follows(path[k+1:]):
+				return true
+			}
+			ok, decided := pl.reaches(rest)
+			open = open || !decided
+			return ok
+		})
+		st.Set(m, -1)
+		switch {
+		case ok:
+			return onTrack
+		case open:
+			return undecided
+		}
+		return offTrack
+	}
+	for _, n := range st.CandidatesIn(m, among, nil) {
+		if st.NodeCount(n) > 0 {
+			v.occupied[n] = judge(n)
+			v.count++
+		} else {
+			g := pl.classOf[n]
+			v.class[g] = judge(n)
+			for _, f := range pl.classes[g] {
+				if st.NodeCount(f) == 0 {
+					v.count++
+				}
+			}
+		}
+	}
+	return v
+}
+
+// reasonFor names the violations member i is part of under p.
+func reasonFor(c *policies.Cluster, p policies.Placement, i int) string {
+	var parts []string
+	key := c.Members[i].Key()
+	for _, v := range policies.Hard(c.Evaluate(p)) {
+		for _, pod := range v.Pods {
+			if pod == key {
+				parts = append(parts, fmt.Sprintf("%s %s", v.Rule, v.Domain))
+				break
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "makes room for the other moves"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,462 @@
+package plan
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+)
+
+// placed is one member placed on one node.
+type placed struct {
+	member, node int
+}
+
+// step is one eviction (member, from node from) and what the scheduler then places, in order:
+// the evicted member (unless it waits Pending) and the Pending members the eviction unblocks.
+type step struct {
+	member, from int
+	places       []placed
+}
+
+// planner searches one cluster's placements on one policies.State, which it changes and always
+// restores.
+type planner struct {
+	c    *policies.Cluster
+	opts Options
+	st   *policies.State
+	// pending is the model of the current search: an evicted pod may wait Pending.
+	pending bool
+	movable []bool
+	// order lists the members in the order evictions are tried: replicas before masters, then
+	// the most recently created first (it has run the shortest time; in seed 000's deadlock it
+	// is the pod whose placement closed the last free spot).
+	order []int
+	// classes lists, per class of interchangeable nodes (policies.Cluster.NodeClass), its nodes
+	// in node order; classOf maps a node to its class. A member is only tried on the nodes other
+	// members occupy and on the first free node of each class.
+	classes [][]int
+	classOf []int32
+	// failed[pending] maps a placement to the most moves from it proven not to reach
+	// compliance under that model.
+	failed [2]map[policies.StateKey]int
+	states int  // placements evaluated
+	limit  int  // states at which the current search gives up
+	budget bool // the current search ran out of states
+}
+
+func newPlanner(c *policies.Cluster, opts Options) *planner {
+	pl := &planner{c: c, opts: opts, st: c.NewState(c.Current())}
+	pl.movable = make([]bool, len(c.Members))
+	for i, m := range c.Members {
+		pl.movable[i] = c.Shards[m.ShardIndex].StatefulSet != nil
+		pl.order = append(pl.order, i)
+	}
+	sort.SliceStable(pl.order, func(a, b int) bool {
+		ma, mb := c.Members[pl.order[a]], c.Members[pl.order[b]]
+		if ra, rb := ma.Role == policies.RoleReplica, mb.Role == policies.RoleReplica; ra != rb {
+			return ra
+		}
+		if !ma.Pod.CreationTimestamp.Equal(&mb.Pod.CreationTimestamp) {
+			return mb.Pod.CreationTimestamp.Before(&ma.Pod.CreationTimestamp)
+		}
+		return ma.Pod.Name < mb.Pod.Name
+	})
+	index := map[uint64]int32{}
+	pl.classOf = make([]int32, len(c.Model().Nodes))
+	for n := range c.Model().Nodes {
+		k := c.NodeClass(n)
+		g, ok := index[k]
+		if !ok {
+			g = int32(len(pl.classes))
+			index[k] = g
+			pl.classes = append(pl.classes, nil)
+		}
+		pl.classes[g] = append(pl.classes[g], n)
+		pl.classOf[n] = g
+	}
+	for k := range pl.failed {
+		pl.failed[k] = map[policies.StateKey]int{}
+	}
+	return pl
+}
+
+func (pl *planner) mode() int {
+	if pl.pending {
+		return 1
+	}
+	return 0
+}
+
+// apply carries step s out on the state; undo reverts it.
+func (pl *planner) apply(s step) {
+	if s.member >= 0 {
+		pl.st.Set(s.member, -1)
+	}
+	for _, p := range s.places {
+		pl.st.Set(p.member, p.node)
+	}
+}
+
+func (pl *planner) undo(s step) {
+	for k := len(s.places) - 1; k >= 0; k-- {
+		pl.st.Set(s.places[k].member, -1)
+	}
+	if s.member >= 0 {
+		pl.st.Set(s.member, s.from)
+	}
+}
+
+// free returns the first node of each class that holds no member, in node order.
+func (pl *planner) free(dst []int) []int {
+	from := len(dst)
+	for _, nodes := range pl.classes {
+		for _, n := range nodes {
+			if pl.st.NodeCount(n) == 0 {
+				dst = append(dst, n)
+				break
+			}
+		}
+	}
+	slices.Sort(dst[from:])
+	return dst
+}
+
+// distinct returns, in node order, the nodes where unplaced member u passes the filter, one per
+// set of nodes the rules and the filter cannot tell apart: every node another member occupies
+// (a member runs on one node, so no two occupied nodes are alike) and the first free node of each
+// class. The first is the lowest-numbered node of all that passes the filter.
+func (pl *planner) distinct(u int) []int {
+	among := pl.st.Occupied(nil)
+	occ := len(among)
+	among = pl.free(among)
+	merged := make([]int, 0, len(among))
+	i, j := 0, occ
+	for i < occ || j < len(among) {
+		if j == len(among) || i < occ && among[i] < among[j] {
+			merged = append(merged, among[i])
+			i++
+		} else {
+			merged = append(merged, among[j])
+			j++
+		}
+	}
+	return pl.st.CandidatesIn(u, merged, merged[:0])
+}
+
+// settle calls leaf for every placement the scheduler may reach from the state by placing the
+// members that are not placed, in any order, each on a node that passes the filter, until none
+// can be placed (one node per class of interchangeable nodes: distinct). places lists what was
+// placed, in order; leaf returns true to stop. prune, when not nil, cuts a branch (every
+// placement below it is skipped) when it returns true. The state is restored.
+func (pl *planner) settle(prune func() bool, leaf func(places []placed) bool) bool {
+	st := pl.st
+	var places []placed
+	var seen map[policies.StateKey]bool
+	if len(st.Unplaced()) > 1 {
+		seen = map[policies.StateKey]bool{} // orders that reach one placement are searched once
+	}
+	var rec func() bool
+	rec = func() bool {
+		if prune != nil && prune() {
+			return false
+		}
+		if seen != nil {
+			if seen[st.Key()] {
+				return false
+			}
+			seen[st.Key()] = true
+		}
+		un := slices.Clone(st.Unplaced())
+		slices.Sort(un)
+		progressed := false
+		for _, u := range un {
+			for _, n := range pl.distinct(u) {
+				progressed = true
+				st.Set(u, n)
+				places = append(places, placed{u, n})
+				stop := rec()
+				places = places[:len(places)-1]
+				st.Set(u, -1)
+				if stop {
+					return true
+				}
+			}
+		}
+		if !progressed {
+			return leaf(places)
+		}
+		return false
+	}
+	return rec()
+}
+
+// accepts reports whether the state, reached after evicting ev and settling, is a step of the
+// current model: ev is placed, or (Pending steps) it is the only member left unplaced.
+func (pl *planner) accepts(ev int) bool {
+	return pl.st.Node(ev) >= 0 || pl.pending && len(pl.st.Unplaced()) == 1
+}
+
+// starts returns the placements the scheduler may reach before any eviction: the Pending pods it
+// can place, in any order.
+func (pl *planner) starts() []step {
+	var out []step
+	pl.settle(nil, func(places []placed) bool {
+		out = append(out, step{member: -1, places: slices.Clone(places)})
+		return false
+	})
+	return out
+}
+
+// leafStep is a step and the summary of the placement it reaches.
+type leafStep struct {
+	step
+	sum policies.Summary
+}
+
+// successors returns the steps evicting member j (placed) leads to under the current model
+// whose placement may still reach compliance within r more moves (lower bound at most r), in
+// the order they are tried: lowest lower bound, then fewest violations. Counts each placement
+// evaluated; stops (budget) when the search runs out of states.
+func (pl *planner) successors(j, r int) []leafStep {
+	st := pl.st
+	from := st.Node(j)
+	st.Set(j, -1)
+	var out []leafStep
+	// Placing pods only adds to the excess sums: a branch above r is cut at once.
+	prune := func() bool {
+		e := st.Excess()
+		return e.Node > r || e.Zone > r || e.Shard > r || e.Outside > r
+	}
+	pl.settle(prune, func(places []placed) bool {
+		pl.states++
+		if !pl.accepts(j) {
+			return false
+		}
+		if s := st.Summary(); s.LowerBound <= r {
+			out = append(out, leafStep{step{j, from, slices.Clone(places)}, s})
+		}
+		if pl.states > pl.limit {
+			pl.budget = true
+			return true
+		}
+		return false
+	})
+	st.Set(j, from)
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].sum.LowerBound != out[b].sum.LowerBound {
+			return out[a].sum.LowerBound < out[b].sum.LowerBound
+		}
+		return out[a].sum.Violations < out[b].sum.Violations
+	})
+	return out
+}
+
+// canLower reports whether evicting member j can lower every excess sum equal to lb: only a pod
+// counted in a sum can lower it (placing pods only adds to the sums). ZoneEvenSplit's is the
+// exception while other pods wait to be placed: placing one in the smaller zone narrows it.
+func (pl *planner) canLower(j, lb int, e policies.Excess) bool {
+	me := pl.st.MemberExcess(j)
+	switch {
+	case e.Node == lb && me.Node == 0, e.Zone == lb && me.Zone == 0, e.Shard == lb && me.Shard == 0, e.Outside == lb && me.Outside == 0:
+		return false
+	case e.Split == lb && me.Split == 0 && len(pl.st.Unplaced()) == 0:
+		return false
+	}
+	return true
+}
+
+// evictable returns the movable placed members in the order evictions are tried: those taking
+// part in a hard violation first, then the others, each in pl.order.
+func (pl *planner) evictable() []int {
+	var first, rest []int
+	for _, j := range pl.order {
+		if !pl.movable[j] || pl.st.Node(j) < 0 {
+			continue
+		}
+		if pl.st.Involved(j) {
+			first = append(first, j)
+		} else {
+			rest = append(rest, j)
+		}
+	}
+	return append(first, rest...)
+}
+
+// dfs looks for a plan of at most remaining moves from the state, appending its steps to *path.
+// When the lower bound equals remaining, every step must lower it: only members that can lower
+// every sum setting it are evicted (canLower). A placement proven not to reach compliance within
+// some number of moves is remembered under the current model. The state is restored.
+func (pl *planner) dfs(remaining int, path *[]step) bool {
+	st := pl.st
+	s := st.Summary()
+	if s.Compliant {
+		return true
+	}
+	if remaining <= 0 || s.LowerBound > remaining {
+		return false
+	}
+	failed := pl.failed[pl.mode()]
+	key := st.Key()
+	if d, ok := failed[key]; ok && d >= remaining {
+		return false
+	}
+	if pl.states > pl.limit {
+		pl.budget = true
+		return false
+	}
+	tight := s.LowerBound == remaining
+	e := st.Excess()
+	for _, j := range pl.evictable() {
+		if tight && !pl.canLower(j, s.LowerBound, e) {
+			continue
+		}
+		for _, ls := range pl.successors(j, remaining-1) {
+			pl.apply(ls.step)
+			*path = append(*path, ls.step)
+			ok := pl.dfs(remaining-1, path)
+			pl.undo(ls.step)
+			if ok {
+				return true
+			}
+			*path = (*path)[:len(*path)-1]
+			if pl.budget {
+				return false
+			}
+		}
+		if pl.budget {
+			return false
+		}
+	}
+	failed[key] = max(failed[key], remaining)
+	return false
+}
+
+// greedy builds a plan of at most limit moves one best step at a time (lowest lower bound, then
+// fewest violations; ties keep the order of evictable), never returning to a placement it has
+// left. It restores the state.
+func (pl *planner) greedy(limit int) ([]step, bool) {
+	st := pl.st
+	seen := map[policies.StateKey]bool{st.Key(): true}
+	var path []step
+	defer func() {
+		for k := len(path) - 1; k >= 0; k-- {
+			pl.undo(path[k])
+		}
+	}()
+	saved := pl.limit
+	pl.limit = int(^uint(0) >> 1)
+	defer func() { pl.limit = saved }()
+	for len(path) < limit {
+		if st.Summary().Compliant {
+			return slices.Clone(path), true
+		}
+		var best *leafStep
+		for _, j := range pl.evictable() {
+			for _, ls := range pl.successors(j, len(pl.c.Members)) {
+				pl.apply(ls.step)
+				fresh := !seen[st.Key()]
+				pl.undo(ls.step)
+				if !fresh {
+					continue
+				}
+				if best == nil || ls.sum.LowerBound < best.sum.LowerBound ||
+					ls.sum.LowerBound == best.sum.LowerBound && ls.sum.Violations < best.sum.Violations {
+					best = &ls
+				}
+			}
+		}
+		if best == nil {
+			return nil, false
+		}
+		pl.apply(best.step)
+		seen[st.Key()] = true
+		path = append(path, best.step)
+	}
+	if st.Summary().Compliant {
+		return slices.Clone(path), true
+	}
+	return nil, false
+}
+
+// reaches reports whether some plan of at most r moves leads from the state to compliance under
+// the current model, searching at most a tenth of Options.MaxStates placements, and whether it
+// decided that (false when it gave up).
+func (pl *planner) reaches(r int) (ok, decided bool) {
+	limit, budget := pl.limit, pl.budget
+	defer func() { pl.limit, pl.budget = limit, budget }()
+	pl.limit, pl.budget = pl.states+pl.opts.MaxStates/10, false
+	var path []step
+	ok = pl.dfs(r, &path)
+	return ok, ok || !pl.budget
+}
+
+// follows reports whether the planned steps rest, carried out from the state, still end in
+// compliance: each step evicts the member the plan evicts, and the scheduler places the pods
+// where the plan expects them when each still passes the filter there (any other pod it can, on
+// the lowest-numbered node that fits), otherwise where the step gets closest to compliance
+// (successors' first). The cheap proof that a candidate keeps the plan on track: one replay, no
+// search. The state is restored.
+func (pl *planner) follows(rest []step) bool {
+	st := pl.st
+	journal := make([]placed, 0, 4*len(rest))
+	set := func(m, n int) {
+		journal = append(journal, placed{m, st.Node(m)})
+		st.Set(m, n)
+	}
+	defer func() {
+		for k := len(journal) - 1; k >= 0; k-- {
+			st.Set(journal[k].member, journal[k].node)
+		}
+	}()
+	for k, s := range rest {
+		if st.Node(s.member) < 0 {
+			return false
+		}
+		mark := len(journal)
+		set(s.member, -1)
+		planned := true
+		for _, p := range s.places {
+			if st.Node(p.member) >= 0 || !st.Fits(p.member, p.node) {
+				planned = false
+				break
+			}
+			set(p.member, p.node)
+		}
+		if planned {
+			for changed := len(st.Unplaced()) > 0; changed; {
+				changed = false
+				un := slices.Clone(st.Unplaced())
+				slices.Sort(un)
+				for _, u := range un {
+					if cands := pl.distinct(u); len(cands) > 0 {
+						set(u, cands[0])
+						changed = true
+					}
+				}
+			}
+			planned = pl.accepts(s.member)
+		}
+		pl.states++
+		if !planned {
+			// Back to before the step, then the step's best successor.
+			for len(journal) > mark {
+				last := journal[len(journal)-1]
+				journal = journal[:len(journal)-1]
+				st.Set(last.member, last.node)
+			}
+			next := pl.successors(s.member, len(rest)-k-1)
+			if len(next) == 0 {
+				return false
+			}
+			set(s.member, -1)
+			for _, p := range next[0].places {
+				set(p.member, p.node)
+			}
+		}
+		if st.Summary().LowerBound > len(rest)-k-1 {
+			return false
+		}
+	}
+	return st.Summary().Compliant
+}

@@ -1,0 +1,19 @@
+package window
+
+import "time"
+
+// DefaultDuration is a window's duration when its Duration is 0.
+const DefaultDuration = time.Hour
+
+// SetDefaults fills the zero fields of c: StepEstimate EstimateBound, each window's Duration
+// DefaultDuration.
+func SetDefaults(c *Config) {
+	if c.StepEstimate == "" {
+		c.StepEstimate = EstimateBound
+	}
+	for i := range c.Windows {
+		if c.Windows[i].Duration == 0 {
+			c.Windows[i].Duration = DefaultDuration
+		}
+	}
+}

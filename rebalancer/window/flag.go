@@ -1,0 +1,27 @@
+package window
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// FlagSeparator separates a window's schedule from its duration in the flag form
+// "SCHEDULE|DURATION".
+const FlagSeparator = "|"
+
+// ParseFlag reads a window written as on the command line: "SCHEDULE" or "SCHEDULE|DURATION"
+// (e.g. "CRON_TZ=Europe/Paris 0 2 * * *|2h"; DURATION in time.ParseDuration's syntax). Without a
+// duration the window's Duration is def. It parses the duration only; New validates the schedule.
+func ParseFlag(value string, def time.Duration) (Window, error) {
+	sched, dur, found := strings.Cut(value, FlagSeparator)
+	w := Window{Schedule: strings.TrimSpace(sched), Duration: def}
+	if found {
+		d, err := time.ParseDuration(strings.TrimSpace(dur))
+		if err != nil {
+			return Window{}, fmt.Errorf("window %q: duration: %w", value, err)
+		}
+		w.Duration = d
+	}
+	return w, nil
+}
