@@ -173,7 +173,7 @@ type snapshotOptions struct {
 	redisRoles bool
 	// redisDeadline bounds each pass that reads every cluster's Redis at once (roles, health).
 	redisDeadline time.Duration
-	chunkSize    int64
+	chunkSize     int64
 }
 
 func newSnapshotOptions() snapshotOptions {
