@@ -452,12 +452,14 @@ func decorate(snap *policies.Snapshot) {
 	}
 }
 
-// runCheck runs `redis-rebalancer check` with args (and --role-label, -o json) in this process
+// runCheck runs `redis-rebalancer check` with args (and --role-label, --redis-roles=false, -o
+// json) in this process
 // and returns the number of Redis clusters its JSON reports.
 func runCheck(args ...string) (int, error) {
 	var out bytes.Buffer
 	cmd := cli.NewRootCommand()
-	cmd.SetArgs(append([]string{"check", "--role-label", scenario.RoleLabel, "-o", "json"}, args...))
+	// No Redis runs here: roles come from the label, and the health is not read.
+	cmd.SetArgs(append([]string{"check", "--role-label", scenario.RoleLabel, "--redis-roles=false", "-o", "json"}, args...))
 	cmd.SetOut(&out)
 	cmd.SetErr(io.Discard)
 	// Exit status 3 (a hard rule broken) is check's answer on this snapshot, not an error.

@@ -51,6 +51,17 @@ func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *re
 			defer wg.Done()
 			v := observe.JudgeHealth(ctx, rc, c, observe.MemberPods(c))
 			a.Clusters[i].Health = &v
+			// A check of thousands of pods keeps no connection open.
+			for _, m := range c.Members {
+				if m.Pod.Status.PodIP != "" {
+					rc.Forget(rc.AddrOf(m.Pod.Status.PodIP))
+				}
+			}
+			if v.Redis != nil && v.Redis.Topology != nil {
+				for _, n := range v.Redis.Topology.Nodes {
+					rc.Forget(n.Addr())
+				}
+			}
 		}()
 	}
 	wg.Wait()

@@ -2,7 +2,6 @@ package observe
 
 import (
 	"encoding/binary"
-	"maps"
 	"slices"
 	"unique"
 
@@ -40,9 +39,9 @@ import (
 //     labels carry the legacy zone labels VolumeZone reads).
 //
 // Trimmed objects of one snapshot share their equal parts: strings through the unique package,
-// and equal affinities, spread constraints, tolerations, containers, conditions, owner
-// references and label maps through a table keyed by their protobuf encoding, so 150,000 pods of
-// a few thousand workloads hold each of those once per workload. Snapshot objects are read, never
+// and equal affinities, spread constraints, tolerations, containers, conditions and owner
+// references through a table keyed by their encoding, so 150,000 pods of a few thousand
+// workloads hold each of those once per workload. Snapshot objects are read, never
 // modified (policies.Snapshot), which is what makes sharing safe.
 //
 // TestTrimKeepsWhatTheModelReads checks that the model, the rules, the filter and the planner give
@@ -97,8 +96,6 @@ const (
 	tagContainers
 	tagConditions
 	tagOwners
-	tagLabels
-	tagSelector
 )
 
 // protoMessage is what the generated API types implement.
@@ -143,36 +140,18 @@ func keyOf[T any, P interface {
 	}
 }
 
-// labels returns the shared copy of a label (or node selector) map, strings interned.
-func (t *trimmer) labels(m map[string]string) map[string]string {
+// internLabels returns a copy of a label (or node selector) map with its strings interned. Label
+// maps are not shared: most pods' maps differ (a StatefulSet pod's name is among its labels), and
+// a table of them would cost more than it saves.
+func internLabels(m map[string]string) map[string]string {
 	if m == nil {
 		return nil
-	}
-	t.key = append(t.key[:0], tagLabels)
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		t.key = append(append(append(append(t.key, k...), 0), m[k]...), 0)
-	}
-	if old, ok := t.lookup(); ok {
-		return old.(map[string]string)
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		out[intern(k)] = intern(v)
 	}
-	return store(t, out)
-}
-
-// selector returns the shared copy of a label selector.
-func (t *trimmer) selector(s *metav1.LabelSelector) *metav1.LabelSelector {
-	if s == nil {
-		return nil
-	}
-	t.key = append(t.key[:0], tagSelector)
-	t.appendKey(s)
-	if old, ok := t.lookup(); ok {
-		return old.(*metav1.LabelSelector)
-	}
-	return store(t, s.DeepCopy())
+	return out
 }
 
 // intern returns the canonical copy of s.
@@ -187,7 +166,7 @@ func intern(s string) string {
 func (t *trimmer) meta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
 		Name: m.Name, Namespace: intern(m.Namespace), UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Labels:            t.labels(m.Labels),
+		Labels:            internLabels(m.Labels),
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
 	}
 	if len(m.OwnerReferences) > 0 {
@@ -236,7 +215,7 @@ func (t *trimmer) pod(p *corev1.Pod) *corev1.Pod {
 // podSpec keeps the scheduling-relevant spec of a pod or pod template.
 func (t *trimmer) podSpec(s *corev1.PodSpec) corev1.PodSpec {
 	out := corev1.PodSpec{
-		NodeSelector:   t.labels(s.NodeSelector),
+		NodeSelector:   internLabels(s.NodeSelector),
 		SchedulerName:  intern(s.SchedulerName),
 		Overhead:       s.Overhead.DeepCopy(),
 		Resources:      s.Resources.DeepCopy(),
@@ -338,8 +317,8 @@ func (t *trimmer) node(n *corev1.Node) *corev1.Node {
 func (t *trimmer) statefulSet(s *appsv1.StatefulSet) *appsv1.StatefulSet {
 	out := &appsv1.StatefulSet{ObjectMeta: t.meta(&s.ObjectMeta)}
 	out.Spec.Replicas = s.Spec.Replicas
-	out.Spec.Selector = t.selector(s.Spec.Selector)
-	out.Spec.Template.Labels = t.labels(s.Spec.Template.Labels)
+	out.Spec.Selector = s.Spec.Selector.DeepCopy()
+	out.Spec.Template.Labels = internLabels(s.Spec.Template.Labels)
 	out.Spec.Template.Spec = t.podSpec(&s.Spec.Template.Spec)
 	out.Status.UpdateRevision = s.Status.UpdateRevision
 	out.Status.CurrentRevision = s.Status.CurrentRevision
@@ -351,7 +330,6 @@ func (t *trimmer) statefulSet(s *appsv1.StatefulSet) *appsv1.StatefulSet {
 func (t *trimmer) podDisruptionBudget(b *policyv1.PodDisruptionBudget) *policyv1.PodDisruptionBudget {
 	out := &policyv1.PodDisruptionBudget{ObjectMeta: t.meta(&b.ObjectMeta)}
 	b.Spec.DeepCopyInto(&out.Spec)
-	out.Spec.Selector = t.selector(b.Spec.Selector)
 	out.Status = policyv1.PodDisruptionBudgetStatus{
 		ObservedGeneration: b.Status.ObservedGeneration, DisruptionsAllowed: b.Status.DisruptionsAllowed,
 		CurrentHealthy: b.Status.CurrentHealthy, DesiredHealthy: b.Status.DesiredHealthy, ExpectedPods: b.Status.ExpectedPods,
