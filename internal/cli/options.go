@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -274,6 +276,20 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, readRoles bo
 		}
 	}
 	return m, nil
+}
+
+// defaultGCPercent is the garbage collector's target (runtime/debug.SetGCPercent) of every
+// command unless the GOGC environment variable sets one. A command's heap is mostly the snapshot
+// and the model, built once and then read: collecting when the heap has grown by half its live
+// size instead of all of it keeps the peak of `check` on the scale benchmark's 5,000 nodes under
+// 1 GiB (issue 12), for about a quarter more CPU.
+const defaultGCPercent = 50
+
+// setGCPercent applies defaultGCPercent unless GOGC is set.
+func setGCPercent() {
+	if _, ok := os.LookupEnv("GOGC"); !ok {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 }
 
 // validateFlags rejects a negative value given to any number or duration flag of fs: no flag of

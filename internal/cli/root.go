@@ -58,6 +58,7 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			setGCPercent()
 			return validateFlags(cmd.Flags())
 		},
 	}

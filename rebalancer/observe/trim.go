@@ -2,6 +2,7 @@ package observe
 
 import (
 	"encoding/binary"
+	"maps"
 	"slices"
 	"unique"
 
@@ -39,9 +40,9 @@ import (
 //     labels carry the legacy zone labels VolumeZone reads).
 //
 // Trimmed objects of one snapshot share their equal parts: strings through the unique package,
-// and equal affinities, spread constraints, tolerations, containers, conditions and owner
-// references through a table keyed by their encoding, so 150,000 pods of a few thousand
-// workloads hold each of those once per workload. Snapshot objects are read, never
+// and equal affinities, spread constraints, tolerations, containers, conditions, owner
+// references and label maps through a table keyed by their encoding, so 150,000 pods of a few
+// thousand workloads hold each of those once per workload. Snapshot objects are read, never
 // modified (policies.Snapshot), which is what makes sharing safe.
 //
 // TestTrimKeepsWhatTheModelReads checks that the model, the rules, the filter and the planner give
@@ -96,6 +97,7 @@ const (
 	tagContainers
 	tagConditions
 	tagOwners
+	tagLabels
 )
 
 // protoMessage is what the generated API types implement.
@@ -140,18 +142,24 @@ func keyOf[T any, P interface {
 	}
 }
 
-// internLabels returns a copy of a label (or node selector) map with its strings interned. Label
-// maps are not shared: most pods' maps differ (a StatefulSet pod's name is among its labels), and
-// a table of them would cost more than it saves.
-func internLabels(m map[string]string) map[string]string {
+// labels returns the shared copy of a label (or node selector) map, strings interned: the pods
+// of one ReplicaSet (or Deployment revision) share one map.
+func (t *trimmer) labels(m map[string]string) map[string]string {
 	if m == nil {
 		return nil
+	}
+	t.key = append(t.key[:0], tagLabels)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		t.key = append(append(append(append(t.key, k...), 0), m[k]...), 0)
+	}
+	if old, ok := t.lookup(); ok {
+		return old.(map[string]string)
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		out[intern(k)] = intern(v)
 	}
-	return out
+	return store(t, out)
 }
 
 // intern returns the canonical copy of s.
@@ -166,7 +174,7 @@ func intern(s string) string {
 func (t *trimmer) meta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
 		Name: m.Name, Namespace: intern(m.Namespace), UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Labels:            internLabels(m.Labels),
+		Labels:            t.labels(m.Labels),
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
 	}
 	if len(m.OwnerReferences) > 0 {
@@ -215,7 +223,7 @@ func (t *trimmer) pod(p *corev1.Pod) *corev1.Pod {
 // podSpec keeps the scheduling-relevant spec of a pod or pod template.
 func (t *trimmer) podSpec(s *corev1.PodSpec) corev1.PodSpec {
 	out := corev1.PodSpec{
-		NodeSelector:   internLabels(s.NodeSelector),
+		NodeSelector:   t.labels(s.NodeSelector),
 		SchedulerName:  intern(s.SchedulerName),
 		Overhead:       s.Overhead.DeepCopy(),
 		Resources:      s.Resources.DeepCopy(),
@@ -318,7 +326,7 @@ func (t *trimmer) statefulSet(s *appsv1.StatefulSet) *appsv1.StatefulSet {
 	out := &appsv1.StatefulSet{ObjectMeta: t.meta(&s.ObjectMeta)}
 	out.Spec.Replicas = s.Spec.Replicas
 	out.Spec.Selector = s.Spec.Selector.DeepCopy()
-	out.Spec.Template.Labels = internLabels(s.Spec.Template.Labels)
+	out.Spec.Template.Labels = t.labels(s.Spec.Template.Labels)
 	out.Spec.Template.Spec = t.podSpec(&s.Spec.Template.Spec)
 	out.Status.UpdateRevision = s.Status.UpdateRevision
 	out.Status.CurrentRevision = s.Status.CurrentRevision
