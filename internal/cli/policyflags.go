@@ -43,7 +43,15 @@ type policyOptions struct {
 	namespace, selector, output string
 	windows                     []string
 	windowDuration              time.Duration
+	// fs is the flag set --policy is bound to; the flags bound to the policy there carry
+	// policyFieldAnnotation.
+	fs *pflag.FlagSet
 }
+
+// policyFieldAnnotation marks a flag bound to a field of the policy (its value: the field's path).
+// The policy's validation judges such a flag's value and names the field; validateFlags leaves it
+// alone.
+const policyFieldAnnotation = "rebalancer.redis.io/policy-field"
 
 // override is a flag bound to a field of the policy.
 type override struct {
@@ -67,11 +75,20 @@ func policyFlag[T any](o *policyOptions, bind func(p *T, name string, value T, u
 		return nil
 	}}
 	bind(v, name, *v, usage)
+	o.annotate(name)
 }
 
 // customFlag records a flag that sets the field at path with apply.
 func (o *policyOptions) customFlag(name, path string, apply func(p *policy) error) {
 	o.overrides[name] = override{path: path, apply: apply}
+	o.annotate(name)
+}
+
+// annotate marks flag name, already bound on o.fs, with policyFieldAnnotation.
+func (o *policyOptions) annotate(name string) {
+	if o.fs != nil && o.fs.Lookup(name) != nil {
+		_ = o.fs.SetAnnotation(name, policyFieldAnnotation, []string{o.overrides[name].path})
+	}
 }
 
 // durationType is the policy's duration type; a flag binds its time.Duration.
@@ -111,6 +128,7 @@ func (o *policyOptions) pathOf(ptr any) string {
 
 // addPolicyFlag binds --policy.
 func (o *policyOptions) addPolicyFlag(fs *pflag.FlagSet) {
+	o.fs = fs
 	fs.StringVar(&o.file, "policy", o.file, "RebalancerPolicy `FILE` (YAML; `redis-rebalancer policy default` prints a complete one, docs/policy.md describes it; - for stdin): its fields replace the defaults below, and each flag given on the command line overrides its field")
 }
 

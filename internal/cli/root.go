@@ -64,7 +64,11 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 	logging := logsapi.NewLoggingConfiguration()
 	logsapi.AddFlags(logging, root.PersistentFlags())
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		return applyLogging(logging, cmd.ErrOrStderr())
+		if err := applyLogging(logging, cmd.ErrOrStderr()); err != nil {
+			return err
+		}
+		setGCPercent()
+		return validateFlags(cmd.Flags())
 	}
 	root.AddCommand(newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newPolicyCommand(), newVersionCommand())
 	return root

@@ -85,7 +85,7 @@ func (o *runOptions) executor(ctx context.Context, p *policy, out io.Writer, sto
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Client, cfg.Redis, cfg.Out = client, rc, out
+	cfg.Client, cfg.Redis, cfg.Out, cfg.Requests = client, rc, out, o.kube.requests
 	cfg.DryRun, cfg.IgnoreWindows = o.dryRun, o.ignoreWindows
 	cfg.Stop = stop
 	if o.observer != nil {

@@ -162,6 +162,9 @@ type Config struct {
 	// StoppedBy report.StoppedGracefulStop. Cancelling Run's context is the hard stop: every
 	// step in flight is cut short. Nil: never.
 	Stop <-chan struct{}
+	// Requests, when set, counts Client's API requests (observe.RequestCounter.Wrap on its
+	// rest.Config); Run's report then holds the counts.
+	Requests *observe.RequestCounter
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -302,6 +305,9 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	rep.Limits.Evicted = rep.Moves()
 	if ctx.Err() != nil {
 		errs = append(errs, fmt.Errorf("execute: %w", ctx.Err()))
+	}
+	if e.cfg.Requests != nil {
+		rep.APIRequests = e.cfg.Requests.Counts()
 	}
 	return rep, errors.Join(errs...)
 }

@@ -18,6 +18,9 @@ type Run struct {
 	Limits Limits `json:"limits"`
 	// Clusters are in namespace/name order.
 	Clusters []ClusterRun `json:"clusters"`
+	// APIRequests counts the run's requests to the API server by verb and resource (none when
+	// they were not counted).
+	APIRequests []observe.APIRequests `json:"apiRequests,omitempty"`
 	// Seconds is the run's duration.
 	Seconds float64 `json:"seconds"`
 }
