@@ -62,23 +62,46 @@ type Placed struct {
 	Node string `json:"node"`
 }
 
-// Move is one planned eviction.
+// Kinds of step (Move.Kind).
+const (
+	// KindEvict: evict a pod (failing it over first when it is a master); the scheduler re-places
+	// it.
+	KindEvict = "evict"
+	// KindFailover: promote a named in-sync replica of a shard; no pod moves, nothing is evicted.
+	KindFailover = "failover"
+)
+
+// Move is one planned step: an eviction, or a failover (Kind).
 type Move struct {
+	// Kind is KindEvict or KindFailover.
+	Kind string `json:"kind"`
 	// Member is the pod's index in the cluster's Members.
 	Member int `json:"-"`
-	// Pod is "namespace/name"; Node the node it runs on before the move.
+	// Pod is "namespace/name"; Node the node it runs on before the move. For a failover, the
+	// master that hands its slots over.
 	Pod  string `json:"pod"`
 	Node string `json:"node"`
-	// Shard is the pod's shard; Role its Redis role when the plan was made.
+	// Shard is the pod's shard; Role its Redis role at this step of the plan (a pod the plan has
+	// failed over or re-created is a replica).
 	Shard string        `json:"shard"`
 	Role  policies.Role `json:"role,omitempty"`
 	// Failover is true when the pod is (or may be) a master: fail it over to an in-sync replica
-	// before the eviction.
+	// before the eviction (always true for a failover step).
 	Failover bool `json:"failover"`
-	// Expected is the node the plan assumes the scheduler picks ("" when the pod waits Pending).
+	// From and To are the failover the plan names: the master (From, "namespace/name") and the
+	// replica of its shard promoted in its place (To), chosen so that their nodes and zones keep
+	// MasterQuorum. Set on a failover step, and on an eviction of a master (roles known).
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// ToNode is the node of To.
+	ToNode string `json:"toNode,omitempty"`
+	// FailoverTo is To's index in the cluster's Members (-1 or unset without a named replica).
+	FailoverTo int `json:"-"`
+	// Expected is the node the plan assumes the scheduler picks ("" when the pod waits Pending,
+	// and for a failover).
 	Expected string `json:"expected"`
 	// Candidates are the nodes where the re-created pod passes the filter, by name, in node
-	// order.
+	// order (empty for a failover).
 	Candidates []Candidate `json:"candidates"`
 	// CandidateNodes lists the candidates' names (the JSON contract's short form).
 	CandidateNodes []string `json:"candidateNodes"`
@@ -140,15 +163,25 @@ const (
 
 // Plan is the planner's answer for one cluster.
 type Plan struct {
-	// Moves are the evictions in order; they are carried out one at a time.
+	// Moves are the steps in order, carried out one at a time: the evictions, then the failovers
+	// that make MasterQuorum hold.
 	Moves []Move `json:"moves"`
+	// Evictions and Failovers count the steps of each kind (Failovers: failover steps only, not
+	// the failover before a master's eviction).
+	Evictions int `json:"evictions"`
+	Failovers int `json:"failovers"`
 	// Before are the violations of the current placement; After those expected after the plan.
 	Before []policies.Violation `json:"violations"`
 	After  []policies.Violation `json:"violationsAfter,omitempty"`
 	// CompliantAfter reports whether every hard rule holds after the moves.
 	CompliantAfter bool `json:"compliantAfter"`
-	// Minimal reports whether the move count is proven minimal (exhaustive within the budget).
+	// Minimal reports whether the number of evictions is proven minimal (exhaustive within the
+	// budget).
 	Minimal bool `json:"minimal"`
+	// FailoversMinimal reports whether, the evictions being minimal, the number of failover steps
+	// is proven minimal too (the search for fewer failovers spends at most a tenth of
+	// Options.MaxStates once a plan is found).
+	FailoversMinimal bool `json:"failoversMinimal"`
 	// Infeasible says in words why no plan reaches compliance ("" when one does or none is
 	// needed): the static reason, or which bound stopped the search, under which model.
 	Infeasible string `json:"infeasible"`
