@@ -13,8 +13,8 @@ func TestPlanScenarios(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		sc            scenario.Scenario
-		wantMoves     int // evictions
-		wantFailovers int // failover steps
+		wantMoves     int      // evictions
+		wantFailovers int      // failover steps
 		wantPods      []string // when set, the exact pods to move, in order
 	}{
 		{name: "post-scale-down N=10, n1 holds 4 of 5 masters, zone-a 5 → 1 eviction (a master of n1), 2 failovers", sc: scenario.PostScaleDown(), wantMoves: 1, wantFailovers: 2},
