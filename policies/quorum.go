@@ -80,25 +80,34 @@ type Quorum struct {
 // MasterQuorum returns what the MasterQuorum rule asks of the cluster with its current roles.
 func (c *Cluster) MasterQuorum() Quorum { return c.quorumOf(c.CurrentMasters().Count()) }
 
-// quorumOf returns the rule's limits for m masters.
+// quorumOf returns the rule's limits for m masters, the rule skipped while the roles are unknown.
 func (c *Cluster) quorumOf(m int) Quorum {
-	q := Quorum{Masters: m, Zones: c.Z()}
-	switch {
-	case !c.RolesKnown():
-		q.Note = "MasterQuorum not checked: the members' Redis roles are unknown (they come from Redis live, from a role label offline)"
-		return q
-	case m == 0:
+	if !c.RolesKnown() {
+		return Quorum{Masters: m, Zones: c.Z(), Note: "MasterQuorum not checked: the members' Redis roles are unknown (they come from Redis live, from a role label offline)"}
+	}
+	return c.QuorumOf(m)
+}
+
+// QuorumOf returns what MasterQuorum asks of the cluster with m masters serving slots, whatever
+// its roles (lint asks it of one master per shard, templates carrying no roles).
+func (c *Cluster) QuorumOf(m int) Quorum { return QuorumFor(m, c.Z(), c.quorumNodes()) }
+
+// QuorumFor returns what MasterQuorum asks of m masters serving slots in z allowed zones, on
+// nodes nodes that the cluster's pods may run on.
+func QuorumFor(m, z, nodes int) Quorum {
+	q := Quorum{Masters: m, Zones: z}
+	if m == 0 {
 		q.Note = "MasterQuorum not checked: no member is a master serving slots"
 		return q
 	}
 	q.Applies = true
 	strict := (m - 1) / 2 // the largest c with 2c < m
-	nodes := max(c.quorumNodes(), 1)
+	nodes = max(nodes, 1)
 	q.NodeLimit = strict
 	if even := ceilDiv(m, nodes); even > strict {
 		q.NodeLimit, q.NodeBestEffort = even, true
 	}
-	if z := c.Z(); z >= 3 {
+	if z >= 3 {
 		q.ZoneLimit = strict
 		if even := ceilDiv(m, z); even > strict {
 			q.ZoneLimit, q.ZoneBestEffort = even, true
