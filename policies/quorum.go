@@ -276,21 +276,59 @@ type Failover struct {
 // QuorumFix returns the fewest failovers after which MasterQuorum holds under the state's
 // placement, and whether any do: each shard keeps as many masters as it has, each on a promotable
 // member (Promotable) or a master that is not placed (it counts in M only), no node above the
-// node limit, no zone above the zone limit, and as few shards as possible change master. Failovers are sorted by From. It is a min-cost flow (source →
-// shard, capacity its masters; shard → node per promotable member, cost 1 unless the member is
-// already master; node → zone, capacity the node limit; zone → sink, capacity the zone limit),
-// solved by successive shortest paths; nil, true when the rule holds or does not apply.
+// node limit, no zone above the zone limit, and as few shards as possible change master.
+// Failovers are sorted by From. It is a min-cost flow (source → shard, capacity its masters;
+// shard → node per promotable member, cost 1 unless the member is already master; node → zone,
+// capacity the node limit; zone → sink, capacity the zone limit): the masters that may stay are
+// routed first at cost 0, the others by successive shortest paths. nil, true when the rule holds
+// or does not apply.
 func (st *State) QuorumFix() ([]Failover, bool) {
 	if !st.q.Applies || st.mNodeOver+st.mZoneOver == 0 {
 		return nil, true
 	}
 	c, x, q := st.c, st.x, st.q
-	var g flowGraph
+	fs := &st.fix
+	if fs.nodeV == nil {
+		fs.nodeV = make([]int32, len(c.model.Nodes))
+		fs.zoneV = make([]int32, len(x.zoneNames))
+	}
+	g := &fs.g
+	g.reset()
 	src, sink := g.vertex(), g.vertex()
-	nodeV := map[int]int{}
-	zoneV := map[int32]int{}
-	type choice struct{ edge, member int }
-	var choices []choice
+	// Vertices of the nodes and zones met (0: none yet), and their edges out.
+	var touched []int
+	var zones []int32
+	defer func() {
+		for _, n := range touched {
+			fs.nodeV[n] = 0
+		}
+		for _, z := range zones {
+			fs.zoneV[z] = 0
+		}
+	}()
+	nodeOut := func(n int) int { // the node's vertex; its edge out is the edge after its creation
+		if v := fs.nodeV[n]; v > 0 {
+			return int(v)
+		}
+		v := g.vertex()
+		fs.nodeV[n] = int32(v)
+		touched = append(touched, n)
+		z := x.zoneID[n]
+		if q.ZoneLimit > 0 && x.zoneNames[z] != "" {
+			zv := int(fs.zoneV[z])
+			if zv == 0 {
+				zv = g.vertex()
+				fs.zoneV[z] = int32(zv)
+				zones = append(zones, z)
+				g.out[zv] = g.edge(zv, sink, q.ZoneLimit, 0)
+			}
+			g.out[v] = g.edge(v, zv, q.NodeLimit, 0)
+		} else {
+			g.out[v] = g.edge(v, sink, q.NodeLimit, 0)
+		}
+		return v
+	}
+	fs.choices, fs.keeps = fs.choices[:0], fs.keeps[:0]
 	need := 0
 	for _, sh := range c.Shards {
 		k := 0
@@ -304,47 +342,50 @@ func (st *State) QuorumFix() ([]Failover, bool) {
 		}
 		need += k
 		sv := g.vertex()
-		g.edge(src, sv, k, 0)
+		se := g.edge(src, sv, k, 0)
 		for _, j := range sh.Members {
 			if st.masters[j] && st.p[j] < 0 {
 				// A master not placed counts in M only: it may stay master.
-				choices = append(choices, choice{g.edge(sv, sink, 1, 0), j})
+				e := g.edge(sv, sink, 1, 0)
+				fs.choices = append(fs.choices, [2]int{e, j})
+				fs.keeps = append(fs.keeps, [4]int{se, e, -1, -1})
 				continue
 			}
 			if !st.Promotable(j) {
 				continue
 			}
-			n := st.p[j]
-			nv, ok := nodeV[n]
-			if !ok {
-				nv = g.vertex()
-				nodeV[n] = nv
-				z := x.zoneID[n]
-				if q.ZoneLimit > 0 && x.zoneNames[z] != "" {
-					zv, ok := zoneV[z]
-					if !ok {
-						zv = g.vertex()
-						zoneV[z] = zv
-						g.edge(zv, sink, q.ZoneLimit, 0)
-					}
-					g.edge(nv, zv, q.NodeLimit, 0)
-				} else {
-					g.edge(nv, sink, q.NodeLimit, 0)
-				}
-			}
+			nv := nodeOut(st.p[j])
 			cost := 1
 			if st.masters[j] {
 				cost = 0
 			}
-			choices = append(choices, choice{g.edge(sv, nv, 1, cost), j})
+			e := g.edge(sv, nv, 1, cost)
+			fs.choices = append(fs.choices, [2]int{e, j})
+			if st.masters[j] {
+				k := [4]int{se, e, g.out[nv], -1}
+				if zv := g.to[g.out[nv]]; zv != sink {
+					k[3] = g.out[zv]
+				}
+				fs.keeps = append(fs.keeps, k)
+			}
 		}
 	}
-	if g.minCostFlow(src, sink, need) < need {
+	sent := 0
+	for _, k := range fs.keeps {
+		if g.push(k[:]) {
+			sent++
+		}
+	}
+	if sent+g.minCostFlow(src, sink, need-sent) < need {
 		return nil, false
 	}
-	chosen := make([]bool, len(c.Members))
-	for _, ch := range choices {
-		chosen[ch.member] = g.flow(ch.edge) > 0
+	chosen := fs.chosen[:0]
+	for range c.Members {
+		chosen = append(chosen, false)
+	}
+	fs.chosen = chosen
+	for _, ch := range fs.choices {
+		chosen[ch[1]] = g.flow(ch[0]) > 0
 	}
 	var out []Failover
 	for _, sh := range c.Shards {
@@ -365,15 +406,42 @@ func (st *State) QuorumFix() ([]Failover, bool) {
 	return out, true
 }
 
-// flowGraph is a small flow network for QuorumFix: edges in pairs (forward, residual).
+// quorumScratch is what QuorumFix reuses from one call to the next: its flow network, the
+// vertices of the nodes and zones by index (0: none), and its lists.
+type quorumScratch struct {
+	g            flowGraph
+	nodeV, zoneV []int32
+	choices      [][2]int // (edge shard → node, member)
+	keeps        [][4]int // a master's cost-0 path (-1: no more edges)
+	chosen       []bool
+}
+
+// flowGraph is a small flow network for QuorumFix: edges in pairs (forward, residual), kept
+// from one use to the next (reset).
 type flowGraph struct {
 	adj               [][]int // vertex → edges leaving it
+	out               []int   // vertex → the edge QuorumFix routes a node or zone out through
 	to, capLeft, cost []int
 	initialCap        []int
+	dist, prev        []int
+	inQueue           []bool
+	queue             []int
+}
+
+// reset empties the network, keeping its memory.
+func (g *flowGraph) reset() {
+	g.adj, g.out = g.adj[:0], g.out[:0]
+	g.to, g.capLeft, g.cost, g.initialCap = g.to[:0], g.capLeft[:0], g.cost[:0], g.initialCap[:0]
 }
 
 func (g *flowGraph) vertex() int {
-	g.adj = append(g.adj, nil)
+	if len(g.adj) < cap(g.adj) {
+		g.adj = g.adj[:len(g.adj)+1]
+		g.adj[len(g.adj)-1] = g.adj[len(g.adj)-1][:0]
+	} else {
+		g.adj = append(g.adj, nil)
+	}
+	g.out = append(g.out, -1)
 	return len(g.adj) - 1
 }
 
@@ -392,30 +460,60 @@ func (g *flowGraph) edge(u, v, c, w int) int {
 // flow returns the flow on edge e.
 func (g *flowGraph) flow(e int) int { return g.initialCap[e] - g.capLeft[e] }
 
-// minCostFlow sends up to want units from s to t along cheapest paths (Bellman-Ford on the
-// residual graph, which has negative costs) and returns the units sent.
+// push sends one unit along path (edges from the source to the sink; -1 ends it early) when
+// every edge has room, and reports whether it did.
+func (g *flowGraph) push(path []int) bool {
+	for _, e := range path {
+		if e >= 0 && g.capLeft[e] == 0 {
+			return false
+		}
+	}
+	for _, e := range path {
+		if e >= 0 {
+			g.capLeft[e]--
+			g.capLeft[e^1]++
+		}
+	}
+	return true
+}
+
+// minCostFlow sends up to want more units from s to t along cheapest paths, starting from a
+// flow of least cost for its value (push's paths of cost 0 are), and returns the units sent. The
+// residual graph has negative costs: the shortest paths are found with a queue-based
+// Bellman-Ford (SPFA).
 func (g *flowGraph) minCostFlow(s, t, want int) int {
 	sent := 0
 	n := len(g.adj)
-	dist := make([]int, n)
-	prev := make([]int, n)
+	grow := func(b []int) []int {
+		if cap(b) < n {
+			return make([]int, n)
+		}
+		return b[:n]
+	}
+	g.dist, g.prev = grow(g.dist), grow(g.prev)
+	if cap(g.inQueue) < n {
+		g.inQueue = make([]bool, n)
+	}
+	dist, prev, inQueue, queue := g.dist, g.prev, g.inQueue[:n], g.queue[:0]
+	defer func() { g.queue = queue[:0] }()
 	for sent < want {
 		const inf = int(^uint(0) >> 2)
 		for v := range dist {
 			dist[v], prev[v] = inf, -1
 		}
 		dist[s] = 0
-		for changed, round := true, 0; changed && round < n; round++ {
-			changed = false
-			for u := 0; u < n; u++ {
-				if dist[u] == inf {
-					continue
-				}
-				for _, e := range g.adj[u] {
-					if g.capLeft[e] > 0 && dist[u]+g.cost[e] < dist[g.to[e]] {
-						dist[g.to[e]] = dist[u] + g.cost[e]
-						prev[g.to[e]] = e
-						changed = true
+		queue = append(queue[:0], s)
+		inQueue[s] = true
+		for len(queue) > 0 {
+			u := queue[0]
+			queue = queue[1:]
+			inQueue[u] = false
+			for _, e := range g.adj[u] {
+				if v := g.to[e]; g.capLeft[e] > 0 && dist[u]+g.cost[e] < dist[v] {
+					dist[v], prev[v] = dist[u]+g.cost[e], e
+					if !inQueue[v] {
+						inQueue[v] = true
+						queue = append(queue, v)
 					}
 				}
 			}

@@ -54,7 +54,8 @@ type State struct {
 	mNodeExcess, mZoneExcess int
 
 	key StateKey
-	fit fitter // reused by fitterFor
+	fit fitter        // reused by fitterFor
+	fix quorumScratch // reused by QuorumFix
 }
 
 // StateKey identifies a placement: two independent 64-bit Zobrist hashes of (member, node)

@@ -170,9 +170,11 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 }
 
 // moves plans and moves until the cluster complies or something stops it (stop records the first
-// reason), and returns the cluster as last observed.
+// reason), and returns the cluster as last observed. It makes at most MaxMoves evictions, and at
+// most as many failover steps as the cluster has shards plus MaxMoves (a plan's failover steps
+// give each shard its master once; an eviction may call for one more).
 func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *report.ClusterRun, stop func(by, reason string, err error)) *policies.Cluster {
-	for moves := 0; ; {
+	for moves, evictions, failovers := 0, 0, 0; ; {
 		if len(policies.Hard(c.Evaluate(c.Current()))) == 0 {
 			return c
 		}
@@ -196,15 +198,26 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 		case cr.evictorErr != nil:
 			stop(report.StepEvict, cr.evictorErr.Error(), cr.evictorErr)
 			return c
-		case moves >= cr.cfg.MaxMoves:
-			stop(report.StoppedMaxMoves, fmt.Sprintf("move budget spent (%d moves)", cr.cfg.MaxMoves), nil)
+		case p.Moves[0].Kind != plan.KindFailover && evictions >= cr.cfg.MaxMoves:
+			stop(report.StoppedMaxMoves, fmt.Sprintf("move budget spent (%d evictions)", cr.cfg.MaxMoves), nil)
+			cr.printf("stopping: %s; the next run continues\n", rep.Stopped)
+			return c
+		case p.Moves[0].Kind == plan.KindFailover && failovers >= len(c.Shards)+cr.cfg.MaxMoves:
+			stop(report.StoppedMaxMoves, fmt.Sprintf("failover budget spent (%d failover steps: the shards plus --max-moves)", failovers), nil)
 			cr.printf("stopping: %s; the next run continues\n", rep.Stopped)
 			return c
 		}
 		moves++
 		mv := p.Moves[0]
-		cr.printf("\nmove %d (plan: %d moves%s): evict %s from %s (%s) — %s\n", moves, len(p.Moves), report.MinimalNote(p), mv.Pod, mv.Node, report.RoleMark(mv.Role), mv.Reason)
-		cr.printf("  scheduler may choose: %s\n", report.CandidatesText(mv))
+		if mv.Kind == plan.KindFailover {
+			failovers++
+		} else {
+			evictions++
+		}
+		cr.printf("\nmove %d (plan: %s%s): %s — %s\n", moves, report.StepsText(p.Evictions, p.Failovers), report.MinimalNote(p), report.MoveText(mv), mv.Reason)
+		if mv.Kind != plan.KindFailover {
+			cr.printf("  scheduler may choose: %s\n", report.CandidatesText(mv))
+		}
 		mr, after, res := cr.move(ctx, c, mv)
 		rep.Moves = append(rep.Moves, mr)
 		switch res.outcome {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
@@ -175,11 +176,13 @@ func (cr *clusterRun) pdbDryRun(ctx context.Context, m *move) result {
 	return abort(fmt.Errorf("eviction dry run for %s: %w", pod.Name, err))
 }
 
-// failover is SPEC step 4: a master is failed over to its shard's best in-sync replica, and the
-// switch verified. It first checks that the window still leaves time for the rest of the move:
-// from here to the pod's return nothing is interrupted. A failover Redis refuses (no in-sync
-// replica, an error reply) skips; one not verified in time, or a Redis that does not answer,
-// aborts.
+// failover is SPEC step 4: a master is failed over to the in-sync replica the plan names (one
+// whose node and zone keep MasterQuorum; without a name, its shard's best in-sync replica), and
+// the switch verified. It first checks that the window still leaves time for the rest of the
+// move: from here to the pod's return nothing is interrupted. A failover Redis refuses (no
+// in-sync replica, the named replica not in sync or not the master's replica, an error reply)
+// skips; one not verified in time, or a Redis that does not answer, aborts. In a failover step
+// of the plan, a pod that is no longer a master skips (the roles changed since the plan).
 func (cr *clusterRun) failover(ctx context.Context, m *move) result {
 	if r := cr.windowCheck(m, m.index, "the rest of the move (failover to re-observe)"); r.outcome != report.OutcomeContinue {
 		return r
@@ -190,10 +193,13 @@ func (cr *clusterRun) failover(ctx context.Context, m *move) result {
 		return skip("failover: pod %s (%s) is not in the Redis topology", m.pod.Name, m.addr)
 	}
 	if !self.IsMaster() {
+		if m.mv.Kind == plan.KindFailover {
+			return skip("failover: %s is no longer a master (roles changed since the plan); the next plan starts from Redis's roles", m.pod.Name)
+		}
 		m.masterID = self.MasterID
 		return proceed("%s is a replica: no failover needed", m.pod.Name)
 	}
-	fo, newMasterID, err := cr.failoverMaster(ctx, m.c, topo, self)
+	fo, newMasterID, err := cr.failoverMaster(ctx, m.c, topo, self, m.mv)
 	switch {
 	case err == nil:
 	case refused(err):
@@ -211,32 +217,47 @@ func (cr *clusterRun) failover(ctx context.Context, m *move) result {
 func refused(err error) bool {
 	var reply redis.Error
 	return errors.Is(err, redisctl.ErrNoInSyncReplica) || errors.Is(err, redisctl.ErrNotInSync) ||
-		errors.Is(err, redisctl.ErrNotReplica) || errors.As(err, &reply)
+		errors.Is(err, redisctl.ErrNotReplica) || errors.Is(err, errNotNamedReplica) || errors.As(err, &reply)
 }
 
-// failoverMaster fails master over to its shard's best in-sync replica, preferring a replica
-// whose pod is in no violation, and verifies the switch (redisctl.Client.Failover). It returns
-// the failover and the new master's node ID.
-func (cr *clusterRun) failoverMaster(ctx context.Context, c *policies.Cluster, topo *redisctl.Topology, master redisctl.Node) (*report.Failover, string, error) {
-	bad := map[string]bool{}
-	for _, v := range policies.Hard(c.Evaluate(c.Current())) {
-		for _, p := range v.Pods {
-			bad[p] = true
-		}
-	}
+// errNotNamedReplica: the replica a plan names for a failover is not, in Redis, a replica of the
+// master to fail over (the plan's shards are StatefulSets; Redis's may differ).
+var errNotNamedReplica = errors.New("the replica the plan names is not this master's replica in Redis")
+
+// failoverMaster fails master over to the replica mv names (mv.FailoverTo, chosen by the planner
+// to keep MasterQuorum), or, without one, to its shard's best in-sync replica preferring a
+// replica whose pod is in no violation, and verifies the switch (redisctl.Client.Failover, which
+// refuses a replica not in sync). It returns the failover and the new master's node ID.
+func (cr *clusterRun) failoverMaster(ctx context.Context, c *policies.Cluster, topo *redisctl.Topology, master redisctl.Node, mv plan.Move) (*report.Failover, string, error) {
 	podOf := map[string]*corev1.Pod{}
 	for _, mem := range c.Members {
 		if mem.Pod.Status.PodIP != "" {
 			podOf[cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP)] = mem.Pod
 		}
 	}
-	prefer := func(n redisctl.Node) bool {
-		p := podOf[n.Addr()]
-		return p != nil && !bad[p.Namespace+"/"+p.Name]
-	}
-	replica, err := cr.cfg.Redis.ChooseReplica(ctx, topo, master.ID, prefer)
-	if err != nil {
-		return nil, "", err
+	var replica redisctl.Node
+	if mv.To != "" && mv.FailoverTo >= 0 && mv.FailoverTo < len(c.Members) {
+		named := c.Members[mv.FailoverTo].Pod
+		n, ok := nodeByAddr(topo, cr.cfg.Redis.AddrOf(named.Status.PodIP))
+		if named.Status.PodIP == "" || !ok || !n.IsReplica() || n.MasterID != master.ID {
+			return nil, "", fmt.Errorf("%w: %s (master %s)", errNotNamedReplica, named.Name, podName(mv.Pod))
+		}
+		replica = n
+	} else {
+		bad := map[string]bool{}
+		for _, v := range policies.Hard(c.Evaluate(c.Current())) {
+			for _, p := range v.Pods {
+				bad[p] = true
+			}
+		}
+		prefer := func(n redisctl.Node) bool {
+			p := podOf[n.Addr()]
+			return p != nil && !bad[p.Namespace+"/"+p.Name]
+		}
+		var err error
+		if replica, err = cr.cfg.Redis.ChooseReplica(ctx, topo, master.ID, prefer); err != nil {
+			return nil, "", err
+		}
 	}
 	name := func(addr string) string {
 		if p := podOf[addr]; p != nil {
@@ -401,6 +422,15 @@ func clientsText(cs []redisctl.ClientConn) string {
 		parts = append(parts, fmt.Sprintf("%s (%s, idle %s)", c.Addr, c.Cmd, c.Idle))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// podName returns the name of "namespace/name".
+func podName(key string) string {
+	_, name, ok := strings.Cut(key, "/")
+	if !ok {
+		return key
+	}
+	return name
 }
 
 func nodeByAddr(t *redisctl.Topology, addr string) (redisctl.Node, bool) {

@@ -111,7 +111,7 @@ func (pl *planner) solve(pending bool) outcome {
 		return out
 	}
 	pl.limit, pl.budget = pl.states+pl.opts.MaxStates, false
-	pl.sr = &search{}
+	pl.sr = &search{began: pl.states}
 	for depth := out.lb; depth <= out.maxMoves; depth++ {
 		for _, s := range starts {
 			pl.apply(s)

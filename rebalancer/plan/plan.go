@@ -179,8 +179,9 @@ type Plan struct {
 	// budget).
 	Minimal bool `json:"minimal"`
 	// FailoversMinimal reports whether, the evictions being minimal, the number of failover steps
-	// is proven minimal too (the search for fewer failovers spends at most a tenth of
-	// Options.MaxStates once a plan is found).
+	// is proven minimal too (once a plan is found, the search for one with fewer failovers spends
+	// as many placements as it took to find it, at least 1,000 and at most a tenth of
+	// Options.MaxStates).
 	FailoversMinimal bool `json:"failoversMinimal"`
 	// Infeasible says in words why no plan reaches compliance ("" when one does or none is
 	// needed): the static reason, or which bound stopped the search, under which model.

@@ -34,7 +34,8 @@ type goal struct {
 // A search minimises evictions (the rounds), then failovers: within the round that finds a goal,
 // it goes on looking for one with fewer failovers until it reaches fBound (no plan of this many
 // evictions needs fewer), or spends fLimit placements (fCut: the failovers are not proven
-// minimal). With first, it stops at the first goal (reaches).
+// minimal): as many as the search had spent to find the first goal (at least minFailoverSearch),
+// at most a tenth of Options.MaxStates. With first, it stops at the first goal (reaches).
 type search struct {
 	best   *goal
 	fBound int
@@ -42,7 +43,12 @@ type search struct {
 	fCut   bool
 	first  bool
 	start  step
+	began  int // pl.states when the search began
 }
+
+// minFailoverSearch is the fewest placements a search may spend looking for fewer failovers once
+// it has found a plan.
+const minFailoverSearch = 1000
 
 // planner searches one cluster's placements on one policies.State, which it changes and always
 // restores.
@@ -172,7 +178,7 @@ func (pl *planner) offer(path []step, fix []policies.Failover) {
 	sr := pl.sr
 	if sr.best == nil || len(fix) < len(sr.best.fix) {
 		if sr.best == nil && !sr.first {
-			sr.fLimit = pl.states + pl.opts.MaxStates/10
+			sr.fLimit = pl.states + min(pl.opts.MaxStates/10, max(pl.states-sr.began, minFailoverSearch))
 		}
 		sr.best = &goal{start: sr.start, path: slices.Clone(path), fix: fix}
 	}
@@ -395,6 +401,10 @@ func (pl *planner) evictable() []int {
 func (pl *planner) dfs(remaining int, path *[]step) bool {
 	st := pl.st
 	s := st.Summary()
+	if b := pl.sr.best; s.PodsCompliant && b != nil && st.QuorumExcess() >= len(b.fix) {
+		// A goal, perhaps, but not with fewer failovers: each failover lowers the excess by one.
+		return false
+	}
 	if fix, ok := pl.done(s); ok {
 		pl.offer(*path, fix)
 		return true
