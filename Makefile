@@ -7,6 +7,9 @@ GO ?= go
 K8S_VERSION  ?= v1.36.3
 ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
+# The stock descheduler make compare runs (its version is the one hack/compare/descheduler/go.mod
+# requires).
+DESCHEDULER_VERSION := v0.36.0
 TOOLS_CACHE  ?= $(HOME)/.cache/redis-rebalancer
 export K8S_VERSION ETCD_VERSION KWOK_VERSION
 export REBALANCER_TOOLS_CACHE := $(TOOLS_CACHE)
@@ -19,7 +22,7 @@ LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/internal/cli.Version
 FUZZTIME ?= 30s
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build test unit e2e fuzz bench demo tools deps vet clean help
+.PHONY: all build test unit e2e fuzz bench demo compare tools deps vet clean help
 
 all: build
 
@@ -65,6 +68,12 @@ bench: deps ## benchmarks, figures printed and nothing asserted: the rules, fail
 
 demo: tools build ## local cluster + real Redis Cluster in a bad placement + redis-rebalancer fixing it
 	./bin/rebalancer-demo -binary bin/redis-rebalancer $(DEMO_ARGS)
+
+DESCHEDULER_BIN := $(TOOLS_CACHE)/descheduler-$(DESCHEDULER_VERSION)/descheduler
+
+compare: tools build ## the stock descheduler and redis-rebalancer side by side on the same scenarios and writer: prints a table (several minutes; not part of make test)
+	./hack/compare/build-descheduler.sh $(DESCHEDULER_BIN)
+	$(GO) run ./hack/compare -rebalancer bin/redis-rebalancer -descheduler $(DESCHEDULER_BIN) $(COMPARE_ARGS)
 
 clean: ## remove built binaries (the tool cache stays)
 	rm -rf bin

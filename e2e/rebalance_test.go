@@ -1,22 +1,21 @@
 // Package e2e holds the end-to-end tests: redis-rebalancer's commands run against a real
 // control plane with kwok nodes and real redis-servers, set up by e2e/harness from
-// internal/scenario's scenarios. It owns no support code; it may import e2e/harness, the
-// product packages it drives (internal/cli, policies, rebalancer, redisctl) and the test-support
-// layer (internal/scenario, redisctl/redistest).
+// internal/scenario's scenarios: the success paths (this file), the fault matrix
+// (faults_test.go; faults_pending_test.go, built with -tags faultpending, holds the faults the
+// new executor must handle) and the test bed's own check (testbed_test.go). main_test.go
+// describes the structure: one shared test bed, a namespace per test, the CLI as a child
+// process. It owns no support code; it may import e2e/harness, the product packages it drives
+// (internal/cli, policies, rebalancer, redisctl) and the test-support layer (internal/scenario,
+// redisctl/redistest).
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
@@ -25,48 +24,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
 )
-
-// stopRecord is what Redis said about a pod's node just before its server was stopped because
-// the pod went away (an eviction, here).
-type stopRecord struct {
-	Pod  string
-	UID  string
-	Role policies.Role
-	Err  string
-	At   time.Time
-}
-
-// roleRecorder asks each Redis node for its ROLE at the moment its pod goes away: the runtime
-// calls it before it stops the server, so the answer is Redis's own, at that moment.
-type roleRecorder struct {
-	redis *redisctl.Client
-	mu    sync.Mutex
-	stops []stopRecord
-}
-
-func (r *roleRecorder) beforeStop(pod *corev1.Pod, addr string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	rec := stopRecord{Pod: pod.Name, UID: string(pod.UID), At: time.Now()}
-	reply, err := r.redis.Do(ctx, addr, "ROLE")
-	if err != nil {
-		rec.Err = err.Error()
-	} else if arr, ok := reply.([]interface{}); ok && len(arr) > 0 {
-		s, _ := arr[0].(string)
-		rec.Role = policies.ParseRole(s)
-	}
-	r.mu.Lock()
-	r.stops = append(r.stops, rec)
-	r.mu.Unlock()
-}
-
-func (r *roleRecorder) records() []stopRecord {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]stopRecord(nil), r.stops...)
-}
 
 // result is what one end-to-end run gives the assertions.
 type result struct {
@@ -74,97 +32,58 @@ type result struct {
 	report report.Run
 	stops  []stopRecord
 	writer harness.WriterStats
-	lost   error
 	rc     *redisctl.Client
 }
 
-// runRebalancer lays out sc on a real control plane with kwok nodes and a real redis-server per
-// pod, starts a writer (≥ 200 writes/s), waits until before() holds, runs `redis-rebalancer run`
-// (the CLI, in process) with the writer running throughout, and collects what happened.
+// runRebalancer lays out sc on the test bed (in parallel with other tests), starts a writer (≥
+// 200 writes/s), waits until before() holds, runs `redis-rebalancer run` with the writer running
+// throughout, asserts that it exits 0, what every run must give (faultEnv.finish) and that no
+// write failed, and collects what happened.
 func runRebalancer(t *testing.T, sc scenario.Scenario, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
 	t.Helper()
-	rc, err := redisctl.New(redisctl.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rc.Close() })
-	rec := &roleRecorder{redis: rc}
-	env := harness.SetupForTest(t, sc, harness.Options{BeforeStop: rec.beforeStop})
+	return runScenario(t, sc, false, before, extraArgs...)
+}
+
+// runRebalancerSerial is runRebalancer in a test that does not run in parallel with its
+// siblings (the rounds of a test that repeats a scenario).
+func runRebalancerSerial(t *testing.T, sc scenario.Scenario, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
+	t.Helper()
+	return runScenario(t, sc, true, before, extraArgs...)
+}
+
+func runScenario(t *testing.T, sc scenario.Scenario, serial bool, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
+	t.Helper()
+	f := newFaultEnv(t, sc, harness.Options{}, serial)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	if before != nil {
-		if err := before(ctx, env); err != nil {
+		if err := before(ctx, f.Env); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var seeds []string
-	for _, s := range env.Runtime.Servers() {
-		seeds = append(seeds, s.Addr)
+	run := startCLI(t, nil, runArgs(f.Env, extraArgs...)...)
+	if code := run.wait(5 * time.Minute); code != cli.ExitOK {
+		t.Fatalf("redis-rebalancer run exited %d (%s), want %d", code, run.errorLine(), cli.ExitOK)
 	}
-	w, err := harness.StartWriter(seeds, 250)
-	if err != nil {
-		t.Fatal(err)
+	res := &result{env: f.Env, rc: f.Redis, report: run.report()}
+	res.writer = f.finish(t)
+	if res.writer.Failed > 0 {
+		t.Errorf("%d writes failed: a run without a fault must cost clients no error", res.writer.Failed)
 	}
-	t.Cleanup(func() { w.Stop(); w.Close() })
-	// Let the writer warm up so that it writes before, during and after the moves.
-	if err := waitAcked(ctx, w, 200); err != nil {
-		t.Fatal(err)
-	}
-
-	var stdout, stderr bytes.Buffer
-	cmd := cli.NewRootCommand()
-	cmd.SetArgs(append([]string{"run", "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace, "-o", "json",
-		"--max-moves", "6", "--health-timeout", "1m", "--recreate-timeout", "2m", "--rejoin-timeout", "2m"}, extraArgs...))
-	cmd.SetOut(&stdout)
-	cmd.SetErr(&stderr)
-	runErr := cmd.ExecuteContext(ctx)
-	t.Logf("redis-rebalancer run output:\n%s", stderr.String())
-	if runErr != nil {
-		t.Fatalf("redis-rebalancer run: %v", runErr)
-	}
-	res := &result{env: env, rc: rc}
-	if err := json.Unmarshal(stdout.Bytes(), &res.report); err != nil {
-		t.Fatalf("report: %v\n%s", err, stdout.String())
-	}
-	// Keep writing a little after the last move, then stop and read everything back.
-	if err := waitAcked(ctx, w, w.Stats().Acked+200); err != nil {
-		t.Fatal(err)
-	}
-	w.Stop()
-	res.writer = w.Stats()
-	res.lost = w.Verify(ctx)
-	res.stops = rec.records()
-	t.Logf("writer: %s", res.writer)
+	res.stops = f.rec.records()
 	return res
 }
 
-// assertSafeAndCompliant checks what every run must give: (a) every hard rule holds at the end;
-// (b) every evicted pod was a replica when it was evicted, as Redis said at that moment; (c) the
-// Redis cluster passes the full health gate (cluster_state:ok, all 16384 slots served, every
-// master with an in-sync replica); (d) no acknowledged write lost, no write failed after the
-// client's retries, at ≥ 200 writes/s. It returns the evictions and failovers made.
+// assertSafeAndCompliant checks what every successful run must give: (a) every hard rule holds at
+// the end and the Redis cluster passes the full health gate (assertCompliantAndHealthy); (b)
+// every evicted pod was a replica when it was evicted, as Redis said at that moment, and every
+// pod that went away was evicted by the run. runRebalancer has checked the writes (none lost,
+// none failed, ≥ 200/s). It returns the evictions and failovers made.
 func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	env := res.env
-
 	// (a)
-	snap, err := observe.ReadSnapshot(ctx, env.Client(), env.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := policies.Build(snap, policies.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(model.Clusters) != 1 {
-		t.Fatalf("clusters = %d, want 1", len(model.Clusters))
-	}
-	c := model.Clusters[0]
-	if vs := policies.Hard(c.Evaluate(c.Current())); len(vs) > 0 {
-		t.Errorf("hard rules broken at the end: %+v", vs)
-	}
+	assertCompliantAndHealthy(t, res)
 
 	// (b)
 	evicted := map[string]bool{}
@@ -190,31 +109,40 @@ func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int
 			t.Errorf("pod %s was evicted while Redis reported role %q (err %q)", s.Pod, s.Role, s.Err)
 		}
 	}
+	t.Logf("moves: %d evictions, %d failovers; writer: %s", evictions, failovers, res.writer)
+	return evictions, failovers
+}
 
-	// (c) New members (a Pending pod that got placed) join through the operator stand-in.
-	var addrs []string
-	for _, s := range env.Runtime.Servers() {
-		addrs = append(addrs, s.Addr)
+// assertCompliantAndHealthy checks that every hard rule holds at the end and that the Redis
+// cluster passes the full health gate (cluster_state:ok, all 16384 slots served, every master
+// with an in-sync replica) within a minute.
+func assertCompliantAndHealthy(t *testing.T, res *result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := res.env
+	snap, err := observe.ReadSnapshot(ctx, env.Client(), env.Namespace)
+	if err != nil {
+		t.Fatal(err)
 	}
-	h, err := redistest.WaitFormed(ctx, res.rc, addrs, time.Minute)
+	model, err := policies.Build(snap, policies.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(model.Clusters) != 1 {
+		t.Fatalf("clusters = %d, want 1", len(model.Clusters))
+	}
+	c := model.Clusters[0]
+	if vs := policies.Hard(c.Evaluate(c.Current())); len(vs) > 0 {
+		t.Errorf("hard rules broken at the end: %+v", vs)
+	}
+	// New members (a Pending pod that got placed) join through the operator stand-in.
+	h, err := env.WaitHealthy(ctx, time.Minute)
 	if err != nil {
 		t.Errorf("redis health at the end: %v", err)
 	} else if h.SlotsServed != redisctl.NumSlots {
 		t.Errorf("slots served = %d, want %d", h.SlotsServed, redisctl.NumSlots)
 	}
-
-	// (d)
-	if res.writer.Failed > 0 {
-		t.Errorf("%d writes failed: %v", res.writer.Failed, res.writer.Failures)
-	}
-	if res.writer.Rate < 200 {
-		t.Errorf("writer rate %.0f/s, want ≥ 200/s", res.writer.Rate)
-	}
-	if res.lost != nil {
-		t.Error(res.lost)
-	}
-	t.Logf("moves: %d evictions, %d failovers; writer: %s", evictions, failovers, res.writer)
-	return evictions, failovers
 }
 
 // TestPostScaleDown runs issue 2's scenario end to end: 5 shards × 2 pods left on 3 zones after
@@ -227,43 +155,31 @@ func TestPostScaleDown(t *testing.T) {
 	}
 }
 
-// TestSeedDeadlock runs seed 000's deadlock (supplement 2) end to end: shard 2's replica is
-// Pending forever until a replica of shard 1 is evicted; the scheduler then places both.
+// TestSeedDeadlock runs seed 000's deadlock (supplement 2) end to end, five times in a row, each
+// time on a fresh layout (the fault matrix asks for the deadlock resolved 5 times in a row):
+// shard 2's replica is Pending forever until a replica is evicted; the scheduler then places
+// both.
 func TestSeedDeadlock(t *testing.T) {
-	sc := scenario.SeedDeadlock()
-	pending := sc.PodName(2, 1)
-	res := runRebalancer(t, sc, func(ctx context.Context, env *harness.Env) error {
-		// Wait until kube-scheduler has tried and failed to place the pod.
-		return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			p, err := env.Client().CoreV1().Pods(env.Namespace).Get(ctx, pending, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
+	bed(t)
+	t.Parallel()
+	for round := 1; round <= 5; round++ {
+		ok := t.Run(fmt.Sprintf("round-%d", round), func(t *testing.T) {
+			sc := scenario.SeedDeadlock()
+			pending := sc.PodName(2, 1)
+			res := runRebalancerSerial(t, sc, func(ctx context.Context, env *harness.Env) error {
+				return env.WaitUnschedulable(ctx, pending, time.Minute)
+			})
+			evictions, failovers := assertSafeAndCompliant(t, res)
+			if evictions < 1 || failovers != 0 {
+				t.Errorf("the run made %d evictions and %d failovers; the deadlock needs one replica eviction and no failover", evictions, failovers)
 			}
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-					return true, nil
-				}
+			p, err := res.env.Client().CoreV1().Pods(res.env.Namespace).Get(context.Background(), pending, metav1.GetOptions{})
+			if err != nil || p.Spec.NodeName == "" {
+				t.Errorf("%s still not scheduled (%v)", pending, err)
 			}
-			return false, nil
 		})
-	})
-	evictions, failovers := assertSafeAndCompliant(t, res)
-	if evictions < 1 || failovers != 0 {
-		t.Errorf("the run made %d evictions and %d failovers; the deadlock needs one replica eviction and no failover", evictions, failovers)
+		if !ok {
+			t.Fatalf("round %d failed: the deadlock was not resolved 5 times in a row", round)
+		}
 	}
-	p, err := res.env.Client().CoreV1().Pods(res.env.Namespace).Get(context.Background(), pending, metav1.GetOptions{})
-	if err != nil || p.Spec.NodeName == "" {
-		t.Errorf("%s still not scheduled (%v)", pending, err)
-	}
-}
-
-// waitAcked waits until the writer has n acknowledged writes (30 s at most).
-func waitAcked(ctx context.Context, w *harness.Writer, n int) error {
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return w.Stats().Acked >= n, nil
-	})
-	if err != nil {
-		return fmt.Errorf("writer stalled before %d writes: %s (%v): %w", n, w.Stats(), w.Stats().Failures, err)
-	}
-	return nil
 }

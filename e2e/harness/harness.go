@@ -1,9 +1,12 @@
-// Package harness sets up a complete test environment for the end-to-end tests and the demo: a
-// local Kubernetes control plane with kwok nodes (e2e/localcluster), a real redis-server per
-// Redis pod (e2e/redisrt), a scenario's StatefulSets and PodDisruptionBudgets with pods bound to
-// the nodes the scenario names, a Redis Cluster formed over them (pod -0 of each shard the master;
-// redistest.FormCluster), an operator stand-in that adds new members as replicas
-// (redistest.AddReplica), and a rate-limited write load (Writer).
+// Package harness sets up complete test environments for the end-to-end tests, the demo and
+// make compare. A test bed (Bed) is a local Kubernetes control plane with kwok nodes
+// (e2e/localcluster); an environment (Env) is a scenario laid out on a bed in a namespace of its
+// own: a real redis-server per Redis pod (e2e/redisrt), the scenario's StatefulSets and
+// PodDisruptionBudgets with pods bound to the nodes the scenario names, a Redis Cluster formed
+// over them (pod -0 of each shard the master; redistest.FormCluster), an operator stand-in that
+// adds new members as replicas (redistest.AddReplica), and a rate-limited write load (Writer).
+// Several environments share one bed without seeing each other (see Bed); Setup gives an
+// environment a bed of its own.
 //
 // It may import e2e/localcluster, e2e/redisrt, the test-support layer (internal/fixture,
 // internal/scenario, redisctl/redistest), redisctl and client-go; never rebalancer or
@@ -11,13 +14,14 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,34 +45,60 @@ import (
 // serves it, so the harness binds them itself (pods/binding) to the scenario's nodes.
 const ManualScheduler = "harness-manual"
 
-// Options tune Setup.
+// Options tune Setup and Bed.Setup.
 type Options struct {
 	// Log receives progress lines (discarded when nil).
 	Log io.Writer
-	// WorkDir holds the Redis data dirs and the cluster's files (a temp dir when empty, removed on
-	// Stop).
+	// WorkDir holds the Redis data dirs, and with Setup the cluster's files (a temp dir when
+	// empty: removed by Stop with Setup, under the bed's work dir with Bed.Setup).
 	WorkDir string
 	// Timeout bounds the whole setup (3 min when 0).
 	Timeout time.Duration
-	// Cluster configures the local cluster (WorkDir and Log are filled in).
+	// Cluster configures the local cluster of Setup (WorkDir and Log are filled in); Bed.Setup
+	// ignores it.
 	Cluster localcluster.Config
+	// Namespace is the namespace the scenario is laid out in. When empty: the scenario's
+	// namespace with Setup; with Bed.Setup, the scenario's namespace followed by "-<i>" for the
+	// bed's i-th environment.
+	Namespace string
+	// RedisArgs are appended to every redis-server command line (for example "--requirepass",
+	// "secret", "--masterauth", "secret").
+	RedisArgs []string
+	// Redis is how the harness, its operator stand-in and its writer talk to Redis (a password
+	// matching RedisArgs, say); its Port is set to the environment's port.
+	Redis redisctl.Options
+	// PodAnnotations are added to the scenario's pod templates, for example
+	// localcluster.PodReadyDelayAnnotation to make every (re-)created pod slow to start.
+	PodAnnotations map[string]string
+	// RunningPods, when set, changes the template the scenario's pods are created from; the
+	// StatefulSets get the scenario's template back when the harness hands them to the default
+	// scheduler (updateStrategy OnDelete keeps the pods as they are). It lays out pods that
+	// differ from their templates, as after an operator changed the templates.
+	RunningPods func(*corev1.PodTemplateSpec)
 	// BeforeStop is passed to the Redis runtime: called with a pod and its server's address just
 	// before the server is stopped because the pod is going away.
 	BeforeStop func(pod *corev1.Pod, addr string)
 }
 
-// Env is a running environment. Stop tears everything down.
+// Env is a scenario laid out on a test bed: its namespace, its Redis pods' servers, the Redis
+// Cluster formed over them and an operator stand-in that adds new members. Stop tears it down.
 type Env struct {
-	Cluster  *localcluster.Cluster
-	Runtime  *redisrt.Runtime
-	Redis    *redisctl.Client
+	// Bed is the test bed the environment runs on; Cluster is its local cluster.
+	Bed     *Bed
+	Cluster *localcluster.Cluster
+	Runtime *redisrt.Runtime
+	// Redis talks to the environment's Redis nodes with RedisOptions.
+	Redis        *redisctl.Client
+	RedisOptions redisctl.Options
+	// Scenario is the scenario as laid out (its namespace, tolerations and scheduler set).
 	Scenario scenario.Scenario
 	// Namespace is the scenario's namespace.
 	Namespace string
+	// Port is the Redis client port of the environment's pods (`run --redis-port`).
+	Port int
 
 	log      io.Writer
-	workDir  string
-	ownsDir  bool
+	ownsBed  bool
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	opDone   chan struct{}
@@ -84,87 +114,29 @@ func (e *Env) Client() kubernetes.Interface { return e.Cluster.Client() }
 // Kubeconfig returns the admin kubeconfig's path.
 func (e *Env) Kubeconfig() string { return e.Cluster.Kubeconfig() }
 
-// Setup starts the environment and lays out sc. On error everything already started is stopped.
-func Setup(ctx context.Context, sc scenario.Scenario, opts Options) (_ *Env, err error) {
+// Setup starts a test bed of its own with the scenario's nodes and lays out sc on it (Bed.Setup):
+// for a program (the demo, make compare) or a test that needs the control plane to itself. Stop
+// stops the bed too. On error everything already started is stopped.
+func Setup(ctx context.Context, sc scenario.Scenario, opts Options) (*Env, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	if opts.Timeout == 0 {
-		opts.Timeout = 3 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	e := &Env{Scenario: sc, log: opts.Log, workDir: opts.WorkDir}
-	if e.workDir == "" {
-		if e.workDir, err = os.MkdirTemp("", "rebalancer-e2e-"); err != nil {
-			return nil, fmt.Errorf("harness: %w", err)
-		}
-		e.ownsDir = true
-	}
-	defer func() {
-		if err != nil {
-			e.Stop()
-		}
-	}()
-	sc.Tolerations = append(sc.Tolerations, fixture.KwokToleration())
-	sc.SchedulerName = ManualScheduler
-	e.Scenario = sc
-	pods, err := sc.Pods()
+	bed, err := StartBed(ctx, BedOptions{Log: opts.Log, WorkDir: opts.WorkDir, Zones: sc.Zones, Cluster: opts.Cluster, Timeout: opts.Timeout})
 	if err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
+		return nil, err
 	}
-	e.Namespace = pods[0].Namespace
-
-	ccfg := opts.Cluster
-	ccfg.Log = opts.Log
-	if ccfg.WorkDir == "" {
-		ccfg.WorkDir = filepath.Join(e.workDir, "cluster")
-	}
-	start := time.Now()
-	if e.Cluster, err = localcluster.Start(ctx, ccfg); err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
-	}
-	e.logf("local cluster up in %s", time.Since(start).Round(10*time.Millisecond))
-	client := e.Cluster.Client()
-	if _, err := e.Cluster.Namespace(ctx, e.Namespace); err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
-	}
-	for _, z := range sc.Zones {
-		for _, n := range z.Nodes {
-			if _, err := e.Cluster.AddNode(ctx, localcluster.NodeSpec{Name: n, Zone: z.Name}); err != nil {
-				return nil, fmt.Errorf("harness: %w", err)
-			}
-		}
-	}
-	e.logf("%d nodes in %d zones", len(sc.NodeNames()), len(sc.Zones))
-	sel, err := labels.Parse(sc.Selector())
+	ns := cmp.Or(opts.Namespace, sc.Namespace, defaultNamespace)
+	e, err := bed.setup(ctx, sc, opts, ns, true)
 	if err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
+		bed.Stop()
+		return nil, err
 	}
-	// The runtime lives until Stop: it must not get the setup's deadline.
-	if e.Runtime, err = redisrt.Start(context.WithoutCancel(ctx), redisrt.Config{
-		Client: client, Namespace: e.Namespace, Selector: sel,
-		DataRoot: filepath.Join(e.workDir, "redis"), Log: prefixWriter{opts.Log, "[redisrt] "},
-		BeforeStop: opts.BeforeStop,
-	}); err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
-	}
-	if e.Redis, err = redisctl.New(redisctl.Options{}); err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
-	}
-	if err := e.layOut(ctx); err != nil {
-		return nil, fmt.Errorf("harness: %w", err)
-	}
-	opCtx, opCancel := context.WithCancel(context.Background())
-	e.cancel = opCancel
-	e.opDone = make(chan struct{})
-	go e.operate(opCtx)
-	e.logf("scenario %s ready in %s", sc.Name, time.Since(start).Round(10*time.Millisecond))
+	e.ownsBed = true
 	return e, nil
 }
 
-// SetupForTest is Setup for tests: it fails the test on error and stops the environment on
-// cleanup.
+// SetupForTest is Setup for tests: it fails the test on error and stops the environment and its
+// bed on cleanup.
 func SetupForTest(t testing.TB, sc scenario.Scenario, opts Options) *Env {
 	t.Helper()
 	if opts.Log == nil {
@@ -176,6 +148,118 @@ func SetupForTest(t testing.TB, sc scenario.Scenario, opts Options) *Env {
 	}
 	t.Cleanup(e.Stop)
 	return e
+}
+
+// Setup lays out sc on the bed in a namespace of its own: its PodDisruptionBudgets and
+// StatefulSets, its pods bound to the nodes it names, a redis-server per pod (on the
+// environment's own port), the Redis Cluster formed over them (pod -0 of each shard the master),
+// and an operator stand-in. sc must name exactly the bed's zones and nodes. On error everything
+// the environment started is stopped.
+func (b *Bed) Setup(ctx context.Context, sc scenario.Scenario, opts Options) (*Env, error) {
+	if opts.Namespace != "" {
+		return b.setup(ctx, sc, opts, opts.Namespace, true)
+	}
+	return b.setup(ctx, sc, opts, cmp.Or(sc.Namespace, defaultNamespace), false)
+}
+
+// SetupForTest is Bed.Setup for tests: the namespace is named after the test (unless
+// opts.Namespace says otherwise), progress goes to the test's log, the test fails on error, and
+// the environment is stopped on cleanup.
+func (b *Bed) SetupForTest(t testing.TB, sc scenario.Scenario, opts Options) *Env {
+	t.Helper()
+	if opts.Log == nil {
+		opts.Log = fixture.LogWriter(t)
+	}
+	ns, exact := opts.Namespace, true
+	if ns == "" {
+		ns, exact = namespaceFor(t.Name()), false
+	}
+	e, err := b.setup(context.Background(), sc, opts, ns, exact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	return e
+}
+
+// defaultNamespace is a scenario's namespace when it names none (scenario.Scenario's default).
+const defaultNamespace = "redis"
+
+// namespaceFor turns a test name into a namespace name prefix: lower case, runs of other
+// characters than letters and digits as one "-", at most 50 characters.
+func namespaceFor(test string) string {
+	var out []rune
+	for _, r := range strings.ToLower(test) {
+		if ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {
+			out = append(out, r)
+		} else if len(out) > 0 && out[len(out)-1] != '-' {
+			out = append(out, '-')
+		}
+	}
+	s := strings.Trim(string(out), "-")
+	if len(s) > 50 {
+		s = strings.TrimRight(s[:50], "-")
+	}
+	return cmp.Or(s, "e2e")
+}
+
+func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns string, exact bool) (_ *Env, err error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 3 * time.Minute
+	}
+	if err := b.fits(sc); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	start := time.Now()
+	ns, port := b.claim(ns, exact)
+	e := &Env{Bed: b, Cluster: b.Cluster, Namespace: ns, Port: port, log: opts.Log}
+	defer func() {
+		if err != nil {
+			e.Stop()
+		}
+	}()
+	sc.Namespace = ns
+	sc.Tolerations = append(sc.Tolerations, fixture.KwokToleration())
+	sc.SchedulerName = ManualScheduler
+	e.Scenario = sc
+	workDir := opts.WorkDir
+	if workDir == "" {
+		workDir = filepath.Join(b.workDir, "envs", ns)
+	}
+	if _, err := e.Cluster.Namespace(ctx, ns); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	sel, err := labels.Parse(sc.Selector())
+	if err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	e.RedisOptions = opts.Redis
+	e.RedisOptions.Port = port
+	if e.Redis, err = redisctl.New(e.RedisOptions); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	// The runtime lives until Stop: it must not get the setup's deadline.
+	if e.Runtime, err = redisrt.Start(context.WithoutCancel(ctx), redisrt.Config{
+		Client: e.Cluster.Client(), Namespace: ns, Selector: sel, Port: port, ExtraArgs: opts.RedisArgs,
+		DataRoot: filepath.Join(workDir, "redis"), Log: prefixWriter{opts.Log, "[redisrt] "},
+		BeforeStop: opts.BeforeStop,
+	}); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	if err := e.layOut(ctx, opts.PodAnnotations, opts.RunningPods); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	opCtx, opCancel := context.WithCancel(context.Background())
+	e.cancel = opCancel
+	e.opDone = make(chan struct{})
+	go e.operate(opCtx)
+	e.logf("scenario %s ready in namespace %s (Redis port %d) in %s", sc.Name, ns, port, time.Since(start).Round(10*time.Millisecond))
+	return e, nil
 }
 
 type prefixWriter struct {
@@ -190,8 +274,9 @@ func (w prefixWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Stop stops the operator stand-in, every redis-server, and the local cluster, and removes the
-// work dir it created. Safe to call more than once.
+// Stop stops the operator stand-in and every redis-server of the environment, deletes its
+// namespace (without waiting for it to go), and, for Setup's environment, stops the test bed.
+// Safe to call more than once.
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
 		if e.cancel != nil {
@@ -204,18 +289,42 @@ func (e *Env) Stop() {
 		if e.Runtime != nil {
 			e.Runtime.Stop()
 		}
-		if e.Cluster != nil {
-			e.Cluster.Stop()
+		if e.ownsBed {
+			e.Bed.Stop()
+			return
 		}
-		if e.ownsDir {
-			os.RemoveAll(e.workDir)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Client().CoreV1().Namespaces().Delete(ctx, e.Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			e.logf("delete namespace %s: %v", e.Namespace, err)
 		}
 	})
 }
 
+// Addrs returns the addresses of the environment's running redis-servers.
+func (e *Env) Addrs() []string {
+	var addrs []string
+	for _, s := range e.Runtime.Servers() {
+		addrs = append(addrs, s.Addr)
+	}
+	return addrs
+}
+
+// StartWriter starts a Writer on the environment's Redis Cluster (seeded with every running
+// server, with the environment's Redis options) at rate writes per second.
+func (e *Env) StartWriter(rate int) (*Writer, error) {
+	return StartWriterWith(e.RedisOptions, e.Addrs(), rate)
+}
+
+// WaitHealthy waits up to timeout until the Redis Cluster over every running server passes the
+// full health gate (cluster_state ok, every slot served, every master with an in-sync replica).
+func (e *Env) WaitHealthy(ctx context.Context, timeout time.Duration) (*redisctl.Health, error) {
+	return redistest.WaitFormed(ctx, e.Redis, e.Addrs(), timeout)
+}
+
 // layOut creates the scenario's objects, binds its pods, forms the Redis Cluster and hands the
 // StatefulSets over to the default scheduler.
-func (e *Env) layOut(ctx context.Context) error {
+func (e *Env) layOut(ctx context.Context, annotations map[string]string, runningPods func(*corev1.PodTemplateSpec)) error {
 	sc := e.Scenario
 	client := e.Cluster.Client()
 	for _, pdb := range sc.PodDisruptionBudgets() {
@@ -227,8 +336,17 @@ func (e *Env) layOut(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	templates := map[string]*corev1.PodTemplateSpec{} // the scenario's, by StatefulSet
 	for _, s := range stss {
 		s.UID = ""
+		for k, v := range annotations {
+			metav1.SetMetaDataAnnotation(&s.Spec.Template.ObjectMeta, k, v)
+		}
+		templates[s.Name] = s.Spec.Template.DeepCopy()
+		templates[s.Name].Spec.SchedulerName = corev1.DefaultSchedulerName
+		if runningPods != nil {
+			runningPods(&s.Spec.Template)
+		}
 		if _, err := client.AppsV1().StatefulSets(e.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create statefulset %s: %w", s.Name, err)
 		}
@@ -293,15 +411,15 @@ func (e *Env) layOut(ctx context.Context) error {
 		return fmt.Errorf("form redis cluster: %w", err)
 	}
 	e.logf("redis cluster formed over %d pods in %s", len(addrs), time.Since(t0).Round(10*time.Millisecond))
-	// Hand over to kube-scheduler: templates use the default scheduler from now on; updateStrategy
-	// OnDelete keeps the running pods as they are.
+	// Hand over to kube-scheduler: templates use the default scheduler (and are the scenario's)
+	// from now on; updateStrategy OnDelete keeps the running pods as they are.
 	for _, s := range stss {
 		if err := retryUpdate(ctx, func() error {
 			cur, err := client.AppsV1().StatefulSets(e.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
-			cur.Spec.Template.Spec.SchedulerName = corev1.DefaultSchedulerName
+			cur.Spec.Template = *templates[s.Name]
 			_, err = client.AppsV1().StatefulSets(e.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
 			return err
 		}); err != nil {
@@ -412,4 +530,57 @@ func (e *Env) addNewMembers(ctx context.Context) error {
 		e.logf("operator: added %s (%s) as a replica in shard %s", s.Name, s.Addr, shard)
 	}
 	return errors.Join(errs...)
+}
+
+// PauseNode stops (redisrt.Runtime.Pause) the redis-server of every environment pod bound to
+// node, as when the node is lost, and returns them. The pods stay as they are.
+func (e *Env) PauseNode(ctx context.Context, node string) ([]redisrt.ServerInfo, error) {
+	pods, err := e.Client().CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: e.Scenario.Selector()})
+	if err != nil {
+		return nil, fmt.Errorf("harness: pause node %s: %w", node, err)
+	}
+	var paused []redisrt.ServerInfo
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != node {
+			continue
+		}
+		s, err := e.Runtime.Pause(e.Namespace, p.Name)
+		if err != nil {
+			return paused, fmt.Errorf("harness: pause node %s: %w", node, err)
+		}
+		paused = append(paused, s)
+	}
+	return paused, nil
+}
+
+// ResumeNode resumes the servers PauseNode paused.
+func (e *Env) ResumeNode(paused []redisrt.ServerInfo) error {
+	var errs []error
+	for _, s := range paused {
+		if _, err := e.Runtime.Resume(s.Namespace, s.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WaitUnschedulable waits up to timeout until kube-scheduler has tried and failed to place the
+// environment's pod (PodScheduled False, reason Unschedulable).
+func (e *Env) WaitUnschedulable(ctx context.Context, pod string, timeout time.Duration) error {
+	err := poll(ctx, 100*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+		p, err := e.Client().CoreV1().Pods(e.Namespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("harness: pod %s not found Unschedulable within %v: %w", pod, timeout, err)
+	}
+	return nil
 }

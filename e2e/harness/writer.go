@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis/v8"
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
@@ -49,9 +50,15 @@ func (s WriterStats) String() string {
 }
 
 // StartWriter starts writing to the cluster that seeds belong to, rate writes per second (one
-// goroutine; each write waits for its reply). Call Stop, then Verify.
+// goroutine; each write waits for its reply), with redisctl's default options. Call Stop, then
+// Verify.
 func StartWriter(seeds []string, rate int) (*Writer, error) {
-	client, err := redisctl.NewClusterClient(redisctl.Options{}, seeds)
+	return StartWriterWith(redisctl.Options{}, seeds, rate)
+}
+
+// StartWriterWith is StartWriter with the given Redis options (a password, say).
+func StartWriterWith(opts redisctl.Options, seeds []string, rate int) (*Writer, error) {
+	client, err := redisctl.NewClusterClient(opts, seeds)
 	if err != nil {
 		return nil, err
 	}
@@ -65,9 +72,11 @@ func (w *Writer) loop(ctx context.Context) {
 	defer close(w.done)
 	var seq int64
 	lastReload := time.Now()
-	interval := time.Second / time.Duration(w.rate)
-	// A ticker paces the writes; the condition never ends the loop, ctx does.
-	_ = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+	// A token bucket paces the writes; its burst of one second's writes lets the writer catch up
+	// after a stall (a slow reply, a busy machine), so that it keeps its rate on average.
+	limiter := rate.NewLimiter(rate.Limit(w.rate), w.rate)
+	limiter.AllowN(time.Now(), w.rate) // start with an empty bucket: no burst at the start
+	for limiter.Wait(ctx) == nil {
 		seq++
 		t0 := time.Now()
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -88,8 +97,7 @@ func (w *Writer) loop(ctx context.Context) {
 			w.client.ReloadState(context.Background())
 			lastReload = time.Now()
 		}
-		return false, nil
-	})
+	}
 }
 
 // Stop stops writing and waits for the last write to finish.
@@ -129,6 +137,23 @@ func (w *Writer) Stats() WriterStats {
 // Verify reads every acknowledged key back and returns an error naming the keys that are missing
 // or hold another value (an acknowledged write was lost).
 func (w *Writer) Verify(ctx context.Context) error {
+	lost, err := w.Lost(ctx)
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		n := len(lost)
+		if n > 20 {
+			lost = append(lost[:20], fmt.Sprintf("... (%d in all)", n))
+		}
+		return fmt.Errorf("%d acknowledged writes lost: %v", n, lost)
+	}
+	return nil
+}
+
+// Lost reads every acknowledged key back and returns the ones that are missing or hold another
+// value ("seq:12=(missing)"), in write order. It fails when a key cannot be read within 10 s.
+func (w *Writer) Lost(ctx context.Context) ([]string, error) {
 	w.mu.Lock()
 	acked := append([]int64(nil), w.acked...)
 	w.mu.Unlock()
@@ -150,19 +175,13 @@ func (w *Writer) Verify(ctx context.Context) error {
 			return true, nil
 		})
 		if err != nil {
-			return fmt.Errorf("read %s back: %w", key, err)
+			return nil, fmt.Errorf("read %s back: %w", key, err)
 		}
 		if v != strconv.FormatInt(seq, 10) {
 			lost = append(lost, key+"="+v)
 		}
 	}
-	if len(lost) > 0 {
-		if len(lost) > 20 {
-			lost = append(lost[:20], fmt.Sprintf("... (%d in all)", len(lost)))
-		}
-		return fmt.Errorf("%d acknowledged writes lost: %v", len(lost), lost)
-	}
-	return nil
+	return lost, nil
 }
 
 // Close closes the writer's client.

@@ -8,6 +8,13 @@
 // (below the ephemeral range; a busy one is replaced by a random free one), so several clusters
 // can run at once, in one process or several.
 //
+// kwok holds a Lease per node in kube-node-lease and renews it as the kubelet does
+// (Config.NodeLeaseDuration), so nodes and pods stay Ready for as long as the cluster runs.
+// StopAPIServer and StartAPIServer take the API server down and bring it back (same etcd,
+// certificates and port), for fault tests. Once started, a component that exits is restarted,
+// as the kubelet restarts a control plane's static pods (kube-scheduler exits when its cache is
+// inconsistent, which an API server restart can cause).
+//
 // Nodes are added with AddNode. They carry kwok's NoSchedule taint (fixture.KwokTaint), so pods
 // must tolerate it (fixture.KwokToleration). Pods become Running and Ready as soon as they are scheduled and
 // get an IP from their node's pod CIDR (PodNetwork.<i>.0/24), a loopback address that a test can
@@ -22,6 +29,7 @@
 package localcluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -52,6 +60,9 @@ const (
 	DefaultPodNetwork = "127.10"
 	// DefaultStartTimeout is the default Config.StartTimeout.
 	DefaultStartTimeout = 60 * time.Second
+	// DefaultNodeLeaseDuration is the default Config.NodeLeaseDuration: the kubelet's default
+	// nodeLeaseDurationSeconds.
+	DefaultNodeLeaseDuration = 40 * time.Second
 
 	serviceCIDR = "10.0.0.0/24"
 	serviceIP   = "10.0.0.1" // the kubernetes Service, first address of serviceCIDR
@@ -85,7 +96,28 @@ type Config struct {
 	Log io.Writer
 	// StartTimeout bounds Start (DefaultStartTimeout when 0).
 	StartTimeout time.Duration
+	// NodeLeaseDuration is the duration of the Lease in kube-node-lease that kwok holds for every
+	// node and renews every quarter of it, as the kubelet does (kwok's
+	// --node-lease-duration-seconds, whole seconds; DefaultNodeLeaseDuration when 0). Without
+	// node leases the node lifecycle controller marks every node NotReady, and every pod on it,
+	// NodeMonitorGracePeriod after the node was created.
+	NodeLeaseDuration time.Duration
+	// NodeMonitorGracePeriod is how long a node may go without a renewed lease before the node
+	// lifecycle controller marks it NotReady (kube-controller-manager's
+	// --node-monitor-grace-period; its default, 50 s, when 0). It must exceed twice the lease's
+	// renew interval (NodeLeaseDuration/4), or healthy nodes flap. Tests lower it to see a lost
+	// lease quickly; the lease path is the same.
+	NodeMonitorGracePeriod time.Duration
+	// NodeMonitorPeriod is how often the node lifecycle controller checks the leases
+	// (kube-controller-manager's --node-monitor-period; its default, 5 s, when 0).
+	NodeMonitorPeriod time.Duration
 }
+
+// kube-controller-manager's defaults of the node lifecycle controller's periods, for validation.
+const (
+	kcmNodeMonitorGracePeriod = 50 * time.Second
+	kcmNodeMonitorPeriod      = 5 * time.Second
+)
 
 // withDefaults returns cfg with defaults filled in, or an error if it is invalid.
 func (cfg Config) withDefaults() (Config, error) {
@@ -111,16 +143,39 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.StartTimeout < 0 {
 		return cfg, fmt.Errorf("localcluster: negative StartTimeout %v", cfg.StartTimeout)
 	}
+	if cfg.NodeLeaseDuration == 0 {
+		cfg.NodeLeaseDuration = DefaultNodeLeaseDuration
+	}
+	if cfg.NodeLeaseDuration < time.Second || cfg.NodeLeaseDuration%time.Second != 0 {
+		return cfg, fmt.Errorf("localcluster: NodeLeaseDuration %v: want whole seconds, at least 1s", cfg.NodeLeaseDuration)
+	}
+	if cfg.NodeMonitorGracePeriod < 0 || cfg.NodeMonitorPeriod < 0 {
+		return cfg, fmt.Errorf("localcluster: negative NodeMonitorGracePeriod %v or NodeMonitorPeriod %v", cfg.NodeMonitorGracePeriod, cfg.NodeMonitorPeriod)
+	}
+	grace := cmp.Or(cfg.NodeMonitorGracePeriod, kcmNodeMonitorGracePeriod)
+	if renew := cfg.NodeLeaseDuration / 4; grace <= 2*renew {
+		return cfg, fmt.Errorf("localcluster: NodeMonitorGracePeriod %v must exceed twice the lease renew interval %v (NodeLeaseDuration/4), or healthy nodes flap", grace, renew)
+	}
+	if period := cmp.Or(cfg.NodeMonitorPeriod, kcmNodeMonitorPeriod); period >= grace {
+		return cfg, fmt.Errorf("localcluster: NodeMonitorPeriod %v must be shorter than NodeMonitorGracePeriod %v", period, grace)
+	}
 	return cfg, nil
 }
 
-// component is a started control-plane process.
+// component is a started control-plane process. proc, started, down, supervised and ran change
+// when the component is (re)started or stopped, under Cluster.mu.
 type component struct {
 	name    string
+	path    string
+	args    []string
 	logPath string
 	proc    *proc.Process
 	grace   time.Duration // how long Stop waits after SIGTERM
 	started time.Time
+	down    bool // stopped on purpose (StopAPIServer); not restarted until StartAPIServer
+	// supervised: the cluster has started, and an exit restarts the process (supervise).
+	supervised bool
+	ran        chan struct{} // closed and replaced whenever proc is replaced
 }
 
 // Cluster is a running local cluster. Its methods are safe for concurrent use.
@@ -138,6 +193,9 @@ type Cluster struct {
 	mu       sync.Mutex
 	nextNode int // index of the next node, from 1
 	stopped  bool
+
+	stopCh      chan struct{} // closed by Stop
+	supervisors sync.WaitGroup
 }
 
 // ports are the loopback ports of a cluster's listeners.
@@ -155,7 +213,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, workDir: cfg.WorkDir, nextNode: 1}
+	c := &Cluster{cfg: cfg, workDir: cfg.WorkDir, nextNode: 1, stopCh: make(chan struct{})}
 	if c.workDir == "" {
 		if c.workDir, err = os.MkdirTemp("", "localcluster-"); err != nil {
 			return nil, fmt.Errorf("localcluster: work dir: %w", err)
@@ -250,6 +308,12 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Log, "localcluster: default ServiceAccount ready in %v\n", roundDuration(time.Since(saStart)))
+	c.mu.Lock()
+	for _, comp := range c.components {
+		comp.supervised = true
+		c.supervisors.Go(func() { c.supervise(comp) })
+	}
+	c.mu.Unlock()
 	c.startupTime = time.Since(began)
 	fmt.Fprintf(cfg.Log, "localcluster: cluster ready in %v (apiserver %s, pod network %s.0.0/16, work dir %s)\n",
 		roundDuration(c.startupTime), serverURL, c.cfg.PodNetwork, c.workDir)
@@ -258,14 +322,86 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 
 // start starts a component whose output goes to <WorkDir>/<name>.log.
 func (c *Cluster) start(name, path string, grace time.Duration, args ...string) (*component, error) {
-	comp := &component{name: name, logPath: c.logPath(name), grace: grace, started: time.Now()}
-	p, err := proc.Start(proc.Spec{Name: name, Path: path, Args: args, Dir: c.workDir, LogPath: comp.logPath})
-	if err != nil {
-		return nil, fmt.Errorf("localcluster: %w", err)
+	comp := &component{name: name, path: path, args: args, logPath: c.logPath(name), grace: grace, ran: make(chan struct{})}
+	if err := c.run(comp); err != nil {
+		return nil, err
 	}
-	comp.proc = p
 	c.components = append(c.components, comp)
 	return comp, nil
+}
+
+// run starts comp's process (again, after a stop); its output is appended to its log.
+func (c *Cluster) run(comp *component) error {
+	p, err := proc.Start(proc.Spec{Name: comp.name, Path: comp.path, Args: comp.args, Dir: c.workDir, LogPath: comp.logPath})
+	if err != nil {
+		return fmt.Errorf("localcluster: %w", err)
+	}
+	comp.proc, comp.started, comp.down = p, time.Now(), false
+	close(comp.ran)
+	comp.ran = make(chan struct{})
+	return nil
+}
+
+// Supervision: once the cluster has started, a component whose process exits is started again,
+// as the kubelet restarts a control plane's static pods. kube-scheduler, for one, exits on purpose
+// when its cache is inconsistent, which an API server that restarts can cause.
+const (
+	// restartDelay is the first delay before a restart; it doubles, up to maxRestartDelay, while
+	// the component keeps exiting within stableRun of its start.
+	restartDelay    = 500 * time.Millisecond
+	maxRestartDelay = 10 * time.Second
+	stableRun       = 30 * time.Second
+)
+
+// supervise restarts comp whenever its process exits, until the cluster stops. A component
+// stopped on purpose (StopAPIServer) is left down until it is started again.
+func (c *Cluster) supervise(comp *component) {
+	delay := restartDelay
+	for {
+		c.mu.Lock()
+		p, ran := comp.proc, comp.ran
+		c.mu.Unlock()
+		select {
+		case <-p.Done():
+		case <-ran: // replaced (StartAPIServer): watch the new process
+			continue
+		case <-c.stopCh:
+			return
+		}
+		c.mu.Lock()
+		stopped, down, replaced, started := c.stopped, comp.down, comp.proc != p, comp.started
+		c.mu.Unlock()
+		if stopped {
+			return
+		}
+		if down || replaced {
+			select {
+			case <-ran:
+				continue
+			case <-c.stopCh:
+				return
+			}
+		}
+		_, err := p.Exited()
+		if time.Since(started) > stableRun {
+			delay = restartDelay
+		}
+		fmt.Fprintf(c.cfg.Log, "localcluster: %s exited (%v); restarting it in %v; end of %s:\n%s\n",
+			comp.name, err, delay, comp.logPath, p.LogTail(logTailBytes))
+		select {
+		case <-time.After(delay):
+		case <-c.stopCh:
+			return
+		}
+		delay = min(2*delay, maxRestartDelay)
+		c.mu.Lock()
+		if !c.stopped && !comp.down && comp.proc == p {
+			if err := c.run(comp); err != nil {
+				fmt.Fprintf(c.cfg.Log, "localcluster: restart %s: %v\n", comp.name, err)
+			}
+		}
+		c.mu.Unlock()
+	}
 }
 
 func (c *Cluster) startEtcd(pt ports) (*component, error) {
@@ -317,24 +453,24 @@ func (c *Cluster) startAPIServer(pt ports) (*component, error) {
 
 func (c *Cluster) startControllerManager(pt ports) (*component, error) {
 	p := c.pki
-	return c.start("kube-controller-manager", c.cfg.Binaries.ControllerManager, 5*time.Second,
-		"--kubeconfig="+p.kcmKubeconfig,
-		"--authentication-kubeconfig="+p.kcmKubeconfig,
-		"--authorization-kubeconfig="+p.kcmKubeconfig,
+	args := []string{
+		"--kubeconfig=" + p.kcmKubeconfig,
+		"--authentication-kubeconfig=" + p.kcmKubeconfig,
+		"--authorization-kubeconfig=" + p.kcmKubeconfig,
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", pt.kcm),
-		"--cert-dir="+filepath.Join(c.workDir, "kube-controller-manager"),
+		"--cert-dir=" + filepath.Join(c.workDir, "kube-controller-manager"),
 		// Every default controller, among them statefulset, disruption (PDB status, which the
 		// Eviction API reads), garbage collector, serviceaccount, node lifecycle and pod GC.
 		"--controllers=*",
 		"--use-service-account-credentials=true",
 		"--leader-elect=false",
 		// ServiceAccount tokens and the kube-root-ca.crt ConfigMaps.
-		"--root-ca-file="+p.caCert,
-		"--service-account-private-key-file="+p.saKey,
-		"--cluster-signing-cert-file="+p.caCert,
-		"--cluster-signing-key-file="+p.caKey,
-		"--service-cluster-ip-range="+serviceCIDR,
+		"--root-ca-file=" + p.caCert,
+		"--service-account-private-key-file=" + p.saKey,
+		"--cluster-signing-cert-file=" + p.caCert,
+		"--cluster-signing-key-file=" + p.caKey,
+		"--service-cluster-ip-range=" + serviceCIDR,
 		"--allocate-node-cidrs=false", // AddNode sets each node's pod CIDR
 		// Faster reactions than the defaults, for tests.
 		"--kube-api-qps=200",
@@ -344,7 +480,14 @@ func (c *Cluster) startControllerManager(pt ports) (*component, error) {
 		"--concurrent-replicaset-syncs=10",
 		"--concurrent-gc-syncs=30",
 		"--profiling=false",
-	)
+	}
+	if d := c.cfg.NodeMonitorGracePeriod; d > 0 {
+		args = append(args, "--node-monitor-grace-period="+d.String())
+	}
+	if d := c.cfg.NodeMonitorPeriod; d > 0 {
+		args = append(args, "--node-monitor-period="+d.String())
+	}
+	return c.start("kube-controller-manager", c.cfg.Binaries.ControllerManager, 5*time.Second, args...)
 }
 
 func (c *Cluster) startScheduler(pt ports) (*component, error) {
@@ -391,6 +534,9 @@ func (c *Cluster) startKwok(pt ports) (*component, error) {
 		"--manage-all-nodes=true",
 		"--cidr="+c.cfg.PodNetwork+".0.0/16",
 		fmt.Sprintf("--server-address=127.0.0.1:%d", pt.kwok),
+		// A Lease per node, renewed every quarter of its duration, keeps the node lifecycle
+		// controller from marking nodes and their pods NotReady.
+		fmt.Sprintf("--node-lease-duration-seconds=%d", int(c.cfg.NodeLeaseDuration/time.Second)),
 	)
 }
 
@@ -436,9 +582,16 @@ type exitError struct{ msg string }
 
 func (e *exitError) Error() string { return e.msg }
 
-// exited returns an *exitError, with the end of the component's log, if a component has exited.
+// exited returns an *exitError, with the end of the component's log, if a component has exited
+// while the cluster starts (one stopped on purpose, or supervised and so restarted, does not
+// count).
 func (c *Cluster) exited() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, comp := range c.components {
+		if comp.down || comp.supervised {
+			continue
+		}
 		if done, err := comp.proc.Exited(); done {
 			return &exitError{fmt.Sprintf("localcluster: %s exited early (%v); end of %s:\n%s",
 				comp.name, err, comp.logPath, comp.proc.LogTail(logTailBytes))}
@@ -530,11 +683,70 @@ func (c *Cluster) PodNetwork() string { return c.cfg.PodNetwork }
 // Pids returns the process id of each component by name ("etcd", "kube-apiserver",
 // "kube-controller-manager", "kube-scheduler", "kwok"), for checking that none is left behind.
 func (c *Cluster) Pids() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	pids := make(map[string]int, len(c.components))
 	for _, comp := range c.components {
 		pids[comp.name] = comp.proc.Pid()
 	}
 	return pids
+}
+
+// StopAPIServer kills kube-apiserver (SIGKILL: it goes away at once, as in a crash; its graceful
+// shutdown takes 10 s) and leaves etcd and the other components running: they, and every client, see the API server down (connection
+// refused) until StartAPIServer. Keep the outage well under NodeMonitorGracePeriod: once the API
+// server is back, kube-controller-manager must see the renewed node leases before the grace
+// period ends, or it marks the nodes and their pods NotReady.
+func (c *Cluster) StopAPIServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	comp, err := c.componentLocked("kube-apiserver")
+	if err != nil {
+		return err
+	}
+	if comp.down {
+		return errors.New("localcluster: kube-apiserver is already stopped")
+	}
+	began := time.Now()
+	comp.down = true
+	comp.proc.Kill()
+	fmt.Fprintf(c.cfg.Log, "localcluster: kube-apiserver stopped in %v\n", roundDuration(time.Since(began)))
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, with the same flags (the same
+// etcd, certificates and port, so clients reconnect with what they have), and waits until
+// /readyz answers or ctx ends.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	c.mu.Lock()
+	comp, err := c.componentLocked("kube-apiserver")
+	switch {
+	case err != nil:
+	case !comp.down:
+		err = errors.New("localcluster: kube-apiserver is running")
+	default:
+		err = c.run(comp)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	return c.waitHealthy(ctx, comp, c.apiserverReady)
+}
+
+// componentLocked returns the component named name; c.mu must be held.
+func (c *Cluster) componentLocked(name string) (*component, error) {
+	if c.stopped {
+		return nil, errors.New("localcluster: cluster stopped")
+	}
+	for _, comp := range c.components {
+		if comp.name == name {
+			return comp, nil
+		}
+	}
+	return nil, fmt.Errorf("localcluster: no component %s", name)
 }
 
 // Stop stops kwok, kube-scheduler, kube-controller-manager, kube-apiserver and etcd, in that
@@ -544,12 +756,14 @@ func (c *Cluster) Stop() { c.stop(c.cfg.KeepWorkDir) }
 
 // stop stops the components and removes a temporary work dir unless keep is set.
 func (c *Cluster) stop(keep bool) {
+	defer c.supervisors.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
 		return
 	}
 	c.stopped = true
+	close(c.stopCh)
 	began := time.Now()
 	// The components that only talk to the apiserver stop at once, then the apiserver, then etcd.
 	var wg sync.WaitGroup

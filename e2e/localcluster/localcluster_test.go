@@ -117,7 +117,7 @@ func TestCluster(t *testing.T) {
 	if err := evict(ctx, client, ns, "web-0"); err != nil {
 		t.Fatalf("eviction of web-0 without a PDB: %v", err)
 	}
-	waitRunning(t, client, ns, "web-0", web0.UID)
+	web0 = waitRunning(t, client, ns, "web-0", web0.UID)
 
 	// A deleted node's pods are recreated elsewhere.
 	web1, err := client.CoreV1().Pods(ns).Get(ctx, "web-1", metav1.GetOptions{})
@@ -163,6 +163,44 @@ func TestCluster(t *testing.T) {
 		t.Errorf("pod with %s=%v gone %v after its deletion, want at least %v", PodDeleteDelayAnnotation, delay, took, delay)
 	}
 
+	// kube-apiserver stops and starts again on the same etcd, certificates and port: the same
+	// client reconnects, the objects are still there, and the controllers work again.
+	if err := c.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{}); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("get with kube-apiserver stopped: got %v, want connection refused", err)
+	}
+	if err := c.StopAPIServer(); err == nil {
+		t.Error("StopAPIServer twice: no error")
+	}
+	restarted := time.Now()
+	if err := c.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-apiserver back in %v", time.Since(restarted).Round(time.Millisecond))
+	if c.Pids()["kube-apiserver"] == pids["kube-apiserver"] {
+		t.Errorf("kube-apiserver pid %d unchanged after a restart", pids["kube-apiserver"])
+	}
+	if err := evict(ctx, client, ns, "web-0"); err != nil {
+		t.Fatalf("eviction of web-0 after the restart: %v", err)
+	}
+	web0 = waitRunning(t, client, ns, "web-0", web0.UID)
+
+	// A component that exits is restarted, as the kubelet restarts a static pod: with
+	// kube-scheduler killed, an evicted pod is still placed.
+	if err := syscall.Kill(c.Pids()["kube-scheduler"], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "kube-scheduler restarted", func(context.Context) (bool, error) {
+		return c.Pids()["kube-scheduler"] != pids["kube-scheduler"], nil
+	})
+	if err := evict(ctx, client, ns, "web-0"); err != nil {
+		t.Fatalf("eviction of web-0 after the scheduler's restart: %v", err)
+	}
+	waitRunning(t, client, ns, "web-0", web0.UID)
+	pids = c.Pids()
+
 	stopBegan := time.Now()
 	c.Stop()
 	t.Logf("stop took %v", time.Since(stopBegan).Round(time.Millisecond))
@@ -170,6 +208,164 @@ func TestCluster(t *testing.T) {
 	assertGone(t, pids)
 	if _, err := os.Stat(c.WorkDir()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("work dir %s not removed: %v", c.WorkDir(), err)
+	}
+}
+
+// TestNodeLeases checks that kwok keeps a Lease per node in kube-node-lease, renewed as the
+// kubelet renews it, so that the node lifecycle controller keeps nodes and pods Ready past its
+// grace period; and, as the control, that without the renewals (kwok stopped) it marks them
+// NotReady. The grace period is lowered to a few seconds so that the check is quick; the
+// controller's lease path is the one a default cluster uses.
+func TestNodeLeases(t *testing.T) {
+	ctx := t.Context()
+	const (
+		leaseDuration = 4 * time.Second // renewed every second
+		grace         = 5 * time.Second
+		period        = time.Second
+	)
+	c := StartForTest(t, Config{NodeLeaseDuration: leaseDuration, NodeMonitorGracePeriod: grace, NodeMonitorPeriod: period})
+	client := c.Client()
+	for _, spec := range []NodeSpec{{Name: "node-a", Zone: "zone-a"}, {Name: "node-b", Zone: "zone-b"}} {
+		if _, err := c.AddNode(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const ns = "leases"
+	if _, err := c.Namespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+		Spec: corev1.PodSpec{
+			Tolerations: []corev1.Toleration{fixture.KwokToleration()},
+			Containers:  []corev1.Container{{Name: "c", Image: "fake"}},
+		},
+	}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, client, ns, "p", "")
+
+	// Every node has a Lease held by kwok with the configured duration, and kwok renews it.
+	renewed := map[string]time.Time{}
+	leasesOK := func(ctx context.Context) error {
+		for _, node := range []string{"node-a", "node-b"} {
+			l, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("lease of %s: %w", node, err)
+			}
+			if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.RenewTime == nil ||
+				l.Spec.LeaseDurationSeconds == nil || *l.Spec.LeaseDurationSeconds != int32(leaseDuration/time.Second) {
+				return fmt.Errorf("lease of %s: holder %v, renew time %v, duration %v; want a holder, a renew time and %v",
+					node, l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.LeaseDurationSeconds, leaseDuration)
+			}
+			if first, ok := renewed[node]; !ok {
+				renewed[node] = l.Spec.RenewTime.Time
+			} else if !l.Spec.RenewTime.After(first) {
+				return fmt.Errorf("lease of %s not renewed since %v", node, first)
+			}
+		}
+		return nil
+	}
+	if err := leasesOK(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Nodes and the pod stay Ready for two grace periods.
+	deadline := time.Now().Add(2 * grace)
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, testTimeout, true, func(ctx context.Context) (bool, error) {
+		if why := notReady(ctx, client, ns, "p"); why != "" {
+			return false, errors.New(why)
+		}
+		return time.Now().After(deadline), nil
+	})
+	if err != nil {
+		t.Fatalf("%v after %v with leases of %v and a grace period of %v", err, 2*grace-time.Until(deadline), leaseDuration, grace)
+	}
+	if err := leasesOK(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The control: with kwok stopped, the leases expire and the controller marks the nodes and
+	// the pod NotReady within the grace period and a few monitor periods.
+	c.mu.Lock()
+	kwok, err := c.componentLocked("kwok")
+	c.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kwok.down = true
+	stopped := time.Now()
+	kwok.proc.Stop(kwok.grace)
+	var why string
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, grace+10*period+5*time.Second, true, func(ctx context.Context) (bool, error) {
+		why = notReady(ctx, client, ns, "p")
+		return strings.Contains(why, "pod p") && strings.Contains(why, "node-a") && strings.Contains(why, "node-b"), nil
+	})
+	if err != nil {
+		t.Fatalf("kwok stopped %v ago, nodes and pod still Ready (%q): the leases are not what keeps them Ready", time.Since(stopped).Round(time.Millisecond), why)
+	}
+	t.Logf("without lease renewals, after %v: %s", time.Since(stopped).Round(time.Millisecond), why)
+}
+
+// notReady returns why a node or pod ns/pod is not Ready ("" when all are).
+func notReady(ctx context.Context, client kubernetes.Interface, ns, pod string) string {
+	var why []string
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	for _, n := range nodes.Items {
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
+				why = append(why, fmt.Sprintf("node %s Ready=%s", n.Name, cond.Status))
+			}
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == corev1.TaintNodeUnreachable || taint.Key == corev1.TaintNodeNotReady {
+				why = append(why, fmt.Sprintf("node %s tainted %s", n.Name, taint.Key))
+			}
+		}
+	}
+	p, err := client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady && cond.Status != corev1.ConditionTrue {
+			why = append(why, fmt.Sprintf("pod %s Ready=%s", pod, cond.Status))
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+func TestConfigLeaseValidation(t *testing.T) {
+	b, err := DefaultBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"lease of 1.5s → whole seconds", Config{NodeLeaseDuration: 1500 * time.Millisecond}, "whole seconds"},
+		{"grace within two renewals → flapping", Config{NodeLeaseDuration: 40 * time.Second, NodeMonitorGracePeriod: 20 * time.Second}, "flap"},
+		{"default grace with a 100s lease → flapping", Config{NodeLeaseDuration: 100 * time.Second}, "flap"},
+		{"period not below grace → refused", Config{NodeLeaseDuration: 4 * time.Second, NodeMonitorGracePeriod: 5 * time.Second, NodeMonitorPeriod: 5 * time.Second}, "shorter than"},
+		{"defaults → valid", Config{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Binaries = b
+			got, err := tc.cfg.withDefaults()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("withDefaults: %v", err)
+			case tc.want == "" && got.NodeLeaseDuration != DefaultNodeLeaseDuration:
+				t.Errorf("NodeLeaseDuration = %v, want %v", got.NodeLeaseDuration, DefaultNodeLeaseDuration)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("withDefaults: got %v, want an error containing %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -270,6 +466,11 @@ func evict(ctx context.Context, client kubernetes.Interface, ns, name string) er
 func waitRunning(t *testing.T, client kubernetes.Interface, ns, name string, oldUID types.UID) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
+	defer func() {
+		if t.Failed() && pod != nil {
+			t.Logf("pod %s last seen: uid %s, node %q, phase %s, deletion %v, conditions %+v", name, pod.UID, pod.Spec.NodeName, pod.Status.Phase, pod.DeletionTimestamp, pod.Status.Conditions)
+		}
+	}()
 	poll(t, "pod "+name+" Running", func(ctx context.Context) (bool, error) {
 		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

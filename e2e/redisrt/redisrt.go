@@ -13,6 +13,10 @@
 // TCP connections on its address and answers PING with PONG (not LOADING); WaitForServer and
 // friends wait for that.
 //
+// A server that exits on its own is restarted at once, as the kubelet restarts a container, so
+// killing one does not simulate a lost node; Pause does (SIGSTOP: the server stays silent with
+// its data and connections until Resume).
+//
 // It may import internal/redisserver (the server process), internal/fixture (the test log
 // writer) and client-go; nothing of the product.
 package redisrt
@@ -31,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,6 +161,8 @@ type ServerInfo struct {
 	Dir string
 	// Restarts counts the restarts after crashes since the server was started for this pod and IP.
 	Restarts int
+	// Paused reports a server stopped with Pause (SIGSTOP) and not resumed yet.
+	Paused bool
 }
 
 // entry is the runtime's state for one pod key. The worker reconciling the key owns the entry;
@@ -167,6 +174,7 @@ type entry struct {
 	srv                  *redisserver.Server // exited after a crash until restarted
 	stopping             bool                // being stopped on purpose; listed until removed
 	exited               bool                // srv crashed: not listed
+	paused               bool                // srv stopped with SIGSTOP (Pause) until Resume
 	started              time.Time
 	restarts             int
 	crashLoop            int       // consecutive quick crashes, for the restart back-off
@@ -319,6 +327,7 @@ func (r *Runtime) Stop() {
 		for _, e := range entries {
 			wg.Go(func() {
 				alive := e.alive()
+				r.unpause(e)
 				e.srv.Stop()
 				if alive {
 					r.logf("redis-server %s stopped on %s (pid %d): runtime stopped", e.key, e.srv.Addr(), e.srv.Pid())
@@ -364,7 +373,7 @@ func (r *Runtime) serversLocked() []ServerInfo {
 		}
 		out = append(out, ServerInfo{
 			Namespace: e.namespace, Name: e.name, UID: e.uid,
-			IP: e.ip, Addr: e.srv.Addr(), Pid: e.srv.Pid(), Dir: e.dir, Restarts: e.restarts,
+			IP: e.ip, Addr: e.srv.Addr(), Pid: e.srv.Pid(), Dir: e.dir, Restarts: e.restarts, Paused: e.paused,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -637,8 +646,9 @@ func (r *Runtime) reconcile(key string) error {
 	return nil
 }
 
-// waitPong waits until srv answers PING with PONG: a server that has just started accepts
-// connections but answers LOADING while it replays its append-only file.
+// waitPong waits until srv answers PING with PONG, or with NOAUTH when it requires a password
+// (Config.ExtraArgs): a server that has just started accepts connections but answers LOADING
+// while it replays its append-only file.
 func waitPong(ctx context.Context, srv *redisserver.Server) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, pongTimeout, true, func(ctx context.Context) (bool, error) {
@@ -648,7 +658,7 @@ func waitPong(ctx context.Context, srv *redisserver.Server) error {
 		default:
 		}
 		last = ping(ctx, srv.Addr())
-		return last == "+PONG", nil
+		return last == "+PONG" || strings.HasPrefix(last, "-NOAUTH"), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s does not answer PING (last answer %q): %w; log:\n%s", srv.Addr(), last, err, srv.LogTail())
@@ -680,6 +690,7 @@ func (r *Runtime) stopEntry(e *entry, reason string) {
 	e.stopping = true
 	r.mu.Unlock()
 	alive := e.alive()
+	r.unpause(e)
 	e.srv.Stop()
 	if alive {
 		r.logf("redis-server %s stopped on %s (pid %d): %s", e.key, e.srv.Addr(), e.srv.Pid(), reason)
@@ -690,6 +701,63 @@ func (r *Runtime) stopEntry(e *entry, reason string) {
 	}
 	r.notifyLocked()
 	r.mu.Unlock()
+}
+
+// Pause stops the server of a pod with SIGSTOP, as a lost node: the process keeps its data and
+// its connections but answers nothing, so Redis Cluster flags it pfail, then fail, after
+// cluster-node-timeout. The runtime does not restart a paused server (it has not exited), and its
+// pod stays as it is. Resume continues it. A paused server whose pod goes away, and every paused
+// server when the runtime stops, is continued, then stopped. It fails when no server runs for the
+// pod or it is already paused.
+func (r *Runtime) Pause(namespace, pod string) (ServerInfo, error) {
+	return r.signal(namespace, pod, true)
+}
+
+// Resume continues a server paused with Pause (SIGCONT): it answers again and rejoins its
+// cluster with the data it had. It fails when no server runs for the pod or it is not paused.
+func (r *Runtime) Resume(namespace, pod string) (ServerInfo, error) {
+	return r.signal(namespace, pod, false)
+}
+
+// signal pauses (SIGSTOP) or resumes (SIGCONT) the server of a pod.
+func (r *Runtime) signal(namespace, pod string, pause bool) (ServerInfo, error) {
+	key := namespace + "/" + pod
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.entries[key]
+	switch {
+	case e == nil || e.exited || e.stopping || !e.alive():
+		return ServerInfo{}, fmt.Errorf("redisrt: no server runs for %s", key)
+	case e.paused == pause:
+		return ServerInfo{}, fmt.Errorf("redisrt: the server of %s is already %s", key, map[bool]string{true: "paused", false: "running"}[pause])
+	}
+	sig, verb := syscall.SIGCONT, "resumed (SIGCONT)"
+	if pause {
+		sig, verb = syscall.SIGSTOP, "paused (SIGSTOP)"
+	}
+	if err := syscall.Kill(e.srv.Pid(), sig); err != nil {
+		return ServerInfo{}, fmt.Errorf("redisrt: %s the server of %s: %w", verb, key, err)
+	}
+	e.paused = pause
+	r.notifyLocked()
+	r.logf("redis-server %s %s on %s (pid %d)", key, verb, e.srv.Addr(), e.srv.Pid())
+	for _, s := range r.serversLocked() {
+		if s.Namespace == namespace && s.Name == pod {
+			return s, nil
+		}
+	}
+	return ServerInfo{}, fmt.Errorf("redisrt: no server listed for %s", key)
+}
+
+// unpause continues e's server if it is paused, so that it can be stopped (a stopped process
+// does not act on SIGTERM).
+func (r *Runtime) unpause(e *entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e.paused {
+		_ = syscall.Kill(e.srv.Pid(), syscall.SIGCONT)
+		e.paused = false
+	}
 }
 
 // holder returns the key of another pod whose server holds ip, or "".

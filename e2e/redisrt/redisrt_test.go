@@ -582,3 +582,82 @@ func TestStop(t *testing.T) {
 		})
 	}
 }
+
+// TestPause checks that a paused server stays down (no answer, no restart, same process) until
+// it is resumed with its data, and that a paused server whose pod goes away is stopped at once.
+func TestPause(t *testing.T) {
+	e := newEnv(t, 0)
+	const ip = "127.10.247.1"
+	e.create(runningPod(ns, "redis-0", ip))
+	s := e.waitServer("redis-0", ip)
+	id := e.mustPingMyID(s.Addr)
+
+	p, err := e.rt.Pause(ns, "redis-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Paused || p.Pid != s.Pid {
+		t.Errorf("Pause returned %+v; want pid %d, paused", p, s.Pid)
+	}
+	if _, err := e.rt.Pause(ns, "redis-0"); err == nil || !strings.Contains(err.Error(), "already paused") {
+		t.Errorf("Pause twice: got %v, want an error saying it is already paused", err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 1500*time.Millisecond)
+	defer cancel()
+	if got, err := redisDo(ctx, s.Addr, "PING"); err == nil {
+		t.Errorf("PING a paused server = %q; want no answer", got)
+	}
+	if got := e.rt.Servers(); len(got) != 1 || got[0].Pid != s.Pid || !got[0].Paused || got[0].Restarts != 0 {
+		t.Errorf("Servers() while paused = %+v; want the same process, paused, never restarted", got)
+	}
+
+	if _, err := e.rt.Resume(ns, "redis-0"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.mustPingMyID(s.Addr); got != id {
+		t.Errorf("CLUSTER MYID after Resume = %s; want %s", got, id)
+	}
+	if _, err := e.rt.Resume(ns, "redis-0"); err == nil {
+		t.Error("Resume of a running server: no error")
+	}
+	if _, err := e.rt.Pause(ns, "redis-1"); err == nil || !strings.Contains(err.Error(), "no server") {
+		t.Errorf("Pause of a pod without a server: got %v, want an error saying so", err)
+	}
+
+	// A paused server whose pod is deleted is continued and stopped (SIGTERM), not killed after
+	// the 10 s grace.
+	if _, err := e.rt.Pause(ns, "redis-0"); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	e.delete("redis-0")
+	e.assertGone(s.Pid, s.Addr)
+	if took := time.Since(deleted); took > 5*time.Second {
+		t.Errorf("paused server stopped %v after its pod's deletion; want well under the 10 s kill grace", took)
+	}
+	want := []string{
+		"redis-server redis/redis-0 started on 127.10.247.1:17379 (pid N)",
+		"redis-server redis/redis-0 paused (SIGSTOP) on 127.10.247.1:17379 (pid N)",
+		"redis-server redis/redis-0 resumed (SIGCONT) on 127.10.247.1:17379 (pid N)",
+		"redis-server redis/redis-0 paused (SIGSTOP) on 127.10.247.1:17379 (pid N)",
+		"redis-server redis/redis-0 stopped on 127.10.247.1:17379 (pid N): pod deleted",
+	}
+	if diff := cmp.Diff(want, e.log.get("redis/redis-0", true)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+}
+
+// TestPassword checks that a server that requires a password (Config.ExtraArgs) counts as
+// running.
+func TestPassword(t *testing.T) {
+	client := fake.NewClientset()
+	rt := StartForTest(t, Config{Client: client, Namespace: ns, Selector: testSelector(), Port: testPort,
+		ExtraArgs: []string{"--requirepass", "secret"}})
+	e := &env{t: t, ctx: t.Context(), client: client, rt: rt}
+	const ip = "127.10.248.1"
+	e.create(runningPod(ns, "redis-0", ip))
+	s := e.waitServer("redis-0", ip)
+	if _, err := redisDo(e.ctx, s.Addr, "PING"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("PING without the password = %v; want NOAUTH", err)
+	}
+}

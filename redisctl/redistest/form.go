@@ -106,7 +106,7 @@ func FormCluster(ctx context.Context, c *redisctl.Client, shards [][]string, tim
 	}
 	for i, s := range shards {
 		for _, a := range s[1:] {
-			if err := replicateWhenKnown(ctx, c, a, masterIDs[i], timeout); err != nil {
+			if err := replicateWhenKnown(ctx, c, a, masterIDs[i], seed, timeout); err != nil {
 				return nil, fmt.Errorf("redistest: form cluster: %w", err)
 			}
 		}
@@ -132,7 +132,7 @@ func AddReplica(ctx context.Context, c *redisctl.Client, addr, seedAddr, masterI
 	if err := meet(ctx, c, seedAddr, addr); err != nil {
 		return fmt.Errorf("redistest: add replica %s: %w", addr, err)
 	}
-	if err := replicateWhenKnown(ctx, c, addr, masterID, timeout); err != nil {
+	if err := replicateWhenKnown(ctx, c, addr, masterID, seedAddr, timeout); err != nil {
 		return fmt.Errorf("redistest: add replica %s: %w", addr, err)
 	}
 	return nil
@@ -223,13 +223,24 @@ func isUnknownCommand(err error) bool {
 	return strings.Contains(s, "unknown subcommand") || strings.Contains(s, "unknown command")
 }
 
+// rememeetEvery is how often replicateWhenKnown meets the seed again while the node does not
+// know its master.
+const rememeetEvery = 3 * time.Second
+
 // replicateWhenKnown sends CLUSTER REPLICATE masterID to the node at addr every 100 ms until it
 // knows masterID and accepts ("Unknown node" is expected while gossip spreads), or timeout
-// passes.
-func replicateWhenKnown(ctx context.Context, c *redisctl.Client, addr, masterID string, timeout time.Duration) error {
+// passes. While the node answers "Unknown node" it meets seedAddr again every rememeetEvery: a
+// handshake that timed out (cluster-node-timeout, on a busy machine) is never retried by Redis,
+// and the node would stay alone.
+func replicateWhenKnown(ctx context.Context, c *redisctl.Client, addr, masterID, seedAddr string, timeout time.Duration) error {
 	var last error
+	lastMeet := time.Now()
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		_, last = c.Do(ctx, addr, "cluster", "replicate", masterID)
+		if last != nil && strings.Contains(last.Error(), "Unknown node") && time.Since(lastMeet) > rememeetEvery {
+			lastMeet = time.Now()
+			_ = meet(ctx, c, addr, seedAddr) // best effort; the next REPLICATE tells
+		}
 		return last == nil, nil
 	})
 	if err != nil {

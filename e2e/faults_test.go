@@ -1,0 +1,408 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+)
+
+// The fault matrix (issue 8): each test injects one fault into the post-scale-down scenario (the
+// fix fails a master over and evicts it) with a writer at 250 writes/s, and asserts the exit
+// status, the first line of the reason, what the run did (or did not) do, and faultEnv.finish's
+// invariants (no acknowledged write lost, no write failed, no master evicted without a
+// failover); startCLI checks that no process is left behind. faults_pending_test.go holds the
+// ones the executor still fails. Faults that need the maintenance windows or a node change
+// (the window closing mid-run, every node cordoned between plan and eviction) are not here yet.
+
+// TestFaultPDBsAtZero: every PodDisruptionBudget allows no disruption. The eviction dry run is
+// refused (429) before anything happens: the move is skipped, nothing failed over or evicted,
+// exit 3.
+func TestFaultPDBsAtZero(t *testing.T) {
+	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, false)
+	ctx := t.Context()
+	client := f.Client()
+	pdbs, err := client.PolicyV1().PodDisruptionBudgets(f.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pdbs.Items {
+		p.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+		if _, err := client.PolicyV1().PodDisruptionBudgets(f.Namespace).Update(ctx, &p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPDBs(t, f.Env, len(pdbs.Items), func(p *policyv1.PodDisruptionBudget) bool {
+		return p.Status.ObservedGeneration == p.Generation && p.Status.DisruptionsAllowed == 0
+	})
+	roles := rolesOf(t, f.Env)
+
+	run := startCLI(t, nil, runArgs(f.Env)...)
+	code := run.wait(3 * time.Minute)
+	rep := run.report()
+	assertExit(t, code, cli.ExitViolations, run)
+	cr := onlyCluster(t, rep)
+	assertReason(t, "report's stopped", cr.Stopped, "PodDisruptionBudget forbids evicting")
+	assertNothingDone(t, cr)
+	if got := rolesOf(t, f.Env); !equalRoles(got, roles) {
+		t.Errorf("roles changed: before %v, after %v", roles, got)
+	}
+	f.finish(t)
+}
+
+// TestFaultOverlappingPDBs: a second PodDisruptionBudget selects every pod of the cluster, so
+// each pod has two, and the Eviction API answers 500 ("more than one PodDisruptionBudget"). The
+// run stops with that error, exit 1, before any failover.
+func TestFaultOverlappingPDBs(t *testing.T) {
+	sc := scenario.PostScaleDown()
+	f := newFaultEnv(t, sc, harness.Options{}, false)
+	pdb := fixture.PodDisruptionBudget("redis-all", &metav1.LabelSelector{MatchLabels: f.Scenario.ClusterLabels()},
+		func(b *policyv1.PodDisruptionBudget) { b.Namespace = f.Namespace })
+	if _, err := f.Client().PolicyV1().PodDisruptionBudgets(f.Namespace).Create(t.Context(), pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPDBs(t, f.Env, sc.Shards+1, func(p *policyv1.PodDisruptionBudget) bool {
+		return p.Status.ObservedGeneration == p.Generation
+	})
+
+	run := startCLI(t, nil, runArgs(f.Env)...)
+	code := run.wait(3 * time.Minute)
+	rep := run.report()
+	assertExit(t, code, cli.ExitError, run)
+	assertReason(t, "error", run.errorLine(), "more than one PodDisruptionBudget")
+	assertNothingDone(t, onlyCluster(t, rep))
+	f.finish(t)
+}
+
+// TestFaultKillAfterFailover: `run` is killed (SIGKILL) right after it has verified a failover,
+// before the eviction. The old master is a replica now and nothing was evicted; a fresh run
+// completes the fix.
+func TestFaultKillAfterFailover(t *testing.T) {
+	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, false)
+	run := startCLI(t, nil, runArgs(f.Env)...)
+	line := run.waitStep(report.StepFailover, "verified", 2*time.Minute)
+	run.kill()
+	if code := run.wait(time.Minute); code != -1 {
+		t.Errorf("killed run: exit %d, want -1 (killed by a signal)", code)
+	}
+	t.Logf("killed after %q", strings.TrimSpace(line))
+	if stops := f.rec.records(); len(stops) != 0 {
+		t.Errorf("pods went away although the run was killed before its eviction: %+v", stops)
+	}
+	freshRunCompletes(t, f)
+}
+
+// TestFaultKillAfterEviction: `run` is killed right after the eviction was accepted, while the
+// pod is being re-created and its Redis node has not rejoined. Fresh runs complete the fix; one
+// that starts while the replica resyncs reports it (exit 3), never compliance
+// (freshRunCompletes).
+func TestFaultKillAfterEviction(t *testing.T) {
+	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, false)
+	run := startCLI(t, nil, runArgs(f.Env)...)
+	line := run.waitStep(report.StepEvict, "", 2*time.Minute)
+	run.kill()
+	if code := run.wait(time.Minute); code != -1 {
+		t.Errorf("killed run: exit %d, want -1 (killed by a signal)", code)
+	}
+	t.Logf("killed after %q", strings.TrimSpace(line))
+	freshRunCompletes(t, f)
+}
+
+// TestFaultReplicaDown: a replica's redis-server is stopped (SIGSTOP, as a lost node: the pod
+// stays Ready, Redis flags the node failing). The health gate refuses every move and says which
+// node: exit 3, nothing failed over or evicted.
+// The 8 s health timeout falls inside a poll (each takes the stopped node's 3 s read timeout):
+// the old executor then reported that poll, cut short ("context deadline exceeded"), which named
+// nothing; the reason must be the first real one.
+func TestFaultReplicaDown(t *testing.T) {
+	sc := scenario.PostScaleDown()
+	f := newFaultEnv(t, sc, harness.Options{}, false)
+	victim := sc.PodName(2, 1) // shard 2's replica, on n4; the fix moves shard 0's master off n1
+	s, err := f.Runtime.Pause(f.Namespace, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if _, err := f.Runtime.Resume(f.Namespace, victim); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(resume)
+
+	run := startCLI(t, nil, runArgs(f.Env, "--health-timeout", "8s")...)
+	code := run.wait(3 * time.Minute)
+	rep := run.report()
+	assertExit(t, code, cli.ExitViolations, run)
+	cr := onlyCluster(t, rep)
+	assertReason(t, "report's stopped", cr.Stopped, "health gate")
+	if first := firstLine(cr.Stopped); !strings.Contains(first, victim) && !strings.Contains(first, s.Addr) {
+		t.Errorf("reason %q names neither the stopped replica %s nor its address %s", first, victim, s.Addr)
+	}
+	assertNothingDone(t, cr)
+	resume()
+	if _, err := f.WaitHealthy(t.Context(), time.Minute); err != nil {
+		t.Errorf("cluster not healthy after the replica came back: %v", err)
+	}
+	f.finish(t)
+}
+
+// TestFaultAPIServerDownAfterFailover: kube-apiserver goes down right after the verified
+// failover (a sequential test: it owns the control plane). The eviction cannot be made: the run aborts with the eviction's error (exit 1),
+// nothing was evicted (the old master is a replica now, the cluster safe), and once the API
+// server is back a fresh run completes the fix.
+// The final observe fails as well; it must not replace the eviction's error (the old executor
+// reported "list nodes: … connection refused").
+func TestFaultAPIServerDownAfterFailover(t *testing.T) {
+	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, true)
+	// Down as soon as the PDB dry run passed: the failover needs Redis only, so it is made and
+	// verified with the API server down, and the eviction that follows cannot be (taking it down
+	// on the failover's line would race a drain that ends at once).
+	run, pod := runWithAPIServerDown(t, f, report.StepPDBDryRun, "")
+	if !strings.Contains(run.stderr(), "✓ "+report.StepFailover+" (") {
+		t.Errorf("the run made no verified failover before the eviction failed")
+	}
+	got := assertReason(t, "error", run.errorLine(), "connection refused")
+	if !strings.Contains(got, "evict") || !strings.Contains(got, pod) {
+		t.Errorf("reason %q is not the eviction of %s", got, pod)
+	}
+	if stops := f.rec.records(); len(stops) != 0 {
+		t.Errorf("pods went away although the API server was down before the eviction: %+v", stops)
+	}
+	freshRunCompletes(t, f)
+}
+
+// TestFaultWrongPassword: the Redis nodes require a password and run is given another one. It
+// cannot read the roles and stops with Redis's answer, exit 1, having changed nothing.
+func TestFaultWrongPassword(t *testing.T) {
+	const password = "right-password"
+	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{
+		RedisArgs: []string{"--requirepass", password, "--masterauth", password},
+		Redis:     redisOptionsWithPassword(password),
+	}, false)
+	run := startCLI(t, []string{"E2E_REDIS_PASSWORD=wrong-password"}, runArgs(f.Env, "--redis-password-env", "E2E_REDIS_PASSWORD")...)
+	code := run.wait(3 * time.Minute)
+	assertExit(t, code, cli.ExitError, run)
+	assertReason(t, "error", run.errorLine(), "WRONGPASS")
+	if stops := f.rec.records(); len(stops) != 0 {
+		t.Errorf("pods went away: %+v", stops)
+	}
+	f.finish(t)
+}
+
+// TestFaultUnreachablePort: run is pointed at a Redis port nothing listens on. It cannot read
+// the roles and stops with the connection error, naming the address, exit 1.
+func TestFaultUnreachablePort(t *testing.T) {
+	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, false)
+	port := strconv.Itoa(f.Port + 1000)
+	run := startCLI(t, nil, runArgs(f.Env, "--redis-port", port)...)
+	code := run.wait(3 * time.Minute)
+	assertExit(t, code, cli.ExitError, run)
+	got := assertReason(t, "error", run.errorLine(), "connection refused")
+	if !strings.Contains(got, ":"+port) {
+		t.Errorf("reason %q does not name an address on port %s", got, port)
+	}
+	if stops := f.rec.records(); len(stops) != 0 {
+		t.Errorf("pods went away: %+v", stops)
+	}
+	f.finish(t)
+}
+
+// freshRunCompletes runs redis-rebalancer again after a fault, as a CronJob's next runs would:
+// every 3 s until one exits 0, for 2 minutes at most (after an API server restart,
+// kube-controller-manager's StatefulSet controller may take 40 s to re-create an evicted pod: its
+// work queue backed off while the API server was down). Compliant means healthy (issue 8 item 3):
+// each run exits 0 exactly when its report says compliant, a run that does leaves Redis healthy
+// as it exits (read once, at once), and one that does not exits 3 (a cluster still resyncing
+// is reported as such). At the end every hard rule holds, Redis is healthy, and
+// faultEnv.finish's invariants hold over every run.
+func freshRunCompletes(t *testing.T, f *faultEnv) {
+	t.Helper()
+	attempts := 0
+	err := wait.PollUntilContextTimeout(t.Context(), 3*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		attempts++
+		run := startCLI(t, nil, runArgs(f.Env)...)
+		code := run.wait(5 * time.Minute)
+		_, healthErr := f.Redis.CheckHealth(ctx, f.Addrs(), redisctl.HealthOptions{})
+		cr := onlyCluster(t, run.report())
+		if cr.Compliant && healthErr != nil {
+			t.Errorf("fresh run %d reports compliance, but Redis is not healthy as it exits: %v", attempts, healthErr)
+		}
+		if (code == cli.ExitOK) != cr.Compliant {
+			t.Errorf("fresh run %d exited %d with compliant=%v; want exit 0 exactly when compliant", attempts, code, cr.Compliant)
+		}
+		if code != cli.ExitOK && code != cli.ExitViolations {
+			return false, fmt.Errorf("fresh run %d exited %d (%s), want 0 or 3", attempts, code, run.errorLine())
+		}
+		return code == cli.ExitOK, nil
+	})
+	if err != nil {
+		t.Errorf("no fresh run completed the fix (%d runs): %v", attempts, err)
+	}
+	t.Logf("the fix completed at fresh run %d", attempts)
+	res := &result{env: f.Env, rc: f.Redis}
+	res.writer = f.finish(t)
+	res.stops = f.rec.records()
+	assertCompliantAndHealthy(t, res)
+}
+
+// assertExit checks a run's exit status.
+func assertExit(t *testing.T, got, want int, run *cliRun) {
+	t.Helper()
+	if got != want {
+		t.Errorf("redis-rebalancer run exited %d, want %d (error: %q)", got, want, run.errorLine())
+	}
+}
+
+// assertReason checks that the first line of a reason contains want, and returns that line.
+func assertReason(t *testing.T, what, reason, want string) string {
+	t.Helper()
+	first := firstLine(reason)
+	if !strings.Contains(first, want) {
+		t.Errorf("%s: first line %q does not contain %q (whole reason: %q)", what, first, want, reason)
+	}
+	return first
+}
+
+// onlyCluster returns the report's one cluster.
+func onlyCluster(t *testing.T, rep report.Run) report.ClusterRun {
+	t.Helper()
+	if len(rep.Clusters) != 1 {
+		t.Fatalf("report has %d clusters, want 1: %+v", len(rep.Clusters), rep)
+	}
+	return rep.Clusters[0]
+}
+
+// assertNothingDone checks that a run neither failed over nor evicted anything and did not report
+// compliance.
+func assertNothingDone(t *testing.T, cr report.ClusterRun) {
+	t.Helper()
+	for _, m := range cr.Moves {
+		if m.Evicted || m.Failover != nil {
+			t.Errorf("move %+v: want no eviction and no failover", m)
+		}
+	}
+	if cr.Compliant {
+		t.Error("report says compliant; the placement still breaks the rules")
+	}
+}
+
+// waitPDBs waits until the namespace has n PodDisruptionBudgets and ok holds for each (the
+// disruption controller has computed their status).
+func waitPDBs(t *testing.T, env *harness.Env, n int, ok func(*policyv1.PodDisruptionBudget) bool) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := env.Client().PolicyV1().PodDisruptionBudgets(env.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		var notYet []string
+		for i := range l.Items {
+			if !ok(&l.Items[i]) {
+				notYet = append(notYet, fmt.Sprintf("%s %+v", l.Items[i].Name, l.Items[i].Status))
+			}
+		}
+		last = fmt.Sprintf("%d PDBs, not yet: %v", len(l.Items), notYet)
+		return len(l.Items) == n && len(notYet) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("PodDisruptionBudgets: %s: %v", last, err)
+	}
+}
+
+// rolesOf returns each running server's Redis role, by pod name.
+func rolesOf(t *testing.T, env *harness.Env) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, s := range env.Runtime.Servers() {
+		reply, err := env.Redis.Do(t.Context(), s.Addr, "ROLE")
+		if err != nil {
+			t.Fatalf("ROLE of %s: %v", s.Name, err)
+		}
+		if arr, ok := reply.([]interface{}); ok && len(arr) > 0 {
+			out[s.Name] = fmt.Sprint(arr[0])
+		}
+	}
+	return out
+}
+
+// redisOptionsWithPassword returns the harness's Redis options for nodes that require password.
+func redisOptionsWithPassword(password string) redisctl.Options {
+	return redisctl.Options{Password: password}
+}
+
+func equalRoles(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// movedPod matches run's move line ("move 1 (plan: …): evict <namespace>/<pod> from <node> …").
+var movedPod = regexp.MustCompile(`evict [^/\s]+/(\S+) from `)
+
+// runWithAPIServerDown runs redis-rebalancer (with extra arguments), takes kube-apiserver down as
+// soon as the run reports that step continued with note, and brings it back once the run has
+// exited. It checks that the run exited 1 and returns it and the pod its first move evicts. A
+// step's line comes when the step has ended: take the API server down after the step before the
+// one to hit, unless that step is slow.
+func runWithAPIServerDown(t *testing.T, f *faultEnv, step, note string, extra ...string) (*cliRun, string) {
+	t.Helper()
+	run := startCLI(t, nil, runArgs(f.Env, extra...)...)
+	pod := movedPod.FindStringSubmatch(run.waitLineWith(2*time.Minute, "): evict ", " from "))[1]
+	run.waitStep(step, note, 2*time.Minute)
+	apiServerDown(t, f.Env)
+	code := run.wait(3 * time.Minute)
+	apiServerUp(t, f.Env)
+	assertExit(t, code, cli.ExitError, run)
+	return run, pod
+}
+
+// apiServerDown takes the test bed's kube-apiserver down; apiServerUp (or the test's cleanup)
+// brings it back. Only a test that does not call t.Parallel may do this.
+func apiServerDown(t *testing.T, env *harness.Env) {
+	t.Helper()
+	if err := env.Cluster.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	t.Cleanup(func() {
+		if err := env.Cluster.StartAPIServer(context.Background()); err == nil {
+			t.Logf("kube-apiserver restarted in cleanup, %v after it went down", time.Since(down).Round(time.Millisecond))
+		}
+	})
+}
+
+// apiServerUp starts the test bed's kube-apiserver again after apiServerDown.
+func apiServerUp(t *testing.T, env *harness.Env) {
+	t.Helper()
+	if err := env.Cluster.StartAPIServer(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,431 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+)
+
+// The suite's structure.
+//
+// One test bed (harness.Bed: a local control plane and the six nodes of scenario.ThreeZones)
+// serves every test of a `go test ./e2e` run; TestMain stops it at the end and checks that none of
+// its processes is left. Each test lays out its scenario in a namespace of its own, with its own
+// redis-servers on its own Redis port and its own writer (bed.SetupForTest), so tests that only
+// disrupt their own pods and Redis nodes run in parallel (t.Parallel; at most -parallel, by
+// default GOMAXPROCS, at once).
+//
+// Tests that take the API server down (controlplane_test.go) do not call t.Parallel: Go runs
+// every sequential top-level test before it releases the parallel ones, so they own the control
+// plane while nothing else runs, and the bed they leave behind is checked (TestBedStaysReady runs
+// in parallel, afterwards). Tests that change nodes (cordons, taints) would do the same.
+//
+// `redis-rebalancer run` runs as a process of its own, so that a test can read its exit status
+// and kill it: the test binary re-executes itself with cliEnv set, and TestMain then runs the CLI
+// (internal/cli.Main) instead of the tests.
+
+// cliEnv makes the test binary run the redis-rebalancer CLI with its arguments.
+const cliEnv = "REBALANCER_E2E_CLI"
+
+// workDirEnv, when set, names a directory (empty or missing) the test bed keeps its files in —
+// the control plane's logs, every environment's Redis data and logs — instead of a temporary
+// directory removed at the end: for looking into a failure.
+const workDirEnv = "REBALANCER_E2E_WORKDIR"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(cliEnv) == "1" {
+		os.Exit(cli.Main())
+	}
+	code := m.Run()
+	if err := stopBed(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var shared struct {
+	once sync.Once
+	bed  *harness.Bed
+	err  error
+	log  bytes.Buffer // the bed's progress lines, printed when it fails to start
+}
+
+// bed returns the run's test bed, started by the first test that asks.
+func bed(t *testing.T) *harness.Bed {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.bed, shared.err = harness.StartBed(context.Background(), harness.BedOptions{Log: &shared.log, WorkDir: os.Getenv(workDirEnv)})
+	})
+	if shared.err != nil {
+		t.Fatalf("test bed: %v\n%s", shared.err, shared.log.String())
+	}
+	return shared.bed
+}
+
+// stopBed stops the test bed, if one was started, and returns an error naming any of its
+// processes still running afterwards.
+func stopBed() error {
+	if shared.bed == nil {
+		return nil
+	}
+	pids := shared.bed.Cluster.Pids()
+	shared.bed.Stop()
+	if dir := os.Getenv(workDirEnv); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "bed.log"), shared.log.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	var left []string
+	for name, pid := range pids {
+		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+			left = append(left, fmt.Sprintf("%s (process group %d)", name, pid))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("e2e: processes of the test bed left after Stop: %s", strings.Join(left, ", "))
+	}
+	return nil
+}
+
+// stopRecord is what Redis said about a pod's node just before its server was stopped because
+// the pod went away (an eviction, here).
+type stopRecord struct {
+	Pod  string
+	UID  string
+	Role policies.Role
+	Err  string
+	At   time.Time
+}
+
+// roleRecorder asks each Redis node for its ROLE at the moment its pod goes away: the runtime
+// calls it before it stops the server, so the answer is Redis's own, at that moment.
+type roleRecorder struct {
+	mu    sync.Mutex
+	redis *redisctl.Client // set once the environment is up
+	stops []stopRecord
+}
+
+func (r *roleRecorder) beforeStop(pod *corev1.Pod, addr string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	rec := stopRecord{Pod: pod.Name, UID: string(pod.UID), At: time.Now()}
+	r.mu.Lock()
+	rc := r.redis
+	r.mu.Unlock()
+	if rc == nil {
+		rec.Err = "no Redis client yet"
+	} else if reply, err := rc.Do(ctx, addr, "ROLE"); err != nil {
+		rec.Err = err.Error()
+	} else if arr, ok := reply.([]interface{}); ok && len(arr) > 0 {
+		s, _ := arr[0].(string)
+		rec.Role = policies.ParseRole(s)
+	}
+	r.mu.Lock()
+	r.stops = append(r.stops, rec)
+	r.mu.Unlock()
+}
+
+func (r *roleRecorder) records() []stopRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]stopRecord(nil), r.stops...)
+}
+
+// faultEnv is a scenario laid out on the test bed with a writer running and every pod's role
+// recorded as it goes away.
+type faultEnv struct {
+	*harness.Env
+	rec    *roleRecorder
+	writer *harness.Writer
+}
+
+// writeRate is the writer's rate in every test: the fault matrix asks for ≥ 200 writes/s.
+const writeRate = 250
+
+// newFaultEnv lays sc out on the test bed (in parallel with other tests unless serial), starts a
+// writer at writeRate and waits until it has 200 writes acknowledged.
+func newFaultEnv(t *testing.T, sc scenario.Scenario, opts harness.Options, serial bool) *faultEnv {
+	t.Helper()
+	b := bed(t) // started before t.Parallel, so that a sequential test starts it, not a parallel one
+	if !serial {
+		t.Parallel()
+	}
+	rec := &roleRecorder{}
+	opts.BeforeStop = rec.beforeStop
+	env := b.SetupForTest(t, sc, opts)
+	rec.mu.Lock()
+	rec.redis = env.Redis
+	rec.mu.Unlock()
+	w, err := env.StartWriter(writeRate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Stop(); w.Close() })
+	if err := waitAcked(t.Context(), w, 200); err != nil {
+		t.Fatal(err)
+	}
+	return &faultEnv{Env: env, rec: rec, writer: w}
+}
+
+// finish lets the writer write 200 more writes, stops it, and asserts what every test must
+// give, whatever the fault (issue 8's fault matrix): no acknowledged write lost, ≥ 200 writes/s,
+// and every pod that went away a replica at that moment, as Redis said (no master evicted
+// without a failover). Writes that failed after the client's retries are logged, not failed on:
+// a fault may cost a client an error (the success paths assert none; runScenario). It returns
+// the writer's figures.
+func (f *faultEnv) finish(t *testing.T) harness.WriterStats {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := waitAcked(ctx, f.writer, f.writer.Stats().Acked+200); err != nil {
+		t.Error(err)
+	}
+	f.writer.Stop()
+	stats := f.writer.Stats()
+	t.Logf("writer: %s", stats)
+	if err := f.writer.Verify(ctx); err != nil {
+		t.Error(err)
+	}
+	if stats.Failed > 0 {
+		t.Logf("%d writes failed after the client's retries: %v", stats.Failed, stats.Failures)
+	}
+	if stats.Rate < 200 {
+		t.Errorf("writer rate %.0f/s, want ≥ 200/s", stats.Rate)
+	}
+	for _, s := range f.rec.records() {
+		if s.Role != policies.RoleReplica {
+			t.Errorf("pod %s went away while Redis reported role %q (err %q): a master evicted without a failover", s.Pod, s.Role, s.Err)
+		}
+	}
+	return stats
+}
+
+// runArgs returns `redis-rebalancer run`'s arguments for env: its kubeconfig, namespace and
+// Redis port, a JSON report, and timeouts that fit a test; extra comes last (a later flag wins).
+func runArgs(env *harness.Env, extra ...string) []string {
+	return append([]string{"run", "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace, "-o", "json",
+		"--redis-port", strconv.Itoa(env.Port), "--max-moves", "6",
+		"--health-timeout", "1m", "--recreate-timeout", "2m", "--rejoin-timeout", "2m"}, extra...)
+}
+
+// cliRun is `redis-rebalancer` running as a child process: the test binary re-executed with
+// cliEnv, in its own process group, killed if the test process dies.
+type cliRun struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	done   chan struct{} // closed once the process has exited and its output is read
+
+	mu      sync.Mutex
+	lines   []string      // stderr lines so far: progress (-o json) and the error
+	changed chan struct{} // closed and replaced on every new line
+}
+
+// startCLI starts redis-rebalancer with args; env is added to its environment.
+func startCLI(t *testing.T, env []string, args ...string) *cliRun {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &cliRun{t: t, done: make(chan struct{}), changed: make(chan struct{})}
+	r.cmd = exec.Command(self, args...)
+	r.cmd.Env = append(append(os.Environ(), cliEnv+"=1"), env...)
+	r.cmd.Stdout = &r.stdout
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stderr, err := r.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("$ redis-rebalancer %s", strings.Join(args, " "))
+	go func() {
+		defer close(r.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			r.mu.Lock()
+			r.lines = append(r.lines, sc.Text())
+			close(r.changed)
+			r.changed = make(chan struct{})
+			r.mu.Unlock()
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		_ = r.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		r.kill()
+		r.assertNoProcessLeft()
+	})
+	return r
+}
+
+// waitLine waits until a line of the CLI's progress contains substr and returns it. It fails
+// the test if the process exits first or timeout passes.
+func (r *cliRun) waitLine(substr string, timeout time.Duration) string {
+	r.t.Helper()
+	return r.waitLineWith(timeout, substr)
+}
+
+// waitStep waits until the CLI reports that a move's step (report.Step…) continued with a reason
+// containing note ("" for any), and returns the line ("  ✓ failover (52ms): verified in …").
+func (r *cliRun) waitStep(step, note string, timeout time.Duration) string {
+	r.t.Helper()
+	return r.waitLineWith(timeout, "✓ "+step+" (", note)
+}
+
+// waitLineWith waits until a line of the CLI's progress contains every one of substrs.
+func (r *cliRun) waitLineWith(timeout time.Duration, substrs ...string) string {
+	r.t.Helper()
+	substr := strings.Join(substrs, " … ")
+	match := func(line string) bool {
+		for _, s := range substrs {
+			if !strings.Contains(line, s) {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.After(timeout)
+	seen := 0
+	for {
+		r.mu.Lock()
+		lines, changed := r.lines, r.changed
+		r.mu.Unlock()
+		for ; seen < len(lines); seen++ {
+			if match(lines[seen]) {
+				return lines[seen]
+			}
+		}
+		select {
+		case <-changed:
+		case <-r.done:
+			// done is closed after the last line was read: look at the rest once more.
+			r.mu.Lock()
+			lines = r.lines
+			r.mu.Unlock()
+			for ; seen < len(lines); seen++ {
+				if match(lines[seen]) {
+					return lines[seen]
+				}
+			}
+			r.t.Fatalf("redis-rebalancer exited (%v) before printing %q; its output:\n%s", r.cmd.ProcessState, substr, r.stderr())
+		case <-deadline:
+			r.t.Fatalf("redis-rebalancer printed no %q in %v; its output so far:\n%s", substr, timeout, r.stderr())
+		}
+	}
+}
+
+// kill kills the CLI's process group with SIGKILL (at once, as a node or an OOM killer would) and
+// waits until it has exited. It is a no-op once the process has exited.
+func (r *cliRun) kill() {
+	select {
+	case <-r.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	<-r.done
+}
+
+// wait waits up to timeout for the CLI to exit and returns its exit status (-1 when a signal
+// killed it). It logs the CLI's progress output.
+func (r *cliRun) wait(timeout time.Duration) int {
+	r.t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(timeout):
+		r.kill()
+		r.t.Fatalf("redis-rebalancer did not exit within %v; killed. Its output:\n%s", timeout, r.stderr())
+	}
+	r.t.Logf("redis-rebalancer exited (%v); its output:\n%s", r.cmd.ProcessState, r.stderr())
+	r.assertNoProcessLeft()
+	return r.cmd.ProcessState.ExitCode()
+}
+
+// assertNoProcessLeft checks that nothing of the CLI's process group runs any more.
+func (r *cliRun) assertNoProcessLeft() {
+	r.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return errors.Is(syscall.Kill(-r.cmd.Process.Pid, 0), syscall.ESRCH), nil
+	})
+	if err != nil {
+		r.t.Errorf("a process of redis-rebalancer's group %d is still running after it exited", r.cmd.Process.Pid)
+	}
+}
+
+// stderr returns what the CLI printed on stderr so far.
+func (r *cliRun) stderr() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.lines, "\n")
+}
+
+// errorLine returns the first line of the error the CLI printed ("redis-rebalancer: …", without
+// the prefix), or "" when it printed none.
+func (r *cliRun) errorLine() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.lines {
+		if rest, ok := strings.CutPrefix(l, "redis-rebalancer: "); ok {
+			return rest
+		}
+	}
+	return ""
+}
+
+// report returns the run's JSON report (stdout); it fails the test when there is none.
+func (r *cliRun) report() report.Run {
+	r.t.Helper()
+	<-r.done
+	var rep report.Run
+	if err := json.Unmarshal(r.stdout.Bytes(), &rep); err != nil {
+		r.t.Fatalf("run report: %v\n%s", err, r.stdout.String())
+	}
+	return rep
+}
+
+// firstLine returns s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// waitAcked waits until the writer has n acknowledged writes (30 s at most).
+func waitAcked(ctx context.Context, w *harness.Writer, n int) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return w.Stats().Acked >= n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("writer stalled before %d writes: %s (%v): %w", n, w.Stats(), w.Stats().Failures, err)
+	}
+	return nil
+}
