@@ -31,10 +31,6 @@ const (
 // release a claim (execute.ErrReleaseReplicaClaims).
 var errReleaseReplicaClaims = errors.New("--release-replica-claims is not supported by run yet: it would plan moves that need a replica's PersistentVolumeClaim released, which run does not do; use it with plan/check to see such moves")
 
-// errAllowPendingSteps is run's answer to --allow-pending-steps until the executor can carry out
-// a plan through a Pending pod.
-var errAllowPendingSteps = errors.New("--allow-pending-steps is not supported by run yet: its plans leave an evicted pod Pending until a later move, which run's health gate does not accept; use it with plan to see such plans")
-
 // runOptions are the run command's options.
 type runOptions struct {
 	kube   kubeOptions
@@ -52,8 +48,6 @@ type runOptions struct {
 	stepEstimate   string
 	// The eviction limits; 0 is no limit.
 	maxPerNode, maxPerNamespace, maxTotal uint
-	// allowPendingSteps is refused (errAllowPendingSteps): run never plans through Pending pods.
-	allowPendingSteps bool
 }
 
 func newRunOptions() *runOptions {
@@ -72,7 +66,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.cfg.DryRun, "dry-run", o.cfg.DryRun, "plan and print; make no failover and no eviction")
 	fs.IntVar(&o.cfg.MaxMoves, "max-moves", o.cfg.MaxMoves, "most evictions per Redis cluster in one run")
 	fs.IntVar(&o.cfg.Plan.MaxMoves, "max-plan-moves", o.cfg.Plan.MaxMoves, fmt.Sprintf("longest plan the planner considers (0: %d, or twice the lower bound on the moves needed when that is more)", plan.DefaultMaxMoves))
-	fs.BoolVar(&o.allowPendingSteps, "allow-pending-steps", o.allowPendingSteps, "not supported by run yet (it refuses the flag; use it with plan): "+allowPendingStepsUsage)
+	addPendingStepsFlag(fs, &o.cfg.Plan.AllowPendingSteps)
 	fs.StringVar(&o.mode, "failover-mode", o.mode, "CLUSTER FAILOVER variant: default, force or takeover (force/takeover can lose writes)")
 	fs.DurationVar(&o.cfg.FailoverTimeout, "failover-timeout", o.cfg.FailoverTimeout, "bound on a failover and its verification (default "+durationText(execute.DefaultFailoverTimeout)+")")
 	fs.DurationVar(&o.cfg.HealthTimeout, "health-timeout", o.cfg.HealthTimeout, "how long to wait for a healthy cluster before a move, and after it (default "+durationText(execute.DefaultHealthTimeout)+")")
@@ -94,9 +88,6 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 func (o *runOptions) validate() error {
 	if o.policy.releaseReplicaClaims {
 		return errReleaseReplicaClaims
-	}
-	if o.allowPendingSteps {
-		return errAllowPendingSteps
 	}
 	switch o.mode {
 	case "default":
@@ -174,6 +165,21 @@ durations measured in this run. --ignore-windows acts anyway (reported as "ignor
 Up to --max-parallel-clusters Redis clusters progress at once (progress lines are then prefixed
 with [namespace/name]); --max-pods-to-evict-per-node, -per-namespace and -total limit the run's
 evictions over every cluster, as the descheduler's limits do.
+
+A plan has two kinds of step. An eviction runs the steps above. A failover step (MasterQuorum: no
+node, nor with 3 zones or more a zone, may hold half of the masters or more, or its loss leaves no
+majority of masters to promote replicas) moves no pod: window, healthGate, failover on the
+replica the plan names (verified), drain, reobserve. Evictions come first, then failovers; a
+master's own failover before its eviction goes to the replica the plan names too, one whose node
+and zone keep MasterQuorum. --max-moves counts evictions; failover steps are bounded by the
+cluster's shards plus --max-moves.
+
+--allow-pending-steps carries out plans through a Pending pod (see plan --help): the evicted pod
+the plan lets wait Pending is not waited for at re-creation, and the health gate accepts exactly
+that pod Pending (and what its absence costs Redis: its shard's master without a replica, its
+old Redis node unreachable) until the next move frees its room; any other pod Pending that was
+not Pending when the run started makes the cluster unhealthy. Each such move prints and reports
+its exposure (which shard runs without which replica, until which move).
 
 At the end, each cluster complies when every hard rule holds AND Redis is healthy; a cluster still
 resyncing does not comply.
@@ -266,7 +272,7 @@ func runExitCode(rep *report.Run, runErr error, dryRun bool) int {
 
 // printRunSummary writes the run's last lines: one per cluster, its verdict and why it stopped.
 func printRunSummary(w io.Writer, rep *report.Run) {
-	fmt.Fprintf(w, "\nsummary: %d clusters, %d evictions in %.1fs\n", len(rep.Clusters), rep.Moves(), rep.Seconds)
+	fmt.Fprintf(w, "\nsummary: %d clusters, %d evictions, %d failover steps in %.1fs\n", len(rep.Clusters), rep.Moves(), rep.Failovers(), rep.Seconds)
 	for _, c := range rep.Clusters {
 		verdict := "complies (every hard rule holds, Redis healthy)"
 		if !c.Compliant {

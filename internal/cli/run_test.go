@@ -15,8 +15,7 @@ func TestRunRefusesBeforeConnecting(t *testing.T) {
 	runExitCases(t, []exitCase{
 		{name: "run --release-replica-claims → 1, refused", args: []string{"run", "--release-replica-claims", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{refusal, "use it with plan/check"}},
 		{name: "run --dry-run --release-replica-claims → 1, refused too", args: []string{"run", "--dry-run", "--release-replica-claims", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{refusal}},
-		{name: "run --allow-pending-steps → 1, refused", args: []string{"run", "--allow-pending-steps", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"--allow-pending-steps is not supported by run yet", "use it with plan"}},
-		{name: "run --dry-run --allow-pending-steps → 1, refused too", args: []string{"run", "--dry-run", "--allow-pending-steps", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"--allow-pending-steps is not supported by run yet"}},
+		{name: "run --allow-pending-steps → accepted: 1 for the missing kubeconfig only", args: []string{"run", "--allow-pending-steps", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"does-not-exist"}},
 		{name: "bad failover mode → 1", args: []string{"run", "--failover-mode", "fast", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"--failover-mode must be default, force or takeover"}},
 		{name: "bad output format → 1", args: []string{"run", "-o", "table", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"-o must be text or json"}},
 		{name: "a window that does not parse → 1, naming it", args: []string{"run", "--window", "at night", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"--window: window: windows[0].schedule", `"at night"`}},

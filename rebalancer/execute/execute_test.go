@@ -17,6 +17,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -938,6 +939,138 @@ func TestFailoverSteps(t *testing.T) {
 		}
 		if len(tb.redis.called("failover")) != 0 {
 			t.Errorf("failovers %v, want none", tb.redis.called("failover"))
+		}
+	})
+}
+
+// pendingStepBed lays out issue 12's Pending-step case (N = 4 in two zones of three nodes, each
+// shard's pods in one zone): the plan with Pending steps evicts redis-s1-1, which waits Pending
+// (no node fits it), then redis-s0-1, after which the scheduler places redis-s1-1 on n2. The fake
+// scheduler does that: the re-created redis-s1-1 stays Pending (Unschedulable) until redis-s0-1
+// is evicted; while it is, Redis reports its old node failing and its master without a replica.
+// extra, when set, also changes the pods when redis-s1-1 is re-created.
+func pendingStepBed(t *testing.T, extra func(tb *testbed)) *testbed {
+	t.Helper()
+	tb := newTestbed(t, scenario.PendingStep())
+	tb.landOn["redis-s0-1"] = "n5"
+	var waiting bool
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	tb.recreate = func(p *corev1.Pod) {
+		switch p.Name {
+		case "redis-s1-1":
+			p.Spec.NodeName, p.Status.PodIP, p.Status.Phase, p.Status.Conditions = "", "", corev1.PodPending, nil
+			fixture.Unschedulable()(p)
+			p.Status.Conditions[0].Message = "0/6 nodes are available: 3 node(s) didn't match pod anti-affinity rules, 3 node(s) didn't match pod topology spread constraints."
+			waiting = true
+			if extra != nil {
+				extra(tb)
+			}
+		case "redis-s0-1":
+			// The room redis-s0-1 leaves on n2 lets the scheduler place redis-s1-1.
+			obj, err := tb.client.Tracker().Get(gvr, "redis", "redis-s1-1")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			q := obj.(*corev1.Pod).DeepCopy()
+			fixture.On("n2")(q)
+			fixture.Ready()(q)
+			q.Status.PodIP = "10.0.1.1"
+			if err := tb.client.Tracker().Update(gvr, q, "redis"); err != nil {
+				t.Error(err)
+			}
+			waiting = false
+		}
+	}
+	tb.redis.reasons = func(int) []redisctl.Reason {
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		if !waiting {
+			return nil
+		}
+		return []redisctl.Reason{
+			{Code: redisctl.ReasonNodeFailing, Addr: "10.0.1.1:6379", NodeID: tb.redis.nodes["10.0.1.1:6379"].id, Message: "flagged by 10.0.1.0:6379"},
+			{Code: redisctl.ReasonNoConnectedReplica, Addr: "10.0.1.0:6379", Message: "master of 0 has no connected replica (1 known)"},
+		}
+	}
+	return tb
+}
+
+// TestPendingSteps covers run with Pending steps (--allow-pending-steps): the evicted pod the plan
+// lets wait Pending is not waited for at re-creation; the health gate accepts exactly that pod
+// Pending (and its node gone from Redis) until the next move frees its room; the exposure is
+// reported; without Pending steps the same cluster has no plan.
+func TestPendingSteps(t *testing.T) {
+	t.Run("N=4, each shard's pods in one zone → evict redis-s1-1 (waits Pending), then redis-s0-1; both placed, compliant", func(t *testing.T) {
+		tb := pendingStepBed(t, nil)
+		rep, err := runExecutor(t, tb, func(c *Config) { c.Plan.AllowPendingSteps = true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := rep.Clusters[0]
+		if len(cr.Moves) != 2 {
+			t.Fatalf("moves = %d, want 2: %+v", len(cr.Moves), cr.Moves)
+		}
+		first, second := cr.Moves[0], cr.Moves[1]
+		if diff := cmp.Diff(stepsUpTo(report.StepReobserve, report.OutcomeContinue), stepNames(first)); diff != "" {
+			t.Errorf("first move's steps (-want +got):\n%s", diff)
+		}
+		if first.Pod != "redis/redis-s1-1" || !first.Evicted || !first.WaitsPending || first.To != "" ||
+			first.Exposure != "exposure: redis/redis-s1-1 (replica) waits Pending after this move; shard redis-s1 runs without it until the plan's move 2 places it on n2" {
+			t.Errorf("first move: %+v", first)
+		}
+		for _, s := range first.Steps {
+			if s.Name == report.StepRecreate && !strings.Contains(s.Reason, "re-created and Pending, as the plan says") ||
+				s.Name == report.StepPlaceable && !strings.Contains(s.Reason, "fits no node, as the plan says") {
+				t.Errorf("step %+v", s)
+			}
+		}
+		if second.Pod != "redis/redis-s0-1" || !second.Evicted || second.WaitsPending || second.To != "n5" || second.Outcome != report.OutcomeContinue {
+			t.Errorf("second move: %+v", second)
+		}
+		if !cr.Compliant || !cmp.Equal(tb.evicted(), []string{"redis-s1-1", "redis-s0-1"}) {
+			t.Errorf("compliant %v (after %+v, health %+v), evicted %v", cr.Compliant, cr.After, cr.Health, tb.evicted())
+		}
+		if !strings.Contains(tb.out.String(), "! exposure: redis/redis-s1-1 (replica) waits Pending after this move") {
+			t.Error("the progress does not print the exposure")
+		}
+	})
+	t.Run("another pod Pending after the planned one → the health gate refuses, naming it", func(t *testing.T) {
+		gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+		tb := pendingStepBed(t, func(tb *testbed) {
+			obj, err := tb.client.Tracker().Get(gvr, "redis", "redis-s0-0")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			q := obj.(*corev1.Pod).DeepCopy()
+			q.Spec.NodeName, q.Status.PodIP, q.Status.Phase, q.Status.Conditions = "", "", corev1.PodPending, nil
+			fixture.Unschedulable()(q)
+			if err := tb.client.Tracker().Update(gvr, q, "redis"); err != nil {
+				t.Error(err)
+			}
+		})
+		rep, err := runExecutor(t, tb, func(c *Config) { c.Plan.AllowPendingSteps = true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := rep.Clusters[0]
+		if len(cr.Moves) != 1 || cr.StoppedBy != report.StepReobserve || !strings.Contains(cr.Stopped, "pods Pending that no planned step leaves Pending: redis-s0-0") {
+			t.Errorf("moves %d, stopped %q by %q; want the re-observation refusing redis-s0-0", len(cr.Moves), cr.Stopped, cr.StoppedBy)
+		}
+		if cr.Compliant {
+			t.Error("compliant with a shard without its replica")
+		}
+	})
+	t.Run("without Pending steps → no plan, nothing evicted", func(t *testing.T) {
+		tb := pendingStepBed(t, nil)
+		rep, err := runExecutor(t, tb, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := rep.Clusters[0]
+		if cr.StoppedBy != report.StoppedNoPlan || !strings.Contains(cr.Stopped, "--allow-pending-steps") || len(tb.evicted()) != 0 {
+			t.Errorf("stopped %q by %q, evicted %v", cr.Stopped, cr.StoppedBy, tb.evicted())
 		}
 	})
 }

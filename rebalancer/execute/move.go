@@ -72,7 +72,7 @@ func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster) (obs
 		for i := range list.Items {
 			pods[i] = &list.Items[i]
 		}
-		got := observe.JudgeHealth(ctx, cr.cfg.Redis, c, pods)
+		got := observe.JudgeHealthExpecting(ctx, cr.cfg.Redis, c, pods, cr.pending)
 		if got.Healthy() {
 			h = got
 			return true, gateStatus{}
@@ -84,7 +84,11 @@ func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster) (obs
 
 // healthText describes a healthy verdict.
 func healthText(h observe.Health) string {
-	return fmt.Sprintf("cluster_state ok, %d slots served, %d replicas in sync, all pods Ready", h.Redis.SlotsServed, len(h.Redis.Replicas))
+	pods := "all pods Ready"
+	if len(h.Waiting) > 0 {
+		pods = "every other pod Ready, " + strings.Join(h.Waiting, ", ") + " Pending (accepted)"
+	}
+	return fmt.Sprintf("cluster_state ok, %d slots served, %d replicas in sync, %s", h.Redis.SlotsServed, len(h.Redis.Replicas), pods)
 }
 
 // healthResult turns a health wait's outcome into a step result: a verdict on the cluster skips,
@@ -137,6 +141,9 @@ func (cr *clusterRun) placeable(ctx context.Context, m *move) result {
 	}
 	m.pod = fresh.Members[i].Pod
 	cands := fresh.Candidates(fresh.Current(), i)
+	if len(cands) == 0 && m.mv.WaitsPending {
+		return proceed("re-created from its template now, %s fits no node, as the plan says: it waits Pending until a later move frees room (%s)", m.pod.Name, fresh.Explain(fresh.Current(), i).Summary())
+	}
 	if len(cands) == 0 {
 		return skip("placeability: %s, re-created from its template now, fits no node: %s", m.pod.Name, fresh.Explain(fresh.Current(), i).Summary())
 	}
@@ -329,6 +336,13 @@ func (cr *clusterRun) evict(ctx context.Context, m *move) result {
 	switch {
 	case err == nil:
 		m.rep.Evicted = true
+		if m.mv.WaitsPending {
+			// From now on the health gate accepts it Pending (and its absence from Redis).
+			if cr.pending == nil {
+				cr.pending = map[string]bool{}
+			}
+			cr.pending[m.pod.Name] = true
+		}
 		return proceed("evicted %s (a replica, as Redis reported just before)", m.pod.Name)
 	case errors.As(err, &total) || errors.As(err, &node) || errors.As(err, &ns):
 		r := skip("eviction limit: %v", err)
@@ -341,7 +355,8 @@ func (cr *clusterRun) evict(ctx context.Context, m *move) result {
 }
 
 // recreate is the first half of SPEC step 6: wait until the pod exists again with another UID,
-// is scheduled, Running and Ready.
+// is scheduled, Running and Ready. A pod the plan lets wait Pending is not waited for: once
+// re-created and still unscheduled, the step continues (the next move frees its room).
 func (cr *clusterRun) recreate(ctx context.Context, m *move) result {
 	old := m.pod
 	var got *corev1.Pod
@@ -356,6 +371,9 @@ func (cr *clusterRun) recreate(ctx context.Context, m *move) result {
 			return false, "get: " + err.Error()
 		case p.UID == old.UID:
 			return false, "old pod still terminating"
+		case p.Spec.NodeName == "" && m.mv.WaitsPending:
+			got = p
+			return true, ""
 		case p.Spec.NodeName == "":
 			if why := observe.UnschedulableMessage(p); why != "" {
 				return false, "re-created, not scheduled yet: " + why
@@ -374,6 +392,9 @@ func (cr *clusterRun) recreate(ctx context.Context, m *move) result {
 		return abort(fmt.Errorf("re-creation: pod %s not back after %s: %s", old.Name, cr.cfg.RecreateTimeout, status))
 	}
 	m.recreated = got
+	if got.Spec.NodeName == "" {
+		return proceed("%s re-created and Pending, as the plan says: the next move frees its room", got.Name)
+	}
 	m.rep.To = got.Spec.NodeName
 	track := "as planned"
 	if m.rep.To != m.mv.Expected {
@@ -383,8 +404,12 @@ func (cr *clusterRun) recreate(ctx context.Context, m *move) result {
 }
 
 // rejoin is the second half of SPEC step 6: wait until the re-created pod's Redis node is back
-// as a connected, in-sync replica of its shard's master.
+// as a connected, in-sync replica of its shard's master. A pod left Pending as planned rejoins
+// later: the health gate of the next move waits for it once a node fits it.
 func (cr *clusterRun) rejoin(ctx context.Context, m *move) result {
+	if m.recreated.Spec.NodeName == "" {
+		return proceed("%s waits Pending: it rejoins once a later move frees its room; its shard runs without it meanwhile", m.recreated.Name)
+	}
 	addr := cr.cfg.Redis.AddrOf(m.recreated.Status.PodIP)
 	err := cr.cfg.Redis.WaitRejoin(ctx, addr, m.masterID, cr.cfg.RejoinTimeout, func(s string) {
 		cr.printf("    … %s: %s\n", m.recreated.Name, s)

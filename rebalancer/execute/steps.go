@@ -66,6 +66,8 @@ type move struct {
 	// c is the cluster as last observed (the placeability check observes it afresh).
 	c  *policies.Cluster
 	mv plan.Move
+	// plan is the plan mv is the first move of.
+	plan plan.Plan
 	// pod is the pod to move, as last observed; addr its Redis address.
 	pod  *corev1.Pod
 	addr string
@@ -121,10 +123,11 @@ func (cr *clusterRun) failoverSteps() []step {
 	}
 }
 
-// move carries out one planned move: its steps in order until one does not continue. It returns
-// the move as it happened, the cluster observed at its end (nil unless every step continued), and
-// the last step's result.
-func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, mv plan.Move) (report.Move, *policies.Cluster, result) {
+// move carries out the first move of plan p: its steps in order until one does not continue. It
+// returns the move as it happened, the cluster observed at its end (nil unless every step
+// continued), and the last step's result.
+func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, p plan.Plan) (report.Move, *policies.Cluster, result) {
+	mv := p.Moves[0]
 	clk := cr.cfg.Clock
 	start := clk.Now()
 	mem := c.Members[mv.Member]
@@ -133,9 +136,12 @@ func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, mv plan.Mov
 		kind = plan.KindEvict
 	}
 	m := &move{
-		c: c, mv: mv, pod: mem.Pod, addr: cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP),
+		c: c, mv: mv, plan: p, pod: mem.Pod, addr: cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP),
 		rep:   &report.Move{Kind: kind, Pod: mv.Pod, From: mv.Node, Expected: mv.Expected, WaitsPending: mv.WaitsPending, Steps: []report.Step{}},
 		steps: cr.steps(mv),
+	}
+	if mv.WaitsPending {
+		m.rep.Exposure = exposureText(m.plan, mv)
 	}
 	var res result
 	for i, s := range m.steps {
