@@ -1,19 +1,28 @@
 // Package plan is the planner: for one Redis cluster of a policies.Model it finds the fewest
-// evictions after which every hard rule holds, assuming kube-scheduler re-places each evicted pod
-// with its StatefulSet's current template, and lists per move the nodes the scheduler may choose.
-// It also explains Pending pods and which evictions unblock them. It reads the model only (state
-// computed once by policies.Build, then read, like a scheduler plugin's PreFilter/Filter) and
-// changes nothing.
+// evictions, then the fewest failovers, after which every hard rule holds, assuming kube-scheduler
+// re-places each evicted pod with its StatefulSet's current template, and lists per move the
+// nodes the scheduler may choose. It also explains Pending pods and which evictions unblock them.
+// It reads the model only (state computed once by policies.Build, then read, like a scheduler
+// plugin's PreFilter/Filter) and changes nothing.
 //
 // # The model
 //
-// A step evicts one pod of a StatefulSet; the scheduler then places every pod that is not placed
-// and can be (the evicted one, and Pending ones the eviction unblocks) on nodes that pass the
-// filter, in the order best for the plan; a pod stays on its node whatever the node's
-// schedulability. By default the evicted pod must be placed at once. With
-// Options.AllowPendingSteps it may wait Pending until a later step frees room, as long as it is
-// then the cluster's only pod not placed (at most one Pending pod per Redis cluster at a time);
-// the plan names that exposure (Plan.PendingSteps).
+// A plan has two kinds of step (Move.Kind). An eviction evicts one pod of a StatefulSet (a master
+// first hands its slots to a promotable member of its shard that the plan names, chosen so that
+// its node and zone keep MasterQuorum; a master whose shard has none cannot be evicted); the
+// scheduler then places every pod that is not placed and can be (the evicted one, and Pending
+// ones the eviction unblocks) on nodes that pass the filter, in the order best for the plan; a
+// pod stays on its node whatever the node's schedulability, and a re-created pod rejoins as a
+// replica. A failover promotes a named replica of a shard; no pod moves. By default the evicted
+// pod must be placed at once. With Options.AllowPendingSteps it may wait Pending until a later
+// step frees room, as long as it is then the cluster's only pod not placed (at most one Pending
+// pod per Redis cluster at a time); the plan names that exposure (Plan.PendingSteps).
+//
+// Failovers matter only to MasterQuorum, which the pod rules do not read, and the roles matter
+// to evictions only through which pods need a failover first: so the failovers of a plan with
+// the fewest evictions and failovers can all come after its evictions (the exhaustive test checks
+// this against a search with failovers anywhere), and for the placement the evictions reach, the
+// fewest failovers are a min-cost flow (policies.State.QuorumFix).
 //
 // # The search
 //
@@ -26,8 +35,12 @@
 // members occupy and on one free node per class of interchangeable nodes
 // (policies.Cluster.NodeClass). Placements proven not to reach compliance within some number of
 // moves are remembered (by policies.StateKey), so no placement is searched twice to the same
-// depth. A plan found by a round that follows complete rounds is proven minimal; when the search
-// runs out of Options.MaxStates placements, a greedy plan is returned with Minimal false.
+// depth. A plan found by a round that follows complete rounds has the fewest evictions; within
+// that round the search goes on for one with fewer failovers, cutting every branch whose masters'
+// excess (policies.State.QuorumExcess) minus the evictions left is no less than the best plan's
+// failovers, until that bound is met (FailoversMinimal) or it has spent as many placements again
+// (at least 1,000, at most a tenth of Options.MaxStates). When the search runs out of
+// Options.MaxStates placements, a greedy plan is returned with Minimal false.
 //
 // It owns Plan, Move, Candidate, PendingPod, Exposure, Alternative and Options. It imports
 // policies only; report and execute import it, never the reverse.
