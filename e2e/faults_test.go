@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
@@ -405,4 +406,23 @@ func apiServerUp(t *testing.T, env *harness.Env) {
 	if err := env.Cluster.StartAPIServer(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestFaultAPIServerDownAfterEviction: kube-apiserver goes down right after the eviction was
+// accepted. The run cannot see the pod come back: it aborts with that (exit 1), naming the pod
+// and the API server's error (the first real cause, never a poll the deadline cut short); the
+// evicted pod was a replica, so the cluster is safe, and once the API server is back a fresh run
+// completes the fix. Like the other API-server test it does not call t.Parallel.
+func TestFaultAPIServerDownAfterEviction(t *testing.T) {
+	// The evicted pod takes 5 s to go (kwok's pod-delete delay), so the re-creation is still
+	// waiting when the API server goes down, and stays so for --recreate-timeout.
+	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{
+		PodAnnotations: map[string]string{localcluster.PodDeleteDelayAnnotation: "5s"},
+	}, true)
+	run, pod := runWithAPIServerDown(t, f, report.StepEvict, "", "--recreate-timeout", "10s")
+	got := assertReason(t, "error", run.errorLine(), "connection refused")
+	if !strings.Contains(got, pod) {
+		t.Errorf("reason %q does not name the evicted pod %s", got, pod)
+	}
+	freshRunCompletes(t, f)
 }

@@ -796,6 +796,26 @@ func TestPollKeepsTheLastWholeRound(t *testing.T) {
 	}
 }
 
+// TestPollDropsARoundRefusedBeforeTheDeadline: client-go's rate limiter refuses a request that
+// would wait past the context's deadline while the context is still live; such a round, ending
+// less than one interval before the deadline, is dropped like one the deadline cut short.
+func TestPollDropsARoundRefusedBeforeTheDeadline(t *testing.T) {
+	const interval = 20 * time.Millisecond
+	want := "re-created, not scheduled yet"
+	status, err := poll(context.Background(), interval, 100*time.Millisecond, nil, nil, func(ctx context.Context) (bool, string) {
+		if d, _ := ctx.Deadline(); time.Until(d) < interval {
+			if ctx.Err() != nil {
+				t.Error("the refused round ran after the deadline; the test needs it before")
+			}
+			return false, "get: client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline"
+		}
+		return false, want
+	})
+	if err == nil || status != want {
+		t.Errorf("status %q (err %v), want %q", status, err, want)
+	}
+}
+
 // TestEstimates checks the expected duration of steps: their bounds, or the p95 of what was
 // measured.
 func TestEstimates(t *testing.T) {

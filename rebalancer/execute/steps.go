@@ -257,7 +257,11 @@ func poll[S comparable](ctx context.Context, interval, timeout time.Duration, sa
 		if done {
 			return true, nil
 		}
-		if ctx.Err() != nil && seen {
+		// A round cut short by the deadline reports the deadline, not the state: the context is
+		// done, or the round ended less than one interval before the deadline (client-go's rate
+		// limiter refuses a request that would wait past it while the context is still live).
+		// Keep the status of the round before.
+		if deadline, ok := ctx.Deadline(); seen && (ctx.Err() != nil || ok && time.Until(deadline) < interval) {
 			return false, nil
 		}
 		if (!seen || !same(s, status)) && progress != nil {
