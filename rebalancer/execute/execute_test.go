@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -1093,4 +1094,41 @@ func TestPendingSteps(t *testing.T) {
 			t.Errorf("stopped %q by %q, evicted %v", cr.Stopped, cr.StoppedBy, tb.evicted())
 		}
 	})
+}
+
+// TestReintroduce: two nodes that swapped pod IPs list each other without an address (noaddr);
+// each is sent CLUSTER MEET with the other's address as the other reports it, once.
+func TestReintroduce(t *testing.T) {
+	tb := newTestbed(t, scenario.PendingStep())
+	e, err := New(tb.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := &clusterRun{run: e.newRun(context.Background()), key: "redis/redis", out: &tb.out}
+	me := func(id, ip string) redisctl.Node {
+		return redisctl.Node{ID: id, IP: ip, Port: 6379, Flags: []string{redisctl.FlagMyself, redisctl.FlagReplica}}
+	}
+	topo := &redisctl.Topology{
+		Views: []redisctl.View{
+			{Addr: "10.0.0.1:6379", Nodes: []redisctl.Node{me("id-a", "10.0.0.1")}},
+			{Addr: "10.0.1.1:6379", Nodes: []redisctl.Node{me("id-b", "10.0.1.1")}},
+			{Addr: "10.0.0.0:6379", Nodes: []redisctl.Node{me("id-m", "10.0.0.0")}},
+		},
+		Disagreements: []redisctl.Disagreement{
+			{NodeID: "id-a", Field: "addr", Values: map[string]string{"10.0.0.1:6379": "10.0.0.1:6379", "10.0.1.1:6379": "", "10.0.0.0:6379": "10.0.0.1:6379"}},
+			{NodeID: "id-b", Field: "addr", Values: map[string]string{"10.0.0.1:6379": "", "10.0.1.1:6379": "10.0.1.1:6379", "10.0.0.0:6379": "10.0.1.1:6379"}},
+			{NodeID: "id-m", Field: "role", Values: map[string]string{"10.0.0.1:6379": "master", "10.0.1.1:6379": "replica"}},
+		},
+	}
+	met := map[[2]string]bool{}
+	cr.reintroduce(context.Background(), topo, met)
+	cr.reintroduce(context.Background(), topo, met)
+	got := tb.redis.called("CLUSTER")
+	sort.Strings(got)
+	if want := []string{"CLUSTER 10.0.0.1:6379", "CLUSTER 10.0.1.1:6379"}; !cmp.Equal(got, want) {
+		t.Errorf("calls %v, want one MEET from each node that lost the other's address: %v", got, want)
+	}
+	if out := tb.out.String(); !strings.Contains(out, "10.0.1.1:6379 lists node id-a without an address: CLUSTER MEET 10.0.0.1:6379") {
+		t.Errorf("progress %q", out)
+	}
 }

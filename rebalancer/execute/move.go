@@ -56,10 +56,12 @@ func gateKey(text string) string {
 }
 
 // waitHealthy waits up to HealthTimeout until every pod of c is Ready and Redis is healthy
-// (observe.JudgeHealth on a fresh list of the pods). On timeout it returns the last whole round's
-// status with the error.
+// (observe.JudgeHealthExpecting on a fresh list of the pods, the planned Pending pods accepted),
+// reintroducing nodes that lost each other's address meanwhile. On timeout it returns the last
+// whole round's status with the error.
 func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster) (observe.Health, gateStatus, error) {
 	var h observe.Health
+	met := map[[2]string]bool{} // (viewer, node ID) pairs reintroduced (reintroduce)
 	sel := metav1.ListOptions{LabelSelector: c.Model().Options.ClusterLabel + "=" + c.Name}
 	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.HealthTimeout, sameGate, func(s gateStatus) {
 		cr.printf("    … waiting for a healthy cluster: %s\n", s.text)
@@ -77,9 +79,56 @@ func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster) (obs
 			h = got
 			return true, gateStatus{}
 		}
+		if got.Redis != nil {
+			cr.reintroduce(ctx, got.Redis.Topology, met)
+		}
 		return false, gateStatus{text: string(got.State) + ": " + strings.Join(got.Reasons, "; ")}
 	})
 	return h, status, err
+}
+
+// reintroduce sends CLUSTER MEET to each node whose view lists another node without an address
+// (noaddr), with that node's address as the node itself reports it, once per pair (met). Two
+// pods that swap nodes in one move may swap pod IPs too (a CNI that reuses a freed IP at once,
+// kwok's does): each Redis node then finds the other's ID at its own new address, drops the
+// address, and neither ever pings the other again; the others' gossip does not restore an
+// address Redis has dropped. A MEET does: the handshake finds the known ID and updates its
+// address. It changes no role and no slot.
+func (cr *clusterRun) reintroduce(ctx context.Context, topo *redisctl.Topology, met map[[2]string]bool) {
+	if topo == nil {
+		return
+	}
+	self := map[string]redisctl.Node{} // node ID → its own line
+	for _, v := range topo.Views {
+		if me, ok := v.Myself(); ok {
+			self[me.ID] = me
+		}
+	}
+	for _, d := range topo.Disagreements {
+		n, ok := self[d.NodeID]
+		if d.Field != "addr" || !ok || n.IP == "" {
+			continue
+		}
+		for viewer, addr := range d.Values {
+			pair := [2]string{viewer, d.NodeID}
+			if addr != "" || viewer == n.Addr() || met[pair] {
+				continue
+			}
+			met[pair] = true
+			if _, err := cr.cfg.Redis.Do(ctx, viewer, "CLUSTER", "MEET", n.IP, n.Port); err != nil {
+				cr.printf("    … %s lists node %s without an address; CLUSTER MEET %s: %v\n", viewer, shortNodeID(d.NodeID), n.Addr(), err)
+				continue
+			}
+			cr.printf("    … %s lists node %s without an address: CLUSTER MEET %s (its address, as it reports it)\n", viewer, shortNodeID(d.NodeID), n.Addr())
+		}
+	}
+}
+
+func shortNodeID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }
 
 // healthText describes a healthy verdict.
