@@ -92,8 +92,8 @@ type Plan struct {
 	MaxStates int32 `json:"maxStates"`
 	// allowPendingSteps lets a plan go through Pending pods: an evicted pod may wait Pending until
 	// a later move frees room, one pod per Redis cluster at a time (its shard runs without that
-	// replica meanwhile). Without it each evicted pod must be placeable at once. check and plan
-	// only: run and serve refuse it, since their health gate does not accept a Pending pod.
+	// replica meanwhile). Without it each evicted pod must be placeable at once. run and serve
+	// carry such a plan out: the health gate accepts exactly the planned Pending pod meanwhile.
 	AllowPendingSteps bool `json:"allowPendingSteps"`
 }
 

@@ -22,10 +22,6 @@ import (
 // until the executor can release a claim (execute.ErrReleaseReplicaClaims).
 var errReleaseReplicaClaims = errors.New("rules.releaseReplicaClaims (--release-replica-claims) is not supported by run yet: it would plan moves that need a replica's PersistentVolumeClaim released, which run does not do; use it with plan/check to see such moves")
 
-// errAllowPendingSteps is run's answer to plan.allowPendingSteps (--allow-pending-steps) until the
-// executor can carry out a plan through a Pending pod.
-var errAllowPendingSteps = errors.New("plan.allowPendingSteps (--allow-pending-steps) is not supported by run yet: its plans leave an evicted pod Pending until a later move, which run's health gate does not accept; use it with plan to see such plans")
-
 // runOptions are the run command's options: the API server, the policy with the flags that
 // override it, and the two flags of one run that are no policy field.
 type runOptions struct {
@@ -46,7 +42,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.policy.addPolicyFlag(fs)
 	o.policy.addSelectionFlags(fs, "not supported by run yet (it refuses the flag; use it with check or plan): "+releaseReplicaClaimsUsage)
 	o.policy.addRedisFlags(fs)
-	o.policy.addPlanFlags(fs, "not supported by run yet (it refuses the flag; use it with plan): "+allowPendingStepsUsage)
+	o.policy.addPlanFlags(fs, allowPendingStepsUsage+" (see below)")
 	o.policy.addExecuteFlags(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", o.dryRun, "plan and print; make no failover and no eviction")
 	fs.BoolVar(&o.ignoreWindows, "ignore-windows", o.ignoreWindows, "act outside the maintenance windows (a manual run; logged and reported)")
@@ -54,7 +50,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 }
 
 // resolve returns the policy a pass acts with (policyOptions.load), after the refusals of run
-// (and serve): rules.releaseReplicaClaims and plan.allowPendingSteps. It reads no cluster.
+// (and serve): rules.releaseReplicaClaims. It reads no cluster.
 func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 	p, err := o.policy.load(fs)
 	if err != nil {
@@ -62,9 +58,6 @@ func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 	}
 	if p.Rules.ReleaseReplicaClaims {
 		return nil, errReleaseReplicaClaims
-	}
-	if p.Plan.AllowPendingSteps {
-		return nil, errAllowPendingSteps
 	}
 	return p, nil
 }
@@ -137,6 +130,21 @@ durations measured in this run. --ignore-windows acts anyway (reported as "ignor
 Up to --max-parallel-clusters Redis clusters progress at once (progress lines are then prefixed
 with [namespace/name]); --max-pods-to-evict-per-node, -per-namespace and -total limit the run's
 evictions over every cluster, as the descheduler's limits do.
+
+A plan has two kinds of step. An eviction runs the steps above. A failover step (MasterQuorum: no
+node, nor with 3 zones or more a zone, may hold half of the masters or more, or its loss leaves no
+majority of masters to promote replicas) moves no pod: window, healthGate, failover on the
+replica the plan names (verified), drain, reobserve. Evictions come first, then failovers; a
+master's own failover before its eviction goes to the replica the plan names too, one whose node
+and zone keep MasterQuorum. --max-moves counts evictions; failover steps are bounded by the
+cluster's shards plus --max-moves.
+
+--allow-pending-steps carries out plans through a Pending pod (see plan --help): the evicted pod
+the plan lets wait Pending is not waited for at re-creation, and the health gate accepts exactly
+that pod Pending (and what its absence costs Redis: its shard's master without a replica, its
+old Redis node unreachable) until the next move frees its room; any other pod Pending that was
+not Pending when the run started makes the cluster unhealthy. Each such move prints and reports
+its exposure (which shard runs without which replica, until which move).
 
 At the end, each cluster complies when every hard rule holds AND Redis is healthy; a cluster still
 resyncing does not comply.
@@ -272,7 +280,7 @@ func runExitCode(rep *report.Run, runErr error, dryRun bool) int {
 
 // printRunSummary writes the run's last lines: one per cluster, its verdict and why it stopped.
 func printRunSummary(w io.Writer, rep *report.Run) {
-	fmt.Fprintf(w, "\nsummary: %d clusters, %d evictions in %.1fs\n", len(rep.Clusters), rep.Moves(), rep.Seconds)
+	fmt.Fprintf(w, "\nsummary: %d clusters, %d evictions, %d failover steps in %.1fs\n", len(rep.Clusters), rep.Moves(), rep.Failovers(), rep.Seconds)
 	for _, c := range rep.Clusters {
 		verdict := "complies (every hard rule holds, Redis healthy)"
 		if !c.Compliant {

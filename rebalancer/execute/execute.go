@@ -1,9 +1,13 @@
 // Package execute carries out plans on a live Kubernetes cluster, one safe move at a time per
 // Redis cluster (SPEC "Safe disruption"). A move is an explicit list of steps (steps.go): window →
-// health gate → placeability check → PodDisruptionBudget dry run → failover of a master → client
-// drain → role check → eviction → re-creation → rejoin → re-observe. Each step continues, skips
-// (a safety check said no: the cluster is left as it is) or aborts (an error); the report lists
-// the steps with their durations, and a skip or an abort keeps the first real reason.
+// health gate → placeability check → PodDisruptionBudget dry run → failover of a master (to the
+// replica the plan names) → client drain → role check → eviction → re-creation → rejoin →
+// re-observe; a plan's failover step (MasterQuorum) moves no pod: window → health gate → failover
+// → client drain → re-observe. Each step continues, skips (a safety check said no: the cluster is
+// left as it is) or aborts (an error); the report lists the steps with their durations, and a
+// skip or an abort keeps the first real reason. With Pending steps (Config.Plan.AllowPendingSteps)
+// a pod the plan lets wait Pending is not waited for, and the health gate accepts exactly the
+// planned Pending pods (observe.JudgeHealthExpecting).
 //
 // It owns the Executor and its Config, a cluster's observe–plan–move loop (cluster.go), the
 // steps (steps.go, move.go), the run's eviction limits (limits.go) and the line-prefixed progress
@@ -105,7 +109,7 @@ type Config struct {
 	// IgnoreWindows lets a manual run act outside the windows (logged and reported).
 	IgnoreWindows bool
 	// MaxMoves is the number of evictions one run may make per Redis cluster (DefaultMaxMoves
-	// when 0).
+	// when 0). Failover steps are bounded apart: the cluster's shards plus MaxMoves.
 	MaxMoves int
 	// MaxParallelClusters is how many Redis clusters progress at once, each with one disruption
 	// in flight at most (DefaultMaxParallelClusters when 0).

@@ -74,11 +74,15 @@ func TestLogLines(t *testing.T) {
 		want   [][]string
 	}{
 		{
-			name: "a master moved → failover, eviction and the move's end, each naming cluster and pod",
+			name: "a master moved, then two failover steps → failover, eviction and the move's end, then each failover step's, each naming cluster and pod",
 			want: [][]string{
 				{"Master failed over", `"redis/redis"`, pod, "", `"redis-s3-0"`, `"redis-s3-1"`, ""},
 				{"Pod evicted", `"redis/redis"`, pod, "", "", "", ""},
 				{"Move done", `"redis/redis"`, pod, "", "", "", ""},
+				{"Master failed over", `"redis/redis"`, `{"name":"redis-s2-0","namespace":"redis"}`, "", `"redis-s2-0"`, `"redis-s2-1"`, ""},
+				{"Move done", `"redis/redis"`, `{"name":"redis-s2-0","namespace":"redis"}`, "", "", "", ""},
+				{"Master failed over", `"redis/redis"`, `{"name":"redis-s4-0","namespace":"redis"}`, "", `"redis-s4-0"`, `"redis-s4-1"`, ""},
+				{"Move done", `"redis/redis"`, `{"name":"redis-s4-0","namespace":"redis"}`, "", "", "", ""},
 			},
 		},
 		{

@@ -69,6 +69,8 @@ type move struct {
 	// c is the cluster as last observed (the placeability check observes it afresh).
 	c  *policies.Cluster
 	mv plan.Move
+	// plan is the plan mv is the first move of.
+	plan plan.Plan
 	// pod is the pod to move, as last observed; addr its Redis address.
 	pod  *corev1.Pod
 	addr string
@@ -88,8 +90,12 @@ type move struct {
 	rep   *report.Move
 }
 
-// steps returns the steps of a move, in order, with their bounds.
-func (cr *clusterRun) steps() []step {
+// steps returns the steps of a planned move, in order, with their bounds: an eviction's, or a
+// failover's (failoverSteps).
+func (cr *clusterRun) steps(mv plan.Move) []step {
+	if mv.Kind == plan.KindFailover {
+		return cr.failoverSteps()
+	}
 	c := cr.cfg
 	return []step{
 		{name: report.StepWindow, run: cr.windowStep},
@@ -106,17 +112,39 @@ func (cr *clusterRun) steps() []step {
 	}
 }
 
-// move carries out one planned move: its steps in order until one does not continue. It returns
-// the move as it happened, the cluster observed at its end (nil unless every step continued), and
-// the last step's result.
-func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, mv plan.Move) (report.Move, *policies.Cluster, result) {
+// failoverSteps returns the steps of a failover step of a plan (MasterQuorum), in order, with
+// their bounds: the same gate as an eviction's, and no pod moves: window → health gate →
+// failover to the replica the plan names, verified → client drain → re-observe.
+func (cr *clusterRun) failoverSteps() []step {
+	c := cr.cfg
+	return []step{
+		{name: report.StepWindow, run: cr.windowStep},
+		{name: report.StepHealthGate, bound: c.HealthTimeout, run: cr.healthGate},
+		{name: report.StepFailover, bound: c.RequestTimeout + c.FailoverTimeout, run: cr.failover},
+		{name: report.StepDrain, bound: c.DrainTimeout, run: cr.drain},
+		{name: report.StepReobserve, bound: c.RequestTimeout + c.HealthTimeout, run: cr.reobserve},
+	}
+}
+
+// move carries out the first move of plan p: its steps in order until one does not continue. It
+// returns the move as it happened, the cluster observed at its end (nil unless every step
+// continued), and the last step's result.
+func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, p plan.Plan) (report.Move, *policies.Cluster, result) {
+	mv := p.Moves[0]
 	clk := cr.cfg.Clock
 	start := clk.Now()
 	mem := c.Members[mv.Member]
+	kind := mv.Kind
+	if kind == "" {
+		kind = plan.KindEvict
+	}
 	m := &move{
-		c: c, mv: mv, pod: mem.Pod, addr: cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP),
-		rep:   &report.Move{Pod: mv.Pod, From: mv.Node, Expected: mv.Expected, Steps: []report.Step{}},
-		steps: cr.steps(),
+		c: c, mv: mv, plan: p, pod: mem.Pod, addr: cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP),
+		rep:   &report.Move{Kind: kind, Pod: mv.Pod, From: mv.Node, Expected: mv.Expected, WaitsPending: mv.WaitsPending, Steps: []report.Step{}},
+		steps: cr.steps(mv),
+	}
+	if mv.WaitsPending {
+		m.rep.Exposure = exposureText(m.plan, mv)
 	}
 	var res result
 	for i, s := range m.steps {

@@ -24,8 +24,9 @@ type TopologyReader interface {
 }
 
 // ApplyRoles reads the Redis topology through the members' pod IPs (rc.AddrOf) and sets each
-// member's Role from what Redis reports; members Redis does not list, and members without a pod
-// IP or terminating, get RoleUnknown. It returns the topology read, or an error when no member has
+// member's Role from what Redis reports (CLUSTER NODES), and EmptyMaster for a master that serves
+// no slot; members Redis does not list, and members without a pod IP or terminating, get
+// RoleUnknown. It returns the topology read, or an error when no member has
 // a pod IP or no node answers.
 func ApplyRoles(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*redisctl.Topology, error) {
 	var addrs []string
@@ -52,12 +53,14 @@ func ApplyRoles(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*r
 		byAddr[n.Addr()] = n
 	}
 	for _, m := range c.Members {
-		m.Role = policies.RoleUnknown
+		m.Role, m.EmptyMaster = policies.RoleUnknown, false
 		if m.Pod.Status.PodIP == "" || m.Terminating {
 			continue
 		}
 		if n, ok := byAddr[rc.AddrOf(m.Pod.Status.PodIP)]; ok {
 			m.Role = policies.ParseRole(n.Role())
+			// A master serving no slot does not vote (MasterQuorum counts masters serving slots).
+			m.EmptyMaster = n.IsMaster() && len(n.Slots) == 0
 		}
 	}
 	return topo, nil

@@ -69,6 +69,20 @@ func (r *Run) Moves() int {
 	return n
 }
 
+// Failovers returns the number of failover steps made (MasterQuorum; not the failovers before
+// evictions), over all clusters.
+func (r *Run) Failovers() int {
+	n := 0
+	for _, c := range r.Clusters {
+		for _, m := range c.Moves {
+			if m.Kind == plan.KindFailover && m.Failover != nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Compliant reports whether every cluster complies at the end of the run: its placement rules
 // hold and Redis is healthy.
 func (r *Run) Compliant() bool {
@@ -168,6 +182,9 @@ const (
 
 // Move is one move as it happened (plan.Move is the move as planned).
 type Move struct {
+	// Kind is the planned step's kind: plan.KindEvict, or plan.KindFailover (a failover step:
+	// Pod is the master failed over, From its node; nothing is evicted, To stays empty).
+	Kind string `json:"kind"`
 	// Pod is "namespace/name"; From the node it left; To the node its replacement landed on.
 	Pod  string `json:"pod"`
 	From string `json:"from"`
@@ -180,6 +197,10 @@ type Move struct {
 	RoleAtEviction policies.Role `json:"roleAtEviction,omitempty"`
 	// Evicted reports whether the eviction was accepted.
 	Evicted bool `json:"evicted"`
+	// WaitsPending is true for an eviction the plan lets wait Pending (--allow-pending-steps): the
+	// re-created pod is not waited for, and Exposure says which shard runs without it until when.
+	WaitsPending bool   `json:"waitsPending,omitempty"`
+	Exposure     string `json:"exposure,omitempty"`
 	// Outcome is the last step's outcome: OutcomeContinue when the move completed.
 	Outcome string `json:"outcome"`
 	// Skipped says why the move was not made ("" when it was, or when it was aborted): the
