@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,16 @@ with the strict limits) and names the relaxed setting that avoids it, and, once 
 one master per shard, Redis promotes a replica only when a majority of the masters vote, so 2
 shards, 4 shards in 3 zones, or any cluster in 2 zones cannot survive the loss of some node or
 zone; the finding says which loss and what would fix it.
+
+PodDisruptionBudgets that let a drain take two pods of one shard at once (a master and its
+replica) are findings too (DisruptionBudget): no budget over the shard's pods, a budget per role
+(OT's leader/follower pair), a budget over the whole cluster with maxUnavailable above 1. For
+clusters written by Bitnami's redis-cluster chart or OT's redis-operator (told by their labels),
+a shard whose pods nothing required keeps apart (the chart's soft anti-affinity) is a finding
+(SoftAntiAffinity), and the fixes are printed in the chart's terms: the Helm values (Bitnami's
+redis.topologySpreadConstraints, redis.nodeAffinityPreset, redis.podAntiAffinityPreset) or the
+RedisCluster's fields and annotation (OT) that set the seed's constraints, as far as the chart
+can express them (JSON "values").
 
 The templates place pods, not roles: no constraint keeps the masters apart, and the operator's
 pod -0 = master convention drifts after every failover. lint says so once (a note; JSON
@@ -63,6 +74,9 @@ there are findings, 1 on error.`,
 						where += " " + f.StatefulSet
 					}
 					fmt.Fprintf(out, "%s: %s: %s\n", where, f.Kind, f.Message)
+					if f.Values != "" {
+						fmt.Fprintf(out, "    %s\n", strings.ReplaceAll(strings.TrimRight(f.Values, "\n"), "\n", "\n    "))
+					}
 				}
 				for _, n := range notes {
 					fmt.Fprintf(out, "note: %s\n", n)

@@ -193,7 +193,8 @@ func (s Scenario) layoutTemplate(role string) (corev1.PodTemplateSpec, error) {
 			}}
 		case LayoutOT:
 			p.Labels = s.otLabels(role)
-			p.Annotations = map[string]string{"redis.opstreelabs.in": "true", "redis.opstreelabs.instance": s.cluster()}
+			// generateStatefulSetsAnots: the instance annotation names the StatefulSet.
+			p.Annotations = map[string]string{"redis.opstreelabs.in": "true", "redis.opstreelabs.instance": s.cluster() + "-" + role}
 			c.Name = s.cluster() + "-" + role
 			if nodeAff != nil {
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: nodeAff}

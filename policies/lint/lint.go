@@ -1,8 +1,12 @@
 // Package lint compares the scheduling constraints in a Redis cluster's StatefulSet templates
 // with what seed 000 §二 recommends for the cluster's size and zones (constraints.Generate), flags
-// the templates that can deadlock (seed 000 §四: several zones and 3 shards), and the clusters
+// the templates that can deadlock (seed 000 §四: several zones and 3 shards), the clusters
 // whose shards and zones leave some node or zone loss unsurvivable whatever the placement
-// (MasterQuorum). What templates cannot express, it says once (RolesNote).
+// (MasterQuorum), the PodDisruptionBudgets that let a drain take two pods of one shard
+// (DisruptionBudget), and, for clusters that Bitnami's redis-cluster chart or OT's
+// redis-operator wrote (ChartOf), a shard's pods kept apart by nothing required
+// (SoftAntiAffinity), with the chart's values or the RedisCluster's fields that restore the
+// seed's constraints (Finding.Values). What templates cannot express, it says once (RolesNote).
 package lint
 
 import (
@@ -38,6 +42,15 @@ const (
 	// zone (policies.Quorum's note: M ≤ 2, or ⌈M/Z⌉ ≥ M/2, or 2 zones); reported once per cluster,
 	// with StatefulSet empty.
 	MasterQuorum Kind = "MasterQuorum"
+	// SoftAntiAffinity: a cluster written by a known chart (Bitnami, OT) where no required pod
+	// anti-affinity keeps a shard's pods off one node (one zone) or zone (several): the scheduler
+	// may re-create a replica beside its master. Reported once per cluster, with the values that
+	// restore the seed's constraints as far as the chart can express them.
+	SoftAntiAffinity Kind = "SoftAntiAffinity"
+	// DisruptionBudget: the PodDisruptionBudgets let a drain take two pods of one shard at once
+	// (none selects them, a budget per role splits them, or a budget over both allows more than
+	// one disruption). Reported once per cluster and cause.
+	DisruptionBudget Kind = "DisruptionBudget"
 )
 
 // RolesNote is what lint says once about roles: the templates place pods, and nothing in them
@@ -75,6 +88,9 @@ type Finding struct {
 	Got  string `json:"got,omitempty"`
 	// Message says it in words, with the fix.
 	Message string `json:"message"`
+	// Values, for a cluster a known chart wrote, is the fix as YAML in the chart's terms: its
+	// values (Bitnami: helm upgrade -f), the RedisCluster's fields (OT), or an object to create.
+	Values string `json:"values,omitempty"`
 }
 
 // Lint checks every StatefulSet of every cluster of m, and each cluster's MasterQuorum with one
@@ -86,6 +102,8 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 		if f, ok := Quorum(c); ok {
 			out = append(out, f)
 		}
+		chart := ChartOf(c)
+		first := len(out)
 		multiZone := c.Z() >= 2
 		shards := 0
 		for _, s := range c.Shards {
@@ -93,11 +111,13 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 				shards++
 			}
 		}
+		checked := map[string]bool{} // StatefulSets whose template was checked
 		for _, s := range c.Shards {
 			sts := s.StatefulSet
-			if sts == nil {
+			if sts == nil || checked[sts.Name] {
 				continue
 			}
+			checked[sts.Name] = true
 			add := func(k Kind, want, got, format string, args ...any) {
 				out = append(out, Finding{Namespace: c.Namespace, Cluster: c.Name, StatefulSet: sts.Name, Kind: k, Want: want, Got: got, Message: fmt.Sprintf(format, args...)})
 			}
@@ -109,7 +129,9 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 				checkSkew(spec, c.ZoneKey, corev1.ScheduleAnyway, 1, c.N, add)
 			}
 			checkSkew(spec, policies.LabelHostname, corev1.ScheduleAnyway, 1, c.N, add)
-			checkAntiAffinity(c, s, spec, multiZone, add)
+			if chart == ChartNone {
+				checkAntiAffinity(c, s, spec, multiZone, add)
+			}
 			if multiZone && !c.ZoneList {
 				add(NodeAffinity, "required node affinity: "+c.ZoneKey+" In ["+strings.Join(c.AllowedZones, " ")+"]", "none",
 					"no required node affinity lists the zones (seed available-zones); the cluster may spread into any zone")
@@ -122,6 +144,18 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 				}
 			}
 		}
+		if chart != ChartNone {
+			if f, ok := softAntiAffinity(c, chart, relaxed); ok {
+				out = append(out, f)
+			} else if len(out) > first {
+				// The templates differ from the seed's constraints: their fix, once, in the
+				// chart's terms.
+				if v, err := chartValues(c, chart, relaxed); err == nil {
+					out[first].Values = v
+				}
+			}
+		}
+		out = append(out, disruptionBudgets(c, chart)...)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
