@@ -55,7 +55,14 @@ func runRebalancerSerial(t *testing.T, sc scenario.Scenario, before func(context
 
 func runScenario(t *testing.T, sc scenario.Scenario, serial bool, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
 	t.Helper()
-	f := newFaultEnv(t, sc, harness.Options{}, serial)
+	return runScenarioWith(t, sc, harness.Options{}, serial, before, func(*harness.Env) []string { return extraArgs })
+}
+
+// runScenarioWith is runScenario with the environment's options, and run's extra arguments
+// computed once the environment is set up and before() holds.
+func runScenarioWith(t *testing.T, sc scenario.Scenario, opts harness.Options, serial bool, before func(context.Context, *harness.Env) error, extraArgs func(*harness.Env) []string) *result {
+	t.Helper()
+	f := newFaultEnv(t, sc, opts, serial)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	if before != nil {
@@ -63,7 +70,7 @@ func runScenario(t *testing.T, sc scenario.Scenario, serial bool, before func(co
 			t.Fatal(err)
 		}
 	}
-	run := startCLI(t, nil, runArgs(f.Env, extraArgs...)...)
+	run := startCLI(t, nil, runArgs(f.Env, extraArgs(f.Env)...)...)
 	if code := run.wait(5 * time.Minute); code != cli.ExitOK {
 		t.Fatalf("redis-rebalancer run exited %d (%s), want %d", code, run.errorLine(), cli.ExitOK)
 	}

@@ -82,6 +82,23 @@ type Options struct {
 	// BeforeStop is passed to the Redis runtime: called with a pod and its server's address just
 	// before the server is stopped because the pod is going away.
 	BeforeStop func(pod *corev1.Pod, addr string)
+	// AnnounceHostnames makes each redis-server announce its pod's FQDN
+	// (--cluster-announce-hostname <pod>.<subdomain>.<namespace>.svc.cluster.local, Redis 7),
+	// as OT's operator and KubeBlocks set Redis up: CLUSTER NODES then lists the hostname beside
+	// the IP. Clients are still sent to IPs (cluster-preferred-endpoint-type ip).
+	AnnounceHostnames bool
+}
+
+// announceHostname returns the redis-server arguments that announce pod's FQDN: its hostname
+// and subdomain as the StatefulSet controller sets them (the pod's name and the StatefulSet's
+// serviceName).
+func announceHostname(pod *corev1.Pod) []string {
+	host := cmp.Or(pod.Spec.Hostname, pod.Name)
+	fqdn := host + "." + pod.Namespace + ".svc.cluster.local"
+	if pod.Spec.Subdomain != "" {
+		fqdn = host + "." + pod.Spec.Subdomain + "." + pod.Namespace + ".svc.cluster.local"
+	}
+	return []string{"--cluster-announce-hostname", fqdn}
 }
 
 // Env is a scenario laid out on a test bed: its namespace, its Redis pods' servers, the Redis
@@ -248,11 +265,15 @@ func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns 
 	if e.Redis, err = redisctl.New(e.RedisOptions); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
+	var podArgs func(*corev1.Pod) []string
+	if opts.AnnounceHostnames {
+		podArgs = announceHostname
+	}
 	// The runtime lives until Stop: it must not get the setup's deadline.
 	if e.Runtime, err = redisrt.Start(context.WithoutCancel(ctx), redisrt.Config{
 		Client: e.Cluster.Client(), Namespace: ns, Selector: sel, Port: port, ExtraArgs: opts.RedisArgs,
 		DataRoot: filepath.Join(workDir, "redis"), Log: prefixWriter{opts.Log, "[redisrt] "},
-		BeforeStop: opts.BeforeStop,
+		BeforeStop: opts.BeforeStop, PodArgs: podArgs,
 	}); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
