@@ -92,6 +92,28 @@ func separated(c *policies.Cluster, key string, fromPod bool) (bad *policies.Sha
 	return nil, shards
 }
 
+// anyTerm reports whether every member of c has some required pod anti-affinity term on key in
+// its template (or, with fromPod, in the pod itself).
+func anyTerm(c *policies.Cluster, key string, fromPod bool) bool {
+	has := func(p *corev1.Pod) bool {
+		if p == nil || p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+			return false
+		}
+		for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if t.TopologyKey == key {
+				return true
+			}
+		}
+		return false
+	}
+	for _, m := range c.Members {
+		if !has(m.Template) && !(fromPod && has(m.Pod)) {
+			return false
+		}
+	}
+	return len(c.Members) > 0
+}
+
 // keepsApart reports whether p has a required anti-affinity term on key whose selector matches
 // every member of shard s but member self.
 func keepsApart(p *corev1.Pod, key string, c *policies.Cluster, s *policies.Shard, self int) bool {
@@ -128,8 +150,16 @@ func softAntiAffinity(c *policies.Cluster, chart Chart, relaxed bool) (Finding, 
 	if c.Z() >= 2 {
 		key = c.ZoneKey
 	}
-	bad, _ := separated(c, key, chart == ChartOT)
-	if bad == nil {
+	bad, shards := separated(c, key, chart == ChartOT)
+	got := ""
+	switch {
+	case bad != nil:
+		got = "none (shard " + bad.Name + ")"
+	case !shards && !anyTerm(c, key, chart == ChartOT):
+		// The shards are unknown (Redis not read): a required term on the domain could keep
+		// them apart; with none at all, nothing does.
+		got = "none"
+	default:
 		return Finding{}, false
 	}
 	values, err := chartValues(c, chart, relaxed)
@@ -137,7 +167,7 @@ func softAntiAffinity(c *policies.Cluster, chart Chart, relaxed bool) (Finding, 
 		values = "# " + err.Error()
 	}
 	f := Finding{Namespace: c.Namespace, Cluster: c.Name, Kind: SoftAntiAffinity,
-		Want: "required anti-affinity inside each shard on " + key, Got: "none (shard " + bad.Name + ")", Values: values}
+		Want: "required anti-affinity inside each shard on " + key, Got: got, Values: values}
 	domain := map[bool]string{true: "zone", false: "node"}[c.Z() >= 2]
 	risk := fmt.Sprintf("kube-scheduler may put a re-created pod in the %s of its shard's other pod (ShardSeparation: redis-rebalancer's plans mark such choices off-track, run re-plans after each move)", domain)
 	switch chart {

@@ -238,3 +238,4 @@ func TestLintCharts(t *testing.T) {
 		})
 	}
 }
+
