@@ -28,9 +28,10 @@ type outcome struct {
 
 // Compute returns the shortest ordered list of evictions after which every hard rule of c
 // holds, in the package's model (each evicted pod re-placed by the scheduler with its
-// StatefulSet's current template on a node that passes the filter; with
-// opts.AllowPendingSteps, possibly after waiting Pending). Only pods controlled by a StatefulSet
-// are moved. When no plan exists, Plan.Infeasible says why (the static reason, or the bound that
+// StatefulSet's current template, or its own spec for another owner that re-creates it, on a
+// node that passes the filter; with opts.AllowPendingSteps, possibly after waiting Pending).
+// Only pods the cluster may evict are moved (policies.Member.NotEvictable: a re-creating
+// controller, a known shard). When no plan exists, Plan.Infeasible says why (the static reason, or the bound that
 // stopped the search) and, in the default model, whether a plan exists when a pod may wait
 // Pending (Plan.WithPendingSteps).
 func Compute(c *policies.Cluster, opts Options) Plan {
