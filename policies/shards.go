@@ -102,7 +102,7 @@ func (m *Model) ownerShard(mem *Member, owner string) {
 	src := m.Options.ShardSource
 	switch {
 	case src.Kind == ShardRedis:
-		mem.Shard, mem.shardWhy = mem.Pod.Name, "its shard is unknown: shards come from Redis, which was not read"
+		mem.Shard, mem.shardWhy = mem.Pod.Name, "shard unknown: shards come from Redis, which was not read"
 		return
 	case src.Kind == ShardLabel:
 		if v, ok := mem.Pod.Labels[src.Key]; ok {
@@ -122,12 +122,12 @@ func (m *Model) ownerShard(mem *Member, owner string) {
 func (m *Model) ownerEvictable(mem *Member, kind, name string) {
 	switch {
 	case kind == "":
-		mem.ownerWhy = "it has no controller: nothing would re-create it"
+		mem.ownerWhy = "no controller: nothing would re-create the pod"
 	case kind == "StatefulSet" && mem.sts == nil:
-		mem.ownerWhy = fmt.Sprintf("its StatefulSet %s is not in the snapshot: its re-creation template is unknown", name)
+		mem.ownerWhy = fmt.Sprintf("StatefulSet %s is not in the snapshot: the re-creation template is unknown", name)
 	case kind == "StatefulSet", slices.Contains(m.Options.RecreatingOwners, kind):
 	default:
-		mem.ownerWhy = fmt.Sprintf("its owner %s/%s is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)", kind, name)
+		mem.ownerWhy = fmt.Sprintf("owner %s/%s is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)", kind, name)
 	}
 }
 
@@ -251,12 +251,12 @@ func (c *Cluster) ApplyRedis(nodes []RedisNode) {
 			if key[i] == "" {
 				mem.Shard = mem.Pod.Name
 				if match[i] < 0 {
-					mem.shardWhy = "Redis does not know it (no node at its pod IP or hostname): its shard is unknown"
+					mem.shardWhy = "Redis does not know the pod (no node at its pod IP or hostname): shard unknown"
 					if mem.pending() {
-						mem.shardWhy = "it is Pending and not in Redis yet: its shard is unknown"
+						mem.shardWhy = "Pending, not in Redis yet: shard unknown"
 					}
 				} else {
-					mem.shardWhy = "Redis lists it without a master: its shard is unknown"
+					mem.shardWhy = "Redis lists its node without a master: shard unknown"
 				}
 				continue
 			}
@@ -275,7 +275,7 @@ func (c *Cluster) ApplyRedis(nodes []RedisNode) {
 	} else {
 		for i, mem := range c.Members {
 			if match[i] < 0 && mem.Node >= 0 && !mem.Terminating {
-				mem.shardWhy = "Redis does not know it (no node at its pod IP or hostname)"
+				mem.shardWhy = "Redis does not know the pod (no node at its pod IP or hostname)"
 			}
 		}
 	}

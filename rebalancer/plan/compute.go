@@ -24,6 +24,9 @@ type outcome struct {
 	ruledOut int
 	budget   bool // the search ran out of states
 	stuck    bool // no eviction from the start is a step of the model
+	// frozen lists why the cluster's placed pods may not be evicted, when none may
+	// (policies.Cluster.Warnings).
+	frozen []string
 }
 
 // Compute returns the shortest ordered list of evictions after which every hard rule of c
@@ -138,6 +141,9 @@ func (pl *planner) solve(pending bool) outcome {
 	}
 	if !pl.budget {
 		out.stuck = pl.stuck(starts)
+		if out.stuck && len(pl.evictable()) == 0 {
+			out.frozen = pl.c.Warnings
+		}
 		return out
 	}
 	out.budget = true
@@ -190,6 +196,12 @@ func (o outcome) why(pending bool, searched int) (string, string) {
 		}
 		return fmt.Sprintf("no plan found within the %d placements searched (--max-plan-states; %s): %s, longer ones up to %d were not searched",
 			searched, model, ruled, o.maxMoves), LimitMaxStates
+	case o.frozen != nil:
+		more := ""
+		if len(o.frozen) > 1 {
+			more = fmt.Sprintf("; %d more such warnings", len(o.frozen)-1)
+		}
+		return fmt.Sprintf("no pod of the cluster may be evicted (%s%s)", o.frozen[0], more), LimitStatic
 	case o.stuck && !pending:
 		return fmt.Sprintf("every single eviction leaves its pod unplaceable (%s; searched %d placements)", model, searched), LimitMaxMoves
 	}
