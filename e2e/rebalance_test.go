@@ -143,7 +143,7 @@ func assertCompliantAndHealthy(t *testing.T, res *result) {
 	}
 	c := model.Clusters[0]
 	// Roles from Redis: MasterQuorum is judged too.
-	if _, err := observe.ApplyRoles(ctx, env.Redis, c); err != nil {
+	if _, err := observe.ApplyRedis(ctx, env.Redis, c); err != nil {
 		t.Errorf("roles at the end: %v", err)
 	}
 	if vs := policies.Hard(c.Evaluate(c.Current())); len(vs) > 0 {

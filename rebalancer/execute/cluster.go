@@ -132,7 +132,7 @@ func (cr *clusterRun) observe(ctx context.Context) (*policies.Cluster, error) {
 	}
 	for _, c := range model.Clusters {
 		if c.Key() == cr.key {
-			if _, err := observe.ApplyRoles(ctx, cr.cfg.Redis, c); err != nil {
+			if _, err := observe.ApplyRedis(ctx, cr.cfg.Redis, c); err != nil {
 				return c, fmt.Errorf("roles: %w", err)
 			}
 			return c, nil

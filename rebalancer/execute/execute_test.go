@@ -267,6 +267,8 @@ func TestMoveBranches(t *testing.T) {
 		wantErr           bool
 		failovers         int
 		evicted           bool
+		// shards, when set, is the shard source (the default, auto, follows Redis's grouping).
+		shards policies.ShardSourceKind
 	}{
 		{
 			name: "PodDisruptionBudget 429 at the dry run → skip at pdbDryRun; nothing disrupted",
@@ -303,10 +305,11 @@ func TestMoveBranches(t *testing.T) {
 			lastStep: report.StepFailover, outcome: report.OutcomeSkip, failovers: 1, reason: "failover refused: redisctl: failover 10.0.3.1:6379: replica not in sync",
 		},
 		{
-			name: "the named replica is not the master's replica in Redis → failover refused, skip; nothing disrupted",
+			name: "shards from owners, the named replica not the master's replica in Redis → failover refused, skip; nothing disrupted",
 			setup: func(tb *testbed) {
 				tb.redis.nodes[addrOf("10.0.3.1")].masterAddr = addrOf("10.0.2.0")
 			},
+			shards:   policies.ShardOwner,
 			lastStep: report.StepFailover, outcome: report.OutcomeSkip,
 			reason: "failover refused: the replica the plan names is not this master's replica in Redis: redis-s3-1 (master redis-s3-0)",
 		},
@@ -425,6 +428,9 @@ func TestMoveBranches(t *testing.T) {
 			rep, err := runExecutor(t, tb, func(c *Config) {
 				if tc.stoppedBy == report.StoppedEvictionLimit {
 					c.MaxPodsToEvictPerNode = ptr.To[uint](0)
+				}
+				if tc.shards != "" {
+					c.Policy.ShardSource.Kind = tc.shards
 				}
 			})
 			if (err != nil) != tc.wantErr {

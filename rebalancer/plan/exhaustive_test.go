@@ -105,7 +105,7 @@ func (b bruteForce) unplaced(p policies.Placement) int {
 func (b bruteForce) evictions(s bfState) []bfState {
 	var out []bfState
 	for i, n := range s.p {
-		if n < 0 || b.c.Shards[b.c.Members[i].ShardIndex].StatefulSet == nil {
+		if n < 0 || b.c.Members[i].NotEvictable() != "" {
 			continue
 		}
 		tos := []int{-1}
