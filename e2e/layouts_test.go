@@ -156,7 +156,7 @@ func assertOfflinePlanIsLive(t *testing.T, env *harness.Env, layout string, extr
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodesFile := filepath.Join(dir, "cluster-nodes.txt")
+	nodesFile := filepath.Join(dir, observe.RedisNodesFile(env.Namespace, env.Scenario.Cluster)+".txt")
 	if err := os.WriteFile(nodesFile, []byte(fmt.Sprint(nodes)), 0o644); err != nil {
 		t.Fatal(err)
 	}

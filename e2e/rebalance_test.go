@@ -134,7 +134,9 @@ func assertCompliantAndHealthy(t *testing.T, res *result) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := policies.Build(snap, policies.Options{})
+	// The scenario's cluster label; shards from the pods' owners unless Redis groups them
+	// otherwise (ShardAuto: Bitnami's and OT's layouts).
+	model, err := policies.Build(snap, policies.Options{ClusterLabel: env.Scenario.ClusterLabel()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func TestLayouts(t *testing.T) {
 			}
 
 			// The rules see the seed's drift in every layout.
-			m, err := policies.Build(snap, policies.Options{ClusterLabel: tc.sc.ClusterLabel(), ShardLabel: ShardLabel})
+			m, err := policies.Build(snap, policies.Options{ClusterLabel: tc.sc.ClusterLabel(), ShardSource: policies.ShardSource{Kind: policies.ShardLabel, Key: ShardLabel}})
 			if err != nil {
 				t.Fatal(err)
 			}

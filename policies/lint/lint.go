@@ -11,9 +11,11 @@ package lint
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -57,15 +59,10 @@ const (
 // keeps masters apart.
 const RolesNote = "scheduling constraints place pods, not roles: kube-scheduler knows no Redis role, so no constraint can keep the masters of a cluster apart (Redis promotes a replica only when a majority of the masters vote), and the operator's convention that pod -0 is the master drifts after every failover; redis-rebalancer's MasterQuorum rule checks where the masters are (check, plan: from Redis live, --role-label offline) and moves them with failovers (run)"
 
-// Quorum returns the MasterQuorum finding of cluster c when, with one master per shard (its
-// StatefulSets), some loss cannot be survived whatever the placement (false otherwise).
+// Quorum returns the MasterQuorum finding of cluster c when, with one master per shard
+// (Masters), some loss cannot be survived whatever the placement (false otherwise).
 func Quorum(c *policies.Cluster) (Finding, bool) {
-	shards := 0
-	for _, s := range c.Shards {
-		if s.StatefulSet != nil {
-			shards++
-		}
-	}
+	shards := Masters(c)
 	q := c.QuorumOf(shards)
 	if !q.Applies || q.Note == "" {
 		return Finding{}, false
@@ -75,6 +72,25 @@ func Quorum(c *policies.Cluster) (Finding, bool) {
 		Got:     fmt.Sprintf("%d shards (one master each) over %d zones", shards, c.Z()),
 		Message: fmt.Sprintf("%d shards, one master each: %s", shards, q.Note),
 	}, true
+}
+
+// Masters returns the number of shards of c, one master each: the shards that are one
+// StatefulSet each (seed 000's layout), else the shards whose pods' shard is known (from a
+// label, or from Redis: Bitnami's and OT's layouts); 0 when none is known (Redis not read).
+func Masters(c *policies.Cluster) int {
+	perSet, known := 0, 0
+	for _, s := range c.Shards {
+		if s.StatefulSet != nil {
+			perSet++
+		}
+		if len(s.Members) > 0 && c.Members[s.Members[0]].ShardKnown() && (len(s.Members) > 1 || c.ShardSource.Kind != policies.ShardOwner) {
+			known++
+		}
+	}
+	if perSet > 0 {
+		return perSet
+	}
+	return known
 }
 
 // Finding is one difference between a StatefulSet template and the recommendation.
@@ -105,19 +121,16 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 		chart := ChartOf(c)
 		first := len(out)
 		multiZone := c.Z() >= 2
-		shards := 0
+		shards := Masters(c)
+		shardOf := map[*appsv1.StatefulSet]*policies.Shard{} // one shard per StatefulSet
 		for _, s := range c.Shards {
 			if s.StatefulSet != nil {
-				shards++
+				shardOf[s.StatefulSet] = s
 			}
 		}
-		checked := map[string]bool{} // StatefulSets whose template was checked
-		for _, s := range c.Shards {
-			sts := s.StatefulSet
-			if sts == nil || checked[sts.Name] {
-				continue
-			}
-			checked[sts.Name] = true
+		sets := slices.Clone(c.StatefulSets)
+		sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
+		for _, sts := range sets {
 			add := func(k Kind, want, got, format string, args ...any) {
 				out = append(out, Finding{Namespace: c.Namespace, Cluster: c.Name, StatefulSet: sts.Name, Kind: k, Want: want, Got: got, Message: fmt.Sprintf(format, args...)})
 			}
@@ -129,7 +142,7 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 				checkSkew(spec, c.ZoneKey, corev1.ScheduleAnyway, 1, c.N, add)
 			}
 			checkSkew(spec, policies.LabelHostname, corev1.ScheduleAnyway, 1, c.N, add)
-			if chart == ChartNone {
+			if s := shardOf[sts]; s != nil && chart == ChartNone {
 				checkAntiAffinity(c, s, spec, multiZone, add)
 			}
 			if multiZone && !c.ZoneList {

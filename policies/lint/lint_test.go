@@ -214,7 +214,7 @@ func TestLintCharts(t *testing.T) {
 			}
 			opts := policies.Options{ClusterLabel: tc.sc.ClusterLabel()}
 			if tc.sc.Layout != scenario.LayoutSeed {
-				opts.ShardLabel = scenario.ShardLabel
+				opts.ShardSource = policies.ShardSource{Kind: policies.ShardLabel, Key: scenario.ShardLabel}
 			}
 			m, err := policies.Build(snap, opts)
 			if err != nil {
@@ -238,4 +238,3 @@ func TestLintCharts(t *testing.T) {
 		})
 	}
 }
-
