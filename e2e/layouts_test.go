@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,7 +66,7 @@ func TestOTPostScaleDown(t *testing.T) {
 func layoutRun(t *testing.T, sc scenario.Scenario, opts harness.Options, layout string, extra func(*harness.Env) []string) {
 	var redisArgs []string
 	res := runScenarioWith(t, sc, opts, false, func(ctx context.Context, env *harness.Env) error {
-		if err := assertShardsAsFormed(ctx, env); err != nil {
+		if err := assertShardsAsFormed(ctx, env, opts.AnnounceHostnames); err != nil {
 			return err
 		}
 		redisArgs = extra(env)
@@ -89,8 +90,9 @@ func layoutRun(t *testing.T, sc scenario.Scenario, opts harness.Options, layout 
 }
 
 // assertShardsAsFormed checks that Redis's shards are the scenario's: the master of shard i is
-// the pod sc.PodName(i, 0) and every other pod of the shard replicates it.
-func assertShardsAsFormed(ctx context.Context, env *harness.Env) error {
+// the pod sc.PodName(i, 0) and every other pod of the shard replicates it; with hostnames, that
+// every node announces its pod's FQDN (so that pods are matched to nodes by name).
+func assertShardsAsFormed(ctx context.Context, env *harness.Env, hostnames bool) error {
 	sc := env.Scenario
 	pods, err := env.Client().CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sc.Selector()})
 	if err != nil {
@@ -110,6 +112,10 @@ func assertShardsAsFormed(ctx context.Context, env *harness.Env) error {
 	}
 	got := map[string]string{} // pod → the pod it replicates, or "master"
 	for _, n := range topo.Nodes {
+		pod := podOf[n.Addr()]
+		if hostnames && !(strings.HasPrefix(n.Hostname, pod+".") && strings.HasSuffix(n.Hostname, "."+env.Namespace+".svc.cluster.local")) {
+			return fmt.Errorf("redis node %s (pod %s) announces hostname %q, want the pod's FQDN", n.Addr(), pod, n.Hostname)
+		}
 		if n.IsMaster() {
 			got[podOf[n.Addr()]] = "master"
 		} else {
