@@ -17,6 +17,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
@@ -28,7 +29,7 @@ import (
 // constraints set through the chart's topologySpreadConstraints value and its soft
 // anti-affinity; masters are ordinals 0..4, as the chart's init makes them. Shards come from
 // Redis alone. Before the run, the plan made offline (a snapshot and the CLUSTER NODES output)
-// equals the live one.
+// equals the live one, and lint reports the soft anti-affinity, live and offline.
 func TestBitnamiPostScaleDown(t *testing.T) {
 	const password = "bitnami-e2e-password"
 	sc := scenario.BitnamiPostScaleDown()
@@ -36,6 +37,7 @@ func TestBitnamiPostScaleDown(t *testing.T) {
 		RedisArgs: []string{"--requirepass", password, "--masterauth", password},
 		Redis:     redisctl.Options{Password: password},
 	}
+	// The chart's release-wide budget protects every shard; its soft anti-affinity does not.
 	layoutRun(t, sc, opts, "bitnami", func(env *harness.Env) []string {
 		// The password as the chart keeps it: Secret <fullname>, key redis-password.
 		policy := e2ePolicy + fmt.Sprintf("redis: {passwordSecretRef: {namespace: %s, name: %s, key: %s}}\n",
@@ -45,7 +47,7 @@ func TestBitnamiPostScaleDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		return []string{"--policy", file}
-	})
+	}, []lint.Kind{lint.SoftAntiAffinity})
 }
 
 // TestOTPostScaleDown runs issue 2's drift on a cluster laid out as OT's redis-operator lays it
@@ -53,24 +55,31 @@ func TestBitnamiPostScaleDown(t *testing.T) {
 // operator's labels (role fixed per StatefulSet, redis-role kept in step with Redis by the
 // harness's operator stand-in), a PodDisruptionBudget per role, the seed's spread constraints
 // set through spec.redisLeader/redisFollower; follower i replicates leader i. Shards come from
-// Redis alone. Before the run, the plan made offline equals the live one.
+// Redis alone, matched to pods by the FQDN each Redis node announces. Before the run, the plan
+// made offline equals the live one, and lint reports the soft anti-affinity and the budgets per
+// role, live and offline.
 func TestOTPostScaleDown(t *testing.T) {
 	// OT has Redis 7 announce hostnames: its pods are matched to their Redis nodes by name.
-	layoutRun(t, scenario.OTPostScaleDown(), harness.Options{AnnounceHostnames: true}, "ot", func(*harness.Env) []string { return nil })
+	// lint: a budget per role lets a drain take a leader and its follower together.
+	layoutRun(t, scenario.OTPostScaleDown(), harness.Options{AnnounceHostnames: true}, "ot", func(*harness.Env) []string { return nil },
+		[]lint.Kind{lint.SoftAntiAffinity, lint.DisruptionBudget})
 }
 
 // layoutRun lays out sc with opts, checks that Redis was formed with the scenario's shards,
-// compares the offline plan with the live one, runs `run --layout layout` (with the writer at
+// compares the offline plan with the live one, checks lint's findings (lintWant, live and
+// offline), runs `run --layout layout` (with the writer at
 // writeRate throughout) and checks what every run must give (assertSafeAndCompliant: compliant,
 // healthy, every evicted pod a replica when it went, no write lost or failed).
-func layoutRun(t *testing.T, sc scenario.Scenario, opts harness.Options, layout string, extra func(*harness.Env) []string) {
+func layoutRun(t *testing.T, sc scenario.Scenario, opts harness.Options, layout string, extra func(*harness.Env) []string, lintWant []lint.Kind) {
 	var redisArgs []string
 	res := runScenarioWith(t, sc, opts, false, func(ctx context.Context, env *harness.Env) error {
 		if err := assertShardsAsFormed(ctx, env, opts.AnnounceHostnames); err != nil {
 			return err
 		}
 		redisArgs = extra(env)
-		assertOfflinePlanIsLive(t, env, layout, redisArgs)
+		snapFile, nodesFile := offline(t, env)
+		assertOfflinePlanIsLive(t, env, layout, snapFile, nodesFile, redisArgs)
+		assertLint(t, env, layout, snapFile, nodesFile, redisArgs, lintWant)
 		return nil
 	}, func(*harness.Env) []string { return append([]string{"--layout", layout}, redisArgs...) })
 	evictions, failovers := assertSafeAndCompliant(t, res)
@@ -136,11 +145,10 @@ func assertShardsAsFormed(ctx context.Context, env *harness.Env, hostnames bool)
 	return nil
 }
 
-// assertOfflinePlanIsLive plans env's cluster live (`plan --layout layout`) and offline from a
-// snapshot of its objects (observe.EncodeSnapshot, as kubectl would dump them) and the CLUSTER
-// NODES output of one of its Redis nodes (`--redis-nodes`), and checks that both give the same
-// answer: violations, moves, evictions and failovers.
-func assertOfflinePlanIsLive(t *testing.T, env *harness.Env, layout string, extra []string) {
+// offline writes what env's cluster looks like for the offline commands: a snapshot of its
+// objects (observe.EncodeSnapshot, as kubectl would dump them) and the CLUSTER NODES output of
+// one of its Redis nodes (the --redis-nodes file), and returns both paths.
+func offline(t *testing.T, env *harness.Env) (snapshot, redisNodes string) {
 	t.Helper()
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -166,9 +174,18 @@ func assertOfflinePlanIsLive(t *testing.T, env *harness.Env, layout string, extr
 	if err := os.WriteFile(nodesFile, []byte(fmt.Sprint(nodes)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return snapFile.Name(), nodesFile
+}
+
+// assertOfflinePlanIsLive plans env's cluster live (`plan --layout layout`, extra after) and
+// offline from its snapshot and CLUSTER NODES files (`--snapshot`, `--redis-nodes`), and checks
+// that both give the same answer: violations, moves with their candidates, evictions and
+// failovers.
+func assertOfflinePlanIsLive(t *testing.T, env *harness.Env, layout, snapFile, nodesFile string, extra []string) {
+	t.Helper()
 	live := planJSON(t, append([]string{"plan", "--policy", policyFile, "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace,
 		"--redis-port", strconv.Itoa(env.Port), "--layout", layout, "-o", "json"}, extra...)...)
-	offline := planJSON(t, "plan", "--snapshot", snapFile.Name(), "--redis-nodes", nodesFile, "--layout", layout, "-o", "json")
+	offline := planJSON(t, "plan", "--snapshot", snapFile, "--redis-nodes", nodesFile, "--layout", layout, "-o", "json")
 	if len(live.Clusters) != 1 || len(live.Clusters[0].Moves) == 0 {
 		t.Fatalf("live plan: %d clusters, want 1 with moves: %+v", len(live.Clusters), live.Clusters)
 	}
@@ -190,4 +207,33 @@ func planJSON(t *testing.T, args ...string) report.Analysis {
 		t.Fatalf("plan output: %v\n%s", err, r.stdout.String())
 	}
 	return a
+}
+
+// assertLint runs `lint --layout layout -o json` live (extra after) and offline (the snapshot
+// and CLUSTER NODES files) and checks that both report the kinds of finding want, in order, and
+// exit 3.
+func assertLint(t *testing.T, env *harness.Env, layout, snapFile, nodesFile string, extra []string, want []lint.Kind) {
+	t.Helper()
+	for _, args := range [][]string{
+		append([]string{"lint", "--policy", policyFile, "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace,
+			"--redis-port", strconv.Itoa(env.Port), "--layout", layout, "-o", "json"}, extra...),
+		{"lint", "--snapshot", snapFile, "--redis-nodes", nodesFile, "--layout", layout, "-o", "json"},
+	} {
+		r := startCLI(t, nil, args...)
+		if code := r.wait(time.Minute); code != cli.ExitViolations {
+			t.Fatalf("redis-rebalancer lint exited %d (%s), want %d", code, r.errorLine(), cli.ExitViolations)
+		}
+		var out struct{ Findings []lint.Finding }
+		if err := json.Unmarshal(r.stdout.Bytes(), &out); err != nil {
+			t.Fatalf("lint output: %v\n%s", err, r.stdout.String())
+		}
+		var got []lint.Kind
+		for _, f := range out.Findings {
+			got = append(got, f.Kind)
+			t.Logf("lint: %s: %s", f.Kind, f.Message)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s findings (-want +got):\n%s", args[1], diff)
+		}
+	}
 }

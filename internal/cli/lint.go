@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 )
 
@@ -34,7 +35,9 @@ a shard whose pods nothing required keeps apart (the chart's soft anti-affinity)
 (SoftAntiAffinity), and the fixes are printed in the chart's terms: the Helm values (Bitnami's
 redis.topologySpreadConstraints, redis.nodeAffinityPreset, redis.podAntiAffinityPreset) or the
 RedisCluster's fields and annotation (OT) that set the seed's constraints, as far as the chart
-can express them (JSON "values").
+can express them (JSON "values"). These findings need the shards: where they come from Redis
+(--shard-source redis, as --layout bitnami and ot set it), lint reads CLUSTER NODES live, and
+offline takes it from --redis-nodes; without either it judges the templates alone.
 
 The templates place pods, not roles: no constraint keeps the masters apart, and the operator's
 pod -0 = master convention drifts after every failover. lint says so once (a note; JSON
@@ -49,8 +52,10 @@ there are findings, 1 on error.`,
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
-			// Templates carry no roles: lint never asks Redis.
-			m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, false)
+			// Templates carry no roles: lint asks Redis only for the shards, when they come
+			// from nowhere else.
+			src, _ := policies.ParseShardSource(p.Selection.ShardSource) // validated with the policy
+			m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, src.Kind == policies.ShardRedis)
 			if err != nil {
 				return &exitError{ExitError, err}
 			}

@@ -238,3 +238,25 @@ func TestLintCharts(t *testing.T) {
 		})
 	}
 }
+
+// TestLintChartsWithoutShards: with shards from Redis and Redis not read (offline without
+// --redis-nodes), a chart's cluster has no known shard; its soft anti-affinity is still a
+// finding (nothing required keeps any two pods apart), and nothing is said about masters or
+// budgets.
+func TestLintChartsWithoutShards(t *testing.T) {
+	for _, sc := range []scenario.Scenario{scenario.BitnamiPostScaleDown(), scenario.OTPostScaleDown()} {
+		t.Run(sc.Name+", Redis not read → SoftAntiAffinity only", func(t *testing.T) {
+			m, err := policies.Build(sc.MustSnapshot(), policies.Options{ClusterLabel: sc.ClusterLabel(), ShardSource: policies.ShardSource{Kind: policies.ShardRedis}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []Kind
+			for _, f := range Lint(m, false) {
+				got = append(got, f.Kind)
+			}
+			if diff := cmp.Diff([]Kind{SoftAntiAffinity}, got); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

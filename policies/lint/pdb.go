@@ -144,7 +144,7 @@ func disruptionBudgets(c *policies.Cluster, chart Chart) []Finding {
 			f.Message = fmt.Sprintf("no PodDisruptionBudget selects two pods of %s: a drain may take a master and its replica together", which)
 		case "split":
 			f.Got = "PodDisruptionBudgets " + k.names + ", none selecting a whole shard"
-			f.Message = fmt.Sprintf("PodDisruptionBudgets %s each let a pod go, and none selects two pods of %s (a budget per role?): a drain may take a master and its replica together", k.names, which)
+			f.Message = fmt.Sprintf("PodDisruptionBudgets %s each let a pod go, but none selects two pods of %s: a drain may take a master and its replica together (as budgets per role do)", k.names, which)
 		case "loose":
 			f.Got = "PodDisruptionBudget " + k.names
 			f.Message = fmt.Sprintf("PodDisruptionBudget %s lets more than one of its pods be unavailable at once, two of %s among them: a drain may take a master and its replica together", k.names, which)
