@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"cmp"
+	"crypto/sha1"
 	"fmt"
 	"strings"
 
@@ -272,6 +274,70 @@ func (s Scenario) layoutPodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
 	return nil
 }
 
+// podIP returns the pod IP of shard i's o-th pod in the Bitnami and OT layouts: 10.244.x.y, one
+// per pod in creation order.
+func (s Scenario) podIP(i, o int) string {
+	k := o*s.Shards + i
+	return fmt.Sprintf("10.244.%d.%d", k/250, k%250+1)
+}
+
+// RedisNodes returns the cluster's Redis nodes as it was formed (the Redis side of the Bitnami
+// and OT layouts, for policies.Cluster.ApplyRedis): one per placed pod, at its pod IP (podIP),
+// shard i's first pod a master serving the i-th of M equal slot ranges, the others its replicas;
+// node IDs are the SHA-1 of the pod names. OT's nodes announce their pod's FQDN
+// (<pod>.<StatefulSet>-headless.<namespace>.svc.cluster.local), as Redis 7 does with
+// cluster-announce-hostname.
+func (s Scenario) RedisNodes() []policies.RedisNode {
+	id := func(pod string) string { return fmt.Sprintf("%x", sha1.Sum([]byte(pod))) }
+	var out []policies.RedisNode
+	for i := 0; i < s.Shards; i++ {
+		master := s.PodName(i, 0)
+		for o, pod := range s.ShardPods(i) {
+			if s.Placement[pod] == "" {
+				continue
+			}
+			n := policies.RedisNode{ID: id(pod), IP: s.podIP(i, o), Role: policies.RoleReplica, MasterID: id(master)}
+			if s.Layout == LayoutOT {
+				set := pod[:strings.LastIndex(pod, "-")]
+				n.Hostname = pod + "." + set + "-headless." + s.ns() + ".svc.cluster.local"
+			}
+			if o == 0 {
+				n.Role, n.MasterID = policies.RoleMaster, ""
+				n.Slots = [][2]int{{i * 16384 / s.Shards, (i+1)*16384/s.Shards - 1}}
+			}
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ClusterNodes returns RedisNodes as CLUSTER NODES prints them (for --redis-nodes files): port
+// 6379, bus port 16379, config epoch i+1 for shard i's nodes, every link connected, the first
+// line the answering node's ("myself").
+func (s Scenario) ClusterNodes() string {
+	var b strings.Builder
+	epoch := map[string]int{} // master ID → config epoch
+	for k, n := range s.RedisNodes() {
+		addr := n.IP + ":6379@16379"
+		if n.Hostname != "" {
+			addr += "," + n.Hostname
+		}
+		flags, of, slots := "slave", n.MasterID, ""
+		if n.Role == policies.RoleMaster {
+			epoch[n.ID] = len(epoch) + 1
+			flags, of = "master", "-"
+			for _, r := range n.Slots {
+				slots += fmt.Sprintf(" %d-%d", r[0], r[1])
+			}
+		}
+		if k == 0 {
+			flags = "myself," + flags
+		}
+		fmt.Fprintf(&b, "%s %s %s %s 0 1767225600000 %d connected%s\n", n.ID, addr, flags, of, epoch[cmp.Or(n.MasterID, n.ID)], slots)
+	}
+	return b.String()
+}
+
 // BitnamiSecret returns the chart's password Secret: "<fullname>", key BitnamiPasswordKey.
 func (s Scenario) BitnamiSecret(password string) *corev1.Secret {
 	return &corev1.Secret{
@@ -303,7 +369,7 @@ func OTPostScaleDown() Scenario {
 
 func postScaleDownAs(name string, l Layout, desc string) Scenario {
 	return Scenario{
-		Name: name, Description: desc, Layout: l, Cluster: "redis-cluster",
+		Name: name, Description: desc, Layout: l, Namespace: string(l), Cluster: "redis-cluster",
 		Zones: ThreeZones(), Shards: 5, PodsPerShard: 2,
 	}.Placed(postScaleDownPlacement)
 }

@@ -16,7 +16,7 @@ import (
 
 // TestLayouts checks the objects of each layout: StatefulSets, PodDisruptionBudgets, pod names,
 // the shards as Redis is formed with them, and that the rules see the same post-scale-down
-// drift in every layout (shards given by ShardLabel offline).
+// drift in every layout (shards and roles from RedisNodes in Bitnami's and OT's).
 func TestLayouts(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -62,7 +62,6 @@ func TestLayouts(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.sc.ShardLabels = true
 			snap := tc.sc.MustSnapshot()
 			sets := map[string]int32{}
 			for _, s := range snap.StatefulSets {
@@ -108,15 +107,12 @@ func TestLayouts(t *testing.T) {
 			first := maps.Clone(podByName(snap.Pods, tc.shard0[0]).Labels)
 			delete(first, appsv1.StatefulSetPodNameLabel)
 			delete(first, appsv1.PodIndexLabel)
-			if tc.sc.Layout != LayoutSeed {
-				delete(first, ShardLabel) // ShardLabels' offline stand-in
-			}
 			if diff := cmp.Diff(tc.podLabels, first); diff != "" {
 				t.Errorf("%s's labels (-want +got):\n%s", tc.shard0[0], diff)
 			}
 
 			// The rules see the seed's drift in every layout.
-			m, err := policies.Build(snap, policies.Options{ClusterLabel: tc.sc.ClusterLabel(), ShardSource: policies.ShardSource{Kind: policies.ShardLabel, Key: ShardLabel}})
+			m, err := policies.Build(snap, policies.Options{ClusterLabel: tc.sc.ClusterLabel()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,6 +120,12 @@ func TestLayouts(t *testing.T) {
 				t.Fatalf("clusters = %d, want 1", len(m.Clusters))
 			}
 			c := m.Clusters[0]
+			if tc.sc.Layout != LayoutSeed {
+				c.ApplyRedis(tc.sc.RedisNodes())
+				if c.ShardSource.Kind != policies.ShardRedis || len(c.Warnings) > 0 {
+					t.Errorf("shards from %s, warnings %q; want them from Redis, every pod matched", c.ShardSource, c.Warnings)
+				}
+			}
 			if c.N != 10 || len(c.Shards) != 5 {
 				t.Errorf("N = %d, shards = %d; want 10 and 5", c.N, len(c.Shards))
 			}
@@ -138,6 +140,9 @@ func TestLayouts(t *testing.T) {
 			}
 			sort.Strings(got)
 			want := []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}
+			if tc.sc.Layout != LayoutSeed { // roles from Redis: n1 and zone-a hold 4 and 5 masters
+				want = []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}
+			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("hard violations (-want +got):\n%s", diff)
 			}

@@ -82,10 +82,6 @@ type Scenario struct {
 	// RoleLabels labels pods with RoleLabel: each shard's first pod (PodName(i, 0)) master, the
 	// others replica.
 	RoleLabels bool
-	// ShardLabels labels the pods of the Bitnami and OT layouts with ShardLabel (their shard as
-	// Redis forms it: "<Cluster>-s<i>"), for offline use where nothing else says it. The seed
-	// layout's pods always carry it.
-	ShardLabels bool
 	// Image is the container image (informational; kwok runs no container).
 	Image string
 }
@@ -107,8 +103,8 @@ func (s Scenario) cluster() string {
 // N returns the cluster size.
 func (s Scenario) N() int { return s.Shards * s.PodsPerShard }
 
-// ShardName returns shard i's name: in the seed layout its StatefulSet's name and ShardLabel's
-// value; in the others ShardLabel's value when ShardLabels is set.
+// ShardName returns shard i's name in the seed layout: its StatefulSet's name and ShardLabel's
+// value.
 func (s Scenario) ShardName(i int) string { return fmt.Sprintf("%s-s%d", s.cluster(), i) }
 
 // PodName returns the name of shard i's o-th pod (o = 0: the master the cluster is formed
@@ -251,7 +247,8 @@ var creationBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Pods returns every pod of the cluster as its StatefulSet would create it, bound per Placement
 // (Running) or Pending with PodScheduled=False/Unschedulable. Pods are created one second apart,
 // ordinal 0 of every shard first: creation order is (position in the shard, shard). OT's pods
-// carry OTRedisRoleLabel as the operator sets it for the role they were formed with.
+// carry OTRedisRoleLabel as the operator sets it for the role they were formed with. Running pods
+// of the Bitnami and OT layouts have the IP ClusterNodes lists them at.
 func (s Scenario) Pods() ([]*corev1.Pod, error) {
 	stss, err := s.StatefulSets()
 	if err != nil {
@@ -275,9 +272,6 @@ func (s Scenario) Pods() ([]*corev1.Pod, error) {
 				}
 				opts = append(opts, fixture.WithLabels(RoleLabel, role))
 			}
-			if s.ShardLabels && s.Layout != LayoutSeed {
-				opts = append(opts, fixture.WithLabels(ShardLabel, s.ShardName(i)))
-			}
 			if s.Layout == LayoutOT {
 				opts = append(opts, fixture.WithLabels(OTRedisRoleLabel, map[bool]string{true: "master", false: "slave"}[o == 0]))
 			}
@@ -286,6 +280,10 @@ func (s Scenario) Pods() ([]*corev1.Pod, error) {
 			}
 			if node := s.Placement[name]; node != "" {
 				opts = append(opts, fixture.On(node), fixture.Ready())
+				if s.Layout != LayoutSeed {
+					ip := s.podIP(i, o)
+					opts = append(opts, func(p *corev1.Pod) { p.Status.PodIP = ip })
+				}
 			} else {
 				opts = append(opts, fixture.Unschedulable())
 			}

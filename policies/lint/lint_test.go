@@ -105,7 +105,7 @@ func TestLint(t *testing.T) {
 
 // TestLintCharts checks the findings on clusters that Bitnami's chart and OT's operator wrote:
 // soft anti-affinity with the values that restore the seed's constraints, and budgets that let a
-// drain take two pods of a shard. Shards come from ShardLabel (offline, as Redis formed them).
+// drain take two pods of a shard. Shards come from Redis (the scenario's RedisNodes).
 func TestLintCharts(t *testing.T) {
 	type hit struct {
 		StatefulSet string
@@ -207,18 +207,16 @@ func TestLintCharts(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.sc.ShardLabels = true
 			snap := tc.sc.MustSnapshot()
 			if tc.tweak != nil {
 				tc.tweak(snap)
 			}
-			opts := policies.Options{ClusterLabel: tc.sc.ClusterLabel()}
-			if tc.sc.Layout != scenario.LayoutSeed {
-				opts.ShardSource = policies.ShardSource{Kind: policies.ShardLabel, Key: scenario.ShardLabel}
-			}
-			m, err := policies.Build(snap, opts)
+			m, err := policies.Build(snap, policies.Options{ClusterLabel: tc.sc.ClusterLabel()})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.sc.Layout != scenario.LayoutSeed {
+				m.Clusters[0].ApplyRedis(tc.sc.RedisNodes())
 			}
 			var got []hit
 			var text strings.Builder

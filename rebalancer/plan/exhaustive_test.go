@@ -487,9 +487,12 @@ func TestPlanIsMinimal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel})
+			m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel, ClusterLabel: c.ClusterLabel()})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.Layout != scenario.LayoutSeed {
+				m.Clusters[0].ApplyRedis(c.RedisNodes()) // shards and roles from Redis
 			}
 			checkAgainstBruteForce(t, m.Clusters[0], 3, c.Name)
 			if c.N() <= 6 {
