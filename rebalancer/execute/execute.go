@@ -209,6 +209,18 @@ func New(cfg Config) (*Executor, error) {
 	return &Executor{cfg: cfg, windows: ws}, nil
 }
 
+// MoveBound returns the longest one move may take with the Executor's timeouts: the sum of its
+// steps' bounds (each wait's timeout; RequestTimeout for a step without one). With
+// window.EstimateBound, a move starts only when the open window has this much time left.
+func (e *Executor) MoveBound() time.Duration {
+	cr := &clusterRun{run: &run{Executor: e}}
+	var sum time.Duration
+	for _, s := range cr.steps() {
+		sum += s.bound
+	}
+	return sum
+}
+
 // Run examines every selected Redis cluster and moves pods until each complies, a step skips (a
 // maintenance window without time left, an unhealthy cluster, an unplaceable pod, a
 // PodDisruptionBudget, an eviction limit, a refused failover, a role mismatch), a step aborts,
