@@ -7,22 +7,30 @@ GO ?= go
 K8S_VERSION  ?= v1.36.3
 ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
+KUSTOMIZE_VERSION ?= v5.8.1
+HELM_VERSION ?= v3.22.0
 # The stock descheduler make compare runs (its version is the one hack/compare/descheduler/go.mod
 # requires).
 DESCHEDULER_VERSION := v0.36.0
 TOOLS_CACHE  ?= $(HOME)/.cache/redis-rebalancer
-export K8S_VERSION ETCD_VERSION KWOK_VERSION
+export K8S_VERSION ETCD_VERSION KWOK_VERSION KUSTOMIZE_VERSION HELM_VERSION
 export REBALANCER_TOOLS_CACHE := $(TOOLS_CACHE)
 export K8S_BIN_DIR  := $(TOOLS_CACHE)/k8s-$(K8S_VERSION)
 export ETCD_BIN_DIR := $(TOOLS_CACHE)/etcd-$(ETCD_VERSION)
 export KWOK_BIN_DIR := $(TOOLS_CACHE)/kwok-$(KWOK_VERSION)
+export KUSTOMIZE_BIN_DIR := $(TOOLS_CACHE)/kustomize-$(KUSTOMIZE_VERSION)
+export HELM_BIN_DIR := $(TOOLS_CACHE)/helm-$(HELM_VERSION)
 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/internal/cli.Version=$(VERSION)
 FUZZTIME ?= 30s
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build test unit e2e fuzz bench demo compare tools deps vet clean help
+IMAGE    ?= redis-rebalancer:$(VERSION)
+# The CA bundle put in the image (none when the file is missing).
+CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+
+.PHONY: all build image test unit e2e fuzz bench demo compare tools deps vet generate clean help
 
 all: build
 
@@ -33,6 +41,11 @@ build: ## build bin/redis-rebalancer and bin/rebalancer-demo
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/redis-rebalancer ./cmd/redis-rebalancer
 	$(GO) build -o bin/rebalancer-demo ./cmd/rebalancer-demo
 
+image: ## build the container image without a Docker daemon: bin/image (OCI layout) and bin/redis-rebalancer-image.tar (docker load)
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/linux/redis-rebalancer ./cmd/redis-rebalancer
+	$(GO) run ./hack/image -binary bin/linux/redis-rebalancer -version $(VERSION) -tag $(IMAGE) \
+	  -layout bin/image -tarball bin/redis-rebalancer-image.tar $(if $(wildcard $(CA_CERTS)),-ca-certs $(CA_CERTS))
+
 deps: ## install Debian's redis-server and redis-tools when missing
 	@if ! command -v redis-server >/dev/null; then \
 	  echo "installing redis-server and redis-tools (apt-get)"; \
@@ -41,8 +54,11 @@ deps: ## install Debian's redis-server and redis-tools when missing
 	fi
 	@redis-server --version
 
-tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok for the local cluster
+tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok for the local cluster, kustomize and helm for deploy/
 	./hack/build-tools.sh all
+
+generate: ## regenerate api/v1alpha1's deepcopy, the commented default policy and docs/policy.md (a test fails when they are stale)
+	$(GO) generate ./api/v1alpha1
 
 vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -57,14 +73,16 @@ e2e: tools ## end-to-end tests on a local cluster with real Redis
 test: tools vet ## every test: unit and end-to-end
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-fuzz: deps ## fuzz the CLUSTER NODES and INFO parsers for FUZZTIME each
+fuzz: deps ## fuzz the CLUSTER NODES and INFO parsers and the snapshot decoder for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClusterNodes$$' -fuzztime $(FUZZTIME) ./redisctl
 	$(GO) test -run '^$$' -fuzz '^FuzzParseInfo$$' -fuzztime $(FUZZTIME) ./redisctl
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSnapshot$$' -fuzztime $(FUZZTIME) ./rebalancer/observe
 
-bench: deps ## benchmarks, figures printed and nothing asserted: the rules, failover under write load (20 failovers), and the scale benchmark (5,000 nodes, 150,000 pods: analysis, plans, and the descheduler's topology-spread plugin side by side)
+bench: deps ## benchmarks, figures printed and nothing asserted: the rules, failover under write load (20 failovers), and the scale benchmark (5,000 nodes, 150,000 pods: analysis, plans, and the descheduler's topology-spread plugin side by side; the check command live and offline)
 	$(GO) test -run '^$$' -bench . -benchmem ./policies
 	$(GO) test -run '^$$' -bench FailoverUnderLoad -benchtime 20x ./redisctl
-	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem -timeout 60m ./bench
+	$(GO) test -run '^$$' -bench . -skip Check -benchtime 3x -benchmem -timeout 60m ./bench
+	$(GO) test -run '^$$' -bench Check -benchtime 1x -timeout 60m ./bench
 
 demo: tools build ## local cluster + real Redis Cluster in a bad placement + redis-rebalancer fixing it
 	./bin/rebalancer-demo -binary bin/redis-rebalancer $(DEMO_ARGS)

@@ -160,11 +160,12 @@ type Planning struct {
 	Analysis
 	// Planned is the number of clusters planned (the non-compliant ones).
 	Planned int
-	// Moves is the total number of planned evictions.
-	Moves int
-	// CompliantAfter, Minimal and Infeasible count the plans reaching compliance, proven
-	// minimal, and found infeasible.
-	CompliantAfter, Minimal, Infeasible int
+	// Moves is the total number of planned evictions; Failovers of planned failover steps
+	// (MasterQuorum); PlacementOnly the clusters planned that break only MasterQuorum.
+	Moves, Failovers, RolesOnly int
+	// CompliantAfter, Minimal, FailoversMinimal and Infeasible count the plans reaching
+	// compliance, proven minimal (evictions; and failovers), and found infeasible.
+	CompliantAfter, Minimal, FailoversMinimal, Infeasible int
 	// Searched is the total number of placements the searches visited.
 	Searched int
 	// Plan is the time the plans took (wall clock, clusters planned in parallel); Slowest the
@@ -194,13 +195,24 @@ func Plan(snap *policies.Snapshot, opts policies.Options, popts plan.Options, pr
 			p.Slowest, p.SlowestCluster = took, fmt.Sprintf("%s (N=%d, Z=%d)", c.Key(), c.N, c.Z())
 		}
 		p.Planned++
-		p.Moves += len(pl.Moves)
+		p.Moves += pl.Evictions
+		p.Failovers += pl.Failovers
+		rolesOnly := true
+		for _, v := range policies.Hard(pl.Before) {
+			rolesOnly = rolesOnly && v.Rule == policies.MasterQuorum
+		}
+		if rolesOnly {
+			p.RolesOnly++
+		}
 		p.Searched += pl.Searched
 		if pl.CompliantAfter {
 			p.CompliantAfter++
 		}
 		if pl.Minimal {
 			p.Minimal++
+		}
+		if pl.FailoversMinimal {
+			p.FailoversMinimal++
 		}
 		if pl.Infeasible != "" {
 			p.Infeasible++

@@ -105,8 +105,8 @@ func logSlowPlan(c *policies.Cluster, p plan.Plan, took time.Duration) {
 	if took <= slowPlan && os.Getenv(VerboseEnv) == "" {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "bench: plan.Compute %s (N=%d, Z=%d, %d hard violations before) took %v: %d moves, %d placements searched, minimal %v, infeasible %q\n",
-		c.Key(), c.N, c.Z(), len(policies.Hard(p.Before)), took.Round(time.Millisecond), len(p.Moves), p.Searched, p.Minimal, p.Infeasible)
+	fmt.Fprintf(os.Stderr, "bench: plan.Compute %s (N=%d, Z=%d, %d hard violations before) took %v: %d evictions, %d placements searched, minimal %v, infeasible %q\n",
+		c.Key(), c.N, c.Z(), len(policies.Hard(p.Before)), took.Round(time.Millisecond), p.Evictions, p.Searched, p.Minimal, p.Infeasible)
 }
 
 // BenchmarkDeschedulerTopologySpread measures the descheduler's
@@ -148,14 +148,16 @@ func BenchmarkPlan(b *testing.B) {
 		p = res
 		return m, err
 	})
-	b.Logf("PlanOptions %+v: %d clusters planned in %v (Build %v), %d moves, %d reach compliance, %d minimal, %d infeasible, %d placements searched; slowest %v: %s",
-		popts, p.Planned, p.Plan.Round(time.Millisecond), p.Build.Round(time.Millisecond), p.Moves, p.CompliantAfter, p.Minimal, p.Infeasible, p.Searched, p.Slowest.Round(time.Millisecond), p.SlowestCluster)
+	b.Logf("PlanOptions %+v: %d clusters planned in %v (Build %v; %d break only MasterQuorum), %d evictions and %d failovers, %d reach compliance, %d minimal (%d with failovers proven minimal), %d infeasible, %d placements searched; slowest %v: %s",
+		popts, p.Planned, p.Plan.Round(time.Millisecond), p.Build.Round(time.Millisecond), p.RolesOnly, p.Moves, p.Failovers, p.CompliantAfter, p.Minimal, p.FailoversMinimal, p.Infeasible, p.Searched, p.Slowest.Round(time.Millisecond), p.SlowestCluster)
 	b.ReportMetric(p.Build.Seconds(), "s-build")
 	b.ReportMetric(p.Plan.Seconds(), "s-plans")
 	b.ReportMetric(float64(p.Slowest.Microseconds())/1000, "ms-slowest")
 	b.ReportMetric(float64(p.Searched), "searched")
 	b.ReportMetric(float64(p.Minimal), "minimal")
+	b.ReportMetric(float64(p.FailoversMinimal), "failovers-minimal")
 	b.ReportMetric(float64(p.Planned), "planned")
 	b.ReportMetric(float64(p.Moves), "moves")
+	b.ReportMetric(float64(p.Failovers), "failovers")
 	b.ReportMetric(float64(p.CompliantAfter), "compliant-after")
 }

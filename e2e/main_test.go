@@ -60,7 +60,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv(cliEnv) == "1" {
 		os.Exit(cli.Main())
 	}
+	dir, err := os.MkdirTemp("", "e2e-policy-")
+	if err == nil {
+		policyFile = filepath.Join(dir, "policy.yaml")
+		err = os.WriteFile(policyFile, []byte(e2ePolicy), 0o600)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e policy:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	os.RemoveAll(dir)
 	if err := stopBed(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if code == 0 {
@@ -227,12 +237,25 @@ func (f *faultEnv) finish(t *testing.T) harness.WriterStats {
 	return stats
 }
 
-// runArgs returns `redis-rebalancer run`'s arguments for env: its kubeconfig, namespace and
-// Redis port, a JSON report, and timeouts that fit a test; extra comes last (a later flag wins).
+// e2ePolicy is the RebalancerPolicy every run reads (--policy): timeouts that fit a test, at most
+// 6 evictions per cluster. What differs per test (kubeconfig, namespace, Redis port) are flags,
+// and a test's extra flags override the file (--health-timeout 8s).
+const e2ePolicy = `apiVersion: rebalancer.redis.io/v1alpha1
+kind: RebalancerPolicy
+limits: {maxMovesPerCluster: 6}
+timeouts: {healthGate: 1m, recreate: 2m, rejoin: 2m}
+output: json
+`
+
+// policyFile is e2ePolicy's file, written by TestMain.
+var policyFile string
+
+// runArgs returns `redis-rebalancer run`'s arguments for env: the policy file, its kubeconfig,
+// namespace and Redis port, and JSON log lines (beside the progress on stderr); extra comes last
+// (a later flag wins).
 func runArgs(env *harness.Env, extra ...string) []string {
-	return append([]string{"run", "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace, "-o", "json",
-		"--redis-port", strconv.Itoa(env.Port), "--max-moves", "6",
-		"--health-timeout", "1m", "--recreate-timeout", "2m", "--rejoin-timeout", "2m"}, extra...)
+	return append([]string{"run", "--policy", policyFile, "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace,
+		"--redis-port", strconv.Itoa(env.Port), "--logging-format", "json"}, extra...)
 }
 
 // cliRun is `redis-rebalancer` running as a child process: the test binary re-executed with
@@ -381,6 +404,21 @@ func (r *cliRun) assertNoProcessLeft() {
 	if err != nil {
 		r.t.Errorf("a process of redis-rebalancer's group %d is still running after it exited", r.cmd.Process.Pid)
 	}
+}
+
+// logs returns the structured log lines (--logging-format=json) the CLI printed on stderr so
+// far, decoded.
+func (r *cliRun) logs() []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []map[string]any
+	for _, l := range r.lines {
+		var m map[string]any
+		if strings.HasPrefix(l, "{") && json.Unmarshal([]byte(l), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // stderr returns what the CLI printed on stderr so far.

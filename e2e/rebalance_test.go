@@ -20,6 +20,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
@@ -32,6 +33,8 @@ type result struct {
 	stops  []stopRecord
 	writer harness.WriterStats
 	rc     *redisctl.Client
+	// logs are the run's structured log lines, decoded.
+	logs []map[string]any
 }
 
 // runRebalancer lays out sc on the test bed (in parallel with other tests), starts a writer (≥
@@ -64,7 +67,7 @@ func runScenario(t *testing.T, sc scenario.Scenario, serial bool, before func(co
 	if code := run.wait(5 * time.Minute); code != cli.ExitOK {
 		t.Fatalf("redis-rebalancer run exited %d (%s), want %d", code, run.errorLine(), cli.ExitOK)
 	}
-	res := &result{env: f.Env, rc: f.Redis, report: run.report()}
+	res := &result{env: f.Env, rc: f.Redis, report: run.report(), logs: run.logs()}
 	res.writer = f.finish(t)
 	if res.writer.Failed > 0 {
 		t.Errorf("%d writes failed: a run without a fault must cost clients no error", res.writer.Failed)
@@ -112,8 +115,8 @@ func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int
 	return evictions, failovers
 }
 
-// assertCompliantAndHealthy checks that every hard rule holds at the end and that the Redis
-// cluster passes the full health gate (cluster_state:ok, all 16384 slots served, every master
+// assertCompliantAndHealthy checks that every hard rule holds at the end (MasterQuorum with the
+// roles Redis reports) and that the Redis cluster passes the full health gate (cluster_state:ok, all 16384 slots served, every master
 // with an in-sync replica) within a minute.
 func assertCompliantAndHealthy(t *testing.T, res *result) {
 	t.Helper()
@@ -132,6 +135,10 @@ func assertCompliantAndHealthy(t *testing.T, res *result) {
 		t.Fatalf("clusters = %d, want 1", len(model.Clusters))
 	}
 	c := model.Clusters[0]
+	// Roles from Redis: MasterQuorum is judged too.
+	if _, err := observe.ApplyRoles(ctx, env.Redis, c); err != nil {
+		t.Errorf("roles at the end: %v", err)
+	}
 	if vs := policies.Hard(c.Evaluate(c.Current())); len(vs) > 0 {
 		t.Errorf("hard rules broken at the end: %+v", vs)
 	}
@@ -151,6 +158,67 @@ func TestPostScaleDown(t *testing.T) {
 	evictions, failovers := assertSafeAndCompliant(t, res)
 	if evictions < 1 || failovers < 1 {
 		t.Errorf("the run made %d evictions and %d failovers; the scenario needs at least one of each", evictions, failovers)
+	}
+	// The structured log has a line per failover and per eviction, naming the cluster.
+	cr := res.report.Clusters[0]
+	count := map[string]int{}
+	for _, l := range res.logs {
+		if l["cluster"] == cr.Namespace+"/"+cr.Name {
+			count[fmt.Sprint(l["msg"])]++
+		}
+	}
+	if count["Master failed over"] != failovers || count["Pod evicted"] != evictions {
+		t.Errorf("log lines: %d \"Master failed over\", %d \"Pod evicted\"; want %d and %d (%v)", count["Master failed over"], count["Pod evicted"], failovers, evictions, count)
+	}
+	assertAPIRequests(t, res.report, evictions)
+}
+
+// assertAPIRequests checks the run's API requests (issue 12, item 7): each observation lists
+// each resource once (the lists of nodes, StatefulSets, PodDisruptionBudgets and volumes are as
+// many as the observations, and pods are listed no fewer times), nothing is read object by
+// object but the pods the executor waits for (at most one GET per poll of a re-creation wait),
+// and each eviction is one dry run and one eviction.
+func assertAPIRequests(t *testing.T, rep report.Run, evictions int) {
+	t.Helper()
+	count := map[string]int{}
+	for _, r := range rep.APIRequests {
+		count[r.Verb+" "+r.Resource] = r.Count
+		t.Logf("API requests: %-6s %-30s %d", r.Verb, r.Resource, r.Count)
+	}
+	observations := count["list nodes"]
+	if observations < 2 {
+		t.Fatalf("list nodes = %d, want one per observation (at least 2): %v", observations, rep.APIRequests)
+	}
+	for _, res := range []string{"statefulsets.apps", "poddisruptionbudgets.policy", "persistentvolumeclaims", "persistentvolumes"} {
+		if got := count["list "+res]; got != observations {
+			t.Errorf("list %s = %d, want %d (one per observation, as list nodes)", res, got, observations)
+		}
+	}
+	if got := count["list pods"]; got < observations {
+		t.Errorf("list pods = %d, want at least %d (one per observation)", got, observations)
+	}
+	for _, res := range []string{"nodes", "statefulsets.apps", "poddisruptionbudgets.policy", "persistentvolumeclaims", "persistentvolumes"} {
+		if got := count["get "+res]; got != 0 {
+			t.Errorf("get %s = %d, want 0: observations list, they never read object by object", res, got)
+		}
+	}
+	// A pod is read alone only while the executor waits for its re-creation: at most one GET
+	// per poll (DefaultPollInterval) of each move's wait, plus the first.
+	polls := 0
+	for _, cr := range rep.Clusters {
+		for _, m := range cr.Moves {
+			for _, st := range m.Steps {
+				if st.Name == report.StepRecreate {
+					polls += int(st.Seconds/execute.DefaultPollInterval.Seconds()) + 2
+				}
+			}
+		}
+	}
+	if got := count["get pods"]; got > polls {
+		t.Errorf("get pods = %d, more than the %d polls of the re-creation waits: something reads pods one by one", got, polls)
+	}
+	if got := count["create pods/eviction"]; got != 2*evictions {
+		t.Errorf("create pods/eviction = %d, want %d (a dry run and an eviction per eviction made)", got, 2*evictions)
 	}
 }
 

@@ -4,12 +4,16 @@
 #   $CACHE/k8s-$K8S_VERSION/{kube-apiserver,kube-controller-manager,kube-scheduler}
 #   $CACHE/etcd-$ETCD_VERSION/etcd
 #   $CACHE/kwok-$KWOK_VERSION/kwok
+#   $CACHE/kustomize-$KUSTOMIZE_VERSION/kustomize, $CACHE/helm-$HELM_VERSION/helm (deploy/'s e2e)
 # A binary already in the cache is not rebuilt. Prints the cache directory's bin paths when done.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+# kustomize v5.8.2 and later need Go 1.27.
+KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.1}
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
 CACHE=${REBALANCER_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redis-rebalancer}
 
 log() { printf '[build-tools] %s\n' "$*" >&2; }
@@ -99,14 +103,32 @@ build_kwok() {
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
 
+# build_go_tool NAME PACKAGE VERSION: go install PACKAGE@VERSION into $CACHE/NAME-VERSION
+# (both modules have no replace directive, so go install builds them as released).
+build_go_tool() {
+  local name=$1 pkg=$2 version=$3
+  local out=$CACHE/$name-$version
+  if [[ -x $out/$name ]]; then log "$name $version: cached in $out"; return; fi
+  log "$name $version: building (a few minutes cold)"
+  mkdir -p "$out.tmp"
+  GOBIN=$out.tmp GOFLAGS= go install -ldflags "-s -w" "$pkg@$version"
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+
 mkdir -p "$CACHE"
 case "${1:-all}" in
   k8s) build_k8s ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
-  all) build_etcd; build_kwok; build_k8s ;;
-  *) echo "usage: $0 [all|k8s|etcd|kwok]" >&2; exit 2 ;;
+  kustomize) build_go_tool kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION" ;;
+  helm) build_go_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
+  all) build_etcd; build_kwok; build_k8s
+       build_go_tool kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION"
+       build_go_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
+  *) echo "usage: $0 [all|k8s|etcd|kwok|kustomize|helm]" >&2; exit 2 ;;
 esac
 echo "K8S_BIN_DIR=$CACHE/k8s-$K8S_VERSION"
 echo "ETCD_BIN_DIR=$CACHE/etcd-$ETCD_VERSION"
 echo "KWOK_BIN_DIR=$CACHE/kwok-$KWOK_VERSION"
+echo "KUSTOMIZE_BIN_DIR=$CACHE/kustomize-$KUSTOMIZE_VERSION"
+echo "HELM_BIN_DIR=$CACHE/helm-$HELM_VERSION"

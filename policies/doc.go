@@ -1,8 +1,9 @@
 // Package policies judges the placement of Redis Cluster pods on Kubernetes: the HA rules of
 // seed 000 §一 (ShardSeparation, MaxPodsPerNode, ZoneEvenSplit, MaxPodsPerZone, AllowedZones), the
 // pods' own topology spread constraints with kube-scheduler's semantics (TopologySpread), Pending
-// pods (Unschedulable), the soft NodeSpread and ZoneBalance rules, and a feasibility filter that
-// says where a re-created pod may be placed.
+// pods (Unschedulable), where the masters are (MasterQuorum: no node, nor with 3 zones or more a
+// zone, may hold half of the masters serving slots; quorum.go), the soft NodeSpread and
+// ZoneBalance rules, and a feasibility filter that says where a re-created pod may be placed.
 //
 // API objects are converted once (Build) into a Model of indexed nodes and Redis clusters; rules and
 // the filter then only read the model and a Placement (member index → node index), so a planner can
@@ -37,7 +38,8 @@
 //     pod a StatefulSet re-creates; spec.go: a member's scheduling-relevant spec, converted once;
 //     zones.go: zone keys, allowed zones, usable nodes; index.go: pods by label, topology domains,
 //     existing pods' anti-affinity.
-//   - rules.go: the HA rules; spread.go: PodTopologySpread's constraint instances and counts,
+//   - rules.go: the HA rules; quorum.go: MasterQuorum (Masters, Quorum, and QuorumFix, the
+//     fewest failovers that satisfy it); spread.go: PodTopologySpread's constraint instances and counts,
 //     shared by the TopologySpread rule and the filter; infeasible.go: StaticInfeasibility;
 //     nodeclass.go: NodeClass; state.go: State, the rules' sums and the filter's PreFilter state
 //     updated per move (kube-scheduler's AddPod/RemovePod extensions), checked against Evaluate

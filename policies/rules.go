@@ -24,6 +24,10 @@ const (
 	MaxPodsPerZone Rule = "MaxPodsPerZone"
 	// AllowedZones: no pod runs outside the zones the cluster's node affinity lists.
 	AllowedZones Rule = "AllowedZones"
+	// MasterQuorum: with M the masters that serve slots, no node holds M/2 or more of them, and
+	// with Z ≥ 3 no zone either (Redis promotes a replica only with a majority of the masters);
+	// where no placement can, masters spread evenly (Quorum). Skipped while the roles are unknown.
+	MasterQuorum Rule = "MasterQuorum"
 	// TopologySpread: every DoNotSchedule constraint in the placed pods' specs holds: for every
 	// eligible topology domain, count − global minimum ≤ maxSkew, counted as kube-scheduler's
 	// PodTopologySpread plugin counts (labelSelector plus matchLabelKeys, same namespace only,
@@ -78,13 +82,18 @@ func ZoneLimit(n int, relaxed bool) int {
 	return (n - 1) / 2
 }
 
-// Evaluate returns every violation of the cluster's rules under placement p, hard rules first,
-// then by rule name and domain. Members that are unplaced are not counted in any domain. A member
-// placed on the node it runs on (or a Pending pod, wherever placed) counts with its own labels and
-// constraints; a member placed elsewhere has been re-created and counts with its template's.
-func (c *Cluster) Evaluate(p Placement) []Violation {
+// Evaluate returns every violation of the cluster's rules under placement p with the current
+// roles (EvaluateWith(p, c.CurrentMasters())), hard rules first, then by rule name and domain.
+func (c *Cluster) Evaluate(p Placement) []Violation { return c.EvaluateWith(p, c.CurrentMasters()) }
+
+// EvaluateWith returns every violation of the cluster's rules under placement p with masters ms
+// (MasterQuorum; a plan's failovers change them), hard rules first, then by rule name and domain.
+// Members that are unplaced are not counted in any domain. A member placed on the node it runs on
+// (or a Pending pod, wherever placed) counts with its own labels and constraints; a member placed
+// elsewhere has been re-created and counts with its template's.
+func (c *Cluster) EvaluateWith(p Placement, ms Masters) []Violation {
 	g := c.group(p)
-	out := append(c.hardRules(p, g, false), c.softRules(g)...)
+	out := append(c.hardRules(p, ms, g, false), c.softRules(g)...)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Soft != out[j].Soft {
 			return !out[i].Soft
@@ -100,13 +109,16 @@ func (c *Cluster) Evaluate(p Placement) []Violation {
 // EvaluateHard returns the hard violations under p, as Hard(Evaluate(p)) does but without their
 // Pods and Message and in no particular order: the cheap form (Rule, Domain, TopologyKey, Count,
 // Limit) the planner's search evaluates millions of placements with.
-func (c *Cluster) EvaluateHard(p Placement) []Violation { return c.hardRules(p, c.group(p), true) }
+func (c *Cluster) EvaluateHard(p Placement) []Violation {
+	return c.hardRules(p, c.CurrentMasters(), c.group(p), true)
+}
 
-// hardRules returns the hard rules' violations under p (grouped as g), without Pods and Message
-// when brief.
-func (c *Cluster) hardRules(p Placement, g *grouping, brief bool) []Violation {
+// hardRules returns the hard rules' violations under p (grouped as g) with masters ms, without
+// Pods and Message when brief.
+func (c *Cluster) hardRules(p Placement, ms Masters, g *grouping, brief bool) []Violation {
 	var out []Violation
 	out = append(out, c.shardSeparation(p, brief)...)
+	out = append(out, c.masterQuorum(p, ms, brief)...)
 	out = append(out, c.maxPerNode(g, brief)...)
 	out = append(out, c.zoneRules(g, brief)...)
 	out = append(out, c.allowedZones(g, brief)...)
@@ -125,8 +137,13 @@ func Hard(vs []Violation) []Violation {
 	return out
 }
 
-// Compliant reports whether no hard rule is broken under p.
+// Compliant reports whether no hard rule is broken under p with the current roles.
 func (c *Cluster) Compliant(p Placement) bool { return len(Hard(c.Evaluate(p))) == 0 }
+
+// CompliantWith reports whether no hard rule is broken under p with masters ms.
+func (c *Cluster) CompliantWith(p Placement, ms Masters) bool {
+	return len(Hard(c.EvaluateWith(p, ms))) == 0
+}
 
 // namesUnless returns c.podNames(idx), or nil when brief.
 func (c *Cluster) namesUnless(brief bool, idx []int) []string {

@@ -44,8 +44,18 @@ type State struct {
 	outside, outsideZones   int // AllowedZones: pods outside the allowed zones, and such zones in use
 	unsched                 int // Unschedulable: members unplaced that count as Unschedulable
 
+	// MasterQuorum: the masters (by member), fixed limits q (M does not change: a failover moves
+	// a master within its shard), masters per node and per zone id, the domains above the limits
+	// and the masters above them, summed.
+	masters                  Masters
+	q                        Quorum
+	mNode, mZone             []int32
+	mNodeOver, mZoneOver     int
+	mNodeExcess, mZoneExcess int
+
 	key StateKey
-	fit fitter // reused by fitterFor
+	fit fitter        // reused by fitterFor
+	fix quorumScratch // reused by QuorumFix
 }
 
 // StateKey identifies a placement: two independent 64-bit Zobrist hashes of (member, node)
@@ -276,12 +286,17 @@ func (c *Cluster) specOfKind(j, k int) *podSpec {
 	return c.Members[j].next
 }
 
-// NewState returns the state of placement p (copied).
-func (c *Cluster) NewState(p Placement) *State {
+// NewState returns the state of placement p (copied) with the current roles
+// (Cluster.CurrentMasters); Failover changes them.
+func (c *Cluster) NewState(p Placement) *State { return c.NewStateWith(p, c.CurrentMasters()) }
+
+// NewStateWith returns the state of placement p with masters ms (both copied).
+func (c *Cluster) NewStateWith(p Placement, ms Masters) *State {
 	x := c.stateIndexOf()
 	m := c.model
+	ms = ms.Clone()
 	st := &State{
-		c: c, x: x, p: make(Placement, len(p)),
+		c: c, x: x, p: make(Placement, len(p)), masters: ms, q: c.quorumOf(ms.Count()),
 		nodeCount: make([]int32, len(m.Nodes)),
 		occupied:  make([]uint64, (len(m.Nodes)+63)/64),
 		zoneCount: make([]int32, len(x.zoneNames)),
@@ -289,6 +304,15 @@ func (c *Cluster) NewState(p Placement) *State {
 		inst:      make([]instState, len(c.spread)),
 		effect:    make([]int32, len(c.spread)),
 		groups:    make([][]shardGroup, len(c.Shards)),
+	}
+	if st.q.Applies {
+		st.mNode = make([]int32, len(m.Nodes))
+		st.mZone = make([]int32, len(x.zoneNames))
+	}
+	for j, is := range ms {
+		if is {
+			st.key = st.key.withMaster(j)
+		}
 	}
 	for idx, in := range c.spread {
 		is := &st.inst[idx]
@@ -322,6 +346,12 @@ func (c *Cluster) NewState(p Placement) *State {
 func (k StateKey) with(j, n int) StateKey {
 	v := uint64(j)<<32 | uint64(uint32(n+1))
 	return StateKey{k[0] ^ mix(v^0x9e3779b97f4a7c15), k[1] ^ mix(v^0xd1b54a32d192ed03)}
+}
+
+// withMaster returns k with member j's master mark flipped.
+func (k StateKey) withMaster(j int) StateKey {
+	v := uint64(j)<<32 | 0xffffffff
+	return StateKey{k[0] ^ mix(v^0x5851f42d4c957f2d), k[1] ^ mix(v^0x14057b7ef767814f)}
 }
 
 // mix is SplitMix64's finalizer.
@@ -405,6 +435,9 @@ func (st *State) Set(i, n int) {
 func (st *State) update(i, n, d int) {
 	c, x := st.c, st.x
 	d32 := int32(d)
+	if st.masters[i] && st.q.Applies {
+		st.masterAt(n, d)
+	}
 	// MaxPodsPerNode.
 	before := int(st.nodeCount[n])
 	st.nodeCount[n] += d32
@@ -499,6 +532,73 @@ func (st *State) update(i, n, d int) {
 			is.top--
 		}
 	}
+}
+
+// masterAt adds (d = 1) or removes (d = -1) a master on node n (MasterQuorum's counts).
+func (st *State) masterAt(n, d int) {
+	before := int(st.mNode[n])
+	st.mNode[n] += int32(d)
+	lim := st.q.NodeLimit
+	st.mNodeExcess += max(before+d-lim, 0) - max(before-lim, 0)
+	st.mNodeOver += b2i(before+d > lim) - b2i(before > lim)
+	z := st.x.zoneID[n]
+	if st.q.ZoneLimit == 0 || st.x.zoneNames[z] == "" {
+		return
+	}
+	zb := int(st.mZone[z])
+	st.mZone[z] += int32(d)
+	lim = st.q.ZoneLimit
+	st.mZoneExcess += max(zb+d-lim, 0) - max(zb-lim, 0)
+	st.mZoneOver += b2i(zb+d > lim) - b2i(zb > lim)
+}
+
+// Masters returns the masters under the state's failovers. It is the state's own: read it,
+// never change it (use Failover).
+func (st *State) Masters() Masters { return st.masters }
+
+// IsMaster reports whether member i is a master serving slots under the state's failovers.
+func (st *State) IsMaster(i int) bool { return st.masters[i] }
+
+// Quorum returns what MasterQuorum asks of the state's cluster (fixed when the state was made).
+func (st *State) Quorum() Quorum { return st.q }
+
+// Failover hands master from's slots to member to, of the same shard: from stops counting as a
+// master, to starts (M does not change). Failover(to, from) undoes it.
+func (st *State) Failover(from, to int) {
+	st.setMaster(from, false)
+	st.setMaster(to, true)
+}
+
+func (st *State) setMaster(i int, v bool) {
+	if st.masters[i] == v {
+		return
+	}
+	if n := st.p[i]; n >= 0 && st.q.Applies {
+		st.masterAt(n, 2*b2i(v)-1)
+	}
+	st.masters[i] = v
+	st.key = st.key.withMaster(i)
+}
+
+// QuorumExcess returns the larger of two sums: the masters above MasterQuorum's node limit,
+// summed over nodes, and above its zone limit, summed over zones. A failover, or the eviction of
+// a master (its shard's master moves to another member), lowers each by at most one: it bounds
+// the role changes still needed.
+func (st *State) QuorumExcess() int { return max(st.mNodeExcess, st.mZoneExcess) }
+
+// Promotable reports whether member j may become its shard's master under the state: it is placed
+// and its Redis node is known to be of the shard (its role is known, or the plan re-created it,
+// so it rejoins as a replica), and it is not a master without slots where it runs.
+func (st *State) Promotable(j int) bool {
+	n := st.p[j]
+	if n < 0 {
+		return false
+	}
+	mem := st.c.Members[j]
+	if n != mem.Node {
+		return true
+	}
+	return mem.Role == RoleReplica || mem.Role == RoleMaster && !mem.EmptyMaster
 }
 
 func b2i(b bool) int {
@@ -625,6 +725,14 @@ func (st *State) Involved(j int) bool {
 	if e := st.MemberExcess(j); e != (Excess{}) {
 		return true
 	}
+	if st.masters[j] && st.q.Applies {
+		if int(st.mNode[n]) > st.q.NodeLimit {
+			return true
+		}
+		if z := st.x.zoneID[n]; st.q.ZoneLimit > 0 && st.x.zoneNames[z] != "" && int(st.mZone[z]) > st.q.ZoneLimit {
+			return true
+		}
+	}
 	c := st.c
 	for idx, in := range c.spread {
 		if st.effect[idx] == 0 || !in.eligible[n] || !c.counted(in, j, st.p) {
@@ -640,16 +748,21 @@ func (st *State) Involved(j int) bool {
 
 // Summary is what the planner reads of a placement's hard rules.
 type Summary struct {
-	// Compliant reports whether every hard rule holds.
+	// Compliant reports whether every hard rule holds (MasterQuorum with the state's masters).
 	Compliant bool
+	// PodsCompliant reports whether every hard rule but MasterQuorum holds: the rules about pods,
+	// which only evictions fix (failovers may fix MasterQuorum).
+	PodsCompliant bool
+	// Quorum counts the nodes and zones above MasterQuorum's limits.
+	Quorum int
 	// LowerBound is the number of evictions any plan from here needs at least: the largest sum of
-	// Excess, and 1 when a hard rule is broken.
+	// Excess, and 1 when a rule about pods is broken (MasterQuorum alone may need none).
 	LowerBound int
 	// Rule names the rule whose sum sets LowerBound when it is more than 1 ("" otherwise).
 	Rule Rule
 	// Violations counts the hard violations: per node, zone, shard domain and spread domain
 	// above its limit, plus one for ZoneEvenSplit and one for Unschedulable (a spread domain
-	// broken under two constraint instances counts twice, unlike in Evaluate).
+	// broken under two constraint instances counts twice, unlike in Evaluate), plus Quorum.
 	Violations int
 }
 
@@ -669,10 +782,13 @@ func (st *State) Summary() Summary {
 			s.Violations += st.spreadOver(idx)
 		}
 	}
-	s.Compliant = s.Violations == 0
-	if !s.Compliant {
+	s.PodsCompliant = s.Violations == 0
+	if !s.PodsCompliant {
 		s.LowerBound = 1
 	}
+	s.Quorum = st.mNodeOver + st.mZoneOver
+	s.Violations += s.Quorum
+	s.Compliant = s.Violations == 0
 	for _, t := range []struct {
 		n int
 		r Rule

@@ -2,6 +2,7 @@ package policies_test
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -34,22 +35,50 @@ func excessOf(vs []policies.Violation) policies.Excess {
 	return e
 }
 
-// checkState compares what st answers with what Evaluate and Candidates compute from scratch on
-// the same placement.
+// quorumOf returns, from Evaluate's hard violations, the MasterQuorum domains above their limit
+// and the larger of the masters above the limits summed over nodes and over zones.
+func quorumOf(vs []policies.Violation) (domains, excess int) {
+	var node, zone int
+	for _, v := range vs {
+		if v.Rule != policies.MasterQuorum {
+			continue
+		}
+		domains++
+		if v.TopologyKey == policies.LabelHostname {
+			node += v.Count - v.Limit
+		} else {
+			zone += v.Count - v.Limit
+		}
+	}
+	return domains, max(node, zone)
+}
+
+// checkState compares what st answers with what EvaluateWith (with the state's masters) and
+// Candidates compute from scratch on the same placement, and checks QuorumFix against every
+// assignment of the masters to promotable members.
 func checkState(t *testing.T, st *policies.State, what string) bool {
 	t.Helper()
 	c := st.Cluster()
 	p := st.Placement().Clone()
-	hard := policies.Hard(c.Evaluate(p))
+	ms := st.Masters().Clone()
+	hard := policies.Hard(c.EvaluateWith(p, ms))
 	s := st.Summary()
 	ok := true
 	fail := func(format string, args ...any) {
-		t.Errorf("%s, placement %v: %s", what, p, fmt.Sprintf(format, args...))
+		t.Errorf("%s, placement %v, masters %v: %s", what, p, ms, fmt.Sprintf(format, args...))
 		ok = false
 	}
 	if s.Compliant != (len(hard) == 0) {
 		fail("Summary().Compliant = %v, Evaluate has %d hard violations: %+v", s.Compliant, len(hard), hard)
 	}
+	domains, excess := quorumOf(hard)
+	if s.Quorum != domains || st.QuorumExcess() != excess {
+		fail("Summary().Quorum = %d, QuorumExcess %d; Evaluate has %d MasterQuorum violations, excess %d: %+v", s.Quorum, st.QuorumExcess(), domains, excess, hard)
+	}
+	if s.PodsCompliant != (len(hard) == domains) {
+		fail("Summary().PodsCompliant = %v, Evaluate has %d hard violations, %d of MasterQuorum", s.PodsCompliant, len(hard), domains)
+	}
+	checkQuorumFix(st, fail)
 	if diff := cmp.Diff(excessOf(hard), st.Excess()); diff != "" {
 		fail("Excess (-evaluate +state):\n%s", diff)
 	}
@@ -79,10 +108,108 @@ func checkState(t *testing.T, st *policies.State, what string) bool {
 	if !slices.Equal(st.Placement(), p) {
 		fail("CandidatesIn changed the placement to %v", st.Placement())
 	}
-	if fresh := c.NewState(p); fresh.Key() != st.Key() {
+	if fresh := c.NewStateWith(p, ms); fresh.Key() != st.Key() {
 		fail("key %x after the moves, %x when built afresh", st.Key(), fresh.Key())
 	}
 	return ok
+}
+
+// quorumStats counts what checkQuorumFix saw, so that TestStateMatchesEvaluate can tell it
+// covered placements with MasterQuorum broken, fixable by failovers or not.
+var quorumStats struct{ broken, fixed, unfixable int }
+
+// checkQuorumFix compares st.QuorumFix with every assignment of each shard's masters to its
+// promotable members (or a master not placed, which may stay): the fewest changes of master after which MasterQuorum holds (EvaluateWith),
+// or none. Applying the fix must satisfy the rule.
+func checkQuorumFix(st *policies.State, fail func(string, ...any)) {
+	c := st.Cluster()
+	p, ms := st.Placement(), st.Masters()
+	fix, ok := st.QuorumFix()
+	quorumHolds := func(m policies.Masters) bool {
+		d, _ := quorumOf(policies.Hard(c.EvaluateWith(p, m)))
+		return d == 0
+	}
+	// Every assignment: per shard, choose as many promotable members as it has masters.
+	best := -1
+	cur := make(policies.Masters, len(ms))
+	var rec func(s int, changes int)
+	rec = func(s, changes int) {
+		if s == len(c.Shards) {
+			if quorumHolds(cur) && (best < 0 || changes < best) {
+				best = changes
+			}
+			return
+		}
+		var members, cand []int
+		k := 0
+		for _, j := range c.Shards[s].Members {
+			members = append(members, j)
+			if ms[j] {
+				k++
+			}
+			if st.Promotable(j) || ms[j] && p[j] < 0 {
+				cand = append(cand, j)
+			}
+		}
+		if k == 0 {
+			rec(s+1, changes)
+			return
+		}
+		for mask := 0; mask < 1<<len(cand); mask++ {
+			if bits.OnesCount(uint(mask)) != k {
+				continue
+			}
+			moved := 0
+			for _, j := range members {
+				cur[j] = false
+			}
+			for b, j := range cand {
+				if mask&(1<<b) != 0 {
+					cur[j] = true
+					if !ms[j] {
+						moved++
+					}
+				}
+			}
+			rec(s+1, changes+moved)
+		}
+		for _, j := range members {
+			cur[j] = false
+		}
+	}
+	if !st.Quorum().Applies {
+		if fix != nil || !ok {
+			fail("QuorumFix = %v, %v where MasterQuorum does not apply", fix, ok)
+		}
+		return
+	}
+	rec(0, 0)
+	if st.Summary().Quorum > 0 {
+		quorumStats.broken++
+		if ok && len(fix) > 0 {
+			quorumStats.fixed++
+		} else if !ok {
+			quorumStats.unfixable++
+		}
+	}
+	switch {
+	case ok != (best >= 0):
+		fail("QuorumFix ok = %v (%v), every assignment: fewest changes %d", ok, fix, best)
+	case ok && len(fix) != best:
+		fail("QuorumFix = %v (%d failovers), every assignment: fewest %d", fix, len(fix), best)
+	case ok:
+		after := ms.Clone()
+		for _, f := range fix {
+			if !after[f.From] || after[f.To] || c.Members[f.From].ShardIndex != c.Members[f.To].ShardIndex {
+				fail("QuorumFix %v: failover %+v is not from a master to a member of its shard", fix, f)
+				return
+			}
+			after[f.From], after[f.To] = false, true
+		}
+		if !quorumHolds(after) {
+			fail("QuorumFix %v leaves MasterQuorum broken: %+v", fix, policies.Hard(c.EvaluateWith(p, after)))
+		}
+	}
 }
 
 // walk moves random members of c to random nodes (or unplaces them) and checks the state after
@@ -97,6 +224,17 @@ func walk(t *testing.T, r *rand.Rand, c *policies.Cluster, steps int, what strin
 		i := r.IntN(len(c.Members))
 		if c.Members[i].Terminating {
 			continue
+		}
+		if st.IsMaster(i) && r.IntN(3) == 0 {
+			// A failover to another member of its shard.
+			sh := c.Shards[c.Members[i].ShardIndex].Members
+			if to := sh[r.IntN(len(sh))]; !st.IsMaster(to) {
+				st.Failover(i, to)
+				if !checkState(t, st, fmt.Sprintf("%s step %d (failover %d → %d)", what, k, i, to)) {
+					return
+				}
+				continue
+			}
 		}
 		n := r.IntN(len(c.Model().Nodes)+1) - 1
 		if r.IntN(4) == 0 {
@@ -127,13 +265,17 @@ func TestStateMatchesEvaluate(t *testing.T) {
 		sc, tweak := randomRedis(r)
 		snap := sc.MustSnapshot()
 		tweak(snap)
-		for _, opts := range []policies.Options{{}, {RelaxedLimits: true}} {
+		for _, opts := range []policies.Options{{RoleLabel: scenario.RoleLabel}, {RelaxedLimits: true, RoleLabel: scenario.RoleLabel}, {}} {
 			m, err := policies.Build(snap, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			walk(t, r, m.Clusters[0], 30, fmt.Sprintf("redis case %d %+v", it, sc))
 		}
+	}
+	t.Logf("MasterQuorum broken in %d states: %d fixed by failovers, %d not fixable by failovers alone", quorumStats.broken, quorumStats.fixed, quorumStats.unfixable)
+	if quorumStats.fixed < 100 || quorumStats.unfixable < 20 {
+		t.Errorf("the walks covered too few MasterQuorum cases: %+v", quorumStats)
 	}
 }
 

@@ -211,6 +211,9 @@ type Cluster struct {
 	classes   []uint64 // node index → NodeClass, built on first use
 	stateOnce sync.Once
 	stateIdx  *stateIndex // what States share, built on first use
+	// quorumNodeCount is the number of nodes masters may be on (quorumNodes), counted once.
+	quorumOnce      sync.Once
+	quorumNodeCount int
 }
 
 // Z returns the number of allowed zones.
@@ -253,6 +256,10 @@ type Member struct {
 	Ordinal int
 	// Role is the Redis role: from Options.RoleLabel when building, or set by the caller from Redis.
 	Role Role
+	// EmptyMaster is true for a master that Redis reports serving no slot (set by the caller from
+	// CLUSTER NODES): it does not vote when Redis promotes a replica, so MasterQuorum does not count
+	// it. A master read from Options.RoleLabel is taken to serve slots.
+	EmptyMaster bool
 	// Node is the index of the node the pod is bound to, -1 when it is not scheduled (or bound to a
 	// node the snapshot lacks).
 	Node int

@@ -17,6 +17,8 @@ import (
 // (see NewClusterClient for why). A Client is safe for concurrent use.
 type Client struct {
 	opts resolved
+	// reads holds a token per node view being read (Options.MaxConcurrentReads).
+	reads chan struct{}
 
 	mu     sync.Mutex
 	nodes  map[string]*redis.Client
@@ -33,7 +35,7 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{opts: r, nodes: map[string]*redis.Client{}}, nil
+	return &Client{opts: r, nodes: map[string]*redis.Client{}, reads: make(chan struct{}, r.MaxConcurrentReads)}, nil
 }
 
 // Options returns the options the client was created with (the password is redacted when
@@ -266,22 +268,29 @@ func (c *Client) readView(ctx context.Context, addr string) (View, error) {
 	}, nil
 }
 
-// readViews reads the views of addrs concurrently (at most 8 at a time). It returns the views
-// that answered, sorted by address, and the errors of those that did not.
+// readViews reads the views of addrs concurrently, at most Options.MaxConcurrentReads at a time
+// over every caller of c. It returns the views that answered, sorted by address, and the errors
+// of those that did not; a node not read before ctx ends gets ctx's error.
 func (c *Client) readViews(ctx context.Context, addrs []string) ([]View, map[string]error) {
 	type res struct {
 		v   View
 		err error
 	}
 	out := make([]res, len(addrs))
-	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for i, a := range addrs {
+		// A goroutine per node being read, not per node waiting: reading thousands of nodes
+		// costs MaxConcurrentReads stacks.
+		select {
+		case c.reads <- struct{}{}:
+		case <-ctx.Done():
+			out[i] = res{err: c.nodeErr(a, "read view", fmt.Errorf("not read: %w", ctx.Err()))}
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+			defer func() { <-c.reads }()
 			v, err := c.readView(ctx, a)
 			out[i] = res{v, err}
 		}()

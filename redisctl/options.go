@@ -31,6 +31,9 @@ const (
 	// every repl-ping-replica-period (10 s by default), so values below about 11 need that setting
 	// lowered too.
 	DefaultMaxLastIOSeconds = 15
+	// DefaultMaxConcurrentReads is the number of nodes one Client reads at a time, over all
+	// callers (Options.MaxConcurrentReads).
+	DefaultMaxConcurrentReads = 512
 )
 
 // Options says how to reach and authenticate to the nodes of one Redis cluster. The zero value
@@ -77,6 +80,11 @@ type Options struct {
 	// MaxLastIOSeconds is the client-wide "in sync" limit on master_last_io_seconds_ago, used like
 	// MaxLagBytes; DefaultMaxLastIOSeconds when 0.
 	MaxLastIOSeconds int
+
+	// MaxConcurrentReads bounds the nodes whose views (Topology, CheckHealth) are read at once,
+	// over every goroutine using the Client, so that reading many clusters at once opens a
+	// bounded number of connections; DefaultMaxConcurrentReads when 0.
+	MaxConcurrentReads int
 }
 
 // TLSOptions configures TLS to the nodes. Server certificates are verified unless
@@ -146,6 +154,9 @@ func (o Options) resolve() (resolved, error) {
 	}
 	if r.MaxLastIOSeconds == 0 {
 		r.MaxLastIOSeconds = DefaultMaxLastIOSeconds
+	}
+	if r.MaxConcurrentReads <= 0 {
+		r.MaxConcurrentReads = DefaultMaxConcurrentReads
 	}
 	var err error
 	if r.Username, err = credential("username", o.Username, o.UsernameFile, o.UsernameEnv, true); err != nil {

@@ -17,7 +17,7 @@ func TestCheckExitCodes(t *testing.T) {
 		{name: "check with role label marks masters", args: []string{"check", "--snapshot", "../../examples/post-scale-down.yaml", "--role-label", roleLabel}, wantCode: ExitViolations, wantOut: []string{"redis-s0-0 M", "redis-s0-1 R"}},
 		{name: "check --release-replica-claims is accepted → 3 (claims change plans, not violations)", args: []string{"check", "--snapshot", "../../examples/zonal-volumes.yaml", "--release-replica-claims"}, wantCode: ExitViolations, wantOut: []string{"MaxPodsPerZone"}},
 		{name: "missing snapshot file → 1", args: []string{"check", "--snapshot", "does-not-exist.yaml"}, wantCode: ExitError, wantErr: []string{"redis-rebalancer: snapshot:"}},
-		{name: "bad output format → 1", args: []string{"check", "--snapshot", "../../examples/excluded-zone.yaml", "-o", "xml"}, wantCode: ExitError, wantErr: []string{"-o must be table or json"}},
+		{name: "bad output format → 1", args: []string{"check", "--snapshot", "../../examples/excluded-zone.yaml", "-o", "xml"}, wantCode: ExitError, wantErr: []string{`output (--output): Unsupported value: "xml": supported values: "text", "table", "json"`}},
 		{name: "bad selector → 1", args: []string{"check", "--snapshot", "../../examples/excluded-zone.yaml", "-l", "a=(b"}, wantCode: ExitError, wantErr: []string{"--selector:"}},
 		{name: "selector matching no pod → 0, no cluster", args: []string{"check", "--snapshot", "../../examples/post-scale-down.yaml", "-l", "app=nothing"}, wantCode: ExitOK, wantOut: []string{"no Redis cluster found"}},
 		{name: "other namespace → 0, no cluster", args: []string{"check", "--snapshot", "../../examples/post-scale-down.yaml", "-n", "elsewhere"}, wantCode: ExitOK, wantOut: []string{"no Redis cluster found"}},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,7 +11,24 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 )
+
+// commentWidth is the width the constraints command wraps its YAML comments at.
+const commentWidth = 100
+
+// writeComment writes text as YAML comment lines ("# ..."), wrapped at commentWidth.
+func writeComment(w io.Writer, text string) {
+	line := "#"
+	for _, word := range strings.Fields(text) {
+		if len(line)+1+len(word) > commentWidth && line != "#" {
+			fmt.Fprintln(w, line)
+			line = "#"
+		}
+		line += " " + word
+	}
+	fmt.Fprintln(w, line)
+}
 
 // Defaults of the constraints command.
 const (
@@ -74,7 +92,13 @@ StatefulSet template fragment (YAML) to merge into each shard's StatefulSet:
   - soft maxSkew 1 on hostname (and zone), ScheduleAnyway;
   - required anti-affinity inside the shard on hostname (1 zone) or zone (2+ zones);
   - required node affinity on the zones.
---relaxed-limits drops the "minus 1" (seed 000 §四), which avoids the 3-shard deadlock.`,
+--relaxed-limits drops the "minus 1" (seed 000 §四), which avoids the 3-shard deadlock.
+
+These constraints place pods, not roles: kube-scheduler knows no Redis role, so nothing here keeps
+the masters apart, and the operator's pod -0 = master convention drifts after every failover. The
+output says so in a comment, and says which loss the cluster cannot survive whatever the placement
+when its shards and zones leave one (2 shards; 4 shards in 3 zones; any cluster in 2 zones):
+redis-rebalancer's MasterQuorum rule checks the masters and fixes them with failovers.`,
 		Example: `  redis-rebalancer constraints --shards 5 --pods-per-shard 2 --zones zone-a,zone-b,zone-c --cluster-name rc1 --shard rc1-s0`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -98,6 +122,10 @@ StatefulSet template fragment (YAML) to merge into each shard's StatefulSet:
 			fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v (seed 000 §二)\n",
 				n, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed)
 			fmt.Fprintf(out, "# StatefulSet template fragment for shard %q; pods must carry %s=%s and %s=%s.\n", o.shard, o.clusterLabel, o.clusterName, o.shardLabel, o.shard)
+			writeComment(out, "Note: "+lint.RolesNote+".")
+			if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
+				writeComment(out, fmt.Sprintf("MasterQuorum: %d shards, one master each: %s.", in.Shards, q.Note))
+			}
 			_, err = out.Write(b)
 			return err
 		},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,6 +36,13 @@ func TestConstraintsCommand(t *testing.T) {
 	want := []c{{corev1.LabelHostname, 3, true}, {corev1.LabelTopologyZone, 4, true}, {corev1.LabelHostname, 1, false}, {corev1.LabelTopologyZone, 1, false}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("N=10 constraints (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(out, "# Note: scheduling constraints place pods, not roles") || strings.Contains(out, "# MasterQuorum:") {
+		t.Errorf("5 shards in 3 zones: want the note on roles and no MasterQuorum comment:\n%s", out)
+	}
+	out, _, _ = runCLI(t, "constraints", "--shards", "4", "--zones", "a,b,c", "--cluster-name", "rc1")
+	if !strings.Contains(out, "# MasterQuorum: 4 shards, one master each: with M=4 masters in 3 zones") {
+		t.Errorf("4 shards in 3 zones: want the MasterQuorum comment:\n%s", out)
 	}
 	if _, _, code := runCLI(t, "constraints", "--shards", "3"); code != ExitError {
 		t.Errorf("without --cluster-name: exit %d, want %d", code, ExitError)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"sync"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
@@ -16,8 +17,9 @@ const (
 )
 
 // judgeHealth sets the Redis health of each cluster of a (m's clusters, in the same order): live
-// with --redis-roles, observe.JudgeHealth on the snapshot's pods; otherwise unknown, saying why.
-func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *report.Analysis) {
+// with --redis-roles, observe.JudgeHealth on the snapshot's pods with p's Redis settings, every
+// cluster at once under --redis-deadline; otherwise unknown, saying why.
+func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *report.Analysis, p *policy) {
 	set := func(h func(c *policies.Cluster) observe.Health) {
 		for i, c := range m.Clusters {
 			v := h(c)
@@ -32,13 +34,40 @@ func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *re
 		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthNoRedis) })
 		return
 	}
-	rc, err := o.redis.client()
+	client, err := o.kube.client()
+	if err != nil {
+		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthNoClient + err.Error()) })
+		return
+	}
+	rc, err := redisClient(ctx, client, &p.Redis)
 	if err != nil {
 		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthNoClient + err.Error()) })
 		return
 	}
 	defer rc.Close()
-	set(func(c *policies.Cluster) observe.Health {
-		return observe.JudgeHealth(ctx, rc, c, observe.MemberPods(c))
-	})
+	// Every cluster at once under one deadline, as the roles are read (observe.ReadRoles): a Redis
+	// that hangs costs its read timeout once, not once per cluster.
+	ctx, cancel := o.snapshot.redisContext(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, c := range m.Clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := observe.JudgeHealth(ctx, rc, c, observe.MemberPods(c))
+			a.Clusters[i].Health = &v
+			// A check of thousands of pods keeps no connection open.
+			for _, m := range c.Members {
+				if m.Pod.Status.PodIP != "" {
+					rc.Forget(rc.AddrOf(m.Pod.Status.PodIP))
+				}
+			}
+			if v.Redis != nil && v.Redis.Topology != nil {
+				for _, n := range v.Redis.Topology.Nodes {
+					rc.Forget(n.Addr())
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

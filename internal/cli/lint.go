@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
+
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 )
 
@@ -17,27 +19,38 @@ func newLintCommand() *cobra.Command {
 recommends for the cluster's size N and zones (see the constraints command): hard maxSkew on
 hostname and zone, the soft constraints, the anti-affinity inside the shard, and the node affinity
 on the zones. It also flags templates that can deadlock (seed 000 §四: several zones and 3 shards
-with the strict limits) and names the relaxed setting that avoids it.
+with the strict limits) and names the relaxed setting that avoids it, and, once per cluster
+(MasterQuorum), shards and zones that leave some loss unsurvivable whatever the placement: with
+one master per shard, Redis promotes a replica only when a majority of the masters vote, so 2
+shards, 4 shards in 3 zones, or any cluster in 2 zones cannot survive the loss of some node or
+zone; the finding says which loss and what would fix it.
+
+The templates place pods, not roles: no constraint keeps the masters apart, and the operator's
+pod -0 = master convention drifts after every failover. lint says so once (a note; JSON
+"notes"); check and plan judge the masters themselves (MasterQuorum), and run fixes them with
+failovers.
 
 Live (kubeconfig) or offline (--snapshot FILE). Exit status: 0 when there is no finding, 3 when
 there are findings, 1 on error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return &exitError{ExitError, err}
-			}
-			// Templates carry no roles: lint never asks Redis.
-			m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), false)
+			p, err := o.model.policy.load(cmd.Flags())
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
-			findings := lint.Lint(m, o.model.policy.relaxed)
+			// Templates carry no roles: lint never asks Redis.
+			m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, false)
+			if err != nil {
+				return &exitError{ExitError, err}
+			}
+			findings := lint.Lint(m, p.Rules.RelaxedLimits)
 			out := cmd.OutOrStdout()
-			if o.output == "json" {
+			notes := []string{lint.RolesNote}
+			if p.Output == v1alpha1.OutputJSON {
 				if findings == nil {
 					findings = []lint.Finding{}
 				}
-				if err := printJSON(out, map[string]any{"findings": findings}); err != nil {
+				if err := printJSON(out, map[string]any{"findings": findings, "notes": notes}); err != nil {
 					return &exitError{ExitError, err}
 				}
 			} else {
@@ -45,7 +58,14 @@ there are findings, 1 on error.`,
 					fmt.Fprintf(out, "%d Redis clusters checked: every StatefulSet follows the recommendation\n", len(m.Clusters))
 				}
 				for _, f := range findings {
-					fmt.Fprintf(out, "%s/%s %s: %s: %s\n", f.Namespace, f.Cluster, f.StatefulSet, f.Kind, f.Message)
+					where := f.Namespace + "/" + f.Cluster
+					if f.StatefulSet != "" {
+						where += " " + f.StatefulSet
+					}
+					fmt.Fprintf(out, "%s: %s: %s\n", where, f.Kind, f.Message)
+				}
+				for _, n := range notes {
+					fmt.Fprintf(out, "note: %s\n", n)
 				}
 			}
 			if len(findings) > 0 {
@@ -54,6 +74,6 @@ there are findings, 1 on error.`,
 			return nil
 		},
 	}
-	o.addFlags(cmd.Flags(), "table or json")
+	o.addFlags(cmd.Flags(), outputUsage(`{"findings": [...]}`))
 	return cmd
 }

@@ -1,38 +1,25 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
 
-// planOptions are the plan command's options: check's, and the planner's bounds.
+// planOptions are the plan command's options: check's, and the planner's bounds (the policy's
+// plan section).
 type planOptions struct {
 	analysisOptions
-	plan plan.Options
 }
 
 func newPlanOptions() *planOptions {
-	return &planOptions{analysisOptions: newAnalysisOptions(), plan: plan.Options{MaxStates: plan.DefaultMaxStates}}
+	return &planOptions{analysisOptions: newAnalysisOptions()}
 }
 
 func (o *planOptions) addFlags(fs *pflag.FlagSet) {
 	o.analysisOptions.addFlags(fs, contractUsage)
-	fs.IntVar(&o.plan.MaxMoves, "max-plan-moves", o.plan.MaxMoves, fmt.Sprintf("longest plan considered (0: %d, or twice the lower bound on the moves needed when that is more)", plan.DefaultMaxMoves))
-	fs.IntVar(&o.plan.MaxStates, "max-plan-states", o.plan.MaxStates, "placements the planner may evaluate per cluster; when they run out, the best plan found so far is shown as not proven minimal")
-	addPendingStepsFlag(fs, &o.plan.AllowPendingSteps)
-}
-
-// allowPendingStepsUsage is --allow-pending-steps' help.
-const allowPendingStepsUsage = "plan through Pending pods: an evicted pod may wait Pending until a later move frees room, one pod per Redis cluster at a time (its shard runs without that replica meanwhile; the plan names the moves). Without it, each evicted pod must be placeable at once, and a cluster that only such a plan fixes says so"
-
-// addPendingStepsFlag binds --allow-pending-steps (check and plan; run refuses it).
-func addPendingStepsFlag(fs *pflag.FlagSet, v *bool) {
-	fs.BoolVar(v, "allow-pending-steps", *v, allowPendingStepsUsage)
+	o.model.policy.addPlanFlags(fs, allowPendingStepsUsage)
 }
 
 func newPlanCommand() *cobra.Command {
@@ -57,7 +44,7 @@ has a plan that reaches compliance, 3 when some cluster has none, 1 on error.`,
   redis-rebalancer plan --snapshot snap.yaml --role-label redis.rebalancer.io/role -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.analyze(cmd, true, o.plan, (*report.Analysis).Planned)
+			return o.analyze(cmd, planBounds, (*report.Analysis).Planned)
 		},
 	}
 	o.addFlags(cmd.Flags())

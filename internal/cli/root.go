@@ -7,11 +7,14 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"os"
+	"sync"
 
 	"github.com/spf13/cobra"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/klog/v2"
 )
 
@@ -58,11 +61,56 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(gofs)
-	root.PersistentFlags().AddGoFlag(gofs.Lookup("v"))
-	root.AddCommand(newRunCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newVersionCommand())
+	logging := logsapi.NewLoggingConfiguration()
+	logsapi.AddFlags(logging, root.PersistentFlags())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := applyLogging(logging, cmd.ErrOrStderr()); err != nil {
+			return err
+		}
+		setGCPercent()
+		return validateFlags(cmd.Flags())
+	}
+	root.AddCommand(newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newPolicyCommand(), newVersionCommand())
 	return root
+}
+
+// applyLogging sets klog up as --logging-format and the other logging flags say (component-base
+// logs, as kube-scheduler and the descheduler do): text or json lines, both to errOut, so that
+// stdout keeps the reports. Logging is process-wide and component-base applies it once: a command
+// run again in the same process (tests, e2e) with the same logging flags only points the log
+// lines at its own errOut; other logging flags there are an error.
+func applyLogging(c *logsapi.LoggingConfiguration, errOut io.Writer) error {
+	logOut.set(errOut)
+	if err := logsapi.ValidateAndApplyWithOptions(c, &logsapi.LoggingOptions{ErrorStream: logOut, InfoStream: logOut}, nil); err != nil {
+		return &exitError{ExitError, fmt.Errorf("logging: %w", err)}
+	}
+	return nil
+}
+
+func init() {
+	// A second command in one process with the same logging flags (see applyLogging).
+	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
+}
+
+// logOut is where klog's lines go: the running command's standard error.
+var logOut = &switchWriter{w: os.Stderr}
+
+// switchWriter writes to w, which set replaces; safe for concurrent use.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) set(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // Main runs the root command with os.Args and returns the process exit code.

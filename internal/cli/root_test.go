@@ -4,12 +4,18 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	logsapi "k8s.io/component-base/logs/api/v1"
 )
 
 // runCLI runs the root command with args as Main would and returns stdout, stderr and the exit
 // code.
 func runCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	// Each command applies the logging flags once per process; reset them between commands.
+	if err := logsapi.ResetForTest(nil); err != nil {
+		t.Fatal(err)
+	}
 	var out, errOut bytes.Buffer
 	cmd := NewRootCommand()
 	cmd.SetArgs(args)

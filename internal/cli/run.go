@@ -1,138 +1,94 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
-// Defaults of the run command (the executor's own are in execute's Default… constants).
-const (
-	// defaultFailoverMode is --failover-mode.
-	defaultFailoverMode = "default"
-	// defaultTextOutput is run's -o.
-	defaultTextOutput = "text"
-)
+// errReleaseReplicaClaims is run's answer to rules.releaseReplicaClaims (--release-replica-claims)
+// until the executor can release a claim (execute.ErrReleaseReplicaClaims).
+var errReleaseReplicaClaims = errors.New("rules.releaseReplicaClaims (--release-replica-claims) is not supported by run yet: it would plan moves that need a replica's PersistentVolumeClaim released, which run does not do; use it with plan/check to see such moves")
 
-// errReleaseReplicaClaims is run's answer to --release-replica-claims until the executor can
-// release a claim (execute.ErrReleaseReplicaClaims).
-var errReleaseReplicaClaims = errors.New("--release-replica-claims is not supported by run yet: it would plan moves that need a replica's PersistentVolumeClaim released, which run does not do; use it with plan/check to see such moves")
-
-// errAllowPendingSteps is run's answer to --allow-pending-steps until the executor can carry out
-// a plan through a Pending pod.
-var errAllowPendingSteps = errors.New("--allow-pending-steps is not supported by run yet: its plans leave an evicted pod Pending until a later move, which run's health gate does not accept; use it with plan to see such plans")
-
-// runOptions are the run command's options.
+// runOptions are the run command's options: the API server, the policy with the flags that
+// override it, and the two flags of one run that are no policy field.
 type runOptions struct {
 	kube   kubeOptions
-	policy policyOptions
-	redis  redisOptions
-	// cfg holds the executor's settings bound to flags; clients, selection, windows, limits and
-	// output are set when the command runs.
-	cfg    execute.Config
-	mode   string
-	output string
-	// windows are --window values ("SCHEDULE" or "SCHEDULE|DURATION"); windowDuration the
-	// duration of those without one; stepEstimate --window-step-estimate.
-	windows        []string
-	windowDuration time.Duration
-	stepEstimate   string
-	// The eviction limits; 0 is no limit.
-	maxPerNode, maxPerNamespace, maxTotal uint
-	// allowPendingSteps is refused (errAllowPendingSteps): run never plans through Pending pods.
-	allowPendingSteps bool
+	policy *policyOptions
+	// dryRun plans and prints without acting; ignoreWindows acts outside the maintenance windows.
+	dryRun, ignoreWindows bool
+	// observer, when set, is told what each run does (serve's metrics).
+	observer execute.Observer
 }
 
 func newRunOptions() *runOptions {
-	return &runOptions{
-		kube: newKubeOptions(), policy: newPolicyOptions(), redis: newRedisOptions(),
-		cfg:  execute.Config{MaxMoves: execute.DefaultMaxMoves, MaxParallelClusters: execute.DefaultMaxParallelClusters},
-		mode: defaultFailoverMode, output: defaultTextOutput,
-		windowDuration: window.DefaultDuration, stepEstimate: string(window.EstimateBound),
-	}
+	return &runOptions{kube: newKubeOptions(), policy: newPolicyOptions()}
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.kube.addFlags(fs)
-	o.policy.addFlags(fs, "not supported by run yet (it refuses the flag; use it with check or plan): "+releaseReplicaClaimsUsage)
-	o.redis.addFlags(fs)
-	fs.BoolVar(&o.cfg.DryRun, "dry-run", o.cfg.DryRun, "plan and print; make no failover and no eviction")
-	fs.IntVar(&o.cfg.MaxMoves, "max-moves", o.cfg.MaxMoves, "most evictions per Redis cluster in one run")
-	fs.IntVar(&o.cfg.Plan.MaxMoves, "max-plan-moves", o.cfg.Plan.MaxMoves, fmt.Sprintf("longest plan the planner considers (0: %d, or twice the lower bound on the moves needed when that is more)", plan.DefaultMaxMoves))
-	fs.BoolVar(&o.allowPendingSteps, "allow-pending-steps", o.allowPendingSteps, "not supported by run yet (it refuses the flag; use it with plan): "+allowPendingStepsUsage)
-	fs.StringVar(&o.mode, "failover-mode", o.mode, "CLUSTER FAILOVER variant: default, force or takeover (force/takeover can lose writes)")
-	fs.DurationVar(&o.cfg.FailoverTimeout, "failover-timeout", o.cfg.FailoverTimeout, "bound on a failover and its verification (default "+durationText(execute.DefaultFailoverTimeout)+")")
-	fs.DurationVar(&o.cfg.HealthTimeout, "health-timeout", o.cfg.HealthTimeout, "how long to wait for a healthy cluster before a move, and after it (default "+durationText(execute.DefaultHealthTimeout)+")")
-	fs.DurationVar(&o.cfg.RecreateTimeout, "recreate-timeout", o.cfg.RecreateTimeout, "how long to wait for an evicted pod to be re-created and Ready (default "+durationText(execute.DefaultRecreateTimeout)+")")
-	fs.DurationVar(&o.cfg.RejoinTimeout, "rejoin-timeout", o.cfg.RejoinTimeout, "how long to wait for a re-created pod to be an in-sync replica again (default "+durationText(execute.DefaultRejoinTimeout)+")")
-	fs.StringArrayVar(&o.windows, "window", o.windows, `maintenance window "SCHEDULE" or "SCHEDULE|DURATION" (repeatable): a cron expression (5 fields, @daily/@weekly/..., optional CRON_TZ=<zone> prefix; UTC without one), e.g. "CRON_TZ=Europe/Paris 0 2 * * *|2h"; without --window run acts at any time`)
-	fs.DurationVar(&o.windowDuration, "window-duration", o.windowDuration, "how long a --window given without |DURATION stays open")
-	fs.StringVar(&o.stepEstimate, "window-step-estimate", o.stepEstimate, "how long a move is expected to take when the time left in the window is judged: bound (its timeouts) or p95 (of the steps this run has measured; the bound until measured)")
-	fs.BoolVar(&o.cfg.IgnoreWindows, "ignore-windows", o.cfg.IgnoreWindows, "act outside the maintenance windows (a manual run; logged and reported)")
-	fs.IntVar(&o.cfg.MaxParallelClusters, "max-parallel-clusters", o.cfg.MaxParallelClusters, "Redis clusters that progress at once (each with one disruption in flight at most)")
-	fs.UintVar(&o.maxPerNode, "max-pods-to-evict-per-node", o.maxPerNode, "most evictions in one run from one node, over every cluster (the descheduler's maxNoOfPodsToEvictPerNode; 0: no limit)")
-	fs.UintVar(&o.maxPerNamespace, "max-pods-to-evict-per-namespace", o.maxPerNamespace, "most evictions in one run in one namespace, over every cluster (maxNoOfPodsToEvictPerNamespace; 0: no limit)")
-	fs.UintVar(&o.maxTotal, "max-pods-to-evict-total", o.maxTotal, "most evictions in one run, over every cluster (maxNoOfPodsToEvictTotal; 0: no limit)")
-	fs.StringVarP(&o.output, "output", "o", o.output, "report format: text (progress and maps on stdout) or json (report on stdout, progress on stderr)")
+	o.policy.addPolicyFlag(fs)
+	o.policy.addSelectionFlags(fs, "not supported by run yet (it refuses the flag; use it with check or plan): "+releaseReplicaClaimsUsage)
+	o.policy.addRedisFlags(fs)
+	o.policy.addPlanFlags(fs, allowPendingStepsUsage+" (see below)")
+	o.policy.addExecuteFlags(fs)
+	fs.BoolVar(&o.dryRun, "dry-run", o.dryRun, "plan and print; make no failover and no eviction")
+	fs.BoolVar(&o.ignoreWindows, "ignore-windows", o.ignoreWindows, "act outside the maintenance windows (a manual run; logged and reported)")
+	o.policy.addOutputFlag(fs, "text: progress and maps on stdout; json: the run report on stdout (README \"JSON output\"), progress on stderr")
 }
 
-// validate checks the flags that need no cluster, and sets the failover mode, the windows and the
-// eviction limits.
-func (o *runOptions) validate() error {
-	if o.policy.releaseReplicaClaims {
-		return errReleaseReplicaClaims
+// resolve returns the policy a pass acts with (policyOptions.load), after the refusals of run
+// (and serve): rules.releaseReplicaClaims. It reads no cluster.
+func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
+	p, err := o.policy.load(fs)
+	if err != nil {
+		return nil, err
 	}
-	if o.allowPendingSteps {
-		return errAllowPendingSteps
+	if p.Rules.ReleaseReplicaClaims {
+		return nil, errReleaseReplicaClaims
 	}
-	switch o.mode {
-	case "default":
-		o.cfg.FailoverMode = redisctl.FailoverDefault
-	case "force":
-		o.cfg.FailoverMode = redisctl.FailoverForce
-	case "takeover":
-		o.cfg.FailoverMode = redisctl.FailoverTakeover
-	default:
-		return fmt.Errorf("--failover-mode must be default, force or takeover, got %q", o.mode)
+	return p, nil
+}
+
+// executor connects to the API server and Redis (reading the policy's Redis Secret, when it names
+// one) and returns the executor of p, with its progress written to out; closeRedis closes its
+// Redis client.
+func (o *runOptions) executor(ctx context.Context, p *policy, out io.Writer, stop <-chan struct{}) (ex *execute.Executor, closeRedis func(), err error) {
+	cfg, err := executorConfig(p)
+	if err != nil {
+		return nil, nil, err
 	}
-	if o.output != "text" && o.output != "json" {
-		return fmt.Errorf("-o must be text or json, got %q", o.output)
+	client, err := o.kube.client()
+	if err != nil {
+		return nil, nil, err
 	}
-	if o.cfg.MaxParallelClusters < 1 {
-		return fmt.Errorf("--max-parallel-clusters must be at least 1, got %d", o.cfg.MaxParallelClusters)
+	rc, err := redisClient(ctx, client, &p.Redis)
+	if err != nil {
+		return nil, nil, err
 	}
-	o.cfg.Window = window.Config{StepEstimate: window.StepEstimate(o.stepEstimate)}
-	for _, v := range o.windows {
-		w, err := window.ParseFlag(v, o.windowDuration)
-		if err != nil {
-			return fmt.Errorf("--window: %w", err)
-		}
-		o.cfg.Window.Windows = append(o.cfg.Window.Windows, w)
+	cfg.Client, cfg.Redis, cfg.Out, cfg.Requests = client, rc, out, o.kube.requests
+	cfg.DryRun, cfg.IgnoreWindows = o.dryRun, o.ignoreWindows
+	cfg.Stop = stop
+	if o.observer != nil {
+		cfg.Observer = o.observer
 	}
-	if _, err := window.New(o.cfg.Window); err != nil {
-		return fmt.Errorf("--window: %w", err)
+	if ex, err = execute.New(cfg); err != nil {
+		rc.Close()
+		return nil, nil, err
 	}
-	limit := func(v uint) *uint {
-		if v == 0 {
-			return nil
-		}
-		return &v
-	}
-	o.cfg.MaxPodsToEvictPerNode, o.cfg.MaxPodsToEvictPerNamespace, o.cfg.MaxPodsToEvictTotal = limit(o.maxPerNode), limit(o.maxPerNamespace), limit(o.maxTotal)
-	return nil
+	return ex, func() { rc.Close() }, nil
 }
 
 func newRunCommand() *cobra.Command {
@@ -175,13 +131,33 @@ Up to --max-parallel-clusters Redis clusters progress at once (progress lines ar
 with [namespace/name]); --max-pods-to-evict-per-node, -per-namespace and -total limit the run's
 evictions over every cluster, as the descheduler's limits do.
 
+A plan has two kinds of step. An eviction runs the steps above. A failover step (MasterQuorum: no
+node, nor with 3 zones or more a zone, may hold half of the masters or more, or its loss leaves no
+majority of masters to promote replicas) moves no pod: window, healthGate, failover on the
+replica the plan names (verified), drain, reobserve. Evictions come first, then failovers; a
+master's own failover before its eviction goes to the replica the plan names too, one whose node
+and zone keep MasterQuorum. --max-moves counts evictions; failover steps are bounded by the
+cluster's shards plus --max-moves.
+
+--allow-pending-steps carries out plans through a Pending pod (see plan --help): the evicted pod
+the plan lets wait Pending is not waited for at re-creation, and the health gate accepts exactly
+that pod Pending (and what its absence costs Redis: its shard's master without a replica, its
+old Redis node unreachable) until the next move frees its room; any other pod Pending that was
+not Pending when the run started makes the cluster unhealthy. Each such move prints and reports
+its exposure (which shard runs without which replica, until which move).
+
 At the end, each cluster complies when every hard rule holds AND Redis is healthy; a cluster still
 resyncing does not comply.
 
+Settings come from a RebalancerPolicy (--policy FILE; "redis-rebalancer policy default" prints
+every field with its default): the flags' defaults are the policy's, and a flag given overrides
+the file's field. A policy or flag that does not validate stops run before it reads anything.
+
 Exit status:
   0  every cluster complies (placement and Redis health)
-  1  error: a step aborted (API server or Redis unreachable, failover not verified, pod not
-     back in time, ...), or a cluster could not be observed; the message is the first real reason
+  1  error: the policy or a flag is invalid (every bad field is listed), a step aborted (API
+     server or Redis unreachable, failover not verified, pod not back in time, ...), or a
+     cluster could not be observed; the message is the first real reason (docs/runbook.md)
   3  some cluster does not comply: a hard rule is broken or Redis is not healthy (move skipped,
      move budget spent, no plan, cluster resyncing)
   4  outside the maintenance windows: no window was open (or the open one left no time for the
@@ -191,6 +167,8 @@ Exit status:
 (name, outcome continue/skip/abort, reason, seconds), the health, compliant, stopped/stoppedBy.`,
 		Example: `  # see what it would do
   redis-rebalancer run --dry-run -n redis
+  # as a CronJob does: the policy from its ConfigMap, a flag overriding one field
+  redis-rebalancer run --policy /etc/redis-rebalancer/policy.yaml --max-moves 3
   # fix every Redis cluster in namespace redis, at most 5 evictions per cluster
   redis-rebalancer run -n redis --max-moves 5 --redis-password-file /etc/redis/password
   # a nightly CronJob: act only between 02:00 and 04:00 Paris time, two clusters at once,
@@ -199,9 +177,6 @@ Exit status:
     --max-pods-to-evict-per-node 1 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return &exitError{ExitError, err}
-			}
 			return o.run(cmd)
 		},
 	}
@@ -209,46 +184,85 @@ Exit status:
 	return cmd
 }
 
-// run connects to the API server and Redis, runs the executor and prints its report.
+// run resolves the policy (a bad one stops here: nothing has been read), connects to the API
+// server and Redis, runs the executor and prints its report. The first SIGTERM or SIGINT asks for
+// a graceful stop (execute.Config.Stop: the step in flight finishes or is abandoned at a safe
+// point), the second cuts every step short.
 func (o *runOptions) run(cmd *cobra.Command) error {
-	cfg := o.cfg
-	sel, err := o.policy.selection()
+	p, err := o.resolve(cmd.Flags())
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	client, err := o.kube.client()
+	stop, ctx, release := gracefulSignals(cmd.Context())
+	defer release()
+	ex, closeRedis, err := o.executor(ctx, p, progressOut(cmd, p), stop)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	rc, err := o.redis.client()
-	if err != nil {
-		return &exitError{ExitError, err}
-	}
-	defer rc.Close()
-	cfg.Client, cfg.Redis = client, rc
-	cfg.Selection, cfg.Policy = sel, o.policy.rules()
-	cfg.Out = cmd.OutOrStdout()
-	if o.output == "json" {
-		cfg.Out = cmd.ErrOrStderr()
-	}
-	ex, err := execute.New(cfg)
-	if err != nil {
-		return &exitError{ExitError, err}
-	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	defer closeRedis()
 	rep, runErr := ex.Run(ctx)
-	if o.output == "json" {
-		if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
-			return &exitError{ExitError, err}
-		}
-	} else {
-		printRunSummary(cfg.Out, rep)
-	}
-	if code := runExitCode(rep, runErr, cfg.DryRun); code != ExitOK {
+	if code := o.report(cmd, p, rep, runErr); code != ExitOK {
 		return &exitError{code, runErr}
 	}
 	return nil
+}
+
+// progressOut is where the progress goes: stdout, or stderr with -o json (the report is on
+// stdout).
+func progressOut(cmd *cobra.Command, p *policy) io.Writer {
+	if p.Output == v1alpha1.OutputJSON {
+		return cmd.ErrOrStderr()
+	}
+	return cmd.OutOrStdout()
+}
+
+// report prints a run's report (-o json: the JSON report on stdout; text: the summary) and
+// returns the run's exit status. A report that cannot be written is ExitError.
+func (o *runOptions) report(cmd *cobra.Command, p *policy, rep *report.Run, runErr error) int {
+	if p.Output == v1alpha1.OutputJSON {
+		if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer: report:", err)
+			return ExitError
+		}
+	} else {
+		printRunSummary(progressOut(cmd, p), rep)
+	}
+	return runExitCode(rep, runErr, o.dryRun)
+}
+
+// gracefulSignals returns a channel closed on the first SIGTERM or SIGINT (the graceful stop), a
+// context cancelled on the second (the hard stop) or with parent, and the function that stops
+// listening.
+func gracefulSignals(parent context.Context) (<-chan struct{}, context.Context, func()) {
+	stop := make(chan struct{})
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case sig := <-sigs:
+				n++
+				if n == 1 {
+					klog.InfoS("Graceful stop: finishing the step in flight or abandoning it at a safe point; signal again to stop at once", "signal", sig.String())
+					close(stop)
+					continue
+				}
+				klog.InfoS("Stopping at once", "signal", sig.String())
+				cancel()
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	return stop, ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
 }
 
 // runExitCode is run's exit status (see the command's help).
@@ -266,7 +280,7 @@ func runExitCode(rep *report.Run, runErr error, dryRun bool) int {
 
 // printRunSummary writes the run's last lines: one per cluster, its verdict and why it stopped.
 func printRunSummary(w io.Writer, rep *report.Run) {
-	fmt.Fprintf(w, "\nsummary: %d clusters, %d evictions in %.1fs\n", len(rep.Clusters), rep.Moves(), rep.Seconds)
+	fmt.Fprintf(w, "\nsummary: %d clusters, %d evictions, %d failover steps in %.1fs\n", len(rep.Clusters), rep.Moves(), rep.Failovers(), rep.Seconds)
 	for _, c := range rep.Clusters {
 		verdict := "complies (every hard rule holds, Redis healthy)"
 		if !c.Compliant {

@@ -44,6 +44,7 @@ func Suite() []Case {
 		ZonalVolumes(),
 		StayersOnUnusableNodes(),
 		{Scenario: PendingStep()},
+		{Scenario: RoleOnly()},
 	}
 	for i := range cases {
 		cases[i].RoleLabels = true
@@ -223,6 +224,20 @@ func PendingStep() Scenario {
 		Shards:      2, PodsPerShard: 2,
 	}.Placed([][]string{
 		{"n1", "n2"}, {"n4", "n5"},
+	})
+}
+
+// RoleOnly is issue 10's role-only case: 5 shards × 2 pods (N = 10) on 3 zones × 2 nodes whose
+// pods comply with every rule about pods, but n1 holds 3 of the 5 masters (and zone-a 3): losing
+// n1 or zone-a would leave no majority of masters, so no replica would be promoted. One failover
+// (no eviction) fixes it.
+func RoleOnly() Scenario {
+	return Scenario{
+		Name:        "role-only",
+		Description: "Pods comply with every rule, but n1 holds 3 of the 5 masters (MasterQuorum): one failover fixes it, no eviction.",
+		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n1", "n5"}, {"n1", "n4"}, {"n3", "n6"}, {"n6", "n2"},
 	})
 }
 

@@ -1,6 +1,8 @@
 // Package lint compares the scheduling constraints in a Redis cluster's StatefulSet templates
-// with what seed 000 §二 recommends for the cluster's size and zones (constraints.Generate), and
-// flags the templates that can deadlock (seed 000 §四: several zones and 3 shards).
+// with what seed 000 §二 recommends for the cluster's size and zones (constraints.Generate), flags
+// the templates that can deadlock (seed 000 §四: several zones and 3 shards), and the clusters
+// whose shards and zones leave some node or zone loss unsurvivable whatever the placement
+// (MasterQuorum). What templates cannot express, it says once (RolesNote).
 package lint
 
 import (
@@ -32,7 +34,35 @@ const (
 	NodeAffinity Kind = "NodeAffinity"
 	// DeadlockRisk: several zones and 3 shards with the strict limits (seed 000 §四).
 	DeadlockRisk Kind = "DeadlockRisk"
+	// MasterQuorum: with one master per shard, no placement survives the loss of some node or
+	// zone (policies.Quorum's note: M ≤ 2, or ⌈M/Z⌉ ≥ M/2, or 2 zones); reported once per cluster,
+	// with StatefulSet empty.
+	MasterQuorum Kind = "MasterQuorum"
 )
+
+// RolesNote is what lint says once about roles: the templates place pods, and nothing in them
+// keeps masters apart.
+const RolesNote = "scheduling constraints place pods, not roles: kube-scheduler knows no Redis role, so no constraint can keep the masters of a cluster apart (Redis promotes a replica only when a majority of the masters vote), and the operator's convention that pod -0 is the master drifts after every failover; redis-rebalancer's MasterQuorum rule checks where the masters are (check, plan: from Redis live, --role-label offline) and moves them with failovers (run)"
+
+// Quorum returns the MasterQuorum finding of cluster c when, with one master per shard (its
+// StatefulSets), some loss cannot be survived whatever the placement (false otherwise).
+func Quorum(c *policies.Cluster) (Finding, bool) {
+	shards := 0
+	for _, s := range c.Shards {
+		if s.StatefulSet != nil {
+			shards++
+		}
+	}
+	q := c.QuorumOf(shards)
+	if !q.Applies || q.Note == "" {
+		return Finding{}, false
+	}
+	return Finding{
+		Namespace: c.Namespace, Cluster: c.Name, Kind: MasterQuorum,
+		Got:     fmt.Sprintf("%d shards (one master each) over %d zones", shards, c.Z()),
+		Message: fmt.Sprintf("%d shards, one master each: %s", shards, q.Note),
+	}, true
+}
 
 // Finding is one difference between a StatefulSet template and the recommendation.
 type Finding struct {
@@ -47,11 +77,15 @@ type Finding struct {
 	Message string `json:"message"`
 }
 
-// Lint checks every StatefulSet of every cluster of m. relaxed selects the recommendation of
-// seed 000 §四 ("at most" N/3 and N/2). Findings are sorted by namespace, cluster, StatefulSet.
+// Lint checks every StatefulSet of every cluster of m, and each cluster's MasterQuorum with one
+// master per shard (Quorum). relaxed selects the recommendation of seed 000 §四 ("at most" N/3 and
+// N/2). Findings are sorted by namespace, cluster, StatefulSet (a cluster's own first).
 func Lint(m *policies.Model, relaxed bool) []Finding {
 	var out []Finding
 	for _, c := range m.Clusters {
+		if f, ok := Quorum(c); ok {
+			out = append(out, f)
+		}
 		multiZone := c.Z() >= 2
 		shards := 0
 		for _, s := range c.Shards {

@@ -62,6 +62,18 @@ func TestLint(t *testing.T) {
 			},
 			want: []hit{{"redis-s1", MissingConstraint}},
 		},
+		{
+			name: "2 zones, 4 shards → MasterQuorum once for the cluster: no placement survives a zone's loss",
+			sc:   scenario.TwoZones(),
+			want: []hit{{"", MasterQuorum}},
+		},
+		{
+			name: "3 zones, 4 shards (M=4: some zone holds 2 masters) → MasterQuorum once for the cluster",
+			sc: scenario.Scenario{Zones: scenario.ThreeZones(), Shards: 4, PodsPerShard: 2}.Placed([][]string{
+				{"n1", "n3"}, {"n2", "n5"}, {"n4", "n6"}, {"n5", "n2"},
+			}),
+			want: []hit{{"", MasterQuorum}},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := tc.sc.MustSnapshot()

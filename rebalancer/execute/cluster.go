@@ -20,8 +20,10 @@ type run struct {
 	*Executor
 	evictor    *evictor
 	evictorErr error
-	budget     *budget
-	estimates  *estimates
+	// events records the run's Kubernetes Events (nil in a dry run).
+	events    *recording
+	budget    *budget
+	estimates *estimates
 	// act is false when the run started outside every window (and windows are not ignored):
 	// the run then only observes and reports.
 	act bool
@@ -31,15 +33,29 @@ func (e *Executor) newRun(ctx context.Context) *run {
 	rn := &run{Executor: e, budget: newBudget(e.cfg), estimates: newEstimates(e.windows.StepEstimate())}
 	_, open := e.windows.Open(e.cfg.Clock.Now())
 	rn.act = open || e.cfg.IgnoreWindows
-	if !e.cfg.DryRun && rn.act {
-		rn.evictor, rn.evictorErr = newEvictor(ctx, e.cfg.Client, e.cfg)
+	if !e.cfg.DryRun {
+		rn.events = newRecording(e.cfg.Client, e.cfg.Recorder)
+		if rn.act {
+			rn.evictor, rn.evictorErr = newEvictor(ctx, e.cfg.Client, rn.events.recorder, e.cfg)
+		}
 	}
 	return rn
 }
 
+// close waits for the run's events to be written.
 func (rn *run) close() {
-	if rn.evictor != nil {
-		rn.evictor.close()
+	if rn.events != nil {
+		rn.events.close()
+	}
+}
+
+// stopping reports whether a graceful stop was asked for (Config.Stop).
+func (rn *run) stopping() bool {
+	select {
+	case <-rn.cfg.Stop:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -75,6 +91,30 @@ type clusterRun struct {
 	*run
 	key string
 	out io.Writer
+	// pending, with Pending steps (Config.Plan.AllowPendingSteps), names the pods the health
+	// gate accepts Pending: those Pending when the run first observed the cluster and those a
+	// planned move left Pending, until they are placed (observe.JudgeHealthExpecting). nil
+	// otherwise: every Unschedulable pod is accepted (observe.JudgeHealth).
+	pending map[string]bool
+}
+
+// notePending updates pending from c: its members that are placed are not expected Pending any
+// more. With first, the members Pending now are (the run found them so).
+func (cr *clusterRun) notePending(c *policies.Cluster, first bool) {
+	if !cr.cfg.Plan.AllowPendingSteps {
+		return
+	}
+	if cr.pending == nil {
+		cr.pending = map[string]bool{}
+	}
+	for _, m := range c.Members {
+		switch {
+		case m.Node >= 0:
+			delete(cr.pending, m.Pod.Name)
+		case first && !m.Terminating:
+			cr.pending[m.Pod.Name] = true
+		}
+	}
 }
 
 func (cr *clusterRun) printf(format string, args ...any) {
@@ -120,6 +160,7 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 		if err != nil {
 			firstErr, rep.Error = err, err.Error()
 		}
+		cr.logStop(by, reason, err)
 	}
 
 	c, err := cr.observe(ctx)
@@ -129,6 +170,7 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 		rep.Health = observe.UnknownHealth("not observed: " + err.Error())
 		return rep, firstErr
 	}
+	cr.notePending(c, true)
 	rep.Before = nonNil(c.Evaluate(c.Current()))
 	cr.printf("\n== Redis cluster %s: %d pods (N=%d), %d shards, zones [%s]\n", cr.key, len(c.Members), c.N, len(c.Shards), strings.Join(c.AllowedZones, " "))
 	cr.printf("before:\n")
@@ -162,6 +204,9 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 	rep.After = nonNil(after.Evaluate(after.Current()))
 	rep.PlacementCompliant = len(policies.Hard(rep.After)) == 0
 	rep.Compliant = rep.PlacementCompliant && rep.Health.Healthy()
+	if !rep.Compliant && cannotFix(rep.StoppedBy) {
+		cr.events.clusterNotFixed(after, rep)
+	}
 	cr.printf("\nafter:\n")
 	report.RenderMap(cr.out, after, after.Current())
 	report.RenderViolations(cr.out, rep.After)
@@ -170,10 +215,18 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 }
 
 // moves plans and moves until the cluster complies or something stops it (stop records the first
-// reason), and returns the cluster as last observed.
+// reason), and returns the cluster as last observed. It makes at most MaxMoves evictions, and at
+// most as many failover steps as the cluster has shards plus MaxMoves (a plan's failover steps
+// give each shard its master once; an eviction may call for one more).
 func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *report.ClusterRun, stop func(by, reason string, err error)) *policies.Cluster {
-	for moves := 0; ; {
+	for moves, evictions, failovers := 0, 0, 0; ; {
+		cr.notePending(c, false)
 		if len(policies.Hard(c.Evaluate(c.Current()))) == 0 {
+			return c
+		}
+		if cr.stopping() {
+			stop(report.StoppedGracefulStop, "graceful stop: no further move started", nil)
+			cr.printf("stopping: %s\n", rep.Stopped)
 			return c
 		}
 		p := plan.Compute(c, cr.cfg.Plan)
@@ -196,16 +249,30 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 		case cr.evictorErr != nil:
 			stop(report.StepEvict, cr.evictorErr.Error(), cr.evictorErr)
 			return c
-		case moves >= cr.cfg.MaxMoves:
-			stop(report.StoppedMaxMoves, fmt.Sprintf("move budget spent (%d moves)", cr.cfg.MaxMoves), nil)
+		case p.Moves[0].Kind != plan.KindFailover && evictions >= cr.cfg.MaxMoves:
+			stop(report.StoppedMaxMoves, fmt.Sprintf("move budget spent (%d evictions)", cr.cfg.MaxMoves), nil)
+			cr.printf("stopping: %s; the next run continues\n", rep.Stopped)
+			return c
+		case p.Moves[0].Kind == plan.KindFailover && failovers >= len(c.Shards)+cr.cfg.MaxMoves:
+			stop(report.StoppedMaxMoves, fmt.Sprintf("failover budget spent (%d failover steps: the shards plus --max-moves)", failovers), nil)
 			cr.printf("stopping: %s; the next run continues\n", rep.Stopped)
 			return c
 		}
 		moves++
 		mv := p.Moves[0]
-		cr.printf("\nmove %d (plan: %d moves%s): evict %s from %s (%s) — %s\n", moves, len(p.Moves), report.MinimalNote(p), mv.Pod, mv.Node, report.RoleMark(mv.Role), mv.Reason)
-		cr.printf("  scheduler may choose: %s\n", report.CandidatesText(mv))
-		mr, after, res := cr.move(ctx, c, mv)
+		if mv.Kind == plan.KindFailover {
+			failovers++
+		} else {
+			evictions++
+		}
+		cr.printf("\nmove %d (plan: %s%s): %s — %s\n", moves, report.StepsText(p.Evictions, p.Failovers), report.MinimalNote(p), report.MoveText(mv), mv.Reason)
+		if mv.Kind != plan.KindFailover {
+			cr.printf("  scheduler may choose: %s\n", report.CandidatesText(mv))
+		}
+		if mv.WaitsPending {
+			cr.printf("  ! %s\n", exposureText(p, mv))
+		}
+		mr, after, res := cr.move(ctx, c, p)
 		rep.Moves = append(rep.Moves, mr)
 		switch res.outcome {
 		case report.OutcomeSkip:
@@ -220,6 +287,36 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 		cr.printf("  ✓ move done in %s\n", time.Duration(mr.Seconds*float64(time.Second)).Round(time.Millisecond))
 		c = after
 	}
+}
+
+// cannotFix reports whether a cluster that does not comply, stopped by stoppedBy, is one the run
+// could not fix (ReasonClusterNotFixed): not one waiting for a window, for the next run (move
+// budget, graceful stop), or only planned (dry run). A cluster stopped by nothing does not comply
+// because Redis is not healthy: that is not for the rebalancer to fix either.
+func cannotFix(stoppedBy string) bool {
+	switch stoppedBy {
+	case "", report.StepWindow, report.StoppedMaxMoves, report.StoppedDryRun, report.StoppedGracefulStop:
+		return false
+	}
+	return true
+}
+
+// exposureText says what a move that leaves its pod Pending costs: which shard runs without it,
+// until which move of plan p (plan.Exposure).
+func exposureText(p plan.Plan, mv plan.Move) string {
+	for _, e := range p.PendingSteps {
+		if e.Pod == mv.Pod {
+			return fmt.Sprintf("exposure: %s (%s) waits Pending after this move; shard %s runs without it until the plan's move %d places it on %s", e.Pod, roleText(e.Role), e.Shard, e.UntilMove, e.Node)
+		}
+	}
+	return fmt.Sprintf("exposure: %s waits Pending after this move; shard %s runs without it until a later move frees room", mv.Pod, mv.Shard)
+}
+
+func roleText(r policies.Role) string {
+	if r == policies.RoleUnknown {
+		return "role unknown"
+	}
+	return string(r)
 }
 
 // nonNil returns vs, or an empty list for nil (the JSON contract's lists are never null).

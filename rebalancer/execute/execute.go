@@ -1,9 +1,13 @@
 // Package execute carries out plans on a live Kubernetes cluster, one safe move at a time per
 // Redis cluster (SPEC "Safe disruption"). A move is an explicit list of steps (steps.go): window →
-// health gate → placeability check → PodDisruptionBudget dry run → failover of a master → client
-// drain → role check → eviction → re-creation → rejoin → re-observe. Each step continues, skips
-// (a safety check said no: the cluster is left as it is) or aborts (an error); the report lists
-// the steps with their durations, and a skip or an abort keeps the first real reason.
+// health gate → placeability check → PodDisruptionBudget dry run → failover of a master (to the
+// replica the plan names) → client drain → role check → eviction → re-creation → rejoin →
+// re-observe; a plan's failover step (MasterQuorum) moves no pod: window → health gate → failover
+// → client drain → re-observe. Each step continues, skips (a safety check said no: the cluster is
+// left as it is) or aborts (an error); the report lists the steps with their durations, and a
+// skip or an abort keeps the first real reason. With Pending steps (Config.Plan.AllowPendingSteps)
+// a pod the plan lets wait Pending is not waited for, and the health gate accepts exactly the
+// planned Pending pods (observe.JudgeHealthExpecting).
 //
 // It owns the Executor and its Config, a cluster's observe–plan–move loop (cluster.go), the
 // steps (steps.go, move.go), the run's eviction limits (limits.go) and the line-prefixed progress
@@ -24,8 +28,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -105,7 +109,7 @@ type Config struct {
 	// IgnoreWindows lets a manual run act outside the windows (logged and reported).
 	IgnoreWindows bool
 	// MaxMoves is the number of evictions one run may make per Redis cluster (DefaultMaxMoves
-	// when 0).
+	// when 0). Failover steps are bounded apart: the cluster's shards plus MaxMoves.
 	MaxMoves int
 	// MaxParallelClusters is how many Redis clusters progress at once, each with one disruption
 	// in flight at most (DefaultMaxParallelClusters when 0).
@@ -147,6 +151,24 @@ type Config struct {
 	// Clock gives the time of the maintenance windows and measures durations (the real clock
 	// when nil). The waits' timeouts run on real time.
 	Clock clock.PassiveClock
+	// Observer is told what the run does as it does it (the metrics); nothing is told when nil.
+	Observer Observer
+	// Recorder records the run's Kubernetes Events (events.go). When nil, a run that is not a
+	// dry run records them on a broadcaster of its own, to the API server, and waits for them to
+	// be written before Run returns.
+	Recorder events.EventRecorder
+	// Stop, when closed, asks the run to stop at the next safe point (a graceful stop: SIGTERM).
+	// The step in flight finishes if it is a request (placeability, dry run, failover, role
+	// check, eviction), or is abandoned if it is a wait (health gate, drain, re-creation, rejoin,
+	// re-observation: abandoning a wait disrupts nothing); no further step, move or cluster
+	// starts. A master failed over and not yet evicted stays a replica and is not evicted: the
+	// next run starts again from the health gate and the role check. Clusters stopped so report
+	// StoppedBy report.StoppedGracefulStop. Cancelling Run's context is the hard stop: every
+	// step in flight is cut short. Nil: never.
+	Stop <-chan struct{}
+	// Requests, when set, counts Client's API requests (observe.RequestCounter.Wrap on its
+	// rest.Config); Run's report then holds the counts.
+	Requests *observe.RequestCounter
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -184,6 +206,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
+	if c.Observer == nil {
+		c.Observer = noObserver{}
+	}
 	return c, nil
 }
 
@@ -209,13 +234,14 @@ func New(cfg Config) (*Executor, error) {
 	return &Executor{cfg: cfg, windows: ws}, nil
 }
 
-// MoveBound returns the longest one move may take with the Executor's timeouts: the sum of its
-// steps' bounds (each wait's timeout; RequestTimeout for a step without one). With
-// window.EstimateBound, a move starts only when the open window has this much time left.
+// MoveBound returns the longest one eviction move may take with the Executor's timeouts: the
+// sum of its steps' bounds (each wait's timeout; RequestTimeout for a step without one). With
+// window.EstimateBound, such a move starts only when the open window has this much time left (a
+// failover step of a plan, which moves no pod, has fewer steps and needs less).
 func (e *Executor) MoveBound() time.Duration {
 	cr := &clusterRun{run: &run{Executor: e}}
 	var sum time.Duration
-	for _, s := range cr.steps() {
+	for _, s := range cr.steps(plan.Move{Kind: plan.KindEvict}) {
 		sum += s.bound
 	}
 	return sum
@@ -264,7 +290,15 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	}
 	out := newSyncWriter(e.cfg.Out)
 	parallel := e.cfg.MaxParallelClusters > 1 && len(keys) > 1
-	workqueue.ParallelizeUntil(ctx, e.cfg.MaxParallelClusters, len(keys), func(i int) {
+	// No cluster starts once a graceful stop is asked for; the clusters started go on with ctx.
+	dispatch, cancel := withStop(ctx, e.cfg.Stop)
+	defer cancel()
+	ran := make([]bool, len(keys))
+	workqueue.ParallelizeUntil(dispatch, e.cfg.MaxParallelClusters, len(keys), func(i int) {
+		if rn.stopping() {
+			return
+		}
+		ran[i] = true
 		var w io.Writer = out
 		if parallel {
 			pw := newPrefixWriter(out, "["+keys[i]+"] ")
@@ -276,27 +310,53 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 		if errs[i] != nil {
 			errs[i] = fmt.Errorf("cluster %s: %w", keys[i], errs[i])
 		}
+		e.cfg.Observer.Cluster(rep.Clusters[i])
 	})
+	if rn.stopping() {
+		for i := range rep.Clusters {
+			if !ran[i] {
+				rep.Clusters[i].StoppedBy, rep.Clusters[i].Stopped = report.StoppedGracefulStop, "graceful stop: the run stopped before this cluster's turn"
+			}
+		}
+	}
 	rep.Limits.Evicted = rep.Moves()
 	if ctx.Err() != nil {
 		errs = append(errs, fmt.Errorf("execute: %w", ctx.Err()))
+	}
+	if e.cfg.Requests != nil {
+		rep.APIRequests = e.cfg.Requests.Counts()
 	}
 	return rep, errors.Join(errs...)
 }
 
 // printWindow says whether the run may act, and why.
 func (e *Executor) printWindow(w report.WindowState) {
+	e.logWindow(w)
 	switch {
 	case len(w.Windows) == 0:
 		return
 	case w.Ignored:
-		klog.InfoS("Acting outside the maintenance windows: they are ignored", "windows", e.windows.String(), "open", w.Open)
 		fmt.Fprintf(e.cfg.Out, "maintenance windows ignored (--ignore-windows): %s\n", e.windows)
 	case w.Open:
 		fmt.Fprintf(e.cfg.Out, "maintenance window open until %s (windows: %s; step estimate: %s)\n", timeText(*w.Closes), e.windows, w.StepEstimate)
 	default:
 		fmt.Fprintf(e.cfg.Out, "outside every maintenance window (%s): observing only; %s\n", e.windows, nextOpenText(w.NextOpen, e.cfg.Clock.Now()))
 	}
+}
+
+// withStop returns a context that ends with ctx or when stop is closed (never, when stop is nil).
+func withStop(ctx context.Context, stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if stop != nil {
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }
 
 // timeText writes t in RFC 3339, UTC.

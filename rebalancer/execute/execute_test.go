@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -25,6 +27,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
@@ -126,8 +129,16 @@ func stepsUpTo(last, outcome string) []string {
 	return out
 }
 
-// TestRunMovesAMasterSafely runs post-scale-down's one move: every step continues, the master is
-// failed over before its eviction, and the cluster ends compliant and healthy.
+// failoverStepNames are the steps of a failover step of a plan, all continuing.
+var failoverStepNames = []string{
+	report.StepWindow + " continue", report.StepHealthGate + " continue", report.StepFailover + " continue",
+	report.StepDrain + " continue", report.StepReobserve + " continue",
+}
+
+// TestRunMovesAMasterSafely runs post-scale-down's plan: one eviction, whose master is failed over
+// first to the replica the plan names (every step continues), then two failover steps
+// (MasterQuorum: n1 held 4 of the 5 masters, zone-a all 5); the cluster ends compliant and
+// healthy.
 func TestRunMovesAMasterSafely(t *testing.T) {
 	tb := newTestbed(t, scenario.PostScaleDown())
 	rep, err := runExecutor(t, tb, nil)
@@ -135,21 +146,30 @@ func TestRunMovesAMasterSafely(t *testing.T) {
 		t.Fatal(err)
 	}
 	cr := rep.Clusters[0]
-	if len(cr.Moves) != 1 {
-		t.Fatalf("moves = %d, want 1: %+v", len(cr.Moves), cr.Moves)
+	if len(cr.Moves) != 3 {
+		t.Fatalf("moves = %d, want 3 (an eviction, two failovers): %+v", len(cr.Moves), cr.Moves)
 	}
 	m := cr.Moves[0]
 	if diff := cmp.Diff(stepsUpTo(report.StepReobserve, report.OutcomeContinue), stepNames(m)); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
-	if !m.Evicted || m.Failover == nil || m.RoleAtEviction != policies.RoleReplica || m.Outcome != report.OutcomeContinue {
+	if m.Kind != plan.KindEvict || !m.Evicted || m.Failover == nil || m.RoleAtEviction != policies.RoleReplica || m.Outcome != report.OutcomeContinue {
 		t.Errorf("move: %+v", m)
+	}
+	for _, f := range cr.Moves[1:] {
+		if diff := cmp.Diff(failoverStepNames, stepNames(f)); diff != "" {
+			t.Errorf("failover step's steps (-want +got):\n%s", diff)
+		}
+		if f.Kind != plan.KindFailover || f.Evicted || f.Failover == nil || f.Failover.OldMaster != podName(f.Pod) || f.To != "" {
+			t.Errorf("failover step: %+v", f)
+		}
 	}
 	if got, want := tb.evicted(), []string{podName(m.Pod)}; !cmp.Equal(got, want) {
 		t.Errorf("evicted %v, want %v", got, want)
 	}
-	if fo := tb.redis.called("failover"); len(fo) != 1 {
-		t.Errorf("failovers: %v, want 1", fo)
+	// Each failover is made on the replica the plan named.
+	if fo := tb.redis.called("failover"); len(fo) != 3 || rep.Failovers() != 2 {
+		t.Errorf("failovers: %v (failover steps %d), want 3 (2 steps)", fo, rep.Failovers())
 	}
 	if !cr.Compliant || !cr.PlacementCompliant || cr.Health.State != observe.HealthHealthy || cr.Stopped != "" || cr.Error != "" {
 		t.Errorf("cluster at the end: compliant %v, placement %v, health %+v, stopped %q, error %q", cr.Compliant, cr.PlacementCompliant, cr.Health, cr.Stopped, cr.Error)
@@ -274,13 +294,21 @@ func TestMoveBranches(t *testing.T) {
 			reason: `PodDisruptionBudget refused the eviction of redis-s3-0: error when evicting pod (ignoring) "redis-s3-0"`,
 		},
 		{
-			name: "no in-sync replica → failover refused, skip; nothing disrupted",
+			name: "the named replica is not in sync → failover refused by Redis's pre-check, skip; nothing disrupted",
 			setup: func(tb *testbed) {
-				tb.redis.choose = func(string) error {
-					return fmt.Errorf("redisctl: choose replica: %w: replica_link_down", redisctl.ErrNoInSyncReplica)
+				tb.redis.failover = func(addr string) error {
+					return fmt.Errorf("redisctl: failover %s: %w with master 10.0.3.0:6379: replica_link_down", addr, redisctl.ErrNotInSync)
 				}
 			},
-			lastStep: report.StepFailover, outcome: report.OutcomeSkip, reason: "failover refused: redisctl: choose replica: no in-sync replica",
+			lastStep: report.StepFailover, outcome: report.OutcomeSkip, failovers: 1, reason: "failover refused: redisctl: failover 10.0.3.1:6379: replica not in sync",
+		},
+		{
+			name: "the named replica is not the master's replica in Redis → failover refused, skip; nothing disrupted",
+			setup: func(tb *testbed) {
+				tb.redis.nodes[addrOf("10.0.3.1")].masterAddr = addrOf("10.0.2.0")
+			},
+			lastStep: report.StepFailover, outcome: report.OutcomeSkip,
+			reason: "failover refused: the replica the plan names is not this master's replica in Redis: redis-s3-1 (master redis-s3-0)",
 		},
 		{
 			name: "Redis answers CLUSTER FAILOVER with an error reply → skip",
@@ -485,7 +513,7 @@ func TestHealthGateWaitsForResync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cr := rep.Clusters[0]; !cr.Compliant || len(cr.Moves) != 1 || !cr.Moves[0].Evicted {
+	if cr := rep.Clusters[0]; !cr.Compliant || len(cr.Moves) != 3 || !cr.Moves[0].Evicted {
 		t.Errorf("cluster: compliant %v, moves %+v", cr.Compliant, cr.Moves)
 	}
 	if !strings.Contains(tb.out.String(), "waiting for a healthy cluster: resyncing: replica_link_down 10.0.0.1:6379") {
@@ -544,7 +572,7 @@ func TestWindows(t *testing.T) {
 		}
 		cr := rep.Clusters[0]
 		want := "maintenance window: closed; next window opens at 2026-03-11T02:00:00Z (in 21h0m0s)"
-		if cr.Stopped != want || cr.StoppedBy != report.StepWindow || len(cr.Moves) != 0 || cr.Plan == nil || len(cr.Plan.Moves) != 1 {
+		if cr.Stopped != want || cr.StoppedBy != report.StepWindow || len(cr.Moves) != 0 || cr.Plan == nil || cr.Plan.Evictions != 1 || cr.Plan.Failovers != 2 {
 			t.Errorf("stopped %q by %q, moves %d, plan %v; want %q, a plan, no move", cr.Stopped, cr.StoppedBy, len(cr.Moves), cr.Plan, want)
 		}
 		if rep.Window.Open || rep.Window.NextOpen == nil || !rep.Window.NextOpen.Equal(at("2026-03-11T02:00:00Z")) || !cmp.Equal(rep.Window.Windows, []string{"0 2 * * * for 2h0m0s"}) {
@@ -680,12 +708,13 @@ func TestParallelClusters(t *testing.T) {
 			var mu sync.Mutex
 			inFlight, most := 0, 0
 			both := make(chan struct{})
+			var bothOnce sync.Once
 			tb.redis.failover = func(string) error {
 				mu.Lock()
 				inFlight++
 				most = max(most, inFlight)
 				if inFlight == 2 {
-					close(both)
+					bothOnce.Do(func() { close(both) })
 				}
 				mu.Unlock()
 				// Wait for the other cluster's failover; alone, give up after a moment.
@@ -738,7 +767,8 @@ func TestEvictionLimitsCountAcrossClusters(t *testing.T) {
 		t.Errorf("cluster a compliant %v, evicted %v", a.Compliant, tb.evicted())
 	}
 	want := "eviction limit: maximum number of evicted pods per a descheduling cycle reached (maxPodsToEvictTotal 1)"
-	if b.Stopped != want || b.StoppedBy != report.StoppedEvictionLimit || len(tb.redis.called("failover")) != 1 {
+	// Cluster a's three failovers (before its eviction, and two steps); none in cluster b.
+	if b.Stopped != want || b.StoppedBy != report.StoppedEvictionLimit || len(tb.redis.called("failover")) != 3 || len(b.Moves) != 1 || b.Moves[0].Failover != nil {
 		t.Errorf("cluster b stopped %q by %q, failovers %v; want %q before a failover", b.Stopped, b.StoppedBy, tb.redis.called("failover"), want)
 	}
 }
@@ -902,5 +932,233 @@ func TestSameGate(t *testing.T) {
 				t.Errorf("sameGate = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFailoverSteps covers a plan's failover steps (MasterQuorum), which move no pod: the
+// role-only case is fixed by one failover on the replica the plan names, with the same gate as an
+// eviction, and no eviction; a master that handed its slots over since the plan is not failed
+// over again.
+func TestFailoverSteps(t *testing.T) {
+	t.Run("role-only: pods comply, n1 holds 3 of 5 masters → one failover step on the named replica, no eviction, compliant", func(t *testing.T) {
+		tb := newTestbed(t, scenario.RoleOnly())
+		rep, err := runExecutor(t, tb, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := rep.Clusters[0]
+		if len(cr.Moves) != 1 {
+			t.Fatalf("moves = %d, want 1: %+v", len(cr.Moves), cr.Moves)
+		}
+		m := cr.Moves[0]
+		if diff := cmp.Diff(failoverStepNames, stepNames(m)); diff != "" {
+			t.Errorf("steps (-want +got):\n%s", diff)
+		}
+		want := report.Failover{OldMaster: "redis-s2-0", NewMaster: "redis-s2-1", Seconds: 0.05}
+		if m.Kind != plan.KindFailover || m.Failover == nil || *m.Failover != want || m.From != "n1" || m.Evicted {
+			t.Errorf("move %+v, failover %+v; want %+v", m, m.Failover, want)
+		}
+		if fo := tb.redis.called("failover"); !cmp.Equal(fo, []string{"failover 10.0.2.1:6379"}) || len(tb.evicted()) != 0 || rep.Limits.Evicted != 0 {
+			t.Errorf("failovers %v, evicted %v; want one failover on redis-s2-1, no eviction", fo, tb.evicted())
+		}
+		if !cr.Compliant || len(policies.Hard(cr.After)) != 0 {
+			t.Errorf("compliant %v, after %+v", cr.Compliant, cr.After)
+		}
+		if !strings.Contains(tb.out.String(), "move 1 (plan: 0 evictions, 1 failover, minimal): fail redis/redis-s2-0 (n1) over to redis/redis-s2-1 (n4): no pod moves") {
+			t.Error("the progress does not say which failover the plan makes")
+		}
+	})
+	t.Run("the master handed its slots over since the plan → skip at failover; no other failover", func(t *testing.T) {
+		tb := newTestbed(t, scenario.RoleOnly())
+		var once sync.Once
+		tb.redis.reasons = func(int) []redisctl.Reason {
+			once.Do(func() { // Redis fails redis-s2-0 over by itself, after the plan
+				tb.redis.mu.Lock()
+				defer tb.redis.mu.Unlock()
+				rep, old := tb.redis.nodes[addrOf("10.0.2.1")], tb.redis.nodes[addrOf("10.0.2.0")]
+				rep.masterAddr, old.masterAddr = "", rep.addr
+			})
+			return nil
+		}
+		rep, err := runExecutor(t, tb, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := rep.Clusters[0]
+		if len(cr.Moves) != 1 || cr.StoppedBy != report.StepFailover || !strings.HasPrefix(cr.Stopped, "failover: redis-s2-0 is no longer a master") {
+			t.Fatalf("moves %+v, stopped %q by %q", cr.Moves, cr.Stopped, cr.StoppedBy)
+		}
+		if len(tb.redis.called("failover")) != 0 {
+			t.Errorf("failovers %v, want none", tb.redis.called("failover"))
+		}
+	})
+}
+
+// pendingStepBed lays out issue 12's Pending-step case (N = 4 in two zones of three nodes, each
+// shard's pods in one zone): the plan with Pending steps evicts redis-s1-1, which waits Pending
+// (no node fits it), then redis-s0-1, after which the scheduler places redis-s1-1 on n2. The fake
+// scheduler does that: the re-created redis-s1-1 stays Pending (Unschedulable) until redis-s0-1
+// is evicted; while it is, Redis reports its old node failing and its master without a replica.
+// extra, when set, also changes the pods when redis-s1-1 is re-created.
+func pendingStepBed(t *testing.T, extra func(tb *testbed)) *testbed {
+	t.Helper()
+	tb := newTestbed(t, scenario.PendingStep())
+	tb.landOn["redis-s0-1"] = "n5"
+	var waiting bool
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	tb.recreate = func(p *corev1.Pod) {
+		switch p.Name {
+		case "redis-s1-1":
+			p.Spec.NodeName, p.Status.PodIP, p.Status.Phase, p.Status.Conditions = "", "", corev1.PodPending, nil
+			fixture.Unschedulable()(p)
+			p.Status.Conditions[0].Message = "0/6 nodes are available: 3 node(s) didn't match pod anti-affinity rules, 3 node(s) didn't match pod topology spread constraints."
+			waiting = true
+			if extra != nil {
+				extra(tb)
+			}
+		case "redis-s0-1":
+			// The room redis-s0-1 leaves on n2 lets the scheduler place redis-s1-1.
+			obj, err := tb.client.Tracker().Get(gvr, "redis", "redis-s1-1")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			q := obj.(*corev1.Pod).DeepCopy()
+			fixture.On("n2")(q)
+			fixture.Ready()(q)
+			q.Status.PodIP = "10.0.1.1"
+			if err := tb.client.Tracker().Update(gvr, q, "redis"); err != nil {
+				t.Error(err)
+			}
+			waiting = false
+		}
+	}
+	tb.redis.reasons = func(int) []redisctl.Reason {
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		if !waiting {
+			return nil
+		}
+		return []redisctl.Reason{
+			{Code: redisctl.ReasonNodeFailing, Addr: "10.0.1.1:6379", NodeID: tb.redis.nodes["10.0.1.1:6379"].id, Message: "flagged by 10.0.1.0:6379"},
+			{Code: redisctl.ReasonNoConnectedReplica, Addr: "10.0.1.0:6379", Message: "master of 0 has no connected replica (1 known)"},
+		}
+	}
+	return tb
+}
+
+// TestPendingSteps covers run with Pending steps (--allow-pending-steps): the evicted pod the plan
+// lets wait Pending is not waited for at re-creation; the health gate accepts exactly that pod
+// Pending (and its node gone from Redis) until the next move frees its room; the exposure is
+// reported; without Pending steps the same cluster has no plan.
+func TestPendingSteps(t *testing.T) {
+	t.Run("N=4, each shard's pods in one zone → evict redis-s1-1 (waits Pending), then redis-s0-1; both placed, compliant", func(t *testing.T) {
+		tb := pendingStepBed(t, nil)
+		rep, err := runExecutor(t, tb, func(c *Config) { c.Plan.AllowPendingSteps = true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := rep.Clusters[0]
+		if len(cr.Moves) != 2 {
+			t.Fatalf("moves = %d, want 2: %+v", len(cr.Moves), cr.Moves)
+		}
+		first, second := cr.Moves[0], cr.Moves[1]
+		if diff := cmp.Diff(stepsUpTo(report.StepReobserve, report.OutcomeContinue), stepNames(first)); diff != "" {
+			t.Errorf("first move's steps (-want +got):\n%s", diff)
+		}
+		if first.Pod != "redis/redis-s1-1" || !first.Evicted || !first.WaitsPending || first.To != "" ||
+			first.Exposure != "exposure: redis/redis-s1-1 (replica) waits Pending after this move; shard redis-s1 runs without it until the plan's move 2 places it on n2" {
+			t.Errorf("first move: %+v", first)
+		}
+		for _, s := range first.Steps {
+			if s.Name == report.StepRecreate && !strings.Contains(s.Reason, "re-created and Pending, as the plan says") ||
+				s.Name == report.StepPlaceable && !strings.Contains(s.Reason, "fits no node, as the plan says") {
+				t.Errorf("step %+v", s)
+			}
+		}
+		if second.Pod != "redis/redis-s0-1" || !second.Evicted || second.WaitsPending || second.To != "n5" || second.Outcome != report.OutcomeContinue {
+			t.Errorf("second move: %+v", second)
+		}
+		if !cr.Compliant || !cmp.Equal(tb.evicted(), []string{"redis-s1-1", "redis-s0-1"}) {
+			t.Errorf("compliant %v (after %+v, health %+v), evicted %v", cr.Compliant, cr.After, cr.Health, tb.evicted())
+		}
+		if !strings.Contains(tb.out.String(), "! exposure: redis/redis-s1-1 (replica) waits Pending after this move") {
+			t.Error("the progress does not print the exposure")
+		}
+	})
+	t.Run("another pod Pending after the planned one → the health gate refuses, naming it", func(t *testing.T) {
+		gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+		tb := pendingStepBed(t, func(tb *testbed) {
+			obj, err := tb.client.Tracker().Get(gvr, "redis", "redis-s0-0")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			q := obj.(*corev1.Pod).DeepCopy()
+			q.Spec.NodeName, q.Status.PodIP, q.Status.Phase, q.Status.Conditions = "", "", corev1.PodPending, nil
+			fixture.Unschedulable()(q)
+			if err := tb.client.Tracker().Update(gvr, q, "redis"); err != nil {
+				t.Error(err)
+			}
+		})
+		rep, err := runExecutor(t, tb, func(c *Config) { c.Plan.AllowPendingSteps = true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := rep.Clusters[0]
+		if len(cr.Moves) != 1 || cr.StoppedBy != report.StepReobserve || !strings.Contains(cr.Stopped, "pods Pending that no planned step leaves Pending: redis-s0-0") {
+			t.Errorf("moves %d, stopped %q by %q; want the re-observation refusing redis-s0-0", len(cr.Moves), cr.Stopped, cr.StoppedBy)
+		}
+		if cr.Compliant {
+			t.Error("compliant with a shard without its replica")
+		}
+	})
+	t.Run("without Pending steps → no plan, nothing evicted", func(t *testing.T) {
+		tb := pendingStepBed(t, nil)
+		rep, err := runExecutor(t, tb, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := rep.Clusters[0]
+		if cr.StoppedBy != report.StoppedNoPlan || !strings.Contains(cr.Stopped, "--allow-pending-steps") || len(tb.evicted()) != 0 {
+			t.Errorf("stopped %q by %q, evicted %v", cr.Stopped, cr.StoppedBy, tb.evicted())
+		}
+	})
+}
+
+// TestReintroduce: two nodes that swapped pod IPs list each other without an address (noaddr);
+// each is sent CLUSTER MEET with the other's address as the other reports it, once.
+func TestReintroduce(t *testing.T) {
+	tb := newTestbed(t, scenario.PendingStep())
+	e, err := New(tb.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := &clusterRun{run: e.newRun(context.Background()), key: "redis/redis", out: &tb.out}
+	me := func(id, ip string) redisctl.Node {
+		return redisctl.Node{ID: id, IP: ip, Port: 6379, Flags: []string{redisctl.FlagMyself, redisctl.FlagReplica}}
+	}
+	topo := &redisctl.Topology{
+		Views: []redisctl.View{
+			{Addr: "10.0.0.1:6379", Nodes: []redisctl.Node{me("id-a", "10.0.0.1")}},
+			{Addr: "10.0.1.1:6379", Nodes: []redisctl.Node{me("id-b", "10.0.1.1")}},
+			{Addr: "10.0.0.0:6379", Nodes: []redisctl.Node{me("id-m", "10.0.0.0")}},
+		},
+		Disagreements: []redisctl.Disagreement{
+			{NodeID: "id-a", Field: "addr", Values: map[string]string{"10.0.0.1:6379": "10.0.0.1:6379", "10.0.1.1:6379": "", "10.0.0.0:6379": "10.0.0.1:6379"}},
+			{NodeID: "id-b", Field: "addr", Values: map[string]string{"10.0.0.1:6379": "", "10.0.1.1:6379": "10.0.1.1:6379", "10.0.0.0:6379": "10.0.1.1:6379"}},
+			{NodeID: "id-m", Field: "role", Values: map[string]string{"10.0.0.1:6379": "master", "10.0.1.1:6379": "replica"}},
+		},
+	}
+	met := map[[2]string]bool{}
+	cr.reintroduce(context.Background(), topo, met)
+	cr.reintroduce(context.Background(), topo, met)
+	got := tb.redis.called("CLUSTER")
+	sort.Strings(got)
+	if want := []string{"CLUSTER 10.0.0.1:6379", "CLUSTER 10.0.1.1:6379"}; !cmp.Equal(got, want) {
+		t.Errorf("calls %v, want one MEET from each node that lost the other's address: %v", got, want)
+	}
+	if out := tb.out.String(); !strings.Contains(out, "10.0.1.1:6379 lists node id-a without an address: CLUSTER MEET 10.0.0.1:6379") {
+		t.Errorf("progress %q", out)
 	}
 }

@@ -135,15 +135,6 @@ func newTestbed(t *testing.T, scs ...scenario.Scenario) *testbed {
 	return tb
 }
 
-func podName(key string) string {
-	for i := len(key) - 1; i >= 0; i-- {
-		if key[i] == '/' {
-			return key[i+1:]
-		}
-	}
-	return key
-}
-
 func addrOf(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(redisPort)) }
 
 // evictionReactor plays the eviction subresource: a dry run is accepted; a real eviction deletes
@@ -309,10 +300,18 @@ func (r *fakeRedis) Topology(_ context.Context, addrs []string) (*redisctl.Topol
 	return r.topology(), nil
 }
 
+// CheckHealth answers the health gate; the reasons hook runs first (it may change the nodes, as
+// Redis would between two reads), then the topology is read.
 func (r *fakeRedis) CheckHealth(ctx context.Context, addrs []string, _ redisctl.HealthOptions) (*redisctl.Health, error) {
 	r.mu.Lock()
 	r.health++
 	n, reasons := r.health, r.reasons
+	r.mu.Unlock()
+	var rs []redisctl.Reason
+	if reasons != nil {
+		rs = reasons(n)
+	}
+	r.mu.Lock()
 	h := &redisctl.Health{Topology: r.topology(), SlotsServed: redisctl.NumSlots}
 	down := r.down
 	r.mu.Unlock()
@@ -322,9 +321,7 @@ func (r *fakeRedis) CheckHealth(ctx context.Context, addrs []string, _ redisctl.
 		}
 		return h, h.Err()
 	}
-	if reasons != nil {
-		h.Reasons = reasons(n)
-	}
+	h.Reasons = rs
 	return h, h.Err()
 }
 

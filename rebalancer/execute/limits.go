@@ -13,23 +13,18 @@ import (
 	"sigs.k8s.io/descheduler/pkg/features"
 )
 
-// EventSource is the reporting controller of the events the evictions record.
+// EventSource is the reporting controller of the events a run records.
 const EventSource = "redis-rebalancer"
 
 // evictor is the descheduler's PodEvictor, created once per run: every eviction of the run goes
 // through it, so that its limits (MaxPodsToEvictPerNode, ...PerNamespace, ...Total) count
-// evictions over every cluster.
+// evictions over every cluster. It records each eviction's event on the run's recorder.
 type evictor struct {
-	pe          *evictions.PodEvictor
-	broadcaster events.EventBroadcasterAdapter
+	pe *evictions.PodEvictor
 }
 
-// newEvictor returns the run's PodEvictor with cfg's limits; its events are recorded as
-// EventSource until close.
-func newEvictor(ctx context.Context, client kubernetes.Interface, cfg Config) (*evictor, error) {
-	broadcaster := events.NewEventBroadcasterAdapter(client)
-	broadcaster.StartRecordingToSink(ctx.Done())
-	recorder := broadcaster.NewRecorder(EventSource)
+// newEvictor returns the run's PodEvictor with cfg's limits, recording its events on recorder.
+func newEvictor(ctx context.Context, client kubernetes.Interface, recorder events.EventRecorder, cfg Config) (*evictor, error) {
 	// The pod informer is only used by the EvictionsInBackground feature, which stays off.
 	informer := informers.NewSharedInformerFactory(client, 0).Core().V1().Pods().Informer()
 	opts := evictions.NewOptions().
@@ -38,13 +33,10 @@ func newEvictor(ctx context.Context, client kubernetes.Interface, cfg Config) (*
 		WithMaxPodsToEvictTotal(cfg.MaxPodsToEvictTotal)
 	pe, err := evictions.NewPodEvictor(ctx, client, recorder, informer, features.DefaultMutableFeatureGate, opts)
 	if err != nil {
-		broadcaster.Shutdown()
 		return nil, fmt.Errorf("pod evictor: %w", err)
 	}
-	return &evictor{pe: pe, broadcaster: broadcaster}, nil
+	return &evictor{pe: pe}, nil
 }
-
-func (e *evictor) close() { e.broadcaster.Shutdown() }
 
 // budget reserves an eviction against the run's limits before the move's first disruption (the
 // failover of a master), so that two clusters in parallel never both fail a master over for the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
@@ -55,10 +56,12 @@ func gateKey(text string) string {
 }
 
 // waitHealthy waits up to HealthTimeout until every pod of c is Ready and Redis is healthy
-// (observe.JudgeHealth on a fresh list of the pods). On timeout it returns the last whole round's
-// status with the error.
+// (observe.JudgeHealthExpecting on a fresh list of the pods, the planned Pending pods accepted),
+// reintroducing nodes that lost each other's address meanwhile. On timeout it returns the last
+// whole round's status with the error.
 func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster) (observe.Health, gateStatus, error) {
 	var h observe.Health
+	met := map[[2]string]bool{} // (viewer, node ID) pairs reintroduced (reintroduce)
 	sel := metav1.ListOptions{LabelSelector: c.Model().Options.ClusterLabel + "=" + c.Name}
 	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.HealthTimeout, sameGate, func(s gateStatus) {
 		cr.printf("    … waiting for a healthy cluster: %s\n", s.text)
@@ -71,19 +74,70 @@ func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster) (obs
 		for i := range list.Items {
 			pods[i] = &list.Items[i]
 		}
-		got := observe.JudgeHealth(ctx, cr.cfg.Redis, c, pods)
+		got := observe.JudgeHealthExpecting(ctx, cr.cfg.Redis, c, pods, cr.pending)
 		if got.Healthy() {
 			h = got
 			return true, gateStatus{}
+		}
+		if got.Redis != nil {
+			cr.reintroduce(ctx, got.Redis.Topology, met)
 		}
 		return false, gateStatus{text: string(got.State) + ": " + strings.Join(got.Reasons, "; ")}
 	})
 	return h, status, err
 }
 
+// reintroduce sends CLUSTER MEET to each node whose view lists another node without an address
+// (noaddr), with that node's address as the node itself reports it, once per pair (met). Two
+// pods that swap nodes in one move may swap pod IPs too (a CNI that reuses a freed IP at once,
+// kwok's does): each Redis node then finds the other's ID at its own new address, drops the
+// address, and neither ever pings the other again; the others' gossip does not restore an
+// address Redis has dropped. A MEET does: the handshake finds the known ID and updates its
+// address. It changes no role and no slot.
+func (cr *clusterRun) reintroduce(ctx context.Context, topo *redisctl.Topology, met map[[2]string]bool) {
+	if topo == nil {
+		return
+	}
+	self := map[string]redisctl.Node{} // node ID → its own line
+	for _, v := range topo.Views {
+		if me, ok := v.Myself(); ok {
+			self[me.ID] = me
+		}
+	}
+	for _, d := range topo.Disagreements {
+		n, ok := self[d.NodeID]
+		if d.Field != "addr" || !ok || n.IP == "" {
+			continue
+		}
+		for viewer, addr := range d.Values {
+			pair := [2]string{viewer, d.NodeID}
+			if addr != "" || viewer == n.Addr() || met[pair] {
+				continue
+			}
+			met[pair] = true
+			if _, err := cr.cfg.Redis.Do(ctx, viewer, "CLUSTER", "MEET", n.IP, n.Port); err != nil {
+				cr.printf("    … %s lists node %s without an address; CLUSTER MEET %s: %v\n", viewer, shortNodeID(d.NodeID), n.Addr(), err)
+				continue
+			}
+			cr.printf("    … %s lists node %s without an address: CLUSTER MEET %s (its address, as it reports it)\n", viewer, shortNodeID(d.NodeID), n.Addr())
+		}
+	}
+}
+
+func shortNodeID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
 // healthText describes a healthy verdict.
 func healthText(h observe.Health) string {
-	return fmt.Sprintf("cluster_state ok, %d slots served, %d replicas in sync, all pods Ready", h.Redis.SlotsServed, len(h.Redis.Replicas))
+	pods := "all pods Ready"
+	if len(h.Waiting) > 0 {
+		pods = "every other pod Ready, " + strings.Join(h.Waiting, ", ") + " Pending (accepted)"
+	}
+	return fmt.Sprintf("cluster_state ok, %d slots served, %d replicas in sync, %s", h.Redis.SlotsServed, len(h.Redis.Replicas), pods)
 }
 
 // healthResult turns a health wait's outcome into a step result: a verdict on the cluster skips,
@@ -136,6 +190,9 @@ func (cr *clusterRun) placeable(ctx context.Context, m *move) result {
 	}
 	m.pod = fresh.Members[i].Pod
 	cands := fresh.Candidates(fresh.Current(), i)
+	if len(cands) == 0 && m.mv.WaitsPending {
+		return proceed("re-created from its template now, %s fits no node, as the plan says: it waits Pending until a later move frees room (%s)", m.pod.Name, fresh.Explain(fresh.Current(), i).Summary())
+	}
 	if len(cands) == 0 {
 		return skip("placeability: %s, re-created from its template now, fits no node: %s", m.pod.Name, fresh.Explain(fresh.Current(), i).Summary())
 	}
@@ -175,11 +232,13 @@ func (cr *clusterRun) pdbDryRun(ctx context.Context, m *move) result {
 	return abort(fmt.Errorf("eviction dry run for %s: %w", pod.Name, err))
 }
 
-// failover is SPEC step 4: a master is failed over to its shard's best in-sync replica, and the
-// switch verified. It first checks that the window still leaves time for the rest of the move:
-// from here to the pod's return nothing is interrupted. A failover Redis refuses (no in-sync
-// replica, an error reply) skips; one not verified in time, or a Redis that does not answer,
-// aborts.
+// failover is SPEC step 4: a master is failed over to the in-sync replica the plan names (one
+// whose node and zone keep MasterQuorum; without a name, its shard's best in-sync replica), and
+// the switch verified. It first checks that the window still leaves time for the rest of the
+// move: from here to the pod's return nothing is interrupted. A failover Redis refuses (no
+// in-sync replica, the named replica not in sync or not the master's replica, an error reply)
+// skips; one not verified in time, or a Redis that does not answer, aborts. In a failover step
+// of the plan, a pod that is no longer a master skips (the roles changed since the plan).
 func (cr *clusterRun) failover(ctx context.Context, m *move) result {
 	if r := cr.windowCheck(m, m.index, "the rest of the move (failover to re-observe)"); r.outcome != report.OutcomeContinue {
 		return r
@@ -190,17 +249,30 @@ func (cr *clusterRun) failover(ctx context.Context, m *move) result {
 		return skip("failover: pod %s (%s) is not in the Redis topology", m.pod.Name, m.addr)
 	}
 	if !self.IsMaster() {
+		if m.mv.Kind == plan.KindFailover {
+			return skip("failover: %s is no longer a master (roles changed since the plan); the next plan starts from Redis's roles", m.pod.Name)
+		}
 		m.masterID = self.MasterID
 		return proceed("%s is a replica: no failover needed", m.pod.Name)
 	}
-	fo, newMasterID, err := cr.failoverMaster(ctx, m.c, topo, self)
+	fo, newMasterID, err := cr.failoverMaster(ctx, m.c, topo, self, m.mv)
 	switch {
 	case err == nil:
 	case refused(err):
+		cr.cfg.Observer.Failover(cr.key, FailoverRefused)
+		cr.events.pod(m.pod, corev1.EventTypeWarning, ReasonFailoverRefused, ActionFailover, "Redis refused to fail master %s over; the pod is not evicted: %v", m.pod.Name, err)
 		return skip("failover refused: %v", err)
 	default:
+		cr.cfg.Observer.Failover(cr.key, FailoverFailed)
+		cr.events.pod(m.pod, corev1.EventTypeWarning, ReasonFailoverFailed, ActionFailover, "failover of master %s failed; the pod is not evicted: %v", m.pod.Name, err)
 		return abort(fmt.Errorf("failover: %w", err))
 	}
+	cr.cfg.Observer.Failover(cr.key, FailoverSucceeded)
+	why := "before its eviction"
+	if m.mv.Kind == plan.KindFailover {
+		why = "so that no node or zone holds half of the masters (MasterQuorum); no pod moves"
+	}
+	cr.events.pod(m.pod, corev1.EventTypeNormal, ReasonFailover, ActionFailover, "master %s failed over to its in-sync replica %s (verified in %.3fs) %s", fo.OldMaster, fo.NewMaster, fo.Seconds, why)
 	m.rep.Failover = fo
 	m.masterID = newMasterID
 	return proceed("verified in %s: %s is master, %s its replica", time.Duration(fo.Seconds*float64(time.Second)).Round(time.Millisecond), fo.NewMaster, fo.OldMaster)
@@ -211,32 +283,47 @@ func (cr *clusterRun) failover(ctx context.Context, m *move) result {
 func refused(err error) bool {
 	var reply redis.Error
 	return errors.Is(err, redisctl.ErrNoInSyncReplica) || errors.Is(err, redisctl.ErrNotInSync) ||
-		errors.Is(err, redisctl.ErrNotReplica) || errors.As(err, &reply)
+		errors.Is(err, redisctl.ErrNotReplica) || errors.Is(err, errNotNamedReplica) || errors.As(err, &reply)
 }
 
-// failoverMaster fails master over to its shard's best in-sync replica, preferring a replica
-// whose pod is in no violation, and verifies the switch (redisctl.Client.Failover). It returns
-// the failover and the new master's node ID.
-func (cr *clusterRun) failoverMaster(ctx context.Context, c *policies.Cluster, topo *redisctl.Topology, master redisctl.Node) (*report.Failover, string, error) {
-	bad := map[string]bool{}
-	for _, v := range policies.Hard(c.Evaluate(c.Current())) {
-		for _, p := range v.Pods {
-			bad[p] = true
-		}
-	}
+// errNotNamedReplica: the replica a plan names for a failover is not, in Redis, a replica of the
+// master to fail over (the plan's shards are StatefulSets; Redis's may differ).
+var errNotNamedReplica = errors.New("the replica the plan names is not this master's replica in Redis")
+
+// failoverMaster fails master over to the replica mv names (mv.FailoverTo, chosen by the planner
+// to keep MasterQuorum), or, without one, to its shard's best in-sync replica preferring a
+// replica whose pod is in no violation, and verifies the switch (redisctl.Client.Failover, which
+// refuses a replica not in sync). It returns the failover and the new master's node ID.
+func (cr *clusterRun) failoverMaster(ctx context.Context, c *policies.Cluster, topo *redisctl.Topology, master redisctl.Node, mv plan.Move) (*report.Failover, string, error) {
 	podOf := map[string]*corev1.Pod{}
 	for _, mem := range c.Members {
 		if mem.Pod.Status.PodIP != "" {
 			podOf[cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP)] = mem.Pod
 		}
 	}
-	prefer := func(n redisctl.Node) bool {
-		p := podOf[n.Addr()]
-		return p != nil && !bad[p.Namespace+"/"+p.Name]
-	}
-	replica, err := cr.cfg.Redis.ChooseReplica(ctx, topo, master.ID, prefer)
-	if err != nil {
-		return nil, "", err
+	var replica redisctl.Node
+	if mv.To != "" && mv.FailoverTo >= 0 && mv.FailoverTo < len(c.Members) {
+		named := c.Members[mv.FailoverTo].Pod
+		n, ok := nodeByAddr(topo, cr.cfg.Redis.AddrOf(named.Status.PodIP))
+		if named.Status.PodIP == "" || !ok || !n.IsReplica() || n.MasterID != master.ID {
+			return nil, "", fmt.Errorf("%w: %s (master %s)", errNotNamedReplica, named.Name, podName(mv.Pod))
+		}
+		replica = n
+	} else {
+		bad := map[string]bool{}
+		for _, v := range policies.Hard(c.Evaluate(c.Current())) {
+			for _, p := range v.Pods {
+				bad[p] = true
+			}
+		}
+		prefer := func(n redisctl.Node) bool {
+			p := podOf[n.Addr()]
+			return p != nil && !bad[p.Namespace+"/"+p.Name]
+		}
+		var err error
+		if replica, err = cr.cfg.Redis.ChooseReplica(ctx, topo, master.ID, prefer); err != nil {
+			return nil, "", err
+		}
 	}
 	name := func(addr string) string {
 		if p := podOf[addr]; p != nil {
@@ -299,7 +386,9 @@ const evictionRefusedPrefix = "error when evicting pod (ignoring)"
 // (it records an event on the pod and counts the eviction against the limits). A 429 skips: the
 // pod is never deleted instead. Any other error aborts.
 func (cr *clusterRun) evict(ctx context.Context, m *move) result {
-	err := cr.evictor.pe.EvictPod(ctx, m.pod, evictions.EvictOptions{Reason: m.mv.Reason, StrategyName: "RedisRebalance", ProfileName: EventSource})
+	// The PodEvictor records the eviction's event (reason EvictionStrategy); the move's reason is
+	// in the run's report and progress, not in the event's reason, which must be a short word.
+	err := cr.evictor.pe.EvictPod(ctx, m.pod, evictions.EvictOptions{StrategyName: EvictionStrategy, ProfileName: EventSource})
 	var (
 		total *evictions.EvictionTotalLimitError
 		node  *evictions.EvictionNodeLimitError
@@ -308,19 +397,31 @@ func (cr *clusterRun) evict(ctx context.Context, m *move) result {
 	switch {
 	case err == nil:
 		m.rep.Evicted = true
+		if m.mv.WaitsPending {
+			// From now on the health gate accepts it Pending (and its absence from Redis).
+			if cr.pending == nil {
+				cr.pending = map[string]bool{}
+			}
+			cr.pending[m.pod.Name] = true
+		}
+		cr.cfg.Observer.Eviction(cr.key, EvictionEvicted)
 		return proceed("evicted %s (a replica, as Redis reported just before)", m.pod.Name)
 	case errors.As(err, &total) || errors.As(err, &node) || errors.As(err, &ns):
+		cr.cfg.Observer.Eviction(cr.key, EvictionRefused)
 		r := skip("eviction limit: %v", err)
 		r.stoppedBy = report.StoppedEvictionLimit
 		return r
 	case strings.HasPrefix(err.Error(), evictionRefusedPrefix):
+		cr.cfg.Observer.Eviction(cr.key, EvictionRefused)
 		return skip("PodDisruptionBudget refused the eviction of %s: %v", m.pod.Name, err)
 	}
+	cr.cfg.Observer.Eviction(cr.key, EvictionFailed)
 	return abort(fmt.Errorf("eviction: evict %s: %w", m.pod.Name, err))
 }
 
 // recreate is the first half of SPEC step 6: wait until the pod exists again with another UID,
-// is scheduled, Running and Ready.
+// is scheduled, Running and Ready. A pod the plan lets wait Pending is not waited for: once
+// re-created and still unscheduled, the step continues (the next move frees its room).
 func (cr *clusterRun) recreate(ctx context.Context, m *move) result {
 	old := m.pod
 	var got *corev1.Pod
@@ -335,6 +436,9 @@ func (cr *clusterRun) recreate(ctx context.Context, m *move) result {
 			return false, "get: " + err.Error()
 		case p.UID == old.UID:
 			return false, "old pod still terminating"
+		case p.Spec.NodeName == "" && m.mv.WaitsPending:
+			got = p
+			return true, ""
 		case p.Spec.NodeName == "":
 			if why := observe.UnschedulableMessage(p); why != "" {
 				return false, "re-created, not scheduled yet: " + why
@@ -353,6 +457,9 @@ func (cr *clusterRun) recreate(ctx context.Context, m *move) result {
 		return abort(fmt.Errorf("re-creation: pod %s not back after %s: %s", old.Name, cr.cfg.RecreateTimeout, status))
 	}
 	m.recreated = got
+	if got.Spec.NodeName == "" {
+		return proceed("%s re-created and Pending, as the plan says: the next move frees its room", got.Name)
+	}
 	m.rep.To = got.Spec.NodeName
 	track := "as planned"
 	if m.rep.To != m.mv.Expected {
@@ -362,8 +469,12 @@ func (cr *clusterRun) recreate(ctx context.Context, m *move) result {
 }
 
 // rejoin is the second half of SPEC step 6: wait until the re-created pod's Redis node is back
-// as a connected, in-sync replica of its shard's master.
+// as a connected, in-sync replica of its shard's master. A pod left Pending as planned rejoins
+// later: the health gate of the next move waits for it once a node fits it.
 func (cr *clusterRun) rejoin(ctx context.Context, m *move) result {
+	if m.recreated.Spec.NodeName == "" {
+		return proceed("%s waits Pending: it rejoins once a later move frees its room; its shard runs without it meanwhile", m.recreated.Name)
+	}
 	addr := cr.cfg.Redis.AddrOf(m.recreated.Status.PodIP)
 	err := cr.cfg.Redis.WaitRejoin(ctx, addr, m.masterID, cr.cfg.RejoinTimeout, func(s string) {
 		cr.printf("    … %s: %s\n", m.recreated.Name, s)
@@ -401,6 +512,15 @@ func clientsText(cs []redisctl.ClientConn) string {
 		parts = append(parts, fmt.Sprintf("%s (%s, idle %s)", c.Addr, c.Cmd, c.Idle))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// podName returns the name of "namespace/name".
+func podName(key string) string {
+	_, name, ok := strings.Cut(key, "/")
+	if !ok {
+		return key
+	}
+	return name
 }
 
 func nodeByAddr(t *redisctl.Topology, addr string) (redisctl.Node, bool) {

@@ -58,7 +58,10 @@ type step struct {
 	// deadline gives the step a context that ends after bound (steps without a timeout of their
 	// own); the waits keep their own timeouts instead, so that their error is theirs.
 	deadline bool
-	run      func(ctx context.Context, m *move) result
+	// wait marks a step that only waits: a graceful stop abandons it (Config.Stop). The other
+	// steps are requests, which finish.
+	wait bool
+	run  func(ctx context.Context, m *move) result
 }
 
 // move is the state one move's steps share.
@@ -66,6 +69,8 @@ type move struct {
 	// c is the cluster as last observed (the placeability check observes it afresh).
 	c  *policies.Cluster
 	mv plan.Move
+	// plan is the plan mv is the first move of.
+	plan plan.Plan
 	// pod is the pod to move, as last observed; addr its Redis address.
 	pod  *corev1.Pod
 	addr string
@@ -85,48 +90,91 @@ type move struct {
 	rep   *report.Move
 }
 
-// steps returns the steps of a move, in order, with their bounds.
-func (cr *clusterRun) steps() []step {
+// steps returns the steps of a planned move, in order, with their bounds: an eviction's, or a
+// failover's (failoverSteps).
+func (cr *clusterRun) steps(mv plan.Move) []step {
+	if mv.Kind == plan.KindFailover {
+		return cr.failoverSteps()
+	}
+	c := cr.cfg
+	return []step{
+		{name: report.StepWindow, run: cr.windowStep},
+		{name: report.StepHealthGate, bound: c.HealthTimeout, wait: true, run: cr.healthGate},
+		{name: report.StepPlaceable, bound: c.RequestTimeout, deadline: true, run: cr.placeable},
+		{name: report.StepPDBDryRun, bound: c.RequestTimeout, deadline: true, run: cr.pdbDryRun},
+		{name: report.StepFailover, bound: c.RequestTimeout + c.FailoverTimeout, run: cr.failover},
+		{name: report.StepDrain, bound: c.DrainTimeout, wait: true, run: cr.drain},
+		{name: report.StepRoleCheck, bound: c.RequestTimeout, deadline: true, run: cr.roleCheck},
+		{name: report.StepEvict, bound: c.RequestTimeout, deadline: true, run: cr.evict},
+		{name: report.StepRecreate, bound: c.RecreateTimeout, wait: true, run: cr.recreate},
+		{name: report.StepRejoin, bound: c.RejoinTimeout, wait: true, run: cr.rejoin},
+		{name: report.StepReobserve, bound: c.RequestTimeout + c.HealthTimeout, wait: true, run: cr.reobserve},
+	}
+}
+
+// failoverSteps returns the steps of a failover step of a plan (MasterQuorum), in order, with
+// their bounds: the same gate as an eviction's, and no pod moves: window → health gate →
+// failover to the replica the plan names, verified → client drain → re-observe.
+func (cr *clusterRun) failoverSteps() []step {
 	c := cr.cfg
 	return []step{
 		{name: report.StepWindow, run: cr.windowStep},
 		{name: report.StepHealthGate, bound: c.HealthTimeout, run: cr.healthGate},
-		{name: report.StepPlaceable, bound: c.RequestTimeout, deadline: true, run: cr.placeable},
-		{name: report.StepPDBDryRun, bound: c.RequestTimeout, deadline: true, run: cr.pdbDryRun},
 		{name: report.StepFailover, bound: c.RequestTimeout + c.FailoverTimeout, run: cr.failover},
 		{name: report.StepDrain, bound: c.DrainTimeout, run: cr.drain},
-		{name: report.StepRoleCheck, bound: c.RequestTimeout, deadline: true, run: cr.roleCheck},
-		{name: report.StepEvict, bound: c.RequestTimeout, deadline: true, run: cr.evict},
-		{name: report.StepRecreate, bound: c.RecreateTimeout, run: cr.recreate},
-		{name: report.StepRejoin, bound: c.RejoinTimeout, run: cr.rejoin},
 		{name: report.StepReobserve, bound: c.RequestTimeout + c.HealthTimeout, run: cr.reobserve},
 	}
 }
 
-// move carries out one planned move: its steps in order until one does not continue. It returns
-// the move as it happened, the cluster observed at its end (nil unless every step continued), and
-// the last step's result.
-func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, mv plan.Move) (report.Move, *policies.Cluster, result) {
+// move carries out the first move of plan p: its steps in order until one does not continue. It
+// returns the move as it happened, the cluster observed at its end (nil unless every step
+// continued), and the last step's result.
+func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, p plan.Plan) (report.Move, *policies.Cluster, result) {
+	mv := p.Moves[0]
 	clk := cr.cfg.Clock
 	start := clk.Now()
 	mem := c.Members[mv.Member]
+	kind := mv.Kind
+	if kind == "" {
+		kind = plan.KindEvict
+	}
 	m := &move{
-		c: c, mv: mv, pod: mem.Pod, addr: cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP),
-		rep:   &report.Move{Pod: mv.Pod, From: mv.Node, Expected: mv.Expected, Steps: []report.Step{}},
-		steps: cr.steps(),
+		c: c, mv: mv, plan: p, pod: mem.Pod, addr: cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP),
+		rep:   &report.Move{Kind: kind, Pod: mv.Pod, From: mv.Node, Expected: mv.Expected, WaitsPending: mv.WaitsPending, Steps: []report.Step{}},
+		steps: cr.steps(mv),
+	}
+	if mv.WaitsPending {
+		m.rep.Exposure = exposureText(m.plan, mv)
 	}
 	var res result
 	for i, s := range m.steps {
 		m.index = i
+		if cr.stopping() {
+			// A safe point: between two steps. After a failover nothing is evicted (the next
+			// run checks the roles again); after an eviction the StatefulSet re-creates the pod.
+			res = gracefulStop("stopped before %s: %s", s.name, m.state())
+			m.rep.Steps = append(m.rep.Steps, report.Step{Name: s.name, Outcome: res.outcome, Reason: res.reason})
+			cr.cfg.Observer.Step(cr.key, m.rep.Steps[len(m.rep.Steps)-1])
+			cr.logStep(m, s.name, res, 0)
+			break
+		}
 		t0 := clk.Now()
 		sctx, cancel := ctx, context.CancelFunc(func() {})
-		if s.deadline {
+		switch {
+		case s.deadline:
 			sctx, cancel = context.WithTimeout(ctx, s.bound)
+		case s.wait:
+			sctx, cancel = withStop(ctx, cr.cfg.Stop)
 		}
 		res = s.run(sctx, m)
 		cancel()
+		if s.wait && res.outcome != report.OutcomeContinue && cr.stopping() && ctx.Err() == nil {
+			res = gracefulStop("%s abandoned (a wait: abandoning it disrupts nothing): %s", s.name, m.state())
+		}
 		d := clk.Since(t0)
 		m.rep.Steps = append(m.rep.Steps, report.Step{Name: s.name, Outcome: res.outcome, Reason: res.text(), Seconds: report.Seconds(d)})
+		cr.cfg.Observer.Step(cr.key, m.rep.Steps[len(m.rep.Steps)-1])
+		cr.logStep(m, s.name, res, d)
 		if res.outcome == report.OutcomeContinue {
 			cr.printf("  ✓ %s (%s): %s\n", s.name, d.Round(time.Millisecond), res.reason)
 		} else {
@@ -148,7 +196,33 @@ func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, mv plan.Mov
 		m.rep.Error = res.err.Error()
 	}
 	m.rep.Seconds = report.Seconds(clk.Since(start))
+	last := m.rep.Steps[len(m.rep.Steps)-1].Name
+	switch res.outcome {
+	case report.OutcomeSkip:
+		cr.events.pod(m.pod, corev1.EventTypeWarning, ReasonMoveSkipped, ActionRebalance, "move of %s skipped at step %s: %s", m.mv.Pod, last, res.reason)
+	case report.OutcomeAbort:
+		cr.events.pod(m.pod, corev1.EventTypeWarning, ReasonMoveAborted, ActionRebalance, "move of %s aborted at step %s: %v", m.mv.Pod, last, res.err)
+	}
+	cr.cfg.Observer.Move(cr.key, *m.rep)
 	return *m.rep, m.after, res
+}
+
+// gracefulStop is the result of a move stopped by a graceful stop (Config.Stop): a skip.
+func gracefulStop(format string, args ...any) result {
+	r := skip("graceful stop: "+format, args...)
+	r.stoppedBy = report.StoppedGracefulStop
+	return r
+}
+
+// state says what the move has disrupted so far, for a graceful stop's reason.
+func (m *move) state() string {
+	switch {
+	case m.rep.Evicted:
+		return "the pod was evicted; its StatefulSet re-creates it and the next run waits until the cluster is healthy"
+	case m.rep.Failover != nil:
+		return "the master was failed over and is a replica now; nothing was evicted, and the next run checks the roles again"
+	}
+	return "nothing was disrupted"
 }
 
 // estimates keeps the durations this run has measured per step (over every cluster), for the

@@ -43,6 +43,9 @@ type Health struct {
 	// Redis is the health gate's result the verdict came from (nil when Redis was not read or
 	// no node answered).
 	Redis *redisctl.Health `json:"-"`
+	// Waiting are the pods Pending that the verdict accepts (Unschedulable pods a move may fix,
+	// or pods a planned Pending step leaves Pending), sorted.
+	Waiting []string `json:"waiting,omitempty"`
 }
 
 // Healthy reports whether the state is HealthHealthy.
@@ -91,26 +94,52 @@ var resyncCodes = map[redisctl.ReasonCode]bool{
 // catching up make it HealthResyncing. ctx ending while Redis is read gives HealthUnhealthy with
 // the context's error.
 func JudgeHealth(ctx context.Context, rc HealthReader, c *policies.Cluster, pods []*corev1.Pod) Health {
+	return JudgeHealthExpecting(ctx, rc, c, pods, nil)
+}
+
+// JudgeHealthExpecting is JudgeHealth for a run whose plan lets pods wait Pending (Pending
+// steps): only the pods pending names may be Pending (another Pending pod makes the cluster
+// unhealthy), whether or not the scheduler has judged them yet; and what their absence costs
+// Redis is accepted: their shard's master without a connected replica, and a replica Redis
+// still lists but no longer reaches (failing, unreachable, or seen so by some views only) whose
+// address is no pod's any more and whose master's shard has such a Pending pod. With pending nil
+// it is JudgeHealth.
+func JudgeHealthExpecting(ctx context.Context, rc HealthReader, c *policies.Cluster, pods []*corev1.Pod, pending map[string]bool) Health {
 	shardOf := map[string]string{} // pod name → shard
 	for _, m := range c.Members {
 		shardOf[m.Pod.Name] = m.Shard
 	}
-	var addrs, notReady, reasons []string
+	var addrs, notReady, unexpected, accepted, reasons []string
 	pendingShard := map[string]bool{}
 	shardOfAddr := map[string]string{}
+	podAddr := map[string]bool{} // the addresses of every pod that has an IP
 	for _, p := range pods {
+		if p.Status.PodIP != "" {
+			podAddr[rc.AddrOf(p.Status.PodIP)] = true
+		}
+		waiting := p.Spec.NodeName == "" && p.DeletionTimestamp == nil
 		switch {
 		case PodReady(p):
 			addr := rc.AddrOf(p.Status.PodIP)
 			addrs = append(addrs, addr)
 			shardOfAddr[addr] = shardOf[p.Name]
-		case p.Spec.NodeName == "" && p.DeletionTimestamp == nil && UnschedulableMessage(p) != "":
+		case waiting && pending != nil && pending[p.Name]:
 			pendingShard[shardOf[p.Name]] = true
+			accepted = append(accepted, p.Name)
+		case waiting && pending != nil && UnschedulableMessage(p) != "":
+			unexpected = append(unexpected, p.Name)
+		case waiting && pending == nil && UnschedulableMessage(p) != "":
+			pendingShard[shardOf[p.Name]] = true
+			accepted = append(accepted, p.Name)
 		default:
 			notReady = append(notReady, p.Name)
 		}
 	}
-	unhealthy := false
+	if len(unexpected) > 0 {
+		sort.Strings(unexpected)
+		reasons = append(reasons, "pods Pending that no planned step leaves Pending: "+strings.Join(unexpected, ", "))
+	}
+	unhealthy := len(unexpected) > 0
 	if len(notReady) > 0 {
 		sort.Strings(notReady)
 		reasons = append(reasons, "pods not Ready: "+strings.Join(notReady, ", "))
@@ -127,8 +156,32 @@ func JudgeHealth(ctx context.Context, rc HealthReader, c *policies.Cluster, pods
 	if h == nil {
 		return Health{State: HealthUnhealthy, Reasons: append(reasons, "redis: "+err.Error())}
 	}
+	// goneReplica reports whether reason r is about a replica of a shard with an expected Pending
+	// pod that Redis still lists but whose address is no pod's any more: the Pending pod's node.
+	goneReplica := func(r redisctl.Reason) bool {
+		if pending == nil || h.Topology == nil {
+			return false
+		}
+		switch r.Code {
+		case redisctl.ReasonNodeFailing, redisctl.ReasonNodeUnreachable, redisctl.ReasonViewsDisagree:
+		default:
+			return false
+		}
+		n, ok := h.Topology.Node(r.NodeID)
+		if !ok {
+			n, ok = h.Topology.NodeByAddr(r.Addr)
+		}
+		if !ok || !n.IsReplica() || podAddr[n.Addr()] {
+			return false
+		}
+		m, ok := h.Topology.Node(n.MasterID)
+		return ok && pendingShard[shardOfAddr[m.Addr()]]
+	}
 	for _, r := range h.Reasons {
 		if s, ok := shardOfAddr[r.Addr]; ok && r.Code == redisctl.ReasonNoConnectedReplica && pendingShard[s] {
+			continue
+		}
+		if goneReplica(r) {
 			continue
 		}
 		reasons = append(reasons, r.String())
@@ -146,7 +199,8 @@ func JudgeHealth(ctx context.Context, rc HealthReader, c *policies.Cluster, pods
 	case len(reasons) > 0:
 		state = HealthResyncing
 	}
-	return Health{State: state, Reasons: reasons, Redis: h}
+	sort.Strings(accepted)
+	return Health{State: state, Reasons: reasons, Redis: h, Waiting: accepted}
 }
 
 // MemberPods returns the pods of c's members (what the snapshot c was built from holds).

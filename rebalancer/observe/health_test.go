@@ -15,10 +15,11 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
-// healthReader answers CheckHealth with fixed reasons (or an error with no Health), and records
-// the addresses it was asked.
+// healthReader answers CheckHealth with fixed reasons and topology (or an error with no
+// Health), and records the addresses it was asked.
 type healthReader struct {
 	reasons []redisctl.Reason
+	topo    *redisctl.Topology
 	err     error
 	asked   []string
 }
@@ -30,7 +31,7 @@ func (r *healthReader) CheckHealth(_ context.Context, addrs []string, _ redisctl
 	if r.err != nil {
 		return nil, r.err
 	}
-	h := &redisctl.Health{SlotsServed: redisctl.NumSlots, Reasons: r.reasons}
+	h := &redisctl.Health{SlotsServed: redisctl.NumSlots, Reasons: r.reasons, Topology: r.topo}
 	return h, h.Err()
 }
 
@@ -146,5 +147,95 @@ func TestUnschedulableMessage(t *testing.T) {
 	}
 	if got := UnschedulableMessage(fixture.Pod("q", fixture.On("n1"), fixture.Ready())); got != "" {
 		t.Errorf("a scheduled pod: %q", got)
+	}
+}
+
+// TestJudgeHealthExpecting covers the health gate of a run whose plan lets a pod wait Pending:
+// post-scale-down's redis-s0-1 was evicted and re-created Pending (no node, no IP); Redis still
+// lists its node, 10.0.0.1:6379, as a replica of redis-s0-0 it no longer reaches.
+func TestJudgeHealthExpecting(t *testing.T) {
+	const gone = "10.0.0.1:6379"
+	failing := redisctl.Reason{Code: redisctl.ReasonNodeFailing, Addr: gone, NodeID: "id-0-1", Message: "flagged by 10.0.0.0:6379"}
+	noReplica := redisctl.Reason{Code: redisctl.ReasonNoConnectedReplica, Addr: "10.0.0.0:6379", NodeID: "id-0-0", Message: "master of 0 has no connected replica (1 known)"}
+	unreachable := redisctl.Reason{Code: redisctl.ReasonNodeUnreachable, Addr: gone, Message: "dial tcp 10.0.0.1:6379: connect: connection refused"}
+	disagree := redisctl.Reason{Code: redisctl.ReasonViewsDisagree, NodeID: "id-0-1", Message: "node id-0-1 failing: 10.0.0.0:6379=fail, 10.0.1.0:6379=fail?"}
+	for _, tc := range []struct {
+		name        string
+		pending     map[string]bool
+		reasons     []redisctl.Reason
+		change      func(pods []*corev1.Pod)
+		wantState   HealthState
+		wantReasons []string
+	}{
+		{
+			name: "the planned Pending pod, its node failing and unreachable, its master without a replica → healthy", pending: map[string]bool{"redis-s0-1": true},
+			reasons: []redisctl.Reason{failing, unreachable, noReplica, disagree}, wantState: HealthHealthy,
+		},
+		{
+			name: "the Pending pod is not the planned one → unhealthy: the pod and its node named", pending: map[string]bool{"redis-s1-1": true},
+			reasons: []redisctl.Reason{failing, noReplica}, wantState: HealthUnhealthy,
+			change: func(pods []*corev1.Pod) { fixture.Unschedulable()(pods[1]) },
+			wantReasons: []string{"pods Pending that no planned step leaves Pending: redis-s0-1", "node_failing 10.0.0.1:6379: flagged by 10.0.0.0:6379",
+				"no_connected_replica 10.0.0.0:6379: master of 0 has no connected replica (1 known)"},
+		},
+		{
+			name: "the planned pod is Pending, but a master fails → unhealthy", pending: map[string]bool{"redis-s0-1": true},
+			reasons:     []redisctl.Reason{failing, {Code: redisctl.ReasonNodeFailing, Addr: "10.0.1.0:6379", NodeID: "id-1-0", Message: "flagged by 10.0.0.0:6379"}},
+			wantState:   HealthUnhealthy,
+			wantReasons: []string{"node_failing 10.0.1.0:6379: flagged by 10.0.0.0:6379"},
+		},
+		{
+			name: "the planned pod is Pending, but another shard's replica fails → unhealthy", pending: map[string]bool{"redis-s0-1": true},
+			reasons:     []redisctl.Reason{{Code: redisctl.ReasonNodeFailing, Addr: "10.0.1.1:6379", NodeID: "id-1-1", Message: "flagged by 10.0.0.0:6379"}},
+			wantState:   HealthUnhealthy,
+			wantReasons: []string{"node_failing 10.0.1.1:6379: flagged by 10.0.0.0:6379"},
+		},
+		{
+			name: "without a plan that lets it wait (JudgeHealth): the re-created pod not yet judged by the scheduler → unhealthy", reasons: []redisctl.Reason{failing},
+			wantState: HealthUnhealthy, wantReasons: []string{"pods not Ready: redis-s0-1", "node_failing 10.0.0.1:6379: flagged by 10.0.0.0:6379"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := scenario.PostScaleDown()
+			snap := sc.MustSnapshot()
+			topo := &redisctl.Topology{}
+			for i, p := range snap.Pods {
+				s, o := i/sc.PodsPerShard, i%sc.PodsPerShard
+				p.Status.PodIP = fmt.Sprintf("10.0.%d.%d", s, o)
+				n := redisctl.Node{ID: fmt.Sprintf("id-%d-%d", s, o), IP: p.Status.PodIP, Port: 6379, Flags: []string{redisctl.FlagMaster}, Slots: []redisctl.SlotRange{{Start: s, End: s}}}
+				if o > 0 {
+					n.Flags, n.Slots, n.MasterID = []string{redisctl.FlagReplica}, nil, fmt.Sprintf("id-%d-0", s)
+				}
+				topo.Nodes = append(topo.Nodes, n)
+			}
+			m, err := Model(snap, policies.Options{}, Selection{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := m.Clusters[0]
+			pods := MemberPods(c)
+			// redis-s0-1 re-created Pending: no node, no IP, not yet judged by the scheduler.
+			pods[1] = fixture.Pod("redis-s0-1", func(p *corev1.Pod) { p.Namespace, p.Labels = pods[1].Namespace, pods[1].Labels })
+			if tc.change != nil {
+				tc.change(pods)
+			}
+			rc := &healthReader{reasons: tc.reasons, topo: topo}
+			var got Health
+			if tc.pending == nil {
+				got = JudgeHealth(context.Background(), rc, c, pods)
+			} else {
+				got = JudgeHealthExpecting(context.Background(), rc, c, pods, tc.pending)
+			}
+			if got.State != tc.wantState {
+				t.Errorf("state %q, want %q (reasons %q)", got.State, tc.wantState, got.Reasons)
+			}
+			want := tc.wantReasons
+			if want == nil {
+				want = []string{}
+			}
+			if diff := cmp.Diff(want, got.Reasons); diff != "" {
+				t.Errorf("reasons (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

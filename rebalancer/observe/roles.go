@@ -4,6 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
@@ -18,8 +24,9 @@ type TopologyReader interface {
 }
 
 // ApplyRoles reads the Redis topology through the members' pod IPs (rc.AddrOf) and sets each
-// member's Role from what Redis reports; members Redis does not list, and members without a pod
-// IP or terminating, get RoleUnknown. It returns the topology read, or an error when no member has
+// member's Role from what Redis reports (CLUSTER NODES), and EmptyMaster for a master that serves
+// no slot; members Redis does not list, and members without a pod IP or terminating, get
+// RoleUnknown. It returns the topology read, or an error when no member has
 // a pod IP or no node answers.
 func ApplyRoles(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*redisctl.Topology, error) {
 	var addrs []string
@@ -33,6 +40,12 @@ func ApplyRoles(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*r
 	}
 	topo, err := rc.Topology(ctx, addrs)
 	if err != nil {
+		switch {
+		case topo != nil && len(topo.Views) == 0 && len(topo.Unreachable) > 0:
+			return nil, unanswered(topo.Unreachable)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("no Redis node answered before the deadline (%d nodes): %w", len(addrs), err)
+		}
 		return nil, fmt.Errorf("read Redis topology: %w", err)
 	}
 	byAddr := map[string]redisctl.Node{}
@@ -40,13 +53,96 @@ func ApplyRoles(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*r
 		byAddr[n.Addr()] = n
 	}
 	for _, m := range c.Members {
-		m.Role = policies.RoleUnknown
+		m.Role, m.EmptyMaster = policies.RoleUnknown, false
 		if m.Pod.Status.PodIP == "" || m.Terminating {
 			continue
 		}
 		if n, ok := byAddr[rc.AddrOf(m.Pod.Status.PodIP)]; ok {
 			m.Role = policies.ParseRole(n.Role())
+			// A master serving no slot does not vote (MasterQuorum counts masters serving slots).
+			m.EmptyMaster = n.IsMaster() && len(n.Slots) == 0
 		}
 	}
 	return topo, nil
+}
+
+// DefaultRedisDeadline bounds each pass of the commands that reads every cluster's Redis at once:
+// the roles (ReadRoles), then the health (JudgeHealth per cluster).
+const DefaultRedisDeadline = 10 * time.Second
+
+// ReadRoles is ApplyRoles for every cluster at once, under ctx's deadline: the clusters are read
+// concurrently, their nodes at most redisctl.Options.MaxConcurrentReads at a time in all, so a
+// Redis that accepts connections and never answers costs one read timeout per wave of nodes, and
+// nothing past ctx's deadline, whatever the number of clusters. It returns, by cluster key, why
+// the roles of a cluster stay unknown (its members keep the roles the model gave them). The
+// nodes read are forgotten afterwards (redisctl.Client.Forget): a check of thousands of pods
+// keeps no connection open.
+func ReadRoles(ctx context.Context, rc *redisctl.Client, clusters []*policies.Cluster) map[string]error {
+	errs := map[string]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			topo, err := ApplyRoles(ctx, rc, c)
+			for _, m := range c.Members {
+				if m.Pod.Status.PodIP != "" {
+					rc.Forget(rc.AddrOf(m.Pod.Status.PodIP))
+				}
+			}
+			if topo != nil {
+				for _, n := range topo.Nodes {
+					rc.Forget(n.Addr())
+				}
+			}
+			if err != nil {
+				mu.Lock()
+				errs[c.Key()] = err
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// unanswered says why no node answered, by cause ("no Redis node answered (12 nodes: 9 timed
+// out, 3 not read before the deadline)"), and wraps the error of the first node by address.
+func unanswered(errs map[string]error) error {
+	addrs := make([]string, 0, len(errs))
+	for a := range errs {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	counts := map[string]int{}
+	var causes []string
+	for _, a := range addrs {
+		c := causeOf(errs[a])
+		if counts[c] == 0 {
+			causes = append(causes, c)
+		}
+		counts[c]++
+	}
+	parts := make([]string, len(causes))
+	for i, c := range causes {
+		parts[i] = fmt.Sprintf("%d %s", counts[c], c)
+	}
+	return fmt.Errorf("no Redis node answered (%d nodes: %s): %w", len(addrs), strings.Join(parts, ", "), errs[addrs[0]])
+}
+
+// causeOf names the cause of a node's error in a few words.
+func causeOf(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && strings.Contains(err.Error(), "not read"):
+		return "not read before the deadline"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timed out"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused the connection"
+	case errors.Is(err, context.Canceled):
+		return "not read (canceled)"
+	}
+	return "failed (" + err.Error() + ")"
 }

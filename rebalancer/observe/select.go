@@ -2,17 +2,23 @@ package observe
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
-// Selection picks Redis clusters: those of one namespace, and those with at least one pod a label
-// selector matches. The zero value selects every cluster.
+// Selection picks Redis clusters: those of the selected namespaces, and those with at least one
+// pod a label selector matches. The zero value selects every cluster.
 type Selection struct {
-	// Namespace keeps the clusters of this namespace ("" = all namespaces).
+	// Namespace keeps the clusters of this namespace ("" = all namespaces); reads from the API
+	// server are limited to it.
 	Namespace string
+	// IncludeNamespaces, when not empty, keeps only the clusters of these namespaces, and
+	// ExcludeNamespaces drops the clusters of those (the descheduler's Namespaces). Reads are
+	// not limited by them.
+	IncludeNamespaces, ExcludeNamespaces []string
 	// Selector keeps the clusters with a pod whose labels it matches (nil or empty = all).
 	Selector labels.Selector
 }
@@ -30,6 +36,9 @@ func NewSelection(namespace, selector string) (Selection, error) {
 // Matches reports whether s selects cluster c.
 func (s Selection) Matches(c *policies.Cluster) bool {
 	if s.Namespace != "" && c.Namespace != s.Namespace {
+		return false
+	}
+	if len(s.IncludeNamespaces) > 0 && !slices.Contains(s.IncludeNamespaces, c.Namespace) || slices.Contains(s.ExcludeNamespaces, c.Namespace) {
 		return false
 	}
 	if s.Selector == nil || s.Selector.Empty() {

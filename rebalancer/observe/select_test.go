@@ -33,6 +33,8 @@ func TestSelection(t *testing.T) {
 	}{
 		{name: "zero selection → every cluster", want: []string{"cache/sessions", "redis/redis"}},
 		{name: "namespace cache → its cluster only", sel: Selection{Namespace: "cache"}, want: []string{"cache/sessions"}},
+		{name: "include cache and other → its cluster only", sel: Selection{IncludeNamespaces: []string{"other", "cache"}}, want: []string{"cache/sessions"}},
+		{name: "exclude cache → the other cluster", sel: Selection{ExcludeNamespaces: []string{"cache"}}, want: []string{"redis/redis"}},
 		{name: "empty selector → every cluster", sel: Selection{Selector: labels.Everything()}, want: []string{"cache/sessions", "redis/redis"}},
 		{name: "selector on the cluster label → that cluster", sel: Selection{Selector: labels.SelectorFromSet(labels.Set{policies.DefaultClusterLabel: "redis"})}, want: []string{"redis/redis"}},
 		{name: "selector on one pod's name → its cluster", sel: Selection{Selector: labels.SelectorFromSet(labels.Set{policies.StatefulSetPodNameLabel: "sessions-s1-1"})}, want: []string{"cache/sessions"}},

@@ -1,113 +1,126 @@
 // Package observe reads what a Kubernetes cluster and its Redis clusters look like now: a live
-// snapshot from the API server (ReadSnapshot), an offline one from what kubectl prints
-// (DecodeSnapshot, LoadSnapshotFile; EncodeSnapshot writes that form), the choice of Redis
-// clusters by namespace and label selector (Selection), and each pod's role as Redis reports it
-// (ApplyRoles). It changes nothing.
+// snapshot from the API server (ReadSnapshot, listed in pages), an offline one from what kubectl
+// prints (DecodeSnapshot, LoadSnapshotFile, read as a stream; EncodeSnapshot writes that form),
+// both trimmed to what the model reads (Trim), the checks that a snapshot can be right
+// (CheckSnapshot), the choice of Redis clusters by namespace and label selector (Selection),
+// each pod's role as Redis reports it (ApplyRoles, ReadRoles), and the API requests a run makes
+// (RequestCounter). It changes nothing.
 //
 // It imports policies (the snapshot and model types) and redisctl (roles); plan, report and
 // execute may import it, it imports none of them.
 package observe
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/pager"
 	"sigs.k8s.io/yaml"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
-// ReadSnapshot lists what the rules need from the API server: every node and PersistentVolume,
-// and the pods, StatefulSets, PodDisruptionBudgets and PersistentVolumeClaims of namespace (all
-// namespaces when ""). Pods are listed whole (not by a Redis selector) because a topology spread
-// constraint counts every matching pod in its namespace.
+// DefaultPageSize is the number of objects one LIST request asks for (kubectl's --chunk-size
+// default).
+const DefaultPageSize = 500
+
+// ReadSnapshot is ReadSnapshotPaged with DefaultPageSize.
 func ReadSnapshot(ctx context.Context, client kubernetes.Interface, namespace string) (*policies.Snapshot, error) {
-	snap := &policies.Snapshot{}
-	opts := metav1.ListOptions{}
-	nodes, err := client.CoreV1().Nodes().List(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	for i := range nodes.Items {
-		snap.Nodes = append(snap.Nodes, &nodes.Items[i])
-	}
-	pods, err := client.CoreV1().Pods(namespace).List(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	for i := range pods.Items {
-		snap.Pods = append(snap.Pods, &pods.Items[i])
-	}
-	stss, err := client.AppsV1().StatefulSets(namespace).List(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("list statefulsets: %w", err)
-	}
-	for i := range stss.Items {
-		snap.StatefulSets = append(snap.StatefulSets, &stss.Items[i])
-	}
-	pdbs, err := client.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("list poddisruptionbudgets: %w", err)
-	}
-	for i := range pdbs.Items {
-		snap.PodDisruptionBudgets = append(snap.PodDisruptionBudgets, &pdbs.Items[i])
-	}
-	pvcs, err := client.CoreV1().PersistentVolumeClaims(namespace).List(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("list persistentvolumeclaims: %w", err)
-	}
-	for i := range pvcs.Items {
-		snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, &pvcs.Items[i])
-	}
-	pvs, err := client.CoreV1().PersistentVolumes().List(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("list persistentvolumes: %w", err)
-	}
-	for i := range pvs.Items {
-		snap.PersistentVolumes = append(snap.PersistentVolumes, &pvs.Items[i])
-	}
-	return snap, nil
+	return ReadSnapshotPaged(ctx, client, namespace, DefaultPageSize)
 }
 
-// DecodeSnapshot reads a snapshot from what `kubectl get nodes,pods,statefulsets,
-// poddisruptionbudgets,pvc,pv -A -o yaml` (or -o json) prints: a List, a stream of YAML
-// documents or JSON objects, or single objects, in any mix. Nodes, Pods, StatefulSets,
-// PodDisruptionBudgets, PersistentVolumeClaims and PersistentVolumes are kept; other kinds are
-// counted in skipped (by kind). An object without apiVersion/kind, or one that does not decode,
-// is an error naming its position.
-func DecodeSnapshot(r io.Reader) (snap *policies.Snapshot, skipped map[string]int, err error) {
-	snap = &policies.Snapshot{}
-	skipped = map[string]int{}
-	dec := utilyaml.NewYAMLOrJSONDecoder(r, 64*1024)
-	for doc := 1; ; doc++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				return snap, skipped, nil
-			}
-			return nil, nil, fmt.Errorf("snapshot: document %d: %w", doc, err)
+// ReadSnapshotPaged lists what the rules need from the API server: every node and
+// PersistentVolume, and the pods, StatefulSets, PodDisruptionBudgets and PersistentVolumeClaims
+// of namespace (all namespaces when ""). Pods are listed whole (not by a Redis selector) because
+// a topology spread constraint counts every matching pod in its namespace.
+//
+// Each resource is listed once, in pages of pageSize objects (client-go's pager; 0: one
+// request), and each object is trimmed (see Trim) as its page arrives, so memory grows with what
+// the snapshot keeps, not with the API server's objects. A list whose continue token expires
+// before its last page (410 Expired: the pages took longer than the API server keeps a
+// consistent view) is listed again from the start, once.
+func ReadSnapshotPaged(ctx context.Context, client kubernetes.Interface, namespace string, pageSize int64) (*policies.Snapshot, error) {
+	snap := &policies.Snapshot{}
+	t := newTrimmer()
+	lists := []struct {
+		resource string
+		list     pager.ListPageFunc
+		reset    func()
+		add      func(runtime.Object)
+	}{
+		{"nodes",
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Nodes().List(ctx, o)
+			},
+			func() { snap.Nodes = nil },
+			func(o runtime.Object) { snap.Nodes = append(snap.Nodes, t.node(o.(*corev1.Node))) }},
+		{"pods",
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Pods(namespace).List(ctx, o)
+			},
+			func() { snap.Pods = nil },
+			func(o runtime.Object) { snap.Pods = append(snap.Pods, t.pod(o.(*corev1.Pod))) }},
+		{"statefulsets",
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return client.AppsV1().StatefulSets(namespace).List(ctx, o)
+			},
+			func() { snap.StatefulSets = nil },
+			func(o runtime.Object) {
+				snap.StatefulSets = append(snap.StatefulSets, t.statefulSet(o.(*appsv1.StatefulSet)))
+			}},
+		{"poddisruptionbudgets",
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return client.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, o)
+			},
+			func() { snap.PodDisruptionBudgets = nil },
+			func(o runtime.Object) {
+				snap.PodDisruptionBudgets = append(snap.PodDisruptionBudgets, t.podDisruptionBudget(o.(*policyv1.PodDisruptionBudget)))
+			}},
+		{"persistentvolumeclaims",
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().PersistentVolumeClaims(namespace).List(ctx, o)
+			},
+			func() { snap.PersistentVolumeClaims = nil },
+			func(o runtime.Object) {
+				snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, t.persistentVolumeClaim(o.(*corev1.PersistentVolumeClaim)))
+			}},
+		{"persistentvolumes",
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().PersistentVolumes().List(ctx, o)
+			},
+			func() { snap.PersistentVolumes = nil },
+			func(o runtime.Object) {
+				snap.PersistentVolumes = append(snap.PersistentVolumes, t.persistentVolume(o.(*corev1.PersistentVolume)))
+			}},
+	}
+	for _, l := range lists {
+		p := pager.New(l.list)
+		p.PageSize = pageSize
+		// One page is decoded while the one before is trimmed; more would only hold pages.
+		p.PageBufferSize = 1
+		each := func(o runtime.Object) error { l.add(o); return nil }
+		err := p.EachListItem(ctx, metav1.ListOptions{}, each)
+		if apierrors.IsResourceExpired(err) {
+			l.reset()
+			err = p.EachListItem(ctx, metav1.ListOptions{}, each)
 		}
-		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-			continue
-		}
-		if err := addObject(snap, skipped, raw, fmt.Sprintf("document %d", doc)); err != nil {
-			return nil, nil, err
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", l.resource, err)
 		}
 	}
+	return snap, nil
 }
 
 // LoadSnapshotFile is DecodeSnapshot on a file ("-" reads standard input).
@@ -123,96 +136,47 @@ func LoadSnapshotFile(path string) (*policies.Snapshot, map[string]int, error) {
 	return DecodeSnapshot(f)
 }
 
-func addObject(snap *policies.Snapshot, skipped map[string]int, raw json.RawMessage, where string) error {
-	var meta metav1.TypeMeta
-	if err := json.Unmarshal(raw, &meta); err != nil {
-		return fmt.Errorf("snapshot: %s: %w", where, err)
+// maxNamedNodes is how many missing nodes CheckSnapshot names.
+const maxNamedNodes = 10
+
+// CheckSnapshot returns an error when snap cannot be a whole cluster's state: when pods that are
+// bound to a node and neither finished nor terminating name nodes the snapshot does not hold
+// (a dump of some nodes only, or of pods without their nodes). The error names the missing nodes
+// (the first 10, by name) with their pod counts. An offline snapshot is checked; a live one is
+// read whole, and a node deleted between the lists of nodes and pods is the API server's state
+// for a moment, not a wrong input.
+func CheckSnapshot(snap *policies.Snapshot) error {
+	nodes := make(map[string]bool, len(snap.Nodes))
+	for _, n := range snap.Nodes {
+		nodes[n.Name] = true
 	}
-	if meta.Kind == "" {
-		return fmt.Errorf("snapshot: %s: no kind (is this kubectl -o yaml/json output?)", where)
-	}
-	decode := func(into any) error {
-		if err := json.Unmarshal(raw, into); err != nil {
-			return fmt.Errorf("snapshot: %s (%s): %w", where, meta.Kind, err)
+	missing := map[string]int{}
+	pods := 0
+	for _, p := range snap.Pods {
+		n := p.Spec.NodeName
+		if n == "" || nodes[n] || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
 		}
+		missing[n]++
+		pods++
+	}
+	if len(missing) == 0 {
 		return nil
 	}
-	switch meta.Kind {
-	case "List", "NodeList", "PodList", "StatefulSetList", "PodDisruptionBudgetList", "PersistentVolumeClaimList", "PersistentVolumeList":
-		var list struct {
-			Items []json.RawMessage `json:"items"`
-		}
-		if err := decode(&list); err != nil {
-			return err
-		}
-		for i, item := range list.Items {
-			if meta.Kind != "List" {
-				// Typed lists omit the items' kind.
-				item = withKind(item, strings.TrimSuffix(meta.Kind, "List"), meta.APIVersion)
-			}
-			if err := addObject(snap, skipped, item, fmt.Sprintf("%s item %d", where, i+1)); err != nil {
-				return err
-			}
-		}
-	case "Node":
-		o := &corev1.Node{}
-		if err := decode(o); err != nil {
-			return err
-		}
-		snap.Nodes = append(snap.Nodes, o)
-	case "Pod":
-		o := &corev1.Pod{}
-		if err := decode(o); err != nil {
-			return err
-		}
-		snap.Pods = append(snap.Pods, o)
-	case "StatefulSet":
-		o := &appsv1.StatefulSet{}
-		if err := decode(o); err != nil {
-			return err
-		}
-		snap.StatefulSets = append(snap.StatefulSets, o)
-	case "PodDisruptionBudget":
-		o := &policyv1.PodDisruptionBudget{}
-		if err := decode(o); err != nil {
-			return err
-		}
-		snap.PodDisruptionBudgets = append(snap.PodDisruptionBudgets, o)
-	case "PersistentVolumeClaim":
-		o := &corev1.PersistentVolumeClaim{}
-		if err := decode(o); err != nil {
-			return err
-		}
-		snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, o)
-	case "PersistentVolume":
-		o := &corev1.PersistentVolume{}
-		if err := decode(o); err != nil {
-			return err
-		}
-		snap.PersistentVolumes = append(snap.PersistentVolumes, o)
-	default:
-		skipped[meta.Kind]++
+	names := make([]string, 0, len(missing))
+	for n := range missing {
+		names = append(names, n)
 	}
-	return nil
-}
-
-// withKind sets kind (and apiVersion when missing) on a JSON object.
-func withKind(raw json.RawMessage, kind, apiVersion string) json.RawMessage {
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil {
-		return raw
+	sort.Strings(names)
+	var parts []string
+	for i, n := range names {
+		if i == maxNamedNodes {
+			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxNamedNodes))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d pods)", n, missing[n]))
 	}
-	if _, ok := m["kind"]; !ok {
-		m["kind"] = kind
-	}
-	if _, ok := m["apiVersion"]; !ok && apiVersion != "" {
-		m["apiVersion"] = apiVersion
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return raw
-	}
-	return b
+	return fmt.Errorf("snapshot: %d pods are bound to %d nodes it does not contain: %s (include every node: kubectl get nodes,pods,... -A)", pods, len(names), strings.Join(parts, ", "))
 }
 
 // EncodeSnapshot writes snap as one YAML List, the form `kubectl get -o yaml` prints and

@@ -3,12 +3,15 @@ package observe
 import (
 	"bytes"
 	"context"
-	"strings"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
@@ -53,68 +56,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(names(snap), names(got)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(snap.Pods[0].Spec, got.Pods[0].Spec); diff != "" {
-		t.Errorf("first pod's spec (-want +got):\n%s", diff)
-	}
-}
-
-func TestDecodeSnapshot(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		in          string
-		want        []string
-		wantSkipped map[string]int
-		wantErr     string
-	}{
-		{
-			name: "YAML stream of a typed list and single objects → items get the list's kind, others counted",
-			in: `apiVersion: v1
-kind: PodList
-items:
-- metadata: {name: p1, namespace: ns}
-- metadata: {name: p2, namespace: ns}
----
-apiVersion: v1
-kind: Node
-metadata: {name: n1}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: c, namespace: ns}
-`,
-			want:        []string{"Node n1", "Pod ns/p1", "Pod ns/p2"},
-			wantSkipped: map[string]int{"ConfigMap": 1},
-		},
-		{
-			name: "JSON List of mixed kinds → each kept by its kind",
-			in: `{"apiVersion":"v1","kind":"List","items":[
-  {"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s","namespace":"ns"}},
-  {"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv1"}},
-  {"apiVersion":"v1","kind":"Service","metadata":{"name":"svc","namespace":"ns"}}]}`,
-			want:        []string{"PersistentVolume pv1", "StatefulSet ns/s"},
-			wantSkipped: map[string]int{"Service": 1},
-		},
-		{name: "object without kind → error naming the document", in: "metadata: {name: x}\n", wantErr: "document 1: no kind"},
-		{name: "item that does not decode → error naming the item", in: `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","spec":"nope"}]}`, wantErr: "document 1 item 1 (Pod)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			snap, skipped, err := DecodeSnapshot(strings.NewReader(tc.in))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, names(snap)); diff != "" {
-				t.Errorf("objects (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantSkipped, skipped); diff != "" {
-				t.Errorf("skipped (-want +got):\n%s", diff)
-			}
-		})
+	if diff := cmp.Diff(Trim(snap).Pods[0], got.Pods[0]); diff != "" {
+		t.Errorf("first pod, trimmed (-want +got):\n%s", diff)
 	}
 }
 
@@ -155,4 +98,65 @@ func appendObjects[T runtime.Object](objs []runtime.Object, items []T) []runtime
 		objs = append(objs, o)
 	}
 	return objs
+}
+
+// TestReadSnapshotPages checks the paged LISTs on a fake clientset that pages pods as
+// kube-apiserver does (limit, continue): every pod is read once, in pages of the page size, and
+// a continue token that expires (410 Expired) makes the pods be listed again from the start.
+func TestReadSnapshotPages(t *testing.T) {
+	snap := twoClusters(t)
+	objs := appendObjects(appendObjects(nil, snap.Nodes), snap.Pods)
+	for _, tc := range []struct {
+		name       string
+		pageSize   int64
+		expireOnce bool
+		wantLists  int
+	}{
+		{name: "page size 5 → a request per 5 pods", pageSize: 5, wantLists: (len(snap.Pods) + 4) / 5},
+		{name: "page size 0 → one request", pageSize: 0, wantLists: 1},
+		{name: "expired continue token → the pods listed again, none twice", pageSize: 5, expireOnce: true, wantLists: 2 + (len(snap.Pods)+4)/5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset(objs...)
+			lists, expired := 0, false
+			client.PrependReactor("list", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				lists++
+				opts := a.(clienttesting.ListActionImpl).ListOptions
+				if tc.expireOnce && !expired && opts.Continue != "" {
+					expired = true
+					return true, nil, apierrors.NewResourceExpired("continue token expired")
+				}
+				start, _ := strconv.Atoi(opts.Continue)
+				end := len(snap.Pods)
+				if opts.Limit > 0 && start+int(opts.Limit) < end {
+					end = start + int(opts.Limit)
+				}
+				list := &corev1.PodList{}
+				for _, p := range snap.Pods[start:end] {
+					list.Items = append(list.Items, *p)
+				}
+				if end < len(snap.Pods) {
+					list.Continue = strconv.Itoa(end)
+				}
+				return true, list, nil
+			})
+			got, err := ReadSnapshotPaged(context.Background(), client, "", tc.pageSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want, gotNames []string
+			for _, p := range snap.Pods {
+				want = append(want, p.Name)
+			}
+			for _, p := range got.Pods {
+				gotNames = append(gotNames, p.Name)
+			}
+			if diff := cmp.Diff(want, gotNames); diff != "" {
+				t.Errorf("pods read (-want +got):\n%s", diff)
+			}
+			if lists != tc.wantLists {
+				t.Errorf("%d LIST requests of pods, want %d", lists, tc.wantLists)
+			}
+		})
+	}
 }

@@ -9,9 +9,12 @@ import (
 
 // outcome is what one search (one model) found.
 type outcome struct {
-	start          step   // the placements the scheduler makes before the first eviction
-	path           []step // the plan
-	found, minimal bool
+	start step                // the placements the scheduler makes before the first eviction
+	path  []step              // the plan's evictions
+	fix   []policies.Failover // the failovers after them
+	// found: a plan; minimal: its evictions proven fewest; fixMinimal: its failovers proven
+	// fewest for that many evictions.
+	found, minimal, fixMinimal bool
 	// lb is the lower bound at the start (the lowest over the starts), rule the rule setting it;
 	// maxMoves the longest plan considered; ruledOut the length below which every plan was
 	// searched and none found.
@@ -48,7 +51,7 @@ func Compute(c *policies.Cluster, opts Options) Plan {
 		}
 	}
 	if len(policies.Hard(plan.Before)) == 0 {
-		plan.CompliantAfter, plan.Minimal = true, true
+		plan.CompliantAfter, plan.Minimal, plan.FailoversMinimal = true, true, true
 		return plan
 	}
 	if why := c.StaticInfeasibility(); why != "" {
@@ -71,13 +74,14 @@ func Compute(c *policies.Cluster, opts Options) Plan {
 		plan.After = plan.Before
 		return plan
 	}
-	plan.Minimal = out.minimal
+	plan.Minimal, plan.FailoversMinimal = out.minimal, out.minimal && out.fixMinimal
 	pl.pending = opts.AllowPendingSteps
 	pl.limit, pl.budget = int(^uint(0)>>1), false // the on-track checks bound their own searches
 	plan.Moves = pl.moves(out)
+	plan.Evictions, plan.Failovers = len(out.path), len(out.fix)
 	plan.PendingSteps = pl.exposure(out)
-	final := pl.replay(out)
-	plan.After = c.Evaluate(final)
+	final, masters := pl.replay(out)
+	plan.After = c.EvaluateWith(final, masters)
 	plan.CompliantAfter = len(policies.Hard(plan.After)) == 0
 	plan.Searched = pl.states
 	return plan
@@ -107,19 +111,24 @@ func (pl *planner) solve(pending bool) outcome {
 		return out
 	}
 	pl.limit, pl.budget = pl.states+pl.opts.MaxStates, false
+	pl.sr = &search{began: pl.states}
 	for depth := out.lb; depth <= out.maxMoves; depth++ {
 		for _, s := range starts {
 			pl.apply(s)
+			// No plan of depth evictions needs fewer failovers than the masters' excess the
+			// evictions cannot take away.
+			pl.sr.start, pl.sr.fBound = s, max(pl.st.QuorumExcess()-depth, 0)
 			var path []step
-			ok := pl.dfs(depth, &path)
+			pl.dfs(depth, &path)
 			pl.undo(s)
-			if ok {
-				out.start, out.path, out.found, out.minimal = s, path, true, true
-				return out
-			}
-			if pl.budget {
+			if pl.stop() {
 				break
 			}
+		}
+		if b := pl.sr.best; b != nil {
+			out.start, out.path, out.fix, out.found = b.start, b.path, b.fix, true
+			out.minimal, out.fixMinimal = !pl.budget, !pl.budget && !pl.sr.fCut
+			return out
 		}
 		if pl.budget {
 			break
@@ -133,10 +142,10 @@ func (pl *planner) solve(pending bool) outcome {
 	out.budget = true
 	for _, s := range starts {
 		pl.apply(s)
-		path, ok := pl.greedy(out.maxMoves)
+		path, fix, ok := pl.greedy(out.maxMoves)
 		pl.undo(s)
-		if ok && (!out.found || len(path) < len(out.path)) {
-			out.start, out.path, out.found = s, path, true
+		if ok && (!out.found || len(path) < len(out.path) || len(path) == len(out.path) && len(fix) < len(out.fix)) {
+			out.start, out.path, out.fix, out.found = s, path, fix, true
 		}
 	}
 	return out
@@ -257,22 +266,43 @@ func placedIn(s step, m int) int {
 	return -1
 }
 
-// replay returns the placement the plan ends in.
-func (pl *planner) replay(o outcome) policies.Placement {
+// replay returns the placement and the masters the plan ends in.
+func (pl *planner) replay(o outcome) (policies.Placement, policies.Masters) {
+	st := pl.st
 	pl.apply(o.start)
 	for _, s := range o.path {
 		pl.apply(s)
 	}
-	final := pl.st.Placement().Clone()
+	for _, f := range o.fix {
+		st.Failover(f.From, f.To)
+	}
+	final, masters := st.Placement().Clone(), st.Masters().Clone()
+	for k := len(o.fix) - 1; k >= 0; k-- {
+		st.Failover(o.fix[k].To, o.fix[k].From)
+	}
 	for k := len(o.path) - 1; k >= 0; k-- {
 		pl.undo(o.path[k])
 	}
 	pl.undo(o.start)
-	return final
+	return final, masters
 }
 
-// moves turns the plan's steps into Moves: for each, the nodes the scheduler may choose (every
-// node, each free node judged by its class) and whether each keeps the plan on track.
+// roleOf returns member j's role under the plan so far: master while it is one, replica once the
+// plan has failed it over or re-created it, else what Redis (or the role label) said.
+func (pl *planner) roleOf(j int) policies.Role {
+	mem := pl.c.Members[j]
+	switch {
+	case pl.st.IsMaster(j):
+		return policies.RoleMaster
+	case pl.st.Node(j) != mem.Node, mem.Role == policies.RoleMaster && !mem.EmptyMaster:
+		return policies.RoleReplica
+	}
+	return mem.Role
+}
+
+// moves turns the plan's steps into Moves: for each eviction, the nodes the scheduler may choose
+// (every node, each free node judged by its class) and whether each keeps the plan on track; then
+// the failovers.
 func (pl *planner) moves(o outcome) []Move {
 	c, st := pl.c, pl.st
 	nodes := c.Model().Nodes
@@ -280,10 +310,15 @@ func (pl *planner) moves(o outcome) []Move {
 	var out []Move
 	for k, s := range o.path {
 		mem := c.Members[s.member]
+		role := pl.roleOf(s.member)
 		mv := Move{
+			Kind:   KindEvict,
 			Member: s.member, Pod: mem.Key(), Node: nodes[s.from].Name,
-			Shard: mem.Shard, Role: mem.Role, Failover: mem.Role != policies.RoleReplica,
-			Reason: reasonFor(c, st.Placement(), s.member),
+			Shard: mem.Shard, Role: role, Failover: role != policies.RoleReplica,
+			Reason: reasonFor(c, st.Placement(), st.Masters(), s.member, "makes room for the other moves"), FailoverTo: -1,
+		}
+		if s.to >= 0 {
+			mv.From, mv.To, mv.FailoverTo, mv.ToNode = mem.Key(), c.Members[s.to].Key(), s.to, nodes[st.Node(s.to)].Name
 		}
 		expected := placedIn(s, s.member)
 		if expected >= 0 {
@@ -295,6 +330,9 @@ func (pl *planner) moves(o outcome) []Move {
 			if p.member != s.member {
 				mv.Places = append(mv.Places, Placed{Pod: c.Members[p.member].Key(), Node: nodes[p.node].Name})
 			}
+		}
+		if s.to >= 0 {
+			st.Failover(s.member, s.to)
 		}
 		st.Set(s.member, -1)
 		v := pl.onTrack(o.path, k, expected)
@@ -312,8 +350,25 @@ func (pl *planner) moves(o outcome) []Move {
 			mv.CandidateNodes = append(mv.CandidateNodes, nodes[n].Name)
 		}
 		st.Set(s.member, s.from)
+		if s.to >= 0 {
+			st.Failover(s.to, s.member)
+		}
 		out = append(out, mv)
 		pl.apply(s)
+	}
+	for _, f := range o.fix {
+		mem := c.Members[f.From]
+		out = append(out, Move{
+			Kind: KindFailover, Member: f.From, Pod: mem.Key(), Node: nodes[st.Node(f.From)].Name,
+			Shard: mem.Shard, Role: policies.RoleMaster, Failover: true,
+			From: mem.Key(), To: c.Members[f.To].Key(), FailoverTo: f.To, ToNode: nodes[st.Node(f.To)].Name,
+			Candidates: []Candidate{}, CandidateNodes: []string{},
+			Reason: reasonFor(c, st.Placement(), st.Masters(), f.From, "makes room for the other failovers"),
+		})
+		st.Failover(f.From, f.To)
+	}
+	for k := len(o.fix) - 1; k >= 0; k-- {
+		st.Failover(o.fix[k].To, o.fix[k].From)
 	}
 	for k := len(o.path) - 1; k >= 0; k-- {
 		pl.undo(o.path[k])
@@ -359,8 +414,9 @@ func (pl *planner) onTrack(path []step, k, expected int) verdicts {
 		open := false // a placement the bounded search could not decide
 		ok := pl.settle(nil, func([]placed) bool {
 			s := st.Summary()
+			_, done := pl.done(s)
 			switch {
-			case s.Compliant:
+			case done:
 				return true
 			case s.LowerBound > rest:
 				return false
@@ -397,11 +453,12 @@ func (pl *planner) onTrack(path []step, k, expected int) verdicts {
 	return v
 }
 
-// reasonFor names the violations member i is part of under p.
-func reasonFor(c *policies.Cluster, p policies.Placement, i int) string {
+// reasonFor names the violations member i is part of under p with masters ms, or says otherwise
+// when it is part of none.
+func reasonFor(c *policies.Cluster, p policies.Placement, ms policies.Masters, i int, otherwise string) string {
 	var parts []string
 	key := c.Members[i].Key()
-	for _, v := range policies.Hard(c.Evaluate(p)) {
+	for _, v := range policies.Hard(c.EvaluateWith(p, ms)) {
 		for _, pod := range v.Pods {
 			if pod == key {
 				parts = append(parts, fmt.Sprintf("%s %s", v.Rule, v.Domain))
@@ -410,7 +467,7 @@ func reasonFor(c *policies.Cluster, p policies.Placement, i int) string {
 		}
 	}
 	if len(parts) == 0 {
-		return "makes room for the other moves"
+		return otherwise
 	}
 	return strings.Join(parts, ", ")
 }

@@ -15,30 +15,60 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
-// bruteForce is an exhaustive search for the fewest evictions after which a cluster complies,
-// written without any of the planner's code or shortcuts (no policies.State, no node classes,
-// no lower bound, no move ordering): breadth-first over every placement, judged by
-// policies.Cluster.Compliant (the rules) and policies.Cluster.Candidates (the filter, checked
-// against kube-scheduler's plugins). A step evicts any pod of a StatefulSet; the scheduler then
+// bruteForce is an exhaustive search for the plan with the fewest evictions, then the fewest
+// failovers, after which a cluster complies, written without any of the planner's code or
+// shortcuts (no policies.State, no node classes, no lower bound, no move ordering, no flow):
+// breadth-first over every placement and every set of masters, judged by
+// policies.Cluster.CompliantWith (the rules) and policies.Cluster.Candidates (the filter, checked
+// against kube-scheduler's plugins). A step evicts any pod of a StatefulSet; a master first hands
+// its slots to another member of its shard that may take them (takers); the scheduler then
 // places each pod that is not placed, in any order, on any node the filter allows, until it can
 // place none. By default the evicted pod must then be placed; with pending, it may also be the
-// only pod left unplaced (it waits Pending, at most one at a time).
+// only pod left unplaced (it waits Pending, at most one at a time). After the evictions, any
+// failovers: for each shard, any takers for its masters (each changed master one failover).
+// interleaved (bruteForce.general) allows the failovers between the evictions as well.
 type bruteForce struct {
 	c       *policies.Cluster
 	pending bool
 }
 
-func (b bruteForce) key(p policies.Placement) string {
-	buf := make([]byte, len(p))
-	for i, n := range p {
+// bfState is a placement and its masters.
+type bfState struct {
+	p  policies.Placement
+	ms policies.Masters
+}
+
+func (b bruteForce) key(s bfState) string {
+	buf := make([]byte, 2*len(s.p))
+	for i, n := range s.p {
 		buf[i] = byte(n + 1)
+		if s.ms[i] {
+			buf[len(s.p)+i] = 1
+		}
 	}
 	return string(buf)
 }
 
+// takers returns the members of i's shard that may take master i's slots under s: placed, not
+// masters, and of the shard in Redis (their role known, or re-created by the plan, so they rejoin
+// as replicas), not a master without slots where they run.
+func (b bruteForce) takers(s bfState, i int) []int {
+	var out []int
+	for _, j := range b.c.Shards[b.c.Members[i].ShardIndex].Members {
+		mem := b.c.Members[j]
+		if j == i || s.ms[j] || s.p[j] < 0 {
+			continue
+		}
+		if s.p[j] != mem.Node || mem.Role == policies.RoleReplica || mem.Role == policies.RoleMaster && !mem.EmptyMaster {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
 // settle adds to out every placement the scheduler may reach from p.
 func (b bruteForce) settle(p policies.Placement, seen map[string]bool, out map[string]policies.Placement) {
-	k := b.key(p)
+	k := b.key(bfState{p, make(policies.Masters, len(p))})
 	if seen[k] {
 		return
 	}
@@ -71,56 +101,199 @@ func (b bruteForce) unplaced(p policies.Placement) int {
 	return n
 }
 
-// minMoves returns the fewest evictions to compliance, -1 when none within limit.
-func (b bruteForce) minMoves(limit int) int {
-	frontier := map[string]policies.Placement{}
-	b.settle(b.c.Current(), map[string]bool{}, frontier)
-	return b.minMovesFrom(frontier, limit)
+// evictions returns the states one eviction leads to from s.
+func (b bruteForce) evictions(s bfState) []bfState {
+	var out []bfState
+	for i, n := range s.p {
+		if n < 0 || b.c.Shards[b.c.Members[i].ShardIndex].StatefulSet == nil {
+			continue
+		}
+		tos := []int{-1}
+		if s.ms[i] {
+			tos = b.takers(s, i)
+		}
+		ev := s.p.Clone()
+		ev[i] = -1
+		after := map[string]policies.Placement{}
+		b.settle(ev, map[string]bool{}, after)
+		for _, q := range after {
+			if q[i] < 0 && !(b.pending && b.unplaced(q) == 1) {
+				continue
+			}
+			for _, to := range tos {
+				ms := s.ms
+				if to >= 0 {
+					ms = s.ms.Clone()
+					ms[i], ms[to] = false, true
+				}
+				out = append(out, bfState{q, ms})
+			}
+		}
+	}
+	return out
 }
 
-// minMovesFrom returns the fewest evictions from any placement of frontier to compliance, -1
-// when none within limit.
-func (b bruteForce) minMovesFrom(frontier map[string]policies.Placement, limit int) int {
+// failovers returns the fewest failovers after which s complies (any takers for each shard's
+// masters; a master not placed may stay), -1 when none does.
+func (b bruteForce) failovers(s bfState) int {
+	// Only a placement whose rules about pods hold can comply.
+	for _, v := range policies.Hard(b.c.EvaluateWith(s.p, s.ms)) {
+		if v.Rule != policies.MasterQuorum {
+			return -1
+		}
+	}
+	best := -1
+	ms := s.ms.Clone()
+	var rec func(shard, changes int)
+	rec = func(shard, changes int) {
+		if best >= 0 && changes >= best {
+			return
+		}
+		if shard == len(b.c.Shards) {
+			if b.c.CompliantWith(s.p, ms) {
+				best = changes
+			}
+			return
+		}
+		var masters []int
+		for _, j := range b.c.Shards[shard].Members {
+			if s.ms[j] {
+				masters = append(masters, j)
+			}
+		}
+		if len(masters) != 1 {
+			rec(shard+1, changes) // the scenarios have one master per shard, or none
+			return
+		}
+		m := masters[0]
+		rec(shard+1, changes) // keep it
+		for _, t := range b.takers(s, m) {
+			ms[m], ms[t] = false, true
+			rec(shard+1, changes+1)
+			ms[m], ms[t] = true, false
+		}
+	}
+	rec(0, 0)
+	return best
+}
+
+// start returns the states the scheduler may reach before any eviction.
+func (b bruteForce) start() map[string]bfState {
+	leaves := map[string]policies.Placement{}
+	b.settle(b.c.Current(), map[string]bool{}, leaves)
+	out := map[string]bfState{}
+	ms := b.c.CurrentMasters()
+	for _, p := range leaves {
+		s := bfState{p, ms}
+		out[b.key(s)] = s
+	}
+	return out
+}
+
+// minMoves returns the fewest evictions to compliance and, for that many, the fewest failovers
+// after them; -1, -1 when none within limit.
+func (b bruteForce) minMoves(limit int) (int, int) {
+	return b.minMovesFrom(b.start(), limit)
+}
+
+// minMovesFrom is minMoves from any state of frontier.
+func (b bruteForce) minMovesFrom(frontier map[string]bfState, limit int) (int, int) {
 	seen := map[string]bool{}
 	for depth := 0; depth <= limit; depth++ {
-		next := map[string]policies.Placement{}
-		for k, p := range frontier {
+		next := map[string]bfState{}
+		best := -1
+		for k, s := range frontier {
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
-			if b.c.Compliant(p) {
-				return depth
+			if f := b.failovers(s); f >= 0 && (best < 0 || f < best) {
+				best = f
 			}
 			if depth == limit {
 				continue
 			}
-			for i, n := range p {
-				if n < 0 || b.c.Shards[b.c.Members[i].ShardIndex].StatefulSet == nil {
-					continue
-				}
-				ev := p.Clone()
-				ev[i] = -1
-				after := map[string]policies.Placement{}
-				b.settle(ev, map[string]bool{}, after)
-				for k2, q := range after {
-					if q[i] >= 0 || b.pending && b.unplaced(q) == 1 {
-						next[k2] = q
-					}
-				}
+			for _, q := range b.evictions(s) {
+				next[b.key(q)] = q
 			}
+		}
+		if best >= 0 {
+			return depth, best
 		}
 		frontier = next
 	}
-	return -1
+	return -1, -1
 }
 
-// replay checks a plan with the rules, the filter and the brute force alone: each move's pod is
-// placed; its candidates are the nodes the filter allows, and a candidate is on track exactly
-// when the brute force reaches compliance from it in the moves the plan has left; each
-// eviction's pod and the pods it places go where the plan says and pass the filter there; the
-// scheduler can place nothing more after a move (the plan does not leave a placeable pod
-// Pending); at most one pod is unplaced after a move with Pending steps; and the end complies.
+// general returns the fewest evictions, then the fewest failovers, to compliance when failovers
+// may come anywhere (before, between and after the evictions), -1, -1 when none within limit
+// evictions: a Dijkstra search on (evictions, failovers) over every state, with a failover (any
+// master to any of its takers) as a step of its own. It checks that planning the failovers after
+// the evictions loses nothing.
+func (b bruteForce) general(limit int) (int, int) {
+	type entry struct {
+		s    bfState
+		e, f int
+	}
+	better := func(a, c entry) bool { return a.e < c.e || a.e == c.e && a.f < c.f }
+	dist := map[string]entry{}
+	var queue []entry
+	push := func(x entry) {
+		k := b.key(x.s)
+		if d, ok := dist[k]; ok && !better(x, d) {
+			return
+		}
+		dist[k] = x
+		queue = append(queue, x)
+	}
+	for _, s := range b.start() {
+		push(entry{s, 0, 0})
+	}
+	done := map[string]bool{}
+	for len(queue) > 0 {
+		bi := 0
+		for i := range queue {
+			if better(queue[i], queue[bi]) {
+				bi = i
+			}
+		}
+		x := queue[bi]
+		queue = slices.Delete(queue, bi, bi+1)
+		k := b.key(x.s)
+		if done[k] || better(dist[k], x) {
+			continue
+		}
+		done[k] = true
+		if b.c.CompliantWith(x.s.p, x.s.ms) {
+			return x.e, x.f
+		}
+		for i, is := range x.s.ms {
+			if !is {
+				continue
+			}
+			for _, t := range b.takers(x.s, i) {
+				ms := x.s.ms.Clone()
+				ms[i], ms[t] = false, true
+				push(entry{bfState{x.s.p, ms}, x.e, x.f + 1})
+			}
+		}
+		if x.e < limit {
+			for _, q := range b.evictions(x.s) {
+				push(entry{q, x.e + 1, x.f})
+			}
+		}
+	}
+	return -1, -1
+}
+
+// replay checks a plan with the rules, the filter and the brute force alone: each eviction's pod
+// is placed (a master hands its slots to the member the plan names, which may take them); its
+// candidates are the nodes the filter allows, and a candidate is on track exactly when the brute
+// force reaches compliance from it in the evictions the plan has left; each eviction's pod and the
+// pods it places go where the plan says and pass the filter there; the scheduler can place
+// nothing more after a move (the plan does not leave a placeable pod Pending); at most one pod is
+// unplaced after a move with Pending steps; each failover step moves a master to a member of its
+// shard that may take it; and the end complies.
 func replay(c *policies.Cluster, p Plan, pending bool) error {
 	nodeIndex := func(name string) int { return c.Model().NodeIndex(name) }
 	member := func(key string) int {
@@ -140,17 +313,36 @@ func replay(c *policies.Cluster, p Plan, pending bool) error {
 		return out
 	}
 	// The scheduler's own placements before the first move: the plan starts from one of them.
-	starts := map[string]policies.Placement{}
-	b.settle(c.Current(), map[string]bool{}, starts)
 	var errs []string
-	for _, start := range starts {
-		cur := start.Clone()
+	for _, start := range b.start() {
+		cur, ms := start.p.Clone(), start.ms.Clone()
 		err := func() error {
+			evictions := 0
 			for k, mv := range p.Moves {
 				i := member(mv.Pod)
 				if cur[i] != nodeIndex(mv.Node) {
 					return fmt.Errorf("move %d: %s is on %v, the plan says %s", k+1, mv.Pod, cur[i], mv.Node)
 				}
+				if (mv.To != "") != ms[i] || mv.Failover != ms[i] {
+					return fmt.Errorf("move %d: %s is master %v, the plan names failover %v to %q", k+1, mv.Pod, ms[i], mv.Failover, mv.To)
+				}
+				if ms[i] {
+					to := member(mv.To)
+					if mv.From != mv.Pod || !slices.Contains(b.takers(bfState{cur, ms}, i), to) {
+						return fmt.Errorf("move %d: failover from %s to %s, which cannot take its slots (takers %v)", k+1, mv.From, mv.To, b.takers(bfState{cur, ms}, i))
+					}
+					ms[i], ms[to] = false, true
+				}
+				if mv.Kind == KindFailover {
+					if k < p.Evictions {
+						return fmt.Errorf("move %d: a failover before the last eviction", k+1)
+					}
+					continue
+				}
+				if mv.Kind != KindEvict || k >= p.Evictions {
+					return fmt.Errorf("move %d: kind %q, %d evictions planned", k+1, mv.Kind, p.Evictions)
+				}
+				evictions++
 				cur[i] = -1
 				cands := c.Candidates(cur, i)
 				if got, want := append([]string{}, mv.CandidateNodes...), names(cands); !slices.Equal(got, want) {
@@ -161,8 +353,13 @@ func replay(c *policies.Cluster, p Plan, pending bool) error {
 					q[i] = n
 					leaves := map[string]policies.Placement{}
 					b.settle(q, map[string]bool{}, leaves)
+					front := map[string]bfState{}
+					for _, l := range leaves {
+						s := bfState{l, ms.Clone()}
+						front[b.key(s)] = s
+					}
 					want := false
-					if d := b.minMovesFrom(leaves, len(p.Moves)-k-1); d >= 0 {
+					if d, _ := b.minMovesFrom(front, p.Evictions-k-1); d >= 0 {
 						want = true
 					}
 					if mv.Candidates[x].OnTrack != want {
@@ -201,8 +398,11 @@ func replay(c *policies.Cluster, p Plan, pending bool) error {
 					return fmt.Errorf("move %d leaves %d pods unplaced", k+1, b.unplaced(cur))
 				}
 			}
-			if !c.Compliant(cur) {
-				return fmt.Errorf("the plan ends in %v, which breaks %v", cur, policies.Hard(c.Evaluate(cur)))
+			if evictions != p.Evictions || len(p.Moves)-evictions != p.Failovers {
+				return fmt.Errorf("%d moves, %d of them evictions; the plan counts %d evictions and %d failovers", len(p.Moves), evictions, p.Evictions, p.Failovers)
+			}
+			if !c.CompliantWith(cur, ms) {
+				return fmt.Errorf("the plan ends in %v with masters %v, which breaks %v", cur, ms, policies.Hard(c.EvaluateWith(cur, ms)))
 			}
 			return nil
 		}()
@@ -215,30 +415,35 @@ func replay(c *policies.Cluster, p Plan, pending bool) error {
 }
 
 // checkAgainstBruteForce compares the planner in both models with the brute force on c,
-// plans of at most limit moves. It returns the brute force's answers (default, pending).
-func checkAgainstBruteForce(t *testing.T, c *policies.Cluster, limit int, what string) (int, int) {
+// plans of at most limit evictions. It returns the brute force's answers (default, pending):
+// evictions, and failovers in the default model (-1 without a plan).
+func checkAgainstBruteForce(t *testing.T, c *policies.Cluster, limit int, what string) (int, int, int) {
 	t.Helper()
 	var wants [2]int
+	wantFailovers := -1
 	for k, pending := range []bool{false, true} {
-		want := bruteForce{c: c, pending: pending}.minMoves(limit)
+		want, wantF := bruteForce{c: c, pending: pending}.minMoves(limit)
 		wants[k] = want
+		if !pending {
+			wantFailovers = wantF
+		}
 		p := Compute(c, Options{MaxMoves: limit, AllowPendingSteps: pending})
-		got := len(p.Moves)
+		got, gotF := p.Evictions, p.Failovers
 		if !p.CompliantAfter {
-			got = -1
+			got, gotF = -1, -1
 		}
 		mode := "default"
 		if pending {
 			mode = "pending steps"
 		}
-		if got != want {
-			t.Errorf("%s (%s): planner %d moves (infeasible %q), brute force %d", what, mode, got, p.Infeasible, want)
+		if got != want || gotF != wantF {
+			t.Errorf("%s (%s): planner %d evictions and %d failovers (infeasible %q), brute force %d and %d", what, mode, got, gotF, p.Infeasible, want, wantF)
 			continue
 		}
-		if got > 0 {
-			if !p.Minimal {
-				t.Errorf("%s (%s): plan of %d moves not marked minimal", what, mode, got)
-			}
+		if got >= 0 && (!p.Minimal || !p.FailoversMinimal) {
+			t.Errorf("%s (%s): plan of %d evictions and %d failovers not marked minimal (%v, failovers %v)", what, mode, got, gotF, p.Minimal, p.FailoversMinimal)
+		}
+		if got > 0 || gotF > 0 {
 			if err := replay(c, p, pending); err != nil {
 				t.Errorf("%s (%s): %v", what, mode, err)
 			}
@@ -260,14 +465,14 @@ func checkAgainstBruteForce(t *testing.T, c *policies.Cluster, limit int, what s
 			if p.WithPendingSteps != nil {
 				alt = p.WithPendingSteps.Moves
 			}
-			if pw := (bruteForce{c: c, pending: true}).minMoves(limit); alt != pw {
+			if pw, _ := (bruteForce{c: c, pending: true}).minMoves(limit); alt != pw {
 				t.Errorf("%s: no plan; with Pending steps the planner names %d moves, brute force %d (%q)", what, alt, pw, p.Infeasible)
 			} else if pw > 0 && (p.LimitedBy != LimitPendingSteps || !strings.Contains(p.Infeasible, "--allow-pending-steps")) {
 				t.Errorf("%s: a plan with Pending steps exists, but the answer says %q (limitedBy %q)", what, p.Infeasible, p.LimitedBy)
 			}
 		}
 	}
-	return wants[0], wants[1]
+	return wants[0], wants[1], wantFailovers
 }
 
 // TestPlanIsMinimal checks the planner in both models against the brute-force search on every
@@ -287,22 +492,47 @@ func TestPlanIsMinimal(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkAgainstBruteForce(t, m.Clusters[0], 3, c.Name)
+			if c.N() <= 6 {
+				checkGeneral(t, m.Clusters[0], 3, c.Name)
+			}
 		})
+	}
+}
+
+// checkGeneral compares the planner's fewest evictions and failovers (default model) with the
+// general search, where failovers may come anywhere: planning them after the evictions loses
+// nothing.
+func checkGeneral(t *testing.T, c *policies.Cluster, limit int, what string) {
+	t.Helper()
+	wantE, wantF := bruteForce{c: c}.general(limit)
+	p := Compute(c, Options{MaxMoves: limit})
+	gotE, gotF := p.Evictions, p.Failovers
+	if !p.CompliantAfter {
+		gotE, gotF = -1, -1
+	}
+	if gotE != wantE || gotF != wantF {
+		t.Errorf("%s: planner %d evictions and %d failovers, the general search (failovers anywhere) %d and %d", what, gotE, gotF, wantE, wantF)
 	}
 }
 
 // randomPlacement is one random small placement of TestPlanIsMinimalRandom.
 type randomPlacement struct {
-	sc             scenario.Scenario
-	cordon, taint  []string // nodes cordoned, or tainted NoSchedule (not tolerated)
-	holding        bool     // a cordoned or tainted node runs a pod of the cluster
-	pendingPods    int      // pods left Pending
-	together       bool     // built with shards' pods together in one zone (Pending-step cases)
-	relaxedSkew    bool     // running pods carry an older, larger maxSkew
-	limit          int      // plans of at most limit moves
+	sc            scenario.Scenario
+	cordon, taint []string // nodes cordoned, or tainted NoSchedule (not tolerated)
+	holding       bool     // a cordoned or tainted node runs a pod of the cluster
+	pendingPods   int      // pods left Pending
+	together      bool     // built with shards' pods together in one zone (Pending-step cases)
+	// masters: built with each shard's pods in two zones and the masters in zone-a where they
+	// can be (MasterQuorum cases); swapRoles lists the shards whose pod -1 is the master.
+	masters        bool
+	swapRoles      []int
+	relaxedSkew    bool // running pods carry an older, larger maxSkew
+	limit          int  // plans of at most limit moves
 	description    string
-	defaultMoves   int // the brute force's answers, filled in by the test
-	withPendingMov int
+	defaultMoves   int  // the brute force's answers, filled in by the test: evictions,
+	withPendingMov int  // evictions with Pending steps,
+	failovers      int  // and failover steps in the default model
+	general        bool // also checked against the general search (failovers anywhere)
 }
 
 // randomPlacements returns n random small placements: N 4–10 (2–5 shards of 2, or 3 of 3), 1–4
@@ -326,6 +556,10 @@ func randomPlacements(r *rand.Rand, n int) []*randomPlacement {
 		}
 		if zones >= 3 && r.IntN(3) == 0 {
 			shards, perShard = 3, 3
+		}
+		rp.masters = k%8 == 2
+		if rp.masters {
+			zones, perZone, shards, perShard = 3, 2, 3+r.IntN(3), 2
 		}
 		var zs []scenario.Zone
 		node := 0
@@ -355,7 +589,24 @@ func randomPlacements(r *rand.Rand, n int) []*randomPlacement {
 					sc.Placement[sc.PodName(s, o)] = z[(o+r.IntN(2))%len(z)]
 					continue
 				}
+				if rp.masters {
+					continue // below
+				}
 				sc.Placement[sc.PodName(s, o)] = names[min(r.IntN(len(names)), r.IntN(len(names)))]
+			}
+		}
+		if rp.masters {
+			// Each shard's pods in two distinct zones, its master in zone-a when it has a pod there.
+			rp.pendingPods = 0
+			for s := 0; s < shards; s++ {
+				a := r.IntN(3)
+				b := (a + 1 + r.IntN(2)) % 3
+				za, zb := zs[a].Nodes, zs[b].Nodes
+				sc.Placement[sc.PodName(s, 0)] = za[r.IntN(len(za))]
+				sc.Placement[sc.PodName(s, 1)] = zb[r.IntN(len(zb))]
+				if b == 0 {
+					rp.swapRoles = append(rp.swapRoles, s)
+				}
 			}
 		}
 		if r.IntN(5) == 0 {
@@ -377,7 +628,7 @@ func randomPlacements(r *rand.Rand, n int) []*randomPlacement {
 			}
 		}
 		rp.sc = sc
-		rp.description = fmt.Sprintf("%s zones=%v placement=%v cordoned=%v tainted=%v runningMaxSkew=%v", sc.Name, sc.Zones, sc.Placement, rp.cordon, rp.taint, sc.RunningMaxSkew)
+		rp.description = fmt.Sprintf("%s zones=%v placement=%v cordoned=%v tainted=%v runningMaxSkew=%v masters-1=%v", sc.Name, sc.Zones, sc.Placement, rp.cordon, rp.taint, sc.RunningMaxSkew, rp.swapRoles)
 		out = append(out, rp)
 	}
 	return out
@@ -386,6 +637,16 @@ func randomPlacements(r *rand.Rand, n int) []*randomPlacement {
 // cluster builds the placement's model.
 func (rp *randomPlacement) cluster() (*policies.Cluster, error) {
 	snap := rp.sc.MustSnapshot()
+	for _, p := range snap.Pods {
+		for _, s := range rp.swapRoles {
+			switch p.Name {
+			case rp.sc.PodName(s, 0):
+				p.Labels[scenario.RoleLabel] = "replica"
+			case rp.sc.PodName(s, 1):
+				p.Labels[scenario.RoleLabel] = "master"
+			}
+		}
+	}
 	for _, n := range snap.Nodes {
 		if slices.Contains(rp.cordon, n.Name) {
 			fixture.Cordoned()(n)
@@ -402,9 +663,11 @@ func (rp *randomPlacement) cluster() (*policies.Cluster, error) {
 }
 
 // TestPlanIsMinimalRandom compares the planner, in the default model and with Pending steps,
-// with the brute-force search on 320 random small placements (fixed seed), and reports how many
-// of them belong to each class the issue names: cordoned or tainted nodes holding pods, Pending
-// pods, and placements that only a plan through a Pending pod fixes.
+// with the brute-force search on 320 random small placements (fixed seed; evictions, then
+// failovers), the small ones also with the general search (failovers anywhere), and reports how
+// many of them belong to each class the issues name: cordoned or tainted nodes holding pods,
+// Pending pods, placements that only a plan through a Pending pod fixes, plans with failover
+// steps, and plans of failovers only.
 func TestPlanIsMinimalRandom(t *testing.T) {
 	const cases = 320
 	rps := randomPlacements(rand.New(rand.NewPCG(12, 2026)), cases)
@@ -420,7 +683,11 @@ func TestPlanIsMinimalRandom(t *testing.T) {
 					t.Error(err)
 					continue
 				}
-				rp.defaultMoves, rp.withPendingMov = checkAgainstBruteForce(t, c, rp.limit, rp.description)
+				rp.defaultMoves, rp.withPendingMov, rp.failovers = checkAgainstBruteForce(t, c, rp.limit, rp.description)
+				if rp.sc.N() <= 6 && rp.pendingPods == 0 {
+					rp.general = true
+					checkGeneral(t, c, rp.limit, rp.description)
+				}
 			}
 		}()
 	}
@@ -429,8 +696,17 @@ func TestPlanIsMinimalRandom(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
-	var holding, pendingPods, pendingStep, multi, noPlan, fixedWithHolding int
+	var holding, pendingPods, pendingStep, multi, noPlan, fixedWithHolding, withFailovers, onlyFailovers, general int
 	for _, rp := range rps {
+		if rp.failovers > 0 {
+			withFailovers++
+			if rp.defaultMoves == 0 {
+				onlyFailovers++
+			}
+		}
+		if rp.general {
+			general++
+		}
 		if rp.holding {
 			holding++
 			if rp.defaultMoves >= 0 {
@@ -450,13 +726,14 @@ func TestPlanIsMinimalRandom(t *testing.T) {
 			noPlan++
 		}
 	}
-	t.Logf("%d random placements: %d with cordoned or tainted nodes holding pods (%d of them with a plan), %d with Pending pods, %d fixed only through a Pending pod, %d needing 2 or more moves, %d without a plan in the default model",
-		cases, holding, fixedWithHolding, pendingPods, pendingStep, multi, noPlan)
+	t.Logf("%d random placements: %d with cordoned or tainted nodes holding pods (%d of them with a plan), %d with Pending pods, %d fixed only through a Pending pod, %d needing 2 or more evictions, %d without a plan in the default model, %d with failover steps (%d of them without an eviction), %d also checked with failovers anywhere",
+		cases, holding, fixedWithHolding, pendingPods, pendingStep, multi, noPlan, withFailovers, onlyFailovers, general)
 	// The classes must really be covered, or the comparison proves little.
 	for _, c := range []struct {
 		what     string
 		got, min int
-	}{{"cordoned or tainted nodes holding pods", holding, 60}, {"such placements with a plan", fixedWithHolding, 30}, {"Pending pods", pendingPods, 30}, {"Pending-step cases", pendingStep, 10}, {"plans of 2 or more moves", multi, 20}} {
+	}{{"cordoned or tainted nodes holding pods", holding, 60}, {"such placements with a plan", fixedWithHolding, 30}, {"Pending pods", pendingPods, 30}, {"Pending-step cases", pendingStep, 10}, {"plans of 2 or more evictions", multi, 20},
+		{"plans with failover steps", withFailovers, 30}, {"plans of failovers only", onlyFailovers, 10}, {"checks with failovers anywhere", general, 50}} {
 		if c.got < c.min {
 			t.Errorf("only %d random placements with %s, want at least %d", c.got, c.what, c.min)
 		}

@@ -1,19 +1,28 @@
 // Package plan is the planner: for one Redis cluster of a policies.Model it finds the fewest
-// evictions after which every hard rule holds, assuming kube-scheduler re-places each evicted pod
-// with its StatefulSet's current template, and lists per move the nodes the scheduler may choose.
-// It also explains Pending pods and which evictions unblock them. It reads the model only (state
-// computed once by policies.Build, then read, like a scheduler plugin's PreFilter/Filter) and
-// changes nothing.
+// evictions, then the fewest failovers, after which every hard rule holds, assuming kube-scheduler
+// re-places each evicted pod with its StatefulSet's current template, and lists per move the
+// nodes the scheduler may choose. It also explains Pending pods and which evictions unblock them.
+// It reads the model only (state computed once by policies.Build, then read, like a scheduler
+// plugin's PreFilter/Filter) and changes nothing.
 //
 // # The model
 //
-// A step evicts one pod of a StatefulSet; the scheduler then places every pod that is not placed
-// and can be (the evicted one, and Pending ones the eviction unblocks) on nodes that pass the
-// filter, in the order best for the plan; a pod stays on its node whatever the node's
-// schedulability. By default the evicted pod must be placed at once. With
-// Options.AllowPendingSteps it may wait Pending until a later step frees room, as long as it is
-// then the cluster's only pod not placed (at most one Pending pod per Redis cluster at a time);
-// the plan names that exposure (Plan.PendingSteps).
+// A plan has two kinds of step (Move.Kind). An eviction evicts one pod of a StatefulSet (a master
+// first hands its slots to a promotable member of its shard that the plan names, chosen so that
+// its node and zone keep MasterQuorum; a master whose shard has none cannot be evicted); the
+// scheduler then places every pod that is not placed and can be (the evicted one, and Pending
+// ones the eviction unblocks) on nodes that pass the filter, in the order best for the plan; a
+// pod stays on its node whatever the node's schedulability, and a re-created pod rejoins as a
+// replica. A failover promotes a named replica of a shard; no pod moves. By default the evicted
+// pod must be placed at once. With Options.AllowPendingSteps it may wait Pending until a later
+// step frees room, as long as it is then the cluster's only pod not placed (at most one Pending
+// pod per Redis cluster at a time); the plan names that exposure (Plan.PendingSteps).
+//
+// Failovers matter only to MasterQuorum, which the pod rules do not read, and the roles matter
+// to evictions only through which pods need a failover first: so the failovers of a plan with
+// the fewest evictions and failovers can all come after its evictions (the exhaustive test checks
+// this against a search with failovers anywhere), and for the placement the evictions reach, the
+// fewest failovers are a min-cost flow (policies.State.QuorumFix).
 //
 // # The search
 //
@@ -26,8 +35,12 @@
 // members occupy and on one free node per class of interchangeable nodes
 // (policies.Cluster.NodeClass). Placements proven not to reach compliance within some number of
 // moves are remembered (by policies.StateKey), so no placement is searched twice to the same
-// depth. A plan found by a round that follows complete rounds is proven minimal; when the search
-// runs out of Options.MaxStates placements, a greedy plan is returned with Minimal false.
+// depth. A plan found by a round that follows complete rounds has the fewest evictions; within
+// that round the search goes on for one with fewer failovers, cutting every branch whose masters'
+// excess (policies.State.QuorumExcess) minus the evictions left is no less than the best plan's
+// failovers, until that bound is met (FailoversMinimal) or it has spent as many placements again
+// (at least 1,000, at most a tenth of Options.MaxStates). When the search runs out of
+// Options.MaxStates placements, a greedy plan is returned with Minimal false.
 //
 // It owns Plan, Move, Candidate, PendingPod, Exposure, Alternative and Options. It imports
 // policies only; report and execute import it, never the reverse.
@@ -62,23 +75,46 @@ type Placed struct {
 	Node string `json:"node"`
 }
 
-// Move is one planned eviction.
+// Kinds of step (Move.Kind).
+const (
+	// KindEvict: evict a pod (failing it over first when it is a master); the scheduler re-places
+	// it.
+	KindEvict = "evict"
+	// KindFailover: promote a named in-sync replica of a shard; no pod moves, nothing is evicted.
+	KindFailover = "failover"
+)
+
+// Move is one planned step: an eviction, or a failover (Kind).
 type Move struct {
+	// Kind is KindEvict or KindFailover.
+	Kind string `json:"kind"`
 	// Member is the pod's index in the cluster's Members.
 	Member int `json:"-"`
-	// Pod is "namespace/name"; Node the node it runs on before the move.
+	// Pod is "namespace/name"; Node the node it runs on before the move. For a failover, the
+	// master that hands its slots over.
 	Pod  string `json:"pod"`
 	Node string `json:"node"`
-	// Shard is the pod's shard; Role its Redis role when the plan was made.
+	// Shard is the pod's shard; Role its Redis role at this step of the plan (a pod the plan has
+	// failed over or re-created is a replica).
 	Shard string        `json:"shard"`
 	Role  policies.Role `json:"role,omitempty"`
 	// Failover is true when the pod is (or may be) a master: fail it over to an in-sync replica
-	// before the eviction.
+	// before the eviction (always true for a failover step).
 	Failover bool `json:"failover"`
-	// Expected is the node the plan assumes the scheduler picks ("" when the pod waits Pending).
+	// From and To are the failover the plan names: the master (From, "namespace/name") and the
+	// replica of its shard promoted in its place (To), chosen so that their nodes and zones keep
+	// MasterQuorum. Set on a failover step, and on an eviction of a master (roles known).
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// ToNode is the node of To.
+	ToNode string `json:"toNode,omitempty"`
+	// FailoverTo is To's index in the cluster's Members (-1 or unset without a named replica).
+	FailoverTo int `json:"-"`
+	// Expected is the node the plan assumes the scheduler picks ("" when the pod waits Pending,
+	// and for a failover).
 	Expected string `json:"expected"`
 	// Candidates are the nodes where the re-created pod passes the filter, by name, in node
-	// order.
+	// order (empty for a failover).
 	Candidates []Candidate `json:"candidates"`
 	// CandidateNodes lists the candidates' names (the JSON contract's short form).
 	CandidateNodes []string `json:"candidateNodes"`
@@ -140,15 +176,26 @@ const (
 
 // Plan is the planner's answer for one cluster.
 type Plan struct {
-	// Moves are the evictions in order; they are carried out one at a time.
+	// Moves are the steps in order, carried out one at a time: the evictions, then the failovers
+	// that make MasterQuorum hold.
 	Moves []Move `json:"moves"`
+	// Evictions and Failovers count the steps of each kind (Failovers: failover steps only, not
+	// the failover before a master's eviction).
+	Evictions int `json:"evictions"`
+	Failovers int `json:"failovers"`
 	// Before are the violations of the current placement; After those expected after the plan.
 	Before []policies.Violation `json:"violations"`
 	After  []policies.Violation `json:"violationsAfter,omitempty"`
 	// CompliantAfter reports whether every hard rule holds after the moves.
 	CompliantAfter bool `json:"compliantAfter"`
-	// Minimal reports whether the move count is proven minimal (exhaustive within the budget).
+	// Minimal reports whether the number of evictions is proven minimal (exhaustive within the
+	// budget).
 	Minimal bool `json:"minimal"`
+	// FailoversMinimal reports whether, the evictions being minimal, the number of failover steps
+	// is proven minimal too (once a plan is found, the search for one with fewer failovers spends
+	// as many placements as it took to find it, at least 1,000 and at most a tenth of
+	// Options.MaxStates).
+	FailoversMinimal bool `json:"failoversMinimal"`
 	// Infeasible says in words why no plan reaches compliance ("" when one does or none is
 	// needed): the static reason, or which bound stopped the search, under which model.
 	Infeasible string `json:"infeasible"`

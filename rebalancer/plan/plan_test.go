@@ -11,13 +11,15 @@ import (
 
 func TestPlanScenarios(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		sc        scenario.Scenario
-		wantMoves int
-		wantPods  []string // when set, the exact pods to move, in order
+		name          string
+		sc            scenario.Scenario
+		wantMoves     int      // evictions
+		wantFailovers int      // failover steps
+		wantPods      []string // when set, the exact pods to move, in order
 	}{
-		{name: "post-scale-down N=10, n1 holds 4 masters → 1 move", sc: scenario.PostScaleDown(), wantMoves: 1},
+		{name: "post-scale-down N=10, n1 holds 4 of 5 masters, zone-a 5 → 1 eviction (a master of n1), 2 failovers", sc: scenario.PostScaleDown(), wantMoves: 1, wantFailovers: 2},
 		{name: "seed deadlock → evict shard 1's replica on n2", sc: scenario.SeedDeadlock(), wantMoves: 1, wantPods: []string{"redis/redis-s1-1"}},
+		{name: "role only: pods compliant, n1 holds 3 of 5 masters → 0 evictions, 1 failover", sc: scenario.RoleOnly(), wantFailovers: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := tc.sc
@@ -29,11 +31,16 @@ func TestPlanScenarios(t *testing.T) {
 			plan := Compute(m.Clusters[0], Options{})
 			b, _ := json.MarshalIndent(plan, "", "  ")
 			t.Logf("%s", b)
-			if !plan.CompliantAfter || !plan.Minimal {
-				t.Fatalf("compliantAfter=%v minimal=%v, want both", plan.CompliantAfter, plan.Minimal)
+			if !plan.CompliantAfter || !plan.Minimal || !plan.FailoversMinimal {
+				t.Fatalf("compliantAfter=%v minimal=%v failoversMinimal=%v, want all", plan.CompliantAfter, plan.Minimal, plan.FailoversMinimal)
 			}
-			if len(plan.Moves) != tc.wantMoves {
-				t.Fatalf("moves = %d, want %d", len(plan.Moves), tc.wantMoves)
+			if plan.Evictions != tc.wantMoves || plan.Failovers != tc.wantFailovers || len(plan.Moves) != tc.wantMoves+tc.wantFailovers {
+				t.Fatalf("evictions %d, failovers %d, moves %d; want %d evictions and %d failovers", plan.Evictions, plan.Failovers, len(plan.Moves), tc.wantMoves, tc.wantFailovers)
+			}
+			for k, mv := range plan.Moves {
+				if want := map[bool]string{true: KindEvict, false: KindFailover}[k < tc.wantMoves]; mv.Kind != want {
+					t.Errorf("move %d is a %s, want a %s (evictions first)", k, mv.Kind, want)
+				}
 			}
 			for k, want := range tc.wantPods {
 				if plan.Moves[k].Pod != want {
@@ -73,10 +80,10 @@ func TestPlanMoveLimit(t *testing.T) {
 	})
 	t.Run("default limit → a proven minimal plan of 5 moves, every move with an on-track candidate", func(t *testing.T) {
 		plan := Compute(c, Options{})
-		if !plan.CompliantAfter || !plan.Minimal || len(plan.Moves) != 5 {
-			t.Fatalf("moves %d, compliantAfter %v, minimal %v, infeasible %q; want 5 moves, compliant, minimal", len(plan.Moves), plan.CompliantAfter, plan.Minimal, plan.Infeasible)
+		if !plan.CompliantAfter || !plan.Minimal || plan.Evictions != 5 {
+			t.Fatalf("evictions %d, compliantAfter %v, minimal %v, infeasible %q; want 5 evictions, compliant, minimal", plan.Evictions, plan.CompliantAfter, plan.Minimal, plan.Infeasible)
 		}
-		for k, mv := range plan.Moves {
+		for k, mv := range plan.Moves[:plan.Evictions] {
 			expected := false
 			for _, cand := range mv.Candidates {
 				if cand.Node == mv.Expected {
@@ -126,8 +133,8 @@ func TestNoPlanSaysWhy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Compute(tc.c, tc.opts)
 			if tc.wantMoves > 0 {
-				if !p.CompliantAfter || len(p.Moves) != tc.wantMoves || p.Minimal != tc.wantMinimal || p.Infeasible != "" {
-					t.Errorf("moves %d, compliantAfter %v, minimal %v, infeasible %q; want %d moves, minimal %v", len(p.Moves), p.CompliantAfter, p.Minimal, p.Infeasible, tc.wantMoves, tc.wantMinimal)
+				if !p.CompliantAfter || p.Evictions != tc.wantMoves || p.Minimal != tc.wantMinimal || p.Infeasible != "" {
+					t.Errorf("evictions %d, compliantAfter %v, minimal %v, infeasible %q; want %d evictions, minimal %v", p.Evictions, p.CompliantAfter, p.Minimal, p.Infeasible, tc.wantMoves, tc.wantMinimal)
 				}
 				return
 			}

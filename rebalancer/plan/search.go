@@ -13,11 +13,42 @@ type placed struct {
 }
 
 // step is one eviction (member, from node from) and what the scheduler then places, in order:
-// the evicted member (unless it waits Pending) and the Pending members the eviction unblocks.
+// the evicted member (unless it waits Pending) and the Pending members the eviction unblocks. A
+// master hands its slots to member to (of its shard) first; to is -1 for a replica (and for the
+// starts, whose member is -1).
 type step struct {
 	member, from int
+	to           int
 	places       []placed
 }
+
+// goal is a plan the search found: its evictions, and the failovers after them that make
+// MasterQuorum hold (the fewest for the placement the evictions reach).
+type goal struct {
+	start step
+	path  []step
+	fix   []policies.Failover
+}
+
+// search is one search's target: the best goal found, and when to stop looking for a better one.
+// A search minimises evictions (the rounds), then failovers: within the round that finds a goal,
+// it goes on looking for one with fewer failovers until it reaches fBound (no plan of this many
+// evictions needs fewer), or spends fLimit placements (fCut: the failovers are not proven
+// minimal): as many as the search had spent to find the first goal (at least minFailoverSearch),
+// at most a tenth of Options.MaxStates. With first, it stops at the first goal (reaches).
+type search struct {
+	best   *goal
+	fBound int
+	fLimit int
+	fCut   bool
+	first  bool
+	start  step
+	began  int // pl.states when the search began
+}
+
+// minFailoverSearch is the fewest placements a search may spend looking for fewer failovers once
+// it has found a plan.
+const minFailoverSearch = 1000
 
 // planner searches one cluster's placements on one policies.State, which it changes and always
 // restores.
@@ -43,6 +74,7 @@ type planner struct {
 	states int  // placements evaluated
 	limit  int  // states at which the current search gives up
 	budget bool // the current search ran out of states
+	sr     *search
 }
 
 func newPlanner(c *policies.Cluster, opts Options) *planner {
@@ -78,6 +110,7 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 	for k := range pl.failed {
 		pl.failed[k] = map[policies.StateKey]int{}
 	}
+	pl.sr = &search{}
 	return pl
 }
 
@@ -90,6 +123,9 @@ func (pl *planner) mode() int {
 
 // apply carries step s out on the state; undo reverts it.
 func (pl *planner) apply(s step) {
+	if s.to >= 0 {
+		pl.st.Failover(s.member, s.to)
+	}
 	if s.member >= 0 {
 		pl.st.Set(s.member, -1)
 	}
@@ -105,6 +141,66 @@ func (pl *planner) undo(s step) {
 	if s.member >= 0 {
 		pl.st.Set(s.member, s.from)
 	}
+	if s.to >= 0 {
+		pl.st.Failover(s.to, s.member)
+	}
+}
+
+// takeovers returns the members that may take over member j's slots before its eviction: none
+// needed (-1) when j is not a master; otherwise the promotable members of its shard that are not
+// masters (empty when none is: j cannot be evicted).
+func (pl *planner) takeovers(j int) []int {
+	st := pl.st
+	if !st.IsMaster(j) {
+		return []int{-1}
+	}
+	var out []int
+	for _, t := range pl.c.Shards[pl.c.Members[j].ShardIndex].Members {
+		if t != j && !st.IsMaster(t) && st.Promotable(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// done reports whether the state with summary s is a goal: every rule about pods holds and
+// failovers alone can make MasterQuorum hold. It returns those failovers (the fewest).
+func (pl *planner) done(s policies.Summary) ([]policies.Failover, bool) {
+	if !s.PodsCompliant {
+		return nil, false
+	}
+	return pl.st.QuorumFix()
+}
+
+// offer records a goal at the state, reached by path from the search's start, when it needs
+// fewer failovers than the best so far.
+func (pl *planner) offer(path []step, fix []policies.Failover) {
+	sr := pl.sr
+	if sr.best == nil || len(fix) < len(sr.best.fix) {
+		if sr.best == nil && !sr.first {
+			sr.fLimit = pl.states + min(pl.opts.MaxStates/10, max(pl.states-sr.began, minFailoverSearch))
+		}
+		sr.best = &goal{start: sr.start, path: slices.Clone(path), fix: fix}
+	}
+}
+
+// stop reports whether the current search should end: out of states, the first goal found when
+// that is all it asks, or a goal whose failovers no plan of this length beats (or the placements
+// the search may spend improving them are spent).
+func (pl *planner) stop() bool {
+	sr := pl.sr
+	switch {
+	case pl.budget:
+		return true
+	case sr.best == nil:
+		return false
+	case sr.first || len(sr.best.fix) <= sr.fBound:
+		return true
+	case pl.states > sr.fLimit:
+		sr.fCut = true
+		return true
+	}
+	return false
 }
 
 // free returns the first node of each class that holds no member, in node order.
@@ -202,7 +298,7 @@ func (pl *planner) accepts(ev int) bool {
 func (pl *planner) starts() []step {
 	var out []step
 	pl.settle(nil, func(places []placed) bool {
-		out = append(out, step{member: -1, places: slices.Clone(places)})
+		out = append(out, step{member: -1, to: -1, places: slices.Clone(places)})
 		return false
 	})
 	return out
@@ -221,28 +317,39 @@ type leafStep struct {
 func (pl *planner) successors(j, r int) []leafStep {
 	st := pl.st
 	from := st.Node(j)
-	st.Set(j, -1)
 	var out []leafStep
 	// Placing pods only adds to the excess sums: a branch above r is cut at once.
 	prune := func() bool {
 		e := st.Excess()
 		return e.Node > r || e.Zone > r || e.Shard > r || e.Outside > r
 	}
-	pl.settle(prune, func(places []placed) bool {
-		pl.states++
-		if !pl.accepts(j) {
+	for _, to := range pl.takeovers(j) {
+		if to >= 0 {
+			st.Failover(j, to)
+		}
+		st.Set(j, -1)
+		pl.settle(prune, func(places []placed) bool {
+			pl.states++
+			if !pl.accepts(j) {
+				return false
+			}
+			if s := st.Summary(); s.LowerBound <= r {
+				out = append(out, leafStep{step{j, from, to, slices.Clone(places)}, s})
+			}
+			if pl.states > pl.limit {
+				pl.budget = true
+				return true
+			}
 			return false
+		})
+		st.Set(j, from)
+		if to >= 0 {
+			st.Failover(to, j)
 		}
-		if s := st.Summary(); s.LowerBound <= r {
-			out = append(out, leafStep{step{j, from, slices.Clone(places)}, s})
+		if pl.budget {
+			break
 		}
-		if pl.states > pl.limit {
-			pl.budget = true
-			return true
-		}
-		return false
-	})
-	st.Set(j, from)
+	}
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].sum.LowerBound != out[b].sum.LowerBound {
 			return out[a].sum.LowerBound < out[b].sum.LowerBound
@@ -283,17 +390,29 @@ func (pl *planner) evictable() []int {
 	return append(first, rest...)
 }
 
-// dfs looks for a plan of at most remaining moves from the state, appending its steps to *path.
-// When the lower bound equals remaining, every step must lower it: only members that can lower
-// every sum setting it are evicted (canLower). A placement proven not to reach compliance within
-// some number of moves is remembered under the current model. The state is restored.
+// dfs looks for plans of at most remaining evictions from the state (path leads to it), offers
+// each goal it finds (offer), and reports whether it found one. When the lower bound equals
+// remaining, every step must lower it: only members that can lower every sum setting it are
+// evicted (canLower). Once a goal is known, a branch that cannot need fewer failovers is cut:
+// each eviction lowers the masters' excess (QuorumExcess) by one at most, and the rest takes one
+// failover each. A placement proven not to reach a goal within some number of evictions is
+// remembered under the current model (only while no goal is known: later branches are cut by
+// the failovers too). The state is restored.
 func (pl *planner) dfs(remaining int, path *[]step) bool {
 	st := pl.st
 	s := st.Summary()
-	if s.Compliant {
+	if b := pl.sr.best; s.PodsCompliant && b != nil && st.QuorumExcess() >= len(b.fix) {
+		// A goal, perhaps, but not with fewer failovers: each failover lowers the excess by one.
+		return false
+	}
+	if fix, ok := pl.done(s); ok {
+		pl.offer(*path, fix)
 		return true
 	}
 	if remaining <= 0 || s.LowerBound > remaining {
+		return false
+	}
+	if b := pl.sr.best; b != nil && st.QuorumExcess()-remaining >= len(b.fix) {
 		return false
 	}
 	failed := pl.failed[pl.mode()]
@@ -307,6 +426,7 @@ func (pl *planner) dfs(remaining int, path *[]step) bool {
 	}
 	tight := s.LowerBound == remaining
 	e := st.Excess()
+	found := false
 	for _, j := range pl.evictable() {
 		if tight && !pl.canLower(j, s.LowerBound, e) {
 			continue
@@ -316,26 +436,26 @@ func (pl *planner) dfs(remaining int, path *[]step) bool {
 			*path = append(*path, ls.step)
 			ok := pl.dfs(remaining-1, path)
 			pl.undo(ls.step)
-			if ok {
-				return true
-			}
 			*path = (*path)[:len(*path)-1]
-			if pl.budget {
-				return false
+			found = found || ok
+			if pl.stop() {
+				return found
 			}
 		}
-		if pl.budget {
-			return false
+		if pl.stop() {
+			return found
 		}
 	}
-	failed[key] = max(failed[key], remaining)
-	return false
+	if !found && pl.sr.best == nil {
+		failed[key] = max(failed[key], remaining)
+	}
+	return found
 }
 
 // greedy builds a plan of at most limit moves one best step at a time (lowest lower bound, then
 // fewest violations; ties keep the order of evictable), never returning to a placement it has
-// left. It restores the state.
-func (pl *planner) greedy(limit int) ([]step, bool) {
+// left, and the fewest failovers after it. It restores the state.
+func (pl *planner) greedy(limit int) ([]step, []policies.Failover, bool) {
 	st := pl.st
 	seen := map[policies.StateKey]bool{st.Key(): true}
 	var path []step
@@ -348,8 +468,8 @@ func (pl *planner) greedy(limit int) ([]step, bool) {
 	pl.limit = int(^uint(0) >> 1)
 	defer func() { pl.limit = saved }()
 	for len(path) < limit {
-		if st.Summary().Compliant {
-			return slices.Clone(path), true
+		if fix, ok := pl.done(st.Summary()); ok {
+			return slices.Clone(path), fix, true
 		}
 		var best *leafStep
 		for _, j := range pl.evictable() {
@@ -367,55 +487,80 @@ func (pl *planner) greedy(limit int) ([]step, bool) {
 			}
 		}
 		if best == nil {
-			return nil, false
+			return nil, nil, false
 		}
 		pl.apply(best.step)
 		seen[st.Key()] = true
 		path = append(path, best.step)
 	}
-	if st.Summary().Compliant {
-		return slices.Clone(path), true
+	if fix, ok := pl.done(st.Summary()); ok {
+		return slices.Clone(path), fix, true
 	}
-	return nil, false
+	return nil, nil, false
 }
 
-// reaches reports whether some plan of at most r moves leads from the state to compliance under
-// the current model, searching at most a tenth of Options.MaxStates placements, and whether it
-// decided that (false when it gave up).
+// reaches reports whether some plan of at most r evictions (and any failovers) leads from the
+// state to compliance under the current model, searching at most a tenth of Options.MaxStates
+// placements, and whether it decided that (false when it gave up).
 func (pl *planner) reaches(r int) (ok, decided bool) {
-	limit, budget := pl.limit, pl.budget
-	defer func() { pl.limit, pl.budget = limit, budget }()
-	pl.limit, pl.budget = pl.states+pl.opts.MaxStates/10, false
+	limit, budget, sr := pl.limit, pl.budget, pl.sr
+	defer func() { pl.limit, pl.budget, pl.sr = limit, budget, sr }()
+	pl.limit, pl.budget, pl.sr = pl.states+pl.opts.MaxStates/10, false, &search{first: true}
 	var path []step
 	ok = pl.dfs(r, &path)
 	return ok, ok || !pl.budget
 }
 
-// follows reports whether the planned steps rest, carried out from the state, still end in
-// compliance: each step evicts the member the plan evicts, and the scheduler places the pods
-// where the plan expects them when each still passes the filter there (any other pod it can, on
-// the lowest-numbered node that fits), otherwise where the step gets closest to compliance
-// (successors' first). The cheap proof that a candidate keeps the plan on track: one replay, no
-// search. The state is restored.
+// follows reports whether the planned evictions rest, carried out from the state, still reach a
+// goal: each step evicts the member the plan evicts (a master handing its slots to the member the
+// plan names when it still may take them, else to the first that may), and the scheduler places
+// the pods where the plan expects them when each still passes the filter there (any other pod it
+// can, on the lowest-numbered node that fits), otherwise where the step gets closest to
+// compliance (successors' first). The cheap proof that a candidate keeps the plan on track: one
+// replay, no search. The state is restored.
 func (pl *planner) follows(rest []step) bool {
 	st := pl.st
-	journal := make([]placed, 0, 4*len(rest))
+	// journal records what to undo: a member's node before a move (to < 0), or a failover.
+	type op struct{ member, node, to int }
+	journal := make([]op, 0, 4*len(rest))
 	set := func(m, n int) {
-		journal = append(journal, placed{m, st.Node(m)})
+		journal = append(journal, op{m, st.Node(m), -1})
 		st.Set(m, n)
 	}
-	defer func() {
-		for k := len(journal) - 1; k >= 0; k-- {
-			st.Set(journal[k].member, journal[k].node)
+	failover := func(m, to int) {
+		journal = append(journal, op{m, -1, to})
+		st.Failover(m, to)
+	}
+	back := func(mark int) {
+		for len(journal) > mark {
+			last := journal[len(journal)-1]
+			journal = journal[:len(journal)-1]
+			if last.to >= 0 {
+				st.Failover(last.to, last.member)
+			} else {
+				st.Set(last.member, last.node)
+			}
 		}
-	}()
+	}
+	defer back(0)
 	for k, s := range rest {
 		if st.Node(s.member) < 0 {
 			return false
 		}
 		mark := len(journal)
-		set(s.member, -1)
 		planned := true
+		if st.IsMaster(s.member) {
+			tos := pl.takeovers(s.member)
+			switch {
+			case len(tos) == 0:
+				return false
+			case slices.Contains(tos, s.to):
+				failover(s.member, s.to)
+			default:
+				failover(s.member, tos[0])
+			}
+		}
+		set(s.member, -1)
 		for _, p := range s.places {
 			if st.Node(p.member) >= 0 || !st.Fits(p.member, p.node) {
 				planned = false
@@ -440,14 +585,13 @@ func (pl *planner) follows(rest []step) bool {
 		pl.states++
 		if !planned {
 			// Back to before the step, then the step's best successor.
-			for len(journal) > mark {
-				last := journal[len(journal)-1]
-				journal = journal[:len(journal)-1]
-				st.Set(last.member, last.node)
-			}
+			back(mark)
 			next := pl.successors(s.member, len(rest)-k-1)
 			if len(next) == 0 {
 				return false
+			}
+			if next[0].to >= 0 {
+				failover(s.member, next[0].to)
 			}
 			set(s.member, -1)
 			for _, p := range next[0].places {
@@ -458,5 +602,6 @@ func (pl *planner) follows(rest []step) bool {
 			return false
 		}
 	}
-	return st.Summary().Compliant
+	_, ok := pl.done(st.Summary())
+	return ok
 }

@@ -39,13 +39,22 @@ type ClusterAnalysis struct {
 	Health *observe.Health `json:"health,omitempty"`
 	// Pending explains the pods the scheduler cannot place, and which evictions unblock them.
 	Pending []plan.PendingPod `json:"pending,omitempty"`
-	// Moves is the plan (plan only): evictions in order.
+	// MasterQuorum is what the MasterQuorum rule asks of the cluster: M, the limits, whether the
+	// rule applies, and the note that says once which loss the cluster cannot survive whatever the
+	// placement (or why the rule is skipped).
+	MasterQuorum policies.Quorum `json:"masterQuorum"`
+	// Moves is the plan (plan only): the steps in order, evictions then failovers (Kind).
 	Moves []plan.Move `json:"moves"`
+	// Evictions and Failovers count the plan's steps of each kind (plan only).
+	Evictions int `json:"evictions"`
+	Failovers int `json:"failovers"`
 	// CompliantAfter reports whether every hard rule holds after the moves (plan only; equal to
 	// Compliant for check).
 	CompliantAfter bool `json:"compliantAfter"`
-	// Minimal reports whether the move count is proven minimal.
-	Minimal bool `json:"minimal"`
+	// Minimal reports whether the number of evictions is proven minimal; FailoversMinimal whether
+	// the number of failovers is too (for that many evictions).
+	Minimal          bool `json:"minimal"`
+	FailoversMinimal bool `json:"failoversMinimal"`
 	// Infeasible says in words why no plan reaches compliance ("" otherwise): the static reason,
 	// or which bound stopped the search.
 	Infeasible string `json:"infeasible"`
@@ -82,11 +91,13 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 		if ca.Violations == nil {
 			ca.Violations = []policies.Violation{}
 		}
+		ca.MasterQuorum = c.MasterQuorum()
 		ca.Compliant = len(policies.Hard(ca.Violations)) == 0
-		ca.CompliantAfter, ca.Minimal = ca.Compliant, ca.Compliant
+		ca.CompliantAfter, ca.Minimal, ca.FailoversMinimal = ca.Compliant, ca.Compliant, ca.Compliant
 		if withPlans {
 			p := plans[k].Plan
 			ca.Pending, ca.CompliantAfter, ca.Minimal, ca.Infeasible = p.Pending, p.CompliantAfter, p.Minimal, p.Infeasible
+			ca.FailoversMinimal, ca.Evictions, ca.Failovers = p.FailoversMinimal, p.Evictions, p.Failovers
 			ca.LimitedBy, ca.PendingSteps, ca.WithPendingSteps, ca.Searched = p.LimitedBy, p.PendingSteps, p.WithPendingSteps, p.Searched
 			if p.Moves != nil {
 				ca.Moves = p.Moves

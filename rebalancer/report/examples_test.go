@@ -24,9 +24,11 @@ const examplesDir = "../../examples"
 // exampleWant is what a suite case must give.
 type exampleWant struct {
 	violations []string // "Rule domain", hard only, sorted
-	moves      int      // planned moves (minimal)
+	moves      int      // planned evictions (minimal)
 	firstPod   string   // when set, the pod the first move evicts (or the Pending pod's unblock)
-	failovers  int      // moves marked for failover
+	failovers  int      // evictions that fail a master over first
+	// failoverSteps is the number of failover steps (after the evictions, minimal).
+	failoverSteps int
 	// pendingSteps is the number of pods the plan lets wait Pending.
 	pendingSteps int
 	// infeasible, when set, is a phrase the reason for "no plan" must contain.
@@ -36,19 +38,23 @@ type exampleWant struct {
 }
 
 var exampleWants = map[string]exampleWant{
-	"seed-deadlock":        {violations: []string{"Unschedulable "}, moves: 1, firstPod: "redis/redis-s1-1"},
-	"post-scale-down":      {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1},
-	"single-zone":          {violations: []string{"MaxPodsPerNode n1", "TopologySpread n1"}, moves: 1, failovers: 1},
-	"two-zones":            {violations: []string{"MaxPodsPerNode n1", "TopologySpread n1"}, moves: 1, firstPod: "redis/redis-s2-1"},
-	"node-readded":         {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1},
+	"seed-deadlock": {violations: []string{"Unschedulable "}, moves: 1, firstPod: "redis/redis-s1-1"},
+	// n1 holds 4 of the 5 masters and zone-a all 5: the eviction of a master of n1 hands its slots
+	// to its replica in zone-b, and two failovers move two more masters out of zone-a.
+	"post-scale-down": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
+	"single-zone":     {violations: []string{"MasterQuorum n1", "MaxPodsPerNode n1", "TopologySpread n1"}, moves: 1, failovers: 1},
+	// n1's two masters break MasterQuorum (M=4: at most 1 per node): evicting one of them (its
+	// replica takes over) fixes both rules, where evicting the replica s2-1 would need a failover.
+	"two-zones":            {violations: []string{"MasterQuorum n1", "MaxPodsPerNode n1", "TopologySpread n1"}, moves: 1, failovers: 1, firstPod: "redis/redis-s1-0"},
+	"node-readded":         {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 1},
 	"too-few-nodes":        {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a"}, infeasible: "need 6 usable nodes, found 5"},
-	"tainted-and-cordoned": {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1},
-	"min-domains":          {violations: []string{"MaxPodsPerNode n1", "TopologySpread n1"}, infeasible: "need 6 usable nodes, found 5"},
+	"tainted-and-cordoned": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
+	"min-domains":          {violations: []string{"MasterQuorum n1", "MaxPodsPerNode n1", "TopologySpread n1"}, infeasible: "need 6 usable nodes, found 5"},
 	"excluded-zone":        {},
-	"three-pods-per-shard": {violations: []string{"MaxPodsPerNode n1", "TopologySpread n1"}, moves: 1, failovers: 1},
-	"zonal-volumes":        {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, infeasible: "zone zone-a holds 5 pods whose zonal PersistentVolumes keep them there"},
+	"three-pods-per-shard": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 1},
+	"zonal-volumes":        {violations: []string{"MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, infeasible: "zone zone-a holds 5 pods whose zonal PersistentVolumes keep them there"},
 	"zonal-volumes/release-replica-claims": {
-		violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1,
+		violations: []string{"MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failoverSteps: 1,
 		firstPod: "redis/redis-s3-1", opts: policies.Options{ReleaseReplicaClaims: true},
 	},
 	"stayers-on-unusable-nodes": {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, firstPod: "redis/redis-s1-1"},
@@ -60,6 +66,8 @@ var exampleWants = map[string]exampleWant{
 		violations: []string{"ShardSeparation zone-a", "ShardSeparation zone-b"}, moves: 2, pendingSteps: 1,
 		popts: plan.Options{AllowPendingSteps: true},
 	},
+	// Pods comply; n1 and zone-a hold 3 of the 5 masters: one failover, no eviction.
+	"role-only": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a"}, failoverSteps: 1, firstPod: "redis/redis-s2-0"},
 }
 
 // TestExamples writes (with -update) and checks every examples/*.yaml snapshot: its violations
@@ -132,20 +140,20 @@ func TestExamples(t *testing.T) {
 					t.Logf("infeasible: %s", ca.Infeasible)
 					return
 				}
-				if !ca.CompliantAfter || !ca.Minimal {
-					t.Errorf("compliantAfter %v minimal %v, want both (infeasible %q)", ca.CompliantAfter, ca.Minimal, ca.Infeasible)
+				if !ca.CompliantAfter || !ca.Minimal || !ca.FailoversMinimal {
+					t.Errorf("compliantAfter %v minimal %v failoversMinimal %v, want all (infeasible %q)", ca.CompliantAfter, ca.Minimal, ca.FailoversMinimal, ca.Infeasible)
 				}
-				if len(ca.Moves) != want.moves {
-					t.Fatalf("moves = %d, want %d: %+v", len(ca.Moves), want.moves, ca.Moves)
+				if ca.Evictions != want.moves || ca.Failovers != want.failoverSteps || len(ca.Moves) != want.moves+want.failoverSteps {
+					t.Fatalf("%d evictions and %d failover steps (%d moves), want %d and %d: %+v", ca.Evictions, ca.Failovers, len(ca.Moves), want.moves, want.failoverSteps, ca.Moves)
 				}
 				failovers := 0
 				for _, mv := range ca.Moves {
-					if mv.Failover {
+					if mv.Kind == plan.KindEvict && mv.Failover {
 						failovers++
 					}
 				}
 				if failovers != want.failovers {
-					t.Errorf("failovers = %d, want %d", failovers, want.failovers)
+					t.Errorf("evictions of masters = %d, want %d", failovers, want.failovers)
 				}
 				if len(ca.PendingSteps) != want.pendingSteps {
 					t.Errorf("pending steps = %+v, want %d", ca.PendingSteps, want.pendingSteps)
@@ -154,7 +162,11 @@ func TestExamples(t *testing.T) {
 					t.Errorf("first move evicts %s, want %s", ca.Moves[0].Pod, want.firstPod)
 				}
 				for _, mv := range ca.Moves {
-					t.Logf("evict %s from %s → %s (candidates %v): %s", mv.Pod, mv.Node, mv.Expected, mv.CandidateNodes, mv.Reason)
+					if mv.Kind == plan.KindFailover {
+						t.Logf("fail %s (%s) over to %s (%s): %s", mv.From, mv.Node, mv.To, mv.ToNode, mv.Reason)
+						continue
+					}
+					t.Logf("evict %s from %s → %s (candidates %v; failover to %q): %s", mv.Pod, mv.Node, mv.Expected, mv.CandidateNodes, mv.To, mv.Reason)
 				}
 			})
 		}

@@ -127,6 +127,9 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 		fmt.Fprintf(w, "Redis cluster %s/%s: %d pods (N=%d), %d shards, zones [%s]\n", ca.Namespace, ca.Name, ca.Pods, ca.N, len(c.Shards), strings.Join(ca.AllowedZones, " "))
 		RenderMap(w, c, c.Current())
 		RenderViolations(w, ca.Violations)
+		if ca.MasterQuorum.Note != "" {
+			fmt.Fprintf(w, "  note: %s\n", ca.MasterQuorum.Note)
+		}
 		RenderHealth(w, ca.Health)
 		for _, p := range ca.Pending {
 			fmt.Fprintf(w, "  pending %s: %s\n", p.Pod, p.Why)
@@ -146,13 +149,9 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 		case len(ca.Moves) == 0:
 			fmt.Fprintln(w, "  nothing to do")
 		default:
-			note := ""
-			if ca.Minimal {
-				note = ", minimal"
-			}
-			fmt.Fprintf(w, "  plan: %d moves%s; compliant after: %v\n", len(ca.Moves), note, ca.CompliantAfter)
+			fmt.Fprintf(w, "  plan: %s%s; compliant after: %v\n", StepsText(ca.Evictions, ca.Failovers), minimalText(ca.Minimal, ca.FailoversMinimal), ca.CompliantAfter)
 			for i, mv := range ca.Moves {
-				fmt.Fprintf(w, "  %d. evict %s from %s (%s) → %s\n     because: %s\n", i+1, mv.Pod, mv.Node, roleAndFailover(mv), Outcome(mv), mv.Reason)
+				fmt.Fprintf(w, "  %d. %s\n     because: %s\n", i+1, MoveText(mv), mv.Reason)
 			}
 			RenderExposure(w, ca.PendingSteps)
 		}
@@ -231,30 +230,64 @@ func CandidatesText(mv plan.Move) string {
 	return strings.Join(parts, "; ")
 }
 
-// RenderPlan writes a dry run's plan p: a header line with the move count, then one line per move
-// (pod, node, role, failover, expected node, candidates, reason), then the exposure of its
-// Pending steps.
+// RenderPlan writes a dry run's plan p: a header line with the step counts, then one line per
+// step (MoveText, and the reason), then the exposure of its Pending steps.
 func RenderPlan(w io.Writer, p plan.Plan) {
-	fmt.Fprintf(w, "plan (dry run): %d moves%s\n", len(p.Moves), MinimalNote(p))
+	fmt.Fprintf(w, "plan (dry run): %s%s\n", StepsText(p.Evictions, p.Failovers), MinimalNote(p))
 	for k, mv := range p.Moves {
-		fmt.Fprintf(w, "  %d. evict %s from %s (%s) → %s — %s\n", k+1, mv.Pod, mv.Node, roleAndFailover(mv), Outcome(mv), mv.Reason)
+		fmt.Fprintf(w, "  %d. %s — %s\n", k+1, MoveText(mv), mv.Reason)
 	}
 	RenderExposure(w, p.PendingSteps)
 }
 
-// roleAndFailover returns mv's role mark (RoleMark), followed by ", fail over first" when the
-// pod is failed over before its eviction.
+// MoveText says what a planned step does: "evict POD from NODE (ROLE[, fail over to REPLICA on
+// NODE first]) → Outcome", or "fail MASTER (NODE) over to REPLICA (NODE): no pod moves".
+func MoveText(mv plan.Move) string {
+	if mv.Kind == plan.KindFailover {
+		return fmt.Sprintf("fail %s (%s) over to %s (%s): no pod moves", mv.From, mv.Node, mv.To, mv.ToNode)
+	}
+	return fmt.Sprintf("evict %s from %s (%s) → %s", mv.Pod, mv.Node, roleAndFailover(mv), Outcome(mv))
+}
+
+// StepsText counts a plan's steps: "1 eviction, 2 failovers" (failovers only when there are).
+func StepsText(evictions, failovers int) string {
+	s := plural(evictions, "eviction")
+	if failovers > 0 {
+		s += ", " + plural(failovers, "failover")
+	}
+	return s
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// roleAndFailover returns mv's role mark (RoleMark), followed by the failover made before the
+// eviction: ", fail over to POD on NODE first" when the plan names the replica, ", fail over
+// first" when it does not.
 func roleAndFailover(mv plan.Move) string {
-	if mv.Failover {
+	switch {
+	case mv.To != "":
+		return fmt.Sprintf("%s, fail over to %s on %s first", RoleMark(mv.Role), mv.To, mv.ToNode)
+	case mv.Failover:
 		return RoleMark(mv.Role) + ", fail over first"
 	}
 	return RoleMark(mv.Role)
 }
 
-// MinimalNote returns ", minimal" when p's length is proven minimal, "" otherwise.
-func MinimalNote(p plan.Plan) string {
-	if p.Minimal {
+// MinimalNote returns ", minimal" when p's number of evictions (and of failovers) is proven
+// minimal, ", minimal evictions" when only that is, "" otherwise.
+func MinimalNote(p plan.Plan) string { return minimalText(p.Minimal, p.FailoversMinimal) }
+
+func minimalText(minimal, failovers bool) string {
+	switch {
+	case minimal && failovers:
 		return ", minimal"
+	case minimal:
+		return ", minimal evictions"
 	}
 	return ""
 }

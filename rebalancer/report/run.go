@@ -18,6 +18,9 @@ type Run struct {
 	Limits Limits `json:"limits"`
 	// Clusters are in namespace/name order.
 	Clusters []ClusterRun `json:"clusters"`
+	// APIRequests counts the run's requests to the API server by verb and resource (none when
+	// they were not counted).
+	APIRequests []observe.APIRequests `json:"apiRequests,omitempty"`
 	// Seconds is the run's duration.
 	Seconds float64 `json:"seconds"`
 }
@@ -59,6 +62,20 @@ func (r *Run) Moves() int {
 	for _, c := range r.Clusters {
 		for _, m := range c.Moves {
 			if m.Evicted {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Failovers returns the number of failover steps made (MasterQuorum; not the failovers before
+// evictions), over all clusters.
+func (r *Run) Failovers() int {
+	n := 0
+	for _, c := range r.Clusters {
+		for _, m := range c.Moves {
+			if m.Kind == plan.KindFailover && m.Failover != nil {
 				n++
 			}
 		}
@@ -113,7 +130,8 @@ type ClusterRun struct {
 	// the first real reason; its first line is what an operator reads first.
 	Stopped string `json:"stopped,omitempty"`
 	// StoppedBy names what stopped it: a step name (StepWindow, StepHealthGate, ...) when a move
-	// step skipped or aborted, or "evictionLimit", "maxMoves", "noPlan", "dryRun", "observe".
+	// step skipped or aborted, or "evictionLimit", "maxMoves", "noPlan", "dryRun", "observe",
+	// "gracefulStop".
 	StoppedBy string `json:"stoppedBy,omitempty"`
 	// Error is set when the cluster's run ended in an error (an aborted step, or an observation
 	// that failed): the cause, as the exit message gives it.
@@ -147,6 +165,9 @@ const (
 	StoppedNoPlan        = "noPlan"
 	StoppedDryRun        = "dryRun"
 	StoppedObserve       = "observe"
+	// StoppedGracefulStop: a graceful stop (SIGTERM) was asked for; the cluster was left at a
+	// safe point and the next run continues.
+	StoppedGracefulStop = "gracefulStop"
 )
 
 // Step outcomes (Step.Outcome).
@@ -161,6 +182,9 @@ const (
 
 // Move is one move as it happened (plan.Move is the move as planned).
 type Move struct {
+	// Kind is the planned step's kind: plan.KindEvict, or plan.KindFailover (a failover step:
+	// Pod is the master failed over, From its node; nothing is evicted, To stays empty).
+	Kind string `json:"kind"`
 	// Pod is "namespace/name"; From the node it left; To the node its replacement landed on.
 	Pod  string `json:"pod"`
 	From string `json:"from"`
@@ -173,6 +197,10 @@ type Move struct {
 	RoleAtEviction policies.Role `json:"roleAtEviction,omitempty"`
 	// Evicted reports whether the eviction was accepted.
 	Evicted bool `json:"evicted"`
+	// WaitsPending is true for an eviction the plan lets wait Pending (--allow-pending-steps): the
+	// re-created pod is not waited for, and Exposure says which shard runs without it until when.
+	WaitsPending bool   `json:"waitsPending,omitempty"`
+	Exposure     string `json:"exposure,omitempty"`
 	// Outcome is the last step's outcome: OutcomeContinue when the move completed.
 	Outcome string `json:"outcome"`
 	// Skipped says why the move was not made ("" when it was, or when it was aborted): the

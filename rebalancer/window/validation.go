@@ -37,18 +37,35 @@ func Validate(c Config) error {
 	return errors.Join(errs...)
 }
 
-// parse compiles one schedule and refuses those that open no window at a fixed time.
+// parse compiles one schedule and refuses those that open no window at a fixed time; the error
+// quotes the expression.
 func parse(spec string) (*cron.SpecSchedule, error) {
-	s, err := parser.Parse(spec)
+	ss, err := compile(spec)
 	if err != nil {
 		return nil, fmt.Errorf("%q: %w", spec, err)
 	}
+	return ss, nil
+}
+
+// ValidateSchedule checks one window's schedule as New does: a calendar expression (five fields
+// or a descriptor, optional CRON_TZ=<zone> prefix) that fires; @every is refused. The error does
+// not repeat the expression (a caller that names the field shows it).
+func ValidateSchedule(spec string) error {
+	_, err := compile(spec)
+	return err
+}
+
+func compile(spec string) (*cron.SpecSchedule, error) {
+	s, err := parser.Parse(spec)
+	if err != nil {
+		return nil, err
+	}
 	ss, ok := s.(*cron.SpecSchedule)
 	if !ok {
-		return nil, fmt.Errorf("%q: @every repeats relative to when a job starts, so it opens no window at a fixed time; use a cron expression or @daily, @weekly, ...", spec)
+		return nil, errors.New("@every repeats relative to when a job starts, so it opens no window at a fixed time; use a cron expression or @daily, @weekly, ...")
 	}
 	if ss.Next(validationReference).IsZero() {
-		return nil, fmt.Errorf("%q never fires", spec)
+		return nil, errors.New("never fires")
 	}
 	return ss, nil
 }

@@ -3,7 +3,8 @@
 // of other packages: K shards × R pods, each pod a redis-server on its own 127.x.y.z IP with its
 // own data directory, formed deterministically and stopped when the test ends. It owns the
 // test-only Redis Cluster forming (FormCluster, AddReplica, WaitFormed, SlotShares) that the e2e
-// harness also uses, a write-load Writer, and the TLS files of a test PKI (through internal/pki).
+// harness also uses, a write-load Writer, the TLS files of a test PKI (through internal/pki), and
+// a Redis that accepts connections and never answers (StartHanging).
 //
 // It may import redisctl, internal/redisserver, internal/pki, go-redis and apimachinery's wait;
 // redisctl's own tests reach it from the external test package redisctl_test.

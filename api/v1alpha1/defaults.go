@@ -1,0 +1,145 @@
+package v1alpha1
+
+import (
+	_ "embed" // CommentedDefault
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+)
+
+// The defaults of the policy: the one place the command line's defaults are written. Those the
+// library packages also apply to their own zero values are their Default… constants, used here.
+const (
+	// DefaultClusterLabel is selection.clusterLabel.
+	DefaultClusterLabel = policies.DefaultClusterLabel
+	// DefaultMaxStates is plan.maxStates.
+	DefaultMaxStates = plan.DefaultMaxStates
+	// DefaultMaxMovesPerCluster is limits.maxMovesPerCluster.
+	DefaultMaxMovesPerCluster = execute.DefaultMaxMoves
+	// DefaultMaxParallelClusters is limits.maxParallelClusters.
+	DefaultMaxParallelClusters = execute.DefaultMaxParallelClusters
+	// DefaultFailoverMode is failover.mode.
+	DefaultFailoverMode = FailoverDefault
+	// DefaultUsernameKey and DefaultPasswordKey are redis.usernameSecretRef.key and
+	// redis.passwordSecretRef.key (the key the Bitnami Redis Cluster chart uses for the password).
+	DefaultUsernameKey = "redis-username"
+	DefaultPasswordKey = "redis-password"
+	// DefaultRedisPort is redis.port.
+	DefaultRedisPort = redisctl.DefaultPort
+	// DefaultMaxLagBytes is redis.maxLagBytes.
+	DefaultMaxLagBytes = redisctl.DefaultMaxLagBytes
+	// DefaultMaxLastIOSeconds is redis.maxLastIOSeconds.
+	DefaultMaxLastIOSeconds = redisctl.DefaultMaxLastIOSeconds
+	// DefaultStepEstimate is windows.stepEstimate.
+	DefaultStepEstimate = StepEstimate(window.EstimateBound)
+	// DefaultWindowDuration is a window's duration.
+	DefaultWindowDuration = window.DefaultDuration
+	// DefaultOutput is output.
+	DefaultOutput = OutputText
+	// DefaultSchedule is schedule: serve starts a pass every 10 minutes.
+	DefaultSchedule = "*/10 * * * *"
+)
+
+// Durations the policy defaults: the executor's and redisctl's.
+const (
+	DefaultFailoverTimeout = execute.DefaultFailoverTimeout
+	DefaultDrainQuiet      = execute.DefaultDrainQuiet
+	DefaultDrainTimeout    = execute.DefaultDrainTimeout
+	DefaultHealthTimeout   = execute.DefaultHealthTimeout
+	DefaultRecreateTimeout = execute.DefaultRecreateTimeout
+	DefaultRejoinTimeout   = execute.DefaultRejoinTimeout
+	DefaultRequestTimeout  = execute.DefaultRequestTimeout
+	DefaultDialTimeout     = redisctl.DefaultDialTimeout
+	DefaultReadTimeout     = redisctl.DefaultReadTimeout
+	DefaultWriteTimeout    = redisctl.DefaultWriteTimeout
+)
+
+// SetDefaults fills every field of p left at its zero value that has a default (the Default…
+// constants above). Fields whose zero value means something stay as they are: plan.maxMoves
+// (the planner's own bound), the three maxNoOfPodsToEvict… limits (no limit), the namespaces and
+// the label selector (all), shardLabel (the StatefulSet), and the credentials' sources.
+// It sets apiVersion and kind. It is applied after validation, and again after flags override
+// the file.
+func SetDefaults(p *RebalancerPolicy) {
+	p.APIVersion, p.Kind = SchemeGroupVersion.String(), Kind
+	setString(&p.Selection.ClusterLabel, DefaultClusterLabel)
+	setInt32(&p.Plan.MaxStates, DefaultMaxStates)
+	setInt32(&p.Limits.MaxMovesPerCluster, DefaultMaxMovesPerCluster)
+	setInt32(&p.Limits.MaxParallelClusters, DefaultMaxParallelClusters)
+
+	if p.Failover.Mode == "" {
+		p.Failover.Mode = DefaultFailoverMode
+	}
+	setDuration(&p.Failover.Timeout, DefaultFailoverTimeout)
+	setDuration(&p.Failover.DrainQuiet, DefaultDrainQuiet)
+	setDuration(&p.Failover.DrainTimeout, DefaultDrainTimeout)
+
+	setDuration(&p.Timeouts.HealthGate, DefaultHealthTimeout)
+	setDuration(&p.Timeouts.Recreate, DefaultRecreateTimeout)
+	setDuration(&p.Timeouts.Rejoin, DefaultRejoinTimeout)
+	setDuration(&p.Timeouts.Request, DefaultRequestTimeout)
+
+	r := &p.Redis
+	setInt32(&r.Port, DefaultRedisPort)
+	setString(&r.UsernameSecretRef.Key, DefaultUsernameKey)
+	setString(&r.PasswordSecretRef.Key, DefaultPasswordKey)
+	setDuration(&r.DialTimeout, DefaultDialTimeout)
+	setDuration(&r.ReadTimeout, DefaultReadTimeout)
+	setDuration(&r.WriteTimeout, DefaultWriteTimeout)
+	if r.MaxLagBytes == 0 {
+		r.MaxLagBytes = DefaultMaxLagBytes
+	}
+	setInt32(&r.MaxLastIOSeconds, DefaultMaxLastIOSeconds)
+
+	if p.Windows.StepEstimate == "" {
+		p.Windows.StepEstimate = DefaultStepEstimate
+	}
+	for i := range p.Windows.Windows {
+		setDuration(&p.Windows.Windows[i].Duration, DefaultWindowDuration)
+	}
+	setString(&p.Schedule, DefaultSchedule)
+	if p.Output == "" {
+		p.Output = DefaultOutput
+	}
+}
+
+// Default returns a policy with every default set: what an empty policy file means.
+func Default() *RebalancerPolicy {
+	p := &RebalancerPolicy{}
+	SetDefaults(p)
+	return p
+}
+
+func setString(v *string, def string) {
+	if *v == "" {
+		*v = def
+	}
+}
+
+func setInt32(v *int32, def int32) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+func setDuration(v *metav1.Duration, def time.Duration) {
+	if v.Duration == 0 {
+		v.Duration = def
+	}
+}
+
+// commentedDefault is the complete default policy with every field's documentation as YAML
+// comments, written by hack/gendocs from this package's doc comments and defaults.
+//
+//go:embed zz_generated.default.yaml
+var commentedDefault []byte
+
+// CommentedDefault returns the complete default policy, every field with its documentation as a
+// YAML comment: what `redis-rebalancer policy default` prints. It decodes to Default().
+func CommentedDefault() []byte { return append([]byte(nil), commentedDefault...) }

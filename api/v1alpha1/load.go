@@ -1,0 +1,230 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// InvalidError is a policy with bad fields: every one of them, each with its path.
+//
+// +k8s:deepcopy-gen=false
+type InvalidError struct {
+	// Errs are the problems, ordered by field path.
+	Errs field.ErrorList
+}
+
+// Error lists the problems one per line, after a line that counts them.
+func (e *InvalidError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid policy (%d %s):", len(e.Errs), plural(len(e.Errs), "problem", "problems"))
+	for _, err := range e.Errs {
+		b.WriteString("\n  " + err.Error())
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Load reads the policy file at path ("-": standard input) with Decode. Its errors start with
+// "policy PATH: "; a policy with bad fields gives an *InvalidError (errors.As finds it).
+func Load(path string) (*RebalancerPolicy, error) {
+	var (
+		data []byte
+		err  error
+	)
+	if path == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	p, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Decode reads a RebalancerPolicy from YAML or JSON, as the descheduler reads its policy: strictly
+// (the scheme's strict codec: an unknown or duplicate field is an error naming its path), then
+// validated (ValidateRebalancerPolicy), then, when nothing is wrong, defaulted (SetDefaults).
+//
+// Every problem is reported at once, as an *InvalidError: unknown fields, values that are not of
+// their field's type (a duration such as "2 hours", a word where a number goes), a missing or
+// other apiVersion or kind, and every validation error. A document that is not a YAML mapping is
+// a plain error.
+func Decode(data []byte) (*RebalancerPolicy, error) {
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &doc); err != nil || doc == nil {
+		return nil, errors.New("a policy is a YAML mapping with apiVersion " + SchemeGroupVersion.String() + " and kind " + Kind)
+	}
+	errs := checkTypeMeta(doc)
+	// The decoder stops at the first value it cannot read: find them all, and leave them out.
+	errs = append(errs, badValues(doc, reflect.TypeFor[RebalancerPolicy](), nil)...)
+	if j, err = json.Marshal(doc); err != nil {
+		return nil, err
+	}
+	p := &RebalancerPolicy{}
+	if _, _, err := codecs.UniversalDeserializer().Decode(j, nil, p); err != nil {
+		strict, ok := runtime.AsStrictDecodingError(err)
+		if !ok {
+			return nil, err
+		}
+		for _, e := range strict.Errors() {
+			errs = append(errs, strictFieldError(e))
+		}
+	}
+	errs = append(errs, ValidateRebalancerPolicy(p)...)
+	if len(errs) > 0 {
+		sort.SliceStable(errs, func(a, b int) bool { return errs[a].Field < errs[b].Field })
+		return nil, &InvalidError{Errs: errs}
+	}
+	SetDefaults(p)
+	return p, nil
+}
+
+// checkTypeMeta requires this package's apiVersion and kind, and writes them into doc so that
+// the decoder reads the rest whatever they were.
+func checkTypeMeta(doc map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct{ name, want string }{{"apiVersion", SchemeGroupVersion.String()}, {"kind", Kind}} {
+		switch v, ok := doc[f.name]; {
+		case !ok || v == "":
+			errs = append(errs, field.Required(field.NewPath(f.name), "must be "+f.want))
+		case v != f.want:
+			errs = append(errs, field.NotSupported(field.NewPath(f.name), v, []string{f.want}))
+		}
+		doc[f.name] = f.want
+	}
+	return errs
+}
+
+// strictFieldError turns a strict decoding error (sigs.k8s.io/json's unknown or duplicate field,
+// which carries its path) into a field error.
+func strictFieldError(err error) *field.Error {
+	var fe kjson.FieldError
+	if errors.As(err, &fe) {
+		detail, _, _ := strings.Cut(fe.Error(), ` "`)
+		return field.Forbidden(field.NewPath(fe.FieldPath()), strings.TrimPrefix(detail, "json: "))
+	}
+	return field.InternalError(nil, err)
+}
+
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// badValues finds, under doc (the JSON object of a value of type t at path), every value that
+// does not decode into its field's type, and deletes it from doc. Objects and lists of objects
+// are followed into; other values are decoded alone. Keys that are no field of t are left to the
+// strict decoder.
+func badValues(doc map[string]any, t reflect.Type, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	fields := jsonFields(t)
+	keys := make([]string, 0, len(doc))
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ft, ok := fields[k]
+		if !ok {
+			continue
+		}
+		p := fieldPath(path, k)
+		v := doc[k]
+		if m, ok := v.(map[string]any); ok && followed(ft) {
+			errs = append(errs, badValues(m, ft, p)...)
+			continue
+		}
+		if list, ok := v.([]any); ok && ft.Kind() == reflect.Slice && followed(ft.Elem()) {
+			for i, e := range list {
+				if m, ok := e.(map[string]any); ok {
+					errs = append(errs, badValues(m, ft.Elem(), p.Index(i))...)
+				}
+			}
+			continue
+		}
+		raw, _ := json.Marshal(v)
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, reflect.New(ft).Interface()); err != nil {
+			errs = append(errs, field.Invalid(p, v, valueError(err, ft)))
+			delete(doc, k)
+		}
+	}
+	return errs
+}
+
+func fieldPath(parent *field.Path, name string) *field.Path {
+	if parent == nil {
+		return field.NewPath(name)
+	}
+	return parent.Child(name)
+}
+
+// followed reports whether badValues looks inside values of type t: structs decoded field by
+// field (not those that decode themselves, such as metav1.Duration).
+func followed(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(jsonUnmarshaler)
+}
+
+// jsonFields maps the JSON names of t's fields to their types; inline embedded structs (TypeMeta)
+// give their own fields.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && name == "" && strings.Contains(opts, "inline") {
+			for k, v := range jsonFields(f.Type) {
+				fields[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
+	return fields
+}
+
+// valueError says what a value of type t must be.
+func valueError(err error, t reflect.Type) string {
+	switch {
+	case t == reflect.TypeFor[metav1.Duration]():
+		return "must be a duration such as 30s, 2m or 1h30m"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		return "must be a whole number"
+	case t.Kind() == reflect.Bool:
+		return "must be true or false"
+	case t.Kind() == reflect.String:
+		return "must be a string"
+	case t.Kind() == reflect.Slice:
+		return "must be a list"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}

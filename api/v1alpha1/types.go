@@ -1,0 +1,277 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The field comments below are the policy reference: hack/gendocs copies them into
+// docs/policy.md and, as YAML comments, into the complete policy `redis-rebalancer policy
+// default` prints. Each starts with the field's name in the file, says what it does, its unit,
+// and what 0 or "" means; the default value is added by the generator (defaults.go).
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// RebalancerPolicy configures redis-rebalancer: which Redis clusters it looks at, how the HA
+// rules judge them, how far the planner searches, how many pods one pass may evict, how a master
+// is failed over and how long each wait lasts, how Redis is reached, when the pass may act, and
+// what it prints. Every command (run, serve, check, plan, lint) reads it with --policy FILE;
+// a flag given on the command line overrides the file's field.
+type RebalancerPolicy struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// selection picks the Redis clusters redis-rebalancer looks at.
+	Selection Selection `json:"selection"`
+	// rules tunes the HA rules of seed 000 that judge a placement.
+	Rules Rules `json:"rules"`
+	// plan bounds the planner's search for the fewest evictions.
+	Plan Plan `json:"plan"`
+	// limits bound the evictions of one pass (the descheduler's limits, and the rebalancer's own).
+	Limits Limits `json:"limits"`
+	// failover says how a master is failed over to a replica before its pod is evicted.
+	Failover Failover `json:"failover"`
+	// timeouts bound the waits of a move.
+	Timeouts Timeouts `json:"timeouts"`
+	// redis says how to reach and authenticate to the Redis nodes (at their pod IPs).
+	Redis Redis `json:"redis"`
+	// windows are the maintenance windows: when a pass may disrupt pods.
+	Windows Windows `json:"windows"`
+	// schedule is when serve starts a pass: a cron expression (robfig/cron/v3's standard parser:
+	// five fields, descriptors such as @hourly or @every 30m, an optional CRON_TZ=<zone> prefix;
+	// UTC without one); a pass still running at the next activation skips it. Used by serve
+	// only; run, check and plan ignore it.
+	Schedule string `json:"schedule"`
+	// output is the report's format: text (human-readable; table is the same) or json (the JSON
+	// contract of the README).
+	Output OutputFormat `json:"output"`
+}
+
+// Selection picks Redis clusters: those of the selected namespaces that have a pod the label
+// selector matches. A Redis cluster is the set of pods that share the value of clusterLabel.
+type Selection struct {
+	// namespaces limits the Redis clusters to these namespaces (the descheduler's Namespaces:
+	// include or exclude, not both). Empty: every namespace.
+	Namespaces Namespaces `json:"namespaces"`
+	// labelSelector keeps the Redis clusters with at least one pod it matches (a Kubernetes
+	// label selector: matchLabels, matchExpressions). Empty: every cluster.
+	LabelSelector metav1.LabelSelector `json:"labelSelector"`
+	// clusterLabel is the pod label whose value names the Redis cluster (the seed's example:
+	// cloud.netease.com/cluster-name). Pods without it are not Redis pods.
+	ClusterLabel string `json:"clusterLabel"`
+	// shardLabel is the pod label whose value names the shard. "": a pod's shard is its
+	// StatefulSet.
+	ShardLabel string `json:"shardLabel"`
+}
+
+// Namespaces lists the namespaces to include or to exclude (the descheduler's Namespaces).
+type Namespaces struct {
+	// include lists the only namespaces looked at. Empty: all but those excluded.
+	Include []string `json:"include"`
+	// exclude lists namespaces never looked at. Empty: none.
+	Exclude []string `json:"exclude"`
+}
+
+// Rules tunes the HA rules (seed 000) that judge a placement.
+type Rules struct {
+	// relaxedLimits applies seed 000 §四: at most N/3 pods of a cluster per node and N/2 per
+	// zone, instead of fewer than N/3 and N/2. It avoids the deadlock of several zones with
+	// three shards.
+	RelaxedLimits bool `json:"relaxedLimits"`
+	// releaseReplicaClaims lets a plan move a replica away from its zonal PersistentVolume (its
+	// claim is released and it resyncs from its master). check and plan only: run and serve
+	// refuse it, since the executor never releases a claim.
+	ReleaseReplicaClaims bool `json:"releaseReplicaClaims"`
+}
+
+// Plan bounds the planner's search for the shortest list of evictions.
+type Plan struct {
+	// maxMoves is the longest plan considered. 0: 12, or twice the lower bound on the moves
+	// needed when that is more.
+	MaxMoves int32 `json:"maxMoves"`
+	// maxStates bounds the placements the planner evaluates per Redis cluster; when they run
+	// out, the best plan found so far is used, marked not proven minimal.
+	MaxStates int32 `json:"maxStates"`
+	// allowPendingSteps lets a plan go through Pending pods: an evicted pod may wait Pending until
+	// a later move frees room, one pod per Redis cluster at a time (its shard runs without that
+	// replica meanwhile). Without it each evicted pod must be placeable at once. run and serve
+	// carry such a plan out: the health gate accepts exactly the planned Pending pod meanwhile.
+	AllowPendingSteps bool `json:"allowPendingSteps"`
+}
+
+// Limits bound the evictions of one pass. The three maxNoOfPodsToEvict… limits are the
+// descheduler's (DeschedulerPolicy's fields of the same names, enforced by its PodEvictor) and
+// count over every Redis cluster of the pass.
+type Limits struct {
+	// maxNoOfPodsToEvictPerNode is the most evictions of one pass from one node. 0: no limit.
+	MaxNoOfPodsToEvictPerNode int32 `json:"maxNoOfPodsToEvictPerNode"`
+	// maxNoOfPodsToEvictPerNamespace is the most evictions of one pass in one namespace. 0: no
+	// limit.
+	MaxNoOfPodsToEvictPerNamespace int32 `json:"maxNoOfPodsToEvictPerNamespace"`
+	// maxNoOfPodsToEvictTotal is the most evictions of one pass. 0: no limit.
+	MaxNoOfPodsToEvictTotal int32 `json:"maxNoOfPodsToEvictTotal"`
+	// maxMovesPerCluster is the most evictions of one pass in one Redis cluster; the next pass
+	// continues.
+	MaxMovesPerCluster int32 `json:"maxMovesPerCluster"`
+	// maxParallelClusters is how many Redis clusters progress at once, each with one
+	// disruption in flight at most.
+	MaxParallelClusters int32 `json:"maxParallelClusters"`
+}
+
+// FailoverMode is a CLUSTER FAILOVER variant (https://redis.io/commands/cluster-failover/).
+type FailoverMode string
+
+// The failover modes.
+const (
+	// FailoverDefault is plain CLUSTER FAILOVER: the replica catches up with its master before
+	// it takes over; no acknowledged write is lost.
+	FailoverDefault FailoverMode = "default"
+	// FailoverForce is CLUSTER FAILOVER FORCE: no handshake with the master; writes the replica
+	// has not received are lost.
+	FailoverForce FailoverMode = "force"
+	// FailoverTakeover is CLUSTER FAILOVER TAKEOVER: no handshake and no election; writes can be
+	// lost and config epochs can collide.
+	FailoverTakeover FailoverMode = "takeover"
+)
+
+// Failover says how a master is failed over before its pod is evicted (SPEC "Safe disruption"
+// step 4).
+type Failover struct {
+	// mode is the CLUSTER FAILOVER variant: default (loses no acknowledged write), force or
+	// takeover (both can lose writes).
+	Mode FailoverMode `json:"mode"`
+	// timeout bounds a failover and its verification (every node agrees on the new master).
+	Timeout metav1.Duration `json:"timeout"`
+	// drainQuiet: after a failover, the old master's clients count as gone once none has run a
+	// keyspace command for this long.
+	DrainQuiet metav1.Duration `json:"drainQuiet"`
+	// drainTimeout bounds the wait for the old master's clients to go quiet; busy clients
+	// reconnect after the eviction.
+	DrainTimeout metav1.Duration `json:"drainTimeout"`
+}
+
+// Timeouts bound the waits of a move.
+type Timeouts struct {
+	// healthGate bounds the wait for a healthy cluster before a move (every pod Ready, Redis
+	// cluster_state ok, every master with an in-sync replica), and again after it.
+	HealthGate metav1.Duration `json:"healthGate"`
+	// recreate bounds the wait for an evicted pod to be re-created, scheduled and Ready.
+	Recreate metav1.Duration `json:"recreate"`
+	// rejoin bounds the wait for a re-created pod to be a connected, in-sync replica again.
+	Rejoin metav1.Duration `json:"rejoin"`
+	// request bounds each step without a wait of its own: the placeability check, the
+	// PodDisruptionBudget dry run, the role check, the eviction request, the re-observation.
+	Request metav1.Duration `json:"request"`
+}
+
+// Redis says how to reach and authenticate to the Redis nodes. The user and the password each
+// come from one place at most: a Secret read through the API server, a file, or an environment
+// variable.
+type Redis struct {
+	// port is the Redis client port of the pods.
+	Port int32 `json:"port"`
+	// usernameSecretRef names the Secret key holding the Redis ACL user, read through the API
+	// server (a GET of that one Secret: RBAC by resourceNames). No name: not used.
+	UsernameSecretRef SecretKeyRef `json:"usernameSecretRef"`
+	// passwordSecretRef names the Secret key holding the Redis password, read through the API
+	// server (a GET of that one Secret: RBAC by resourceNames). No name: not used. The password
+	// is never logged.
+	PasswordSecretRef SecretKeyRef `json:"passwordSecretRef"`
+	// usernameFile is a file holding the Redis ACL user (a mounted Secret, for instance).
+	UsernameFile string `json:"usernameFile"`
+	// usernameEnv is an environment variable holding the Redis ACL user.
+	UsernameEnv string `json:"usernameEnv"`
+	// passwordFile is a file holding the Redis password (a mounted Secret, for instance).
+	PasswordFile string `json:"passwordFile"`
+	// passwordEnv is an environment variable holding the Redis password.
+	PasswordEnv string `json:"passwordEnv"`
+	// tls configures TLS to the Redis nodes (their tls-port).
+	TLS RedisTLS `json:"tls"`
+	// dialTimeout bounds opening a connection to a node (TCP connect and TLS handshake).
+	DialTimeout metav1.Duration `json:"dialTimeout"`
+	// readTimeout bounds waiting for a reply.
+	ReadTimeout metav1.Duration `json:"readTimeout"`
+	// writeTimeout bounds sending a command.
+	WriteTimeout metav1.Duration `json:"writeTimeout"`
+	// maxLagBytes is the largest replication lag, in bytes (master_repl_offset minus the
+	// replica's slave_repl_offset), at which a replica counts as in sync.
+	MaxLagBytes int64 `json:"maxLagBytes"`
+	// maxLastIOSeconds is the largest master_last_io_seconds_ago at which a replica counts as
+	// in sync. A master without writes pings its replicas every repl-ping-replica-period (10 s
+	// by default): values below about 11 need that lowered too.
+	MaxLastIOSeconds int32 `json:"maxLastIOSeconds"`
+}
+
+// SecretKeyRef names one key of one Secret.
+type SecretKeyRef struct {
+	// namespace is the Secret's namespace.
+	Namespace string `json:"namespace"`
+	// name is the Secret's name. "": no Secret is read.
+	Name string `json:"name"`
+	// key is the key of the Secret's data that holds the value.
+	Key string `json:"key"`
+}
+
+// RedisTLS configures TLS to the Redis nodes.
+type RedisTLS struct {
+	// enabled makes every connection to Redis use TLS.
+	Enabled bool `json:"enabled"`
+	// caFile is a PEM bundle of the CAs that sign the Redis certificates. "": the system roots.
+	CAFile string `json:"caFile"`
+	// certFile is a PEM client certificate (Redis tls-auth-clients); with keyFile.
+	CertFile string `json:"certFile"`
+	// keyFile is the PEM key of certFile.
+	KeyFile string `json:"keyFile"`
+	// serverName is the name checked in the Redis certificates. "": each node's pod IP (the
+	// certificates then need IP SANs).
+	ServerName string `json:"serverName"`
+	// insecureSkipVerify turns certificate verification off. Tests only.
+	InsecureSkipVerify bool `json:"insecureSkipVerify"`
+}
+
+// StepEstimate says how long a move is expected to take when the time left in a maintenance
+// window is judged.
+type StepEstimate string
+
+// The step estimates (rebalancer/window's).
+const (
+	// StepEstimateBound expects each step to take as long as its timeouts allow.
+	StepEstimateBound StepEstimate = "bound"
+	// StepEstimateP95 expects each step to take the 95th percentile of the durations measured
+	// in the pass so far (its bound until measured).
+	StepEstimateP95 StepEstimate = "p95"
+)
+
+// Windows are the maintenance windows (SPEC "Safe disruption" step 1). Outside every window a
+// pass only observes, plans and reports; inside one, a move starts only when its expected
+// duration ends before the window closes.
+type Windows struct {
+	// stepEstimate is how a move's expected duration is judged: bound (the sum of its steps'
+	// timeouts) or p95 (the 95th percentile of each step's durations measured in this pass).
+	StepEstimate StepEstimate `json:"stepEstimate"`
+	// windows are the maintenance windows; a pass may act while any is open. Empty: at any
+	// time.
+	Windows []Window `json:"windows"`
+}
+
+// Window is one maintenance window: it opens at each activation of its schedule and stays open
+// for its duration.
+type Window struct {
+	// schedule is a cron expression: five fields or a descriptor (@daily, @weekly, ...), with an
+	// optional CRON_TZ=<IANA zone> prefix (UTC without one), e.g.
+	// "CRON_TZ=Europe/Paris 0 2 * * 1-5". @every is refused: it opens no window at a fixed time.
+	Schedule string `json:"schedule"`
+	// duration is how long the window stays open after each activation.
+	Duration metav1.Duration `json:"duration"`
+}
+
+// OutputFormat is the format of a command's report.
+type OutputFormat string
+
+// The output formats.
+const (
+	// OutputText is the human-readable report: maps, steps, violations.
+	OutputText OutputFormat = "text"
+	// OutputTable is OutputText under the name check, plan and lint used first.
+	OutputTable OutputFormat = "table"
+	// OutputJSON is the JSON contract (README "JSON output").
+	OutputJSON OutputFormat = "json"
+)

@@ -1,0 +1,62 @@
+{{/* The objects' name: the release name, or release-chart when it does not hold the chart's name. */}}
+{{- define "redis-rebalancer.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "redis-rebalancer.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "redis-rebalancer.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The pod spec every kind shares; .args are the container's arguments. */}}
+{{- define "redis-rebalancer.podSpec" -}}
+serviceAccountName: {{ include "redis-rebalancer.fullname" .root }}
+terminationGracePeriodSeconds: {{ .root.Values.terminationGracePeriodSeconds }}
+securityContext:
+  {{- toYaml .root.Values.podSecurityContext | nindent 2 }}
+{{- with .root.Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+containers:
+- name: redis-rebalancer
+  image: "{{ .root.Values.image.repository }}:{{ .root.Values.image.tag | default .root.Chart.AppVersion }}"
+  imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+  args:
+    {{- toYaml (concat .args .root.Values.extraArgs) | nindent 4 }}
+  {{- with .ports }}
+  {{- . | nindent 2 }}
+  {{- end }}
+  securityContext:
+    {{- toYaml .root.Values.securityContext | nindent 4 }}
+  resources:
+    {{- toYaml .root.Values.resources | nindent 4 }}
+  volumeMounts:
+  - name: policy
+    mountPath: /etc/redis-rebalancer
+    readOnly: true
+volumes:
+- name: policy
+  configMap:
+    name: {{ include "redis-rebalancer.fullname" .root }}-policy
+{{- end -}}

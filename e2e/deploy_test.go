@@ -1,0 +1,483 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+)
+
+// deploy/'s end-to-end tests: the kustomize base and overlays and the Helm chart (default values)
+// are rendered with the real tools (built by hack/build-tools.sh into the tool cache), checked for
+// least privilege and the container's hardening, applied with server-side apply and read back;
+// then the ServiceAccount they create, through a kubeconfig holding a token from the TokenRequest
+// API, runs the post-scale-down scenario to compliance and is refused what it must not do.
+
+// Versions and locations of the rendering tools (hack/build-tools.sh builds them; the Makefile
+// exports the directories).
+const (
+	kustomizeVersion = "v5.8.1"
+	helmVersion      = "v3.22.0"
+)
+
+// tool returns the path of a rendering tool: $<env>/name, else the tool cache's
+// name-version/name. It fails the test, naming the command that builds it, when it is missing.
+func tool(t *testing.T, name, env, version string) string {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		cache := os.Getenv("REBALANCER_TOOLS_CACHE")
+		if cache == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cache = filepath.Join(base, "redis-rebalancer")
+		}
+		dir = filepath.Join(cache, name+"-"+version)
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s: %v; build it with `make tools` (./hack/build-tools.sh %s)", name, err, name)
+	}
+	return p
+}
+
+// repoPath returns a path relative to the repository root (the e2e package is one level down).
+func repoPath(rel string) string { return filepath.Join("..", filepath.FromSlash(rel)) }
+
+// render runs a rendering tool and decodes its multi-document YAML output.
+func render(t *testing.T, bin string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, errOut.String())
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(&out, 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatalf("decode %s output: %v", filepath.Base(bin), err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+// rendering is one thing deploy/ offers, rendered.
+type rendering struct {
+	name string
+	objs []*unstructured.Unstructured
+}
+
+func (r rendering) kinds() []string {
+	var ks []string
+	for _, o := range r.objs {
+		ks = append(ks, o.GetKind()+"/"+o.GetName())
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// renderAll renders the kustomize base and each overlay, and the Helm chart with its default
+// values (release helmRelease in helmNamespace).
+func renderAll(t *testing.T, helmRelease, helmNamespace string) []rendering {
+	kustomize := tool(t, "kustomize", "KUSTOMIZE_BIN_DIR", kustomizeVersion)
+	helm := tool(t, "helm", "HELM_BIN_DIR", helmVersion)
+	var rs []rendering
+	for _, k := range []string{"base", "overlays/cronjob", "overlays/job", "overlays/deployment"} {
+		rs = append(rs, rendering{name: "kustomize " + k, objs: render(t, kustomize, "build", repoPath("deploy/"+k))})
+	}
+	rs = append(rs, rendering{name: "helm (defaults)", objs: render(t, helm, "template", helmRelease, repoPath("deploy/helm/redis-rebalancer"), "--namespace", helmNamespace)})
+	return rs
+}
+
+// wantClusterRules are the ClusterRole's rules: least privilege for a pass.
+var wantClusterRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
+	{APIGroups: []string{""}, Resources: []string{"nodes", "persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+}
+
+func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	var v T
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &v); err != nil {
+		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return &v
+}
+
+// checkRendering checks one rendering's RBAC and workloads: the ClusterRole's rules are exactly
+// wantClusterRules; every Role grants either a Secret by name (get only) or the Lease (and the
+// Lease only where serve runs); every pod runs as non-root with a read-only root filesystem, no
+// capabilities, seccomp RuntimeDefault; the CronJob never runs two passes at once.
+func checkRendering(t *testing.T, r rendering) {
+	t.Helper()
+	serve := false
+	for _, o := range r.objs {
+		if o.GetKind() == "Deployment" {
+			serve = true
+		}
+	}
+	leaseRole := false
+	for _, o := range r.objs {
+		switch o.GetKind() {
+		case "ClusterRole":
+			cr := convert[rbacv1.ClusterRole](t, o)
+			if diff := cmp.Diff(wantClusterRules, cr.Rules); diff != "" {
+				t.Errorf("%s: ClusterRole %s rules (-want +got):\n%s", r.name, cr.Name, diff)
+			}
+		case "Role":
+			role := convert[rbacv1.Role](t, o)
+			for _, rule := range role.Rules {
+				switch {
+				case slices.Equal(rule.Resources, []string{"secrets"}):
+					if len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get"}) {
+						t.Errorf("%s: Role %s: secrets must be get by one resourceName, got %+v", r.name, role.Name, rule)
+					}
+				case slices.Equal(rule.Resources, []string{"leases"}) && slices.Equal(rule.APIGroups, []string{"coordination.k8s.io"}):
+					leaseRole = true
+					if !slices.Equal(rule.Verbs, []string{"create"}) && (len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get", "update"})) {
+						t.Errorf("%s: Role %s: leases must be create, or get/update by name, got %+v", r.name, role.Name, rule)
+					}
+				default:
+					t.Errorf("%s: Role %s grants %+v", r.name, role.Name, rule)
+				}
+			}
+		}
+		for _, spec := range podSpecs(t, o) {
+			checkPod(t, r.name+" "+o.GetKind(), spec)
+		}
+		switch o.GetKind() {
+		case "ConfigMap":
+			data, _, _ := unstructured.NestedString(o.Object, "data", "policy.yaml")
+			if _, err := v1alpha1.Decode([]byte(data)); err != nil {
+				t.Errorf("%s: ConfigMap %s: the policy does not load: %v", r.name, o.GetName(), err)
+			}
+		case "CronJob":
+			cj := convert[batchv1.CronJob](t, o)
+			if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || cj.Spec.StartingDeadlineSeconds == nil ||
+				cj.Spec.SuccessfulJobsHistoryLimit == nil || cj.Spec.FailedJobsHistoryLimit == nil || cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds == nil {
+				t.Errorf("%s: CronJob %s: want concurrencyPolicy Forbid, startingDeadlineSeconds, both history limits and the Job's activeDeadlineSeconds; got %+v", r.name, cj.Name, cj.Spec)
+			}
+		case "Deployment":
+			d := convert[appsv1.Deployment](t, o)
+			if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 || !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--leader-elect=true") {
+				t.Errorf("%s: Deployment %s: want 2 replicas and --leader-elect=true, got replicas %v, args %v", r.name, d.Name, d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Args)
+			}
+		}
+	}
+	if leaseRole != serve {
+		t.Errorf("%s: a Lease Role: %v; a Deployment (serve): %v. The Lease is for serve only", r.name, leaseRole, serve)
+	}
+}
+
+// podSpecs returns the pod specs of a workload (Deployment, Job, CronJob).
+func podSpecs(t *testing.T, o *unstructured.Unstructured) []corev1.PodSpec {
+	var path []string
+	switch o.GetKind() {
+	case "Deployment", "Job":
+		path = []string{"spec", "template", "spec"}
+	case "CronJob":
+		path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+	default:
+		return nil
+	}
+	m, _, _ := unstructured.NestedMap(o.Object, path...)
+	return []corev1.PodSpec{*convert[corev1.PodSpec](t, &unstructured.Unstructured{Object: m})}
+}
+
+func checkPod(t *testing.T, what string, spec corev1.PodSpec) {
+	t.Helper()
+	psc := spec.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: pod securityContext %+v: want runAsNonRoot and seccomp RuntimeDefault", what, psc)
+	}
+	if psc != nil && (psc.RunAsUser == nil || *psc.RunAsUser == 0) {
+		t.Errorf("%s: pod runs as user %v", what, psc.RunAsUser)
+	}
+	for _, c := range spec.Containers {
+		sc := c.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
+			t.Errorf("%s: container %s securityContext %+v: want a read-only root filesystem, no privilege escalation, every capability dropped", what, c.Name, sc)
+		}
+		if c.Resources.Requests == nil || c.Resources.Limits == nil {
+			t.Errorf("%s: container %s has no resources", what, c.Name)
+		}
+	}
+}
+
+// applier applies objects with server-side apply.
+type applier struct {
+	dyn    dynamic.Interface
+	mapper meta.RESTMapper
+}
+
+func newApplier(t *testing.T, env *harness.Env) *applier {
+	cfg := env.Cluster.RESTConfig()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &applier{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(env.Client().Discovery()))}
+}
+
+// apply applies objs as manager and reads each back.
+func (a *applier) apply(ctx context.Context, manager string, objs []*unstructured.Unstructured) error {
+	var errs []error
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", gvk.Kind, o.GetName(), err))
+			continue
+		}
+		var ri dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = a.dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: manager}); err != nil {
+			errs = append(errs, fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, o.GetNamespace(), o.GetName(), err))
+			continue
+		}
+		if _, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("read back %s %s/%s: %w", gvk.Kind, o.GetNamespace(), o.GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// serviceAccountKubeconfig writes a kubeconfig holding a token of the ServiceAccount ns/name
+// (TokenRequest API) for the bed's API server, and returns its path and a client.
+func serviceAccountKubeconfig(t *testing.T, env *harness.Env, ns, name string) (string, kubernetes.Interface) {
+	t.Helper()
+	tr, err := env.Client().CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s/%s: %v", ns, name, err)
+	}
+	admin := env.Cluster.RESTConfig()
+	ca := admin.TLSClientConfig.CAData
+	if len(ca) == 0 {
+		if ca, err = os.ReadFile(admin.TLSClientConfig.CAFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["bed"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: ca}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "bed", AuthInfo: name}
+	kc.CurrentContext = name
+	path := filepath.Join(t.TempDir(), "sa.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, client
+}
+
+// TestDeploy renders deploy/ (kustomize base and overlays, Helm chart with default values),
+// checks least privilege and hardening, applies every rendering with server-side apply, then runs
+// the post-scale-down scenario to compliance as the kustomize ServiceAccount (a TokenRequest
+// token in a kubeconfig), and checks what that identity is refused and the Events on the moved
+// pod.
+func TestDeploy(t *testing.T) {
+	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, false)
+	ctx := t.Context()
+	const helmRelease, helmNamespace = "redis-rebalancer-helm", "redis-rebalancer-helm"
+	rs := renderAll(t, helmRelease, helmNamespace)
+	for _, r := range rs {
+		t.Logf("%s: %s", r.name, strings.Join(r.kinds(), ", "))
+		checkRendering(t, r)
+	}
+
+	// The Redis password's Secret lives in namespace "redis" in the renderings (the Role there);
+	// the chart's release namespace is created by helm install, not by the chart.
+	for _, ns := range []string{"redis", helmNamespace} {
+		if _, err := f.Cluster.Namespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := newApplier(t, f.Env)
+	for _, r := range rs {
+		manager := "e2e-kustomize"
+		if strings.HasPrefix(r.name, "helm") {
+			manager = "e2e-helm"
+		}
+		if err := a.apply(ctx, manager, r.objs); err != nil {
+			t.Fatalf("%s: server-side apply: %v", r.name, err)
+		}
+		t.Logf("%s: %d objects applied (server-side) and read back", r.name, len(r.objs))
+	}
+
+	// The Secret the Role names, and another one.
+	for _, name := range []string{"redis-password", "other-secret"} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "redis"}, StringData: map[string]string{"redis-password": "x"}}
+		if _, err := f.Client().CoreV1().Secrets("redis").Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	kubeconfig, sa := serviceAccountKubeconfig(t, f.Env, "redis-rebalancer", "redis-rebalancer")
+
+	// What the identity may and may not do (SelfSubjectAccessReview), then real requests.
+	for _, c := range []struct {
+		attr    authorizationv1.ResourceAttributes
+		allowed bool
+	}{
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "delete", Resource: "pods"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "deletecollection", Resource: "pods"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "list", Resource: "secrets"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "get", Resource: "secrets", Name: "other-secret"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "get", Resource: "secrets", Name: "redis-password"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "watch", Resource: "secrets", Name: "redis-password"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "get", Resource: "secrets", Name: "redis-password"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "pods", Subresource: "eviction"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "update", Resource: "statefulsets", Group: "apps"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "events", Group: "events.k8s.io"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
+		// The Lease: in the rebalancer's namespace only (the deployment overlay's Role), by name.
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "leases", Group: "coordination.k8s.io"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "create", Resource: "leases", Group: "coordination.k8s.io"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "kube-scheduler"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "delete", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, false},
+	} {
+		review, err := sa.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &c.attr},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if review.Status.Allowed != c.allowed {
+			t.Errorf("SelfSubjectAccessReview %+v: allowed %v, want %v (%s)", c.attr, review.Status.Allowed, c.allowed, review.Status.Reason)
+		}
+	}
+	pods, err := sa.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("the ServiceAccount lists no pods: %v", err)
+	}
+	for _, c := range []struct {
+		what string
+		do   func() error
+	}{
+		{"pods delete", func() error {
+			return sa.CoreV1().Pods(f.Namespace).Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		}},
+		{"secrets list", func() error { _, err := sa.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); return err }},
+		{"secrets list in redis", func() error { _, err := sa.CoreV1().Secrets("redis").List(ctx, metav1.ListOptions{}); return err }},
+		{"get secret redis/other-secret", func() error {
+			_, err := sa.CoreV1().Secrets("redis").Get(ctx, "other-secret", metav1.GetOptions{})
+			return err
+		}},
+	} {
+		if err := c.do(); !apierrors.IsForbidden(err) {
+			t.Errorf("%s as the ServiceAccount: %v, want Forbidden", c.what, err)
+		}
+	}
+	if _, err := sa.CoreV1().Secrets("redis").Get(ctx, "redis-password", metav1.GetOptions{}); err != nil {
+		t.Errorf("get secret redis/redis-password as the ServiceAccount: %v, want it read", err)
+	}
+
+	// The whole scenario as the ServiceAccount (a later --kubeconfig wins).
+	run := startCLI(t, nil, runArgs(f.Env, "--kubeconfig", kubeconfig)...)
+	code := run.wait(4 * time.Minute)
+	rep := run.report()
+	assertExit(t, code, cli.ExitOK, run)
+	cr := onlyCluster(t, rep)
+	if !cr.Compliant {
+		t.Errorf("not compliant at the end: stopped by %s: %s", cr.StoppedBy, cr.Stopped)
+	}
+	var moved []string
+	failedOver := ""
+	for _, m := range cr.Moves {
+		if m.Evicted {
+			moved = append(moved, m.Pod)
+		}
+		if m.Failover != nil {
+			failedOver = m.Failover.OldMaster
+		}
+	}
+	if len(moved) == 0 || failedOver == "" {
+		t.Fatalf("the run evicted %v and failed over %q; the scenario needs both", moved, failedOver)
+	}
+	f.finish(t)
+
+	// The Events on the moved pod: the failover (ours) and the eviction (the PodEvictor's).
+	pod := moved[0][strings.Index(moved[0], "/")+1:]
+	want := map[string]bool{execute.ReasonFailover: false, execute.EvictionStrategy: false}
+	if pod != failedOver {
+		delete(want, execute.ReasonFailover)
+	}
+	evs, err := f.Client().EventsV1().Events(f.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=" + pod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		t.Logf("event on %s: %s %s %s (%s): %s", pod, e.Type, e.Reason, e.Action, e.ReportingController, e.Note)
+		if _, ok := want[e.Reason]; ok && e.ReportingController == execute.EventSource {
+			want[e.Reason] = true
+		}
+	}
+	for reason, seen := range want {
+		if !seen {
+			t.Errorf("no %s event from %s on pod %s", reason, execute.EventSource, pod)
+		}
+	}
+}

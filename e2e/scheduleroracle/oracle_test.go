@@ -1,0 +1,360 @@
+// Package scheduleroracle checks the feasibility filter (policies: Cluster.Explain, FitReport)
+// against the kube-scheduler binary itself (issue 12, item 9), on a local control plane of its
+// own (e2e/localcluster, pod network 127.61): random small placements with zones, nodes without
+// a zone, taints, cordons, CPU requests, bound and Pending pods, spread constraints and
+// (anti-)affinity; then, for each pod the scheduler is asked to place, the filter's verdict on
+// the state the scheduler sees must agree with what the scheduler does: a pod it binds is bound to
+// a node the filter allows, and a pod it leaves Pending has a FailedScheduling message whose
+// per-reason node counts are the filter's.
+//
+// policies/oracle_test.go checks the filter against a port of kube-scheduler's plugin code; this
+// test checks it, and the whole path from the API objects (observe.ReadSnapshot, trimming
+// included) to the verdict, against the scheduler itself.
+package scheduleroracle
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+)
+
+// Size of the test: cases are placements, each on nodes of its own (nodes are deleted after
+// their case: the local cluster hands out at most 254 pod CIDRs).
+const (
+	cases         = 32
+	podNetwork    = "127.61"
+	labelApp      = "app"
+	taintKey      = "dedicated"
+	decisionWait  = 30 * time.Second
+	pollInterval  = 50 * time.Millisecond
+	unscheduledBy = "no-scheduler" // a scheduler name nothing serves: the pod stays Pending
+)
+
+// TestFilterAgreesWithKubeScheduler runs the random placements (see the package doc).
+func TestFilterAgreesWithKubeScheduler(t *testing.T) {
+	c := localcluster.StartForTest(t, localcluster.Config{PodNetwork: podNetwork})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	var bound, pending int
+	for i := range cases {
+		b, p := runCase(ctx, t, c, i)
+		bound += b
+		pending += p
+	}
+	t.Logf("%d placements: %d pods bound by kube-scheduler on a node the filter allows, %d left Pending with the filter's reasons and counts", cases, bound, pending)
+	if bound == 0 || pending == 0 {
+		t.Errorf("the placements gave %d bound and %d Pending pods; both outcomes must be checked", bound, pending)
+	}
+}
+
+// runCase builds placement i (seeded by i), asks kube-scheduler to place its incoming pods one
+// by one, checks each outcome against the filter, and deletes the case's nodes. It returns how
+// many pods the scheduler bound and how many it left Pending.
+func runCase(ctx context.Context, t *testing.T, c *localcluster.Cluster, i int) (bound, pending int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(i), 12))
+	ns := fmt.Sprintf("case-%02d", i)
+	cluster := ns // the Redis cluster label's value: every pod of the case is a member
+	if _, err := c.Namespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	// Nodes: 3–6, 1–3 zones (sometimes a node without a zone), some tainted, some cordoned,
+	// 1–4 CPUs.
+	zones := 1 + rng.IntN(3)
+	nodes := make([]string, 3+rng.IntN(4))
+	var desc []string
+	for k := range nodes {
+		spec := localcluster.NodeSpec{Name: fmt.Sprintf("c%02d-n%d", i, k), CPU: strconv.Itoa(1 + rng.IntN(4))}
+		if rng.IntN(8) > 0 {
+			spec.Zone = fmt.Sprintf("zone-%c", 'a'+rng.IntN(zones))
+		}
+		if rng.IntN(5) == 0 {
+			spec.Taints = []corev1.Taint{{Key: taintKey, Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+		}
+		spec.Unschedulable = rng.IntN(7) == 0
+		if _, err := c.AddNode(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		nodes[k] = spec.Name
+		desc = append(desc, fmt.Sprintf("%s(zone %q, cpu %s, tainted %t, cordoned %t)", spec.Name, spec.Zone, spec.CPU, len(spec.Taints) > 0, spec.Unschedulable))
+	}
+	t.Logf("case %d: nodes %s", i, strings.Join(desc, ", "))
+	defer func() {
+		for _, n := range nodes {
+			if err := c.DeleteNode(context.WithoutCancel(ctx), n); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	client := c.Client().CoreV1().Pods(ns)
+	// Existing pods: bound by name to random nodes (as a controller's earlier placement), some
+	// with anti-affinity of their own; and a Pending one no scheduler serves.
+	for k := range rng.IntN(7) {
+		p := randomPod(rng, ns, fmt.Sprintf("old-%d", k), cluster)
+		p.Spec.NodeName = nodes[rng.IntN(len(nodes))]
+		p.Spec.TopologySpreadConstraints = nil // only checked when a pod is scheduled
+		if _, err := client.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rng.IntN(2) == 0 {
+		p := randomPod(rng, ns, "waiting", cluster)
+		p.Spec.SchedulerName = unscheduledBy
+		if _, err := client.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := waitRunning(ctx, c, ns); err != nil {
+		t.Fatal(err)
+	}
+	// Incoming pods, one at a time: the filter's verdict on the state the scheduler sees, then
+	// the scheduler's decision.
+	for k := range 2 + rng.IntN(3) {
+		p := randomPod(rng, ns, fmt.Sprintf("new-%d", k), cluster)
+		want := verdict(ctx, t, c, p)
+		if _, err := client.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		node, msg, err := decision(ctx, c, ns, p.Name)
+		if err != nil {
+			t.Fatalf("case %d pod %s: %v", i, p.Name, err)
+		}
+		switch {
+		case node != "":
+			bound++
+			if !contains(want.Fits, node) {
+				t.Errorf("case %d pod %s (%s): kube-scheduler bound it to %s, the filter allows only %v (rejects %v)", i, p.Name, describe(p), node, want.Fits, want.Rejected)
+			}
+		default:
+			pending++
+			got, total, err := parseFailedScheduling(msg)
+			if err != nil {
+				t.Errorf("case %d pod %s: %v", i, p.Name, err)
+				break
+			}
+			wantCounts := map[string]int{}
+			for reason, ns := range want.Rejected {
+				wantCounts[reason] = len(ns)
+			}
+			if diff := cmp.Diff(wantCounts, got); diff != "" || total != len(want.Fits)+len(nodesOf(want)) || len(want.Fits) > 0 {
+				t.Errorf("case %d pod %s (%s): kube-scheduler left it Pending: %q\nthe filter: %s\nreason counts (-filter +scheduler):\n%s", i, p.Name, describe(p), msg, want.Summary(), diff)
+			}
+			// Out of the way: a Pending pod the scheduler retries must not change the next
+			// pod's state.
+			if err := client.Delete(ctx, p.Name, *metav1.NewDeleteOptions(0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return bound, pending
+}
+
+// randomPod returns a pod of the case's Redis cluster tolerating kwok's taint, with random
+// labels (app a or b), CPU request, toleration of the case taint, zone affinity, spread
+// constraints and (anti-)affinity.
+func randomPod(rng *rand.Rand, ns, name, cluster string) *corev1.Pod {
+	app := []string{"a", "b"}[rng.IntN(2)]
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{labelApp: "a"}}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			policies.DefaultClusterLabel: cluster, labelApp: app,
+		}},
+		Spec: corev1.PodSpec{
+			Tolerations: []corev1.Toleration{fixture.KwokToleration()},
+			Containers:  []corev1.Container{{Name: "c", Image: "fake"}},
+		},
+	}
+	if cpu := []string{"", "", "500m", "1", "1500m"}[rng.IntN(5)]; cpu != "" {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	}
+	if rng.IntN(3) == 0 {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: taintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+	}
+	aff := &corev1.Affinity{}
+	if rng.IntN(4) == 0 {
+		aff.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a", []string{"zone-b", "zone-c"}[rng.IntN(2)]},
+			}}}},
+		}}
+	}
+	keys := []string{corev1.LabelHostname, corev1.LabelTopologyZone}
+	switch rng.IntN(4) {
+	case 0:
+		aff.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: sel, TopologyKey: keys[rng.IntN(2)],
+		}}}
+	case 1:
+		aff.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{labelApp: "b"}}, TopologyKey: keys[rng.IntN(2)],
+		}}}
+	}
+	if aff.NodeAffinity != nil || aff.PodAffinity != nil || aff.PodAntiAffinity != nil {
+		p.Spec.Affinity = aff
+	}
+	if rng.IntN(2) == 0 {
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: int32(1 + rng.IntN(2)), TopologyKey: keys[rng.IntN(2)], WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel,
+		}}
+	}
+	return p
+}
+
+// describe summarises a pod's scheduling constraints for failure messages.
+func describe(p *corev1.Pod) string {
+	var parts []string
+	parts = append(parts, "app="+p.Labels[labelApp])
+	if r := p.Spec.Containers[0].Resources.Requests.Cpu(); !r.IsZero() {
+		parts = append(parts, "cpu "+r.String())
+	}
+	if len(p.Spec.Tolerations) > 1 {
+		parts = append(parts, "tolerates "+taintKey)
+	}
+	if a := p.Spec.Affinity; a != nil {
+		if a.NodeAffinity != nil {
+			parts = append(parts, fmt.Sprintf("zones %v", a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values))
+		}
+		if a.PodAntiAffinity != nil {
+			parts = append(parts, "anti-affinity app=a on "+a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey)
+		}
+		if a.PodAffinity != nil {
+			parts = append(parts, "affinity app=b on "+a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey)
+		}
+	}
+	for _, s := range p.Spec.TopologySpreadConstraints {
+		parts = append(parts, fmt.Sprintf("spread app=a on %s maxSkew %d", s.TopologyKey, s.MaxSkew))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// verdict reads the cluster as the scheduler sees it (observe.ReadSnapshot: every node and pod),
+// adds p as a Pending pod, and returns the filter's report for p.
+func verdict(ctx context.Context, t *testing.T, c *localcluster.Cluster, p *corev1.Pod) policies.FitReport {
+	t.Helper()
+	snap, err := observe.ReadSnapshot(ctx, c.Client(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := p.DeepCopy()
+	pending.Status.Phase = corev1.PodPending
+	snap.Pods = append(snap.Pods, pending)
+	m, err := policies.Build(snap, policies.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range m.Clusters {
+		if cl.Namespace != p.Namespace {
+			continue
+		}
+		for k, mem := range cl.Members {
+			if mem.Pod.Name == p.Name {
+				return cl.Explain(cl.Current(), k)
+			}
+		}
+	}
+	t.Fatalf("pod %s/%s is no member of the model's clusters", p.Namespace, p.Name)
+	return policies.FitReport{}
+}
+
+// decision waits until kube-scheduler has bound the pod (its node) or marked it unschedulable
+// (its PodScheduled condition's message).
+func decision(ctx context.Context, c *localcluster.Cluster, ns, name string) (node, msg string, err error) {
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, decisionWait, true, func(ctx context.Context) (bool, error) {
+		p, err := c.Client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if p.Spec.NodeName != "" {
+			node = p.Spec.NodeName
+			return true, nil
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+				msg = cond.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("no scheduling decision after %v: %w", decisionWait, err)
+	}
+	return node, msg, nil
+}
+
+// waitRunning waits until every bound pod of ns is Running (kwok has started it), so that the
+// scheduler's cache holds them before the next pod is scheduled.
+func waitRunning(ctx context.Context, c *localcluster.Cluster, ns string) error {
+	return wait.PollUntilContextTimeout(ctx, pollInterval, decisionWait, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// failedScheduling matches kube-scheduler's FailedScheduling message up to the end of its filter
+// part: "0/6 nodes are available: 1 node(s) had untolerated taint(s), 5 node(s) ... . " (the
+// notes of other plugins and of preemption follow).
+var failedScheduling = regexp.MustCompile(`^0/(\d+) nodes are available: (.*?)\.(?: |$)`)
+
+// parseFailedScheduling returns the node count per reason of a FailedScheduling message, and the
+// number of nodes it speaks of.
+func parseFailedScheduling(msg string) (map[string]int, int, error) {
+	m := failedScheduling.FindStringSubmatch(msg)
+	if m == nil {
+		return nil, 0, fmt.Errorf("unexpected FailedScheduling message %q", msg)
+	}
+	total, _ := strconv.Atoi(m[1])
+	out := map[string]int{}
+	for _, part := range strings.Split(m[2], ", ") {
+		n, reason, ok := strings.Cut(part, " ")
+		count, err := strconv.Atoi(n)
+		if !ok || err != nil {
+			return nil, 0, fmt.Errorf("FailedScheduling message %q: cannot read %q", msg, part)
+		}
+		out[reason] += count
+	}
+	return out, total, nil
+}
+
+func nodesOf(r policies.FitReport) []string {
+	var out []string
+	for _, ns := range r.Rejected {
+		out = append(out, ns...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestGeneratedFilesAreCurrent fails when docs/policy.md or api/v1alpha1/zz_generated.default.yaml
+// differ from what gendocs writes from the current types, doc comments, defaults and flags.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := generate(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range files {
+		got, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Errorf("%v: run `make generate`", err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run `make generate` (go generate ./api/v1alpha1)", name)
+		}
+	}
+}
+
+// TestRunbookNamesEveryStop checks that docs/runbook.md has a table row for every value of a
+// run report's stoppedBy (the Step… and Stopped… constants of rebalancer/report): a new way to
+// stop needs its entry there.
+func TestRunbookNamesEveryStop(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "../../rebalancer/report/run.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runbook, err := os.ReadFile("../../docs/runbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if !strings.HasPrefix(name.Name, "Step") && !strings.HasPrefix(name.Name, "Stopped") {
+					continue
+				}
+				n++
+				v, _ := strconv.Unquote(vs.Values[i].(*ast.BasicLit).Value)
+				if !regexp.MustCompile("(?m)^\\| [^|]*`" + v + "`[^|]*\\|").Match(runbook) {
+					t.Errorf("docs/runbook.md has no row for stoppedBy %q (report.%s)", v, name.Name)
+				}
+			}
+		}
+	}
+	if n < 16 {
+		t.Errorf("found %d stoppedBy values in rebalancer/report/run.go, want at least 16", n)
+	}
+}

@@ -1,0 +1,126 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+)
+
+// TestMetrics feeds the metrics what one pass with one move tells them and checks every series
+// the pass set, then that a second pass replaces the cluster's violation gauges and the last
+// outcome.
+func TestMetrics(t *testing.T) {
+	m := New("v1.2.3")
+	m.Step("redis/a", report.Step{Name: report.StepFailover, Outcome: report.OutcomeContinue, Seconds: 0.05})
+	m.Step("redis/a", report.Step{Name: report.StepRecreate, Outcome: report.OutcomeContinue, Seconds: 3})
+	m.Failover("redis/a", execute.FailoverSucceeded)
+	m.Eviction("redis/a", execute.EvictionEvicted)
+	m.Move("redis/a", report.Move{Outcome: report.OutcomeContinue})
+	m.Move("redis/a", report.Move{Outcome: report.OutcomeSkip})
+	m.Cluster(report.ClusterRun{Namespace: "redis", Name: "a",
+		Before: []policies.Violation{{Rule: policies.MaxPodsPerNode}, {Rule: policies.MaxPodsPerNode}, {Rule: policies.NodeSpread, Soft: true}},
+		After:  []policies.Violation{{Rule: policies.NodeSpread, Soft: true}},
+	})
+	end := time.Date(2026, 3, 10, 2, 30, 0, 0, time.UTC)
+	m.RunDone(end, 12*time.Second, OutcomeCompliant)
+	m.SetLeader(true)
+
+	want := `
+# HELP redis_rebalancer_evictions_total Evictions tried through the policy/v1 Eviction API, by result: evicted, refused (a PodDisruptionBudget or an eviction limit), failed.
+# TYPE redis_rebalancer_evictions_total counter
+redis_rebalancer_evictions_total{result="evicted"} 1
+# HELP redis_rebalancer_failovers_total Failovers of a master tried before its eviction, by result: succeeded (verified), refused (by Redis), failed (not verified in time, or Redis did not answer).
+# TYPE redis_rebalancer_failovers_total counter
+redis_rebalancer_failovers_total{result="succeeded"} 1
+# HELP redis_rebalancer_moves_total Moves tried, by result: done (every step continued), skipped (a safety check said no), aborted (an error).
+# TYPE redis_rebalancer_moves_total counter
+redis_rebalancer_moves_total{result="done"} 1
+redis_rebalancer_moves_total{result="skipped"} 1
+# HELP redis_rebalancer_last_run_outcome The last pass's outcome: 1 for it, 0 for the other outcomes.
+# TYPE redis_rebalancer_last_run_outcome gauge
+redis_rebalancer_last_run_outcome{outcome="compliant"} 1
+redis_rebalancer_last_run_outcome{outcome="error"} 0
+redis_rebalancer_last_run_outcome{outcome="outside_window"} 0
+redis_rebalancer_last_run_outcome{outcome="violations"} 0
+# HELP redis_rebalancer_last_run_timestamp_seconds When the last pass ended (Unix time, seconds).
+# TYPE redis_rebalancer_last_run_timestamp_seconds gauge
+redis_rebalancer_last_run_timestamp_seconds 1.7731098e+09
+# HELP redis_rebalancer_last_run_duration_seconds How long the last pass took (seconds).
+# TYPE redis_rebalancer_last_run_duration_seconds gauge
+redis_rebalancer_last_run_duration_seconds 12
+# HELP redis_rebalancer_runs_total Passes made, by outcome (compliant, violations, outside_window, error).
+# TYPE redis_rebalancer_runs_total counter
+redis_rebalancer_runs_total{outcome="compliant"} 1
+# HELP redis_rebalancer_leader 1 while this process holds the leader election's Lease (only the leader acts), else 0.
+# TYPE redis_rebalancer_leader gauge
+redis_rebalancer_leader 1
+`
+	names := []string{"redis_rebalancer_evictions_total", "redis_rebalancer_failovers_total", "redis_rebalancer_moves_total",
+		"redis_rebalancer_last_run_outcome", "redis_rebalancer_last_run_timestamp_seconds", "redis_rebalancer_last_run_duration_seconds",
+		"redis_rebalancer_runs_total", "redis_rebalancer_leader"}
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+
+	for _, tc := range []struct {
+		rule, phase string
+		want        float64
+	}{
+		{"MaxPodsPerNode", "before", 2}, {"NodeSpread", "before", 1}, {"ShardSeparation", "before", 0},
+		{"MaxPodsPerNode", "after", 0}, {"NodeSpread", "after", 1},
+	} {
+		if got := testutil.ToFloat64(m.violations.WithLabelValues("redis", "a", tc.rule, tc.phase)); got != tc.want {
+			t.Errorf("violations{rule=%s,phase=%s} = %v, want %v", tc.rule, tc.phase, got, tc.want)
+		}
+	}
+	if got := testutil.CollectAndCount(m.stepSeconds); got != 2 {
+		t.Errorf("step histogram series = %d, want 2 (failover, recreate)", got)
+	}
+	if got := testutil.CollectAndCount(m.violations); got != 2*len(rules) {
+		t.Errorf("violation series = %d, want %d", got, 2*len(rules))
+	}
+
+	// A second pass: the gauges follow it.
+	m.Cluster(report.ClusterRun{Namespace: "redis", Name: "a"})
+	m.RunDone(end.Add(time.Minute), time.Second, OutcomeError)
+	if got := testutil.ToFloat64(m.violations.WithLabelValues("redis", "a", "MaxPodsPerNode", "before")); got != 0 {
+		t.Errorf("violations after the second pass = %v, want 0", got)
+	}
+	got := map[string]float64{}
+	for _, o := range Outcomes {
+		got[string(o)] = testutil.ToFloat64(m.lastOutcome.WithLabelValues(string(o)))
+	}
+	if diff := cmp.Diff(map[string]float64{"compliant": 0, "error": 1, "violations": 0, "outside_window": 0}, got); diff != "" {
+		t.Errorf("last outcome (-want +got):\n%s", diff)
+	}
+}
+
+// TestHandler serves the metrics over HTTP: build_info and the Go collector's series are there.
+func TestHandler(t *testing.T) {
+	m := New("v9")
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body strings.Builder
+	if _, err := io.Copy(&body, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`redis_rebalancer_build_info{goversion="go`, `version="v9"} 1`, "go_goroutines", `redis_rebalancer_last_run_outcome{outcome="compliant"} 0`} {
+		if !strings.Contains(body.String(), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}

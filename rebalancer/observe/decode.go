@@ -1,0 +1,488 @@
+package observe
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+)
+
+// ErrEmptyInput is DecodeSnapshot's error for input that holds no object: nothing, white space,
+// comments, or null documents (what `kubectl ... | redis-rebalancer check --snapshot -` reads
+// when kubectl fails).
+var ErrEmptyInput = errors.New("empty input")
+
+// DecodeSnapshot reads a snapshot from what `kubectl get nodes,pods,statefulsets,
+// poddisruptionbudgets,pvc,pv -A -o yaml` (or -o json) prints: a List, a stream of YAML
+// documents or JSON objects, or single objects, in any mix. Nodes, Pods, StatefulSets,
+// PodDisruptionBudgets, PersistentVolumeClaims and PersistentVolumes are kept, trimmed (see Trim);
+// other kinds are counted in skipped (by kind). An object with an "items" key is a list (its items
+// must be an array or null): each item is read by its own kind, or, when it has none, by the
+// list's kind without "List" (a PodList's items are Pods).
+//
+// The input is read as a stream: a List's items are cut out one at a time (yamlSplitter; for JSON,
+// encoding/json's token stream) and decoded and trimmed on every core (itemPool), so memory grows
+// with what the snapshot keeps, not with the size of the dump.
+//
+// Errors name the document and item: an object without kind, one that does not decode, and
+// ErrEmptyInput when the input holds no object at all.
+func DecodeSnapshot(r io.Reader) (snap *policies.Snapshot, skipped map[string]int, err error) {
+	d := &decoder{t: newTrimmer(), snap: &policies.Snapshot{}, skipped: map[string]int{}}
+	d.pool = newItemPool(d, runtime.GOMAXPROCS(0))
+	defer d.pool.close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	// Like apimachinery's GuessJSONStream, without its StreamReader (which keeps every byte read
+	// for a rewind this decoder never needs).
+	head, _ := br.Peek(4096)
+	if utilyaml.IsJSONBuffer(head) {
+		err = d.jsonStream(br)
+	} else {
+		err = d.yamlStream(br)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.objects == 0 {
+		return nil, nil, fmt.Errorf("snapshot: %w: no object in it (did the command that wrote it fail?)", ErrEmptyInput)
+	}
+	return d.snap, d.skipped, nil
+}
+
+// decoder holds what DecodeSnapshot has read so far.
+type decoder struct {
+	t       *trimmer
+	snap    *policies.Snapshot
+	skipped map[string]int
+	// objects counts the documents that are not null.
+	objects int
+	// pool decodes the items of lists (nil in its own workers' decoders).
+	pool *itemPool
+}
+
+// listHead is what decoder.value reads of an object before deciding what it is.
+type listHead struct {
+	Kind  string          `json:"kind"`
+	Items json.RawMessage `json:"items"`
+}
+
+// listItems returns the items of an object's "items" value: nil and false when there is none (not
+// a list), the array's elements (none for null) when it is a list, an error when it is something
+// else.
+func listItems(items json.RawMessage) ([]json.RawMessage, bool, error) {
+	if items == nil {
+		return nil, false, nil
+	}
+	var out []json.RawMessage
+	if err := json.Unmarshal(items, &out); err != nil {
+		return nil, true, errors.New("items is not a list")
+	}
+	return out, true, nil
+}
+
+// itemKind is the kind of a list's items that have none: the list's kind without "List"
+// ("" for a List, whose items must name their kind).
+func itemKind(listKind string) string {
+	if k, ok := strings.CutSuffix(listKind, "List"); ok {
+		return k
+	}
+	return ""
+}
+
+// errNeedsKind is decoder.value's answer for an item without kind when the list's kind is not
+// known yet (a JSON List may name its kind after its items).
+var errNeedsKind = errors.New("needs the list's kind")
+
+// value decodes one JSON object at where: a list (its items, recursively) or a single object.
+// defaultKind is the kind of an object that names none ("" when it must; with deferrable set,
+// such an object gives errNeedsKind instead of an error).
+func (d *decoder) value(raw []byte, defaultKind, where string, deferrable bool) error {
+	var h listHead
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return fmt.Errorf("snapshot: %s: %w", where, err)
+	}
+	kind := h.Kind
+	if kind == "" {
+		kind = defaultKind
+	}
+	if kind == "" {
+		if deferrable {
+			return errNeedsKind
+		}
+		return fmt.Errorf("snapshot: %s: no kind (is this kubectl -o yaml/json output?)", where)
+	}
+	items, list, err := listItems(h.Items)
+	if err != nil {
+		return fmt.Errorf("snapshot: %s: %w", where, err)
+	}
+	if !list {
+		return d.object(raw, kind, where)
+	}
+	for i, item := range items {
+		if err := d.value(item, itemKind(kind), fmt.Sprintf("%s item %d", where, i+1), false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// object decodes a single object of kind and keeps its trimmed copy (or counts it skipped).
+func (d *decoder) object(raw []byte, kind, where string) error {
+	decode := func(into any) error {
+		if err := json.Unmarshal(raw, into); err != nil {
+			return fmt.Errorf("snapshot: %s (%s): %w", where, kind, err)
+		}
+		return nil
+	}
+	switch kind {
+	case "Node":
+		o := &corev1.Node{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		d.snap.Nodes = append(d.snap.Nodes, d.t.node(o))
+	case "Pod":
+		o := &corev1.Pod{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		d.snap.Pods = append(d.snap.Pods, d.t.pod(o))
+	case "StatefulSet":
+		o := &appsv1.StatefulSet{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		d.snap.StatefulSets = append(d.snap.StatefulSets, d.t.statefulSet(o))
+	case "PodDisruptionBudget":
+		o := &policyv1.PodDisruptionBudget{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		d.snap.PodDisruptionBudgets = append(d.snap.PodDisruptionBudgets, d.t.podDisruptionBudget(o))
+	case "PersistentVolumeClaim":
+		o := &corev1.PersistentVolumeClaim{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		d.snap.PersistentVolumeClaims = append(d.snap.PersistentVolumeClaims, d.t.persistentVolumeClaim(o))
+	case "PersistentVolume":
+		o := &corev1.PersistentVolume{}
+		if err := decode(o); err != nil {
+			return err
+		}
+		d.snap.PersistentVolumes = append(d.snap.PersistentVolumes, d.t.persistentVolume(o))
+	default:
+		d.skipped[kind]++
+	}
+	return nil
+}
+
+// document decodes one whole document (JSON), skipping null ones.
+func (d *decoder) document(raw []byte, where string) error {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	d.objects++
+	return d.value(raw, "", where, false)
+}
+
+// pendingItems are a list's items that name no kind, read before the list's kind (JSON).
+type pendingItems struct {
+	raw   [][]byte
+	where []string
+}
+
+// finish decodes the kept items with the list's kind, now known.
+func (p *pendingItems) finish(d *decoder, listKind string) error {
+	for i, item := range p.raw {
+		if err := d.value(item, itemKind(listKind), p.where[i], false); err != nil {
+			return err
+		}
+	}
+	*p = pendingItems{}
+	return nil
+}
+
+// itemPool decodes and trims list items on several goroutines, each with its own trimmer, and
+// hands the results to its decoder in the order the items were read. At most a few items per
+// worker are in flight, so memory does not grow with the list.
+type itemPool struct {
+	d        *decoder
+	jobs     chan *itemJob
+	inFlight []*itemJob // in reading order
+	limit    int
+	wg       sync.WaitGroup
+	// pending are the items that wait for their list's kind.
+	pending pendingItems
+}
+
+// itemJob is one list item to decode.
+type itemJob struct {
+	// text is the item, YAML when isYAML, else JSON; listKind the list's kind when known.
+	text            []byte
+	isYAML          bool
+	listKind, where string
+	line            int
+	done            chan struct{}
+	// What the worker found: the trimmed objects and skipped kinds, or the item's JSON when it
+	// needs the list's kind, or an error.
+	part     *decoder
+	needKind bool
+	err      error
+}
+
+func newItemPool(d *decoder, workers int) *itemPool {
+	p := &itemPool{d: d, jobs: make(chan *itemJob, 2*workers), limit: 8 * workers}
+	for range workers {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			t := newTrimmer()
+			for j := range p.jobs {
+				j.run(t)
+				close(j.done)
+			}
+		}()
+	}
+	return p
+}
+
+// run decodes the item with trimmer t.
+func (j *itemJob) run(t *trimmer) {
+	j.part = &decoder{t: t, snap: &policies.Snapshot{}, skipped: map[string]int{}}
+	raw := j.text
+	if j.isYAML {
+		var err error
+		if raw, err = yaml.YAMLToJSON(j.text); err != nil {
+			j.err = fmt.Errorf("snapshot: %s (line %d): %w", j.where, j.line, err)
+			return
+		}
+	}
+	err := j.part.value(raw, itemKind(j.listKind), j.where, j.listKind == "")
+	if errors.Is(err, errNeedsKind) {
+		j.needKind, j.text = true, raw
+		return
+	}
+	j.err = err
+}
+
+// add queues an item; it returns the first error of the items read before it that is known.
+func (p *itemPool) add(j *itemJob) error {
+	j.done = make(chan struct{})
+	p.inFlight = append(p.inFlight, j)
+	p.jobs <- j
+	if len(p.inFlight) > p.limit {
+		return p.mergeOldest()
+	}
+	return nil
+}
+
+// mergeOldest waits for the oldest item in flight and keeps what it found.
+func (p *itemPool) mergeOldest() error {
+	j := p.inFlight[0]
+	p.inFlight[0] = nil
+	p.inFlight = p.inFlight[1:]
+	<-j.done
+	if j.err != nil {
+		return j.err
+	}
+	if j.needKind {
+		p.pending.raw, p.pending.where = append(p.pending.raw, j.text), append(p.pending.where, j.where)
+		return nil
+	}
+	p.d.merge(j.part)
+	return nil
+}
+
+// drain merges every item in flight.
+func (p *itemPool) drain() error {
+	for len(p.inFlight) > 0 {
+		if err := p.mergeOldest(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// close stops the workers (after the items in flight).
+func (p *itemPool) close() {
+	close(p.jobs)
+	p.wg.Wait()
+}
+
+// merge appends what part decoded.
+func (d *decoder) merge(part *decoder) {
+	s := part.snap
+	d.snap.Nodes = append(d.snap.Nodes, s.Nodes...)
+	d.snap.Pods = append(d.snap.Pods, s.Pods...)
+	d.snap.StatefulSets = append(d.snap.StatefulSets, s.StatefulSets...)
+	d.snap.PodDisruptionBudgets = append(d.snap.PodDisruptionBudgets, s.PodDisruptionBudgets...)
+	d.snap.PersistentVolumeClaims = append(d.snap.PersistentVolumeClaims, s.PersistentVolumeClaims...)
+	d.snap.PersistentVolumes = append(d.snap.PersistentVolumes, s.PersistentVolumes...)
+	for k, n := range part.skipped {
+		d.skipped[k] += n
+	}
+}
+
+// jsonStream decodes a stream of JSON values; the items of a top-level list one at a time.
+func (d *decoder) jsonStream(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	for doc := 1; ; doc++ {
+		where := fmt.Sprintf("document %d", doc)
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("snapshot: %s: %w", where, err)
+		}
+		if tok == nil {
+			continue // null
+		}
+		if delim, ok := tok.(json.Delim); !ok || delim != '{' {
+			return fmt.Errorf("snapshot: %s: want a JSON object, found %v", where, tok)
+		}
+		d.objects++
+		if err := d.jsonObject(dec, where); err != nil {
+			return err
+		}
+	}
+}
+
+// jsonObject decodes the rest of a top-level object whose "{" dec has read.
+func (d *decoder) jsonObject(dec *json.Decoder, where string) error {
+	fields := map[string]json.RawMessage{}
+	listKind := ""
+	list := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("snapshot: %s: %w", where, err)
+		}
+		key, _ := tok.(string)
+		if key == "items" && !list {
+			list = true
+			tok, err := dec.Token()
+			if err != nil {
+				return fmt.Errorf("snapshot: %s: items: %w", where, err)
+			}
+			if tok == nil {
+				continue // null: no items
+			}
+			if delim, ok := tok.(json.Delim); !ok || delim != '[' {
+				return fmt.Errorf("snapshot: %s: items is not a list", where)
+			}
+			for i := 1; dec.More(); i++ {
+				var item json.RawMessage
+				if err := dec.Decode(&item); err != nil {
+					return fmt.Errorf("snapshot: %s item %d: %w", where, i, err)
+				}
+				if err := d.pool.add(&itemJob{text: item, listKind: listKind, where: fmt.Sprintf("%s item %d", where, i)}); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil { // "]"
+				return fmt.Errorf("snapshot: %s: %w", where, err)
+			}
+			continue
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("snapshot: %s: %w", where, err)
+		}
+		fields[key] = raw
+		if key == "kind" {
+			_ = json.Unmarshal(raw, &listKind)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // "}"
+		return fmt.Errorf("snapshot: %s: %w", where, err)
+	}
+	if !list {
+		if err := d.pool.drain(); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(fields)
+		if err != nil {
+			return fmt.Errorf("snapshot: %s: %w", where, err)
+		}
+		return d.value(raw, "", where, false)
+	}
+	if err := d.pool.drain(); err != nil {
+		return err
+	}
+	if listKind == "" {
+		return fmt.Errorf("snapshot: %s: no kind (is this kubectl -o yaml/json output?)", where)
+	}
+	return d.pool.pending.finish(d, listKind)
+}
+
+// yamlStream decodes a YAML stream; the items of a List document one at a time (yamlSplitter).
+func (d *decoder) yamlStream(r *bufio.Reader) error {
+	s := newYAMLSplitter(r)
+	for {
+		p, err := s.next()
+		if errors.Is(err, io.EOF) {
+			return d.pool.drain()
+		}
+		if err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		where := fmt.Sprintf("document %d", p.doc)
+		switch {
+		case p.kind == pieceItem:
+			where = fmt.Sprintf("%s item %d", where, p.item)
+			if p.item == 1 {
+				d.objects++
+			}
+			if err := d.pool.add(&itemJob{text: p.text, isYAML: true, where: where, line: p.line}); err != nil {
+				return err
+			}
+		case p.item > 0:
+			// The head of a List whose items were read one by one: its kind is the items'.
+			if err := d.pool.drain(); err != nil {
+				return err
+			}
+			raw, err := yaml.YAMLToJSON(p.text)
+			if err != nil {
+				return fmt.Errorf("snapshot: %s: %w", where, err)
+			}
+			var h listHead
+			if err := json.Unmarshal(raw, &h); err != nil {
+				return fmt.Errorf("snapshot: %s: %w", where, err)
+			}
+			if h.Items != nil {
+				return fmt.Errorf("snapshot: %s: items given twice", where)
+			}
+			if h.Kind == "" {
+				return fmt.Errorf("snapshot: %s: no kind (is this kubectl -o yaml/json output?)", where)
+			}
+			if err := d.pool.pending.finish(d, h.Kind); err != nil {
+				return err
+			}
+		default:
+			if err := d.pool.drain(); err != nil {
+				return err
+			}
+			raw, err := yaml.YAMLToJSON(p.text)
+			if err != nil {
+				return fmt.Errorf("snapshot: %s: %w", where, err)
+			}
+			if err := d.document(raw, where); err != nil {
+				return err
+			}
+		}
+	}
+}

@@ -1,0 +1,370 @@
+package observe
+
+import (
+	"encoding/binary"
+	"maps"
+	"slices"
+	"unique"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+)
+
+// Trimming keeps what the model (policies.Build), the rules, the filter, the planner, the linter
+// and the executor read from an object, and nothing else. ReadSnapshot and DecodeSnapshot read
+// each object once, from a page of a LIST or from one item of a kubectl dump, and keep only its
+// trimmed copy, so a snapshot holds the model's input, not the API server's objects
+// (managedFields, container statuses, node images, kubectl's last-applied annotation and the
+// like are most of those).
+//
+// What each kind keeps (everything else is dropped):
+//
+//   - every object: name, namespace, UID, resourceVersion (the executor's eviction event refers
+//     to it), labels, owner references, creation and deletion timestamps;
+//   - Pod: spec.nodeName, nodeSelector, affinity, tolerations, topologySpreadConstraints,
+//     schedulerName, overhead and resources (pod level), the containers' and init containers'
+//     name, resources and restartPolicy (NodeResourcesFit's requests), the volumes' names and
+//     their persistentVolumeClaim or ephemeral source (VolumeBinding, VolumeZone); status.phase,
+//     podIP and conditions without their times;
+//   - Node: spec.unschedulable and taints; status.allocatable (status.capacity only when
+//     allocatable is missing);
+//   - StatefulSet: spec.replicas, selector and template (its labels, and its spec trimmed as a
+//     pod's); status.updateRevision and currentRevision;
+//   - PodDisruptionBudget: spec; status without conditions and disruptedPods;
+//   - PersistentVolumeClaim: spec.volumeName and storageClassName, status.phase;
+//   - PersistentVolume: spec.nodeAffinity, storageClassName and claimRef, status.phase (its
+//     labels carry the legacy zone labels VolumeZone reads).
+//
+// Trimmed objects of one snapshot share their equal parts: strings through the unique package,
+// and equal affinities, spread constraints, tolerations, containers, conditions, owner
+// references and label maps through a table keyed by their encoding, so 150,000 pods of a few
+// thousand workloads hold each of those once per workload. Snapshot objects are read, never
+// modified (policies.Snapshot), which is what makes sharing safe.
+//
+// TestTrimKeepsWhatTheModelReads checks that the model, the rules, the filter and the planner give
+// the same answers on trimmed objects as on whole ones.
+
+// Trim returns a snapshot of trimmed copies of snap's objects, as ReadSnapshot and DecodeSnapshot
+// keep them. snap is not changed.
+func Trim(snap *policies.Snapshot) *policies.Snapshot {
+	t := newTrimmer()
+	out := &policies.Snapshot{}
+	for _, o := range snap.Nodes {
+		out.Nodes = append(out.Nodes, t.node(o))
+	}
+	for _, o := range snap.Pods {
+		out.Pods = append(out.Pods, t.pod(o))
+	}
+	for _, o := range snap.StatefulSets {
+		out.StatefulSets = append(out.StatefulSets, t.statefulSet(o))
+	}
+	for _, o := range snap.PodDisruptionBudgets {
+		out.PodDisruptionBudgets = append(out.PodDisruptionBudgets, t.podDisruptionBudget(o))
+	}
+	for _, o := range snap.PersistentVolumeClaims {
+		out.PersistentVolumeClaims = append(out.PersistentVolumeClaims, t.persistentVolumeClaim(o))
+	}
+	for _, o := range snap.PersistentVolumes {
+		out.PersistentVolumes = append(out.PersistentVolumes, t.persistentVolume(o))
+	}
+	for _, o := range snap.Namespaces {
+		out.Namespaces = append(out.Namespaces, t.namespace(o))
+	}
+	return out
+}
+
+// trimmer trims the objects of one snapshot and shares their equal parts (see Trim). It is not
+// safe for concurrent use.
+type trimmer struct {
+	// shared maps a part's kind tag and encoding to the first such part trimmed.
+	shared map[string]any
+	key    []byte
+}
+
+func newTrimmer() *trimmer {
+	return &trimmer{shared: map[string]any{}}
+}
+
+// Tags of the shared parts' keys.
+const (
+	tagAffinity byte = iota + 1
+	tagSpread
+	tagTolerations
+	tagContainers
+	tagConditions
+	tagOwners
+	tagLabels
+)
+
+// protoMessage is what the generated API types implement.
+type protoMessage interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// appendKey appends m's length and protobuf encoding to t.key (deterministic: the generated
+// code writes map entries in key order).
+func (t *trimmer) appendKey(m protoMessage) {
+	n := m.Size()
+	t.key = binary.AppendUvarint(t.key, uint64(n))
+	start := len(t.key)
+	t.key = slices.Grow(t.key, n)[:start+n]
+	if _, err := m.MarshalToSizedBuffer(t.key[start:]); err != nil {
+		// Cannot happen for a buffer of m.Size(); a key that cannot be built just shares nothing.
+		t.key = append(t.key, 0xff)
+	}
+}
+
+// lookup returns the part stored under t.key.
+func (t *trimmer) lookup() (any, bool) {
+	v, ok := t.shared[string(t.key)]
+	return v, ok
+}
+
+// store stores v under t.key and returns it.
+func store[T any](t *trimmer, v T) T {
+	t.shared[string(t.key)] = v
+	return v
+}
+
+// keyOf sets t.key to tag and the encodings of s's elements.
+func keyOf[T any, P interface {
+	*T
+	protoMessage
+}](t *trimmer, tag byte, s []T) {
+	t.key = append(t.key[:0], tag)
+	for i := range s {
+		t.appendKey(P(&s[i]))
+	}
+}
+
+// labels returns the shared copy of a label (or node selector) map, strings interned: the pods
+// of one ReplicaSet (or Deployment revision) share one map.
+func (t *trimmer) labels(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	t.key = append(t.key[:0], tagLabels)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		t.key = append(append(append(append(t.key, k...), 0), m[k]...), 0)
+	}
+	if old, ok := t.lookup(); ok {
+		return old.(map[string]string)
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[intern(k)] = intern(v)
+	}
+	return store(t, out)
+}
+
+// intern returns the canonical copy of s.
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}
+
+// meta keeps the metadata every kind keeps.
+func (t *trimmer) meta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{
+		Name: m.Name, Namespace: intern(m.Namespace), UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Labels:            t.labels(m.Labels),
+		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+	}
+	if len(m.OwnerReferences) > 0 {
+		keyOf(t, tagOwners, m.OwnerReferences)
+		if old, ok := t.lookup(); ok {
+			out.OwnerReferences = old.([]metav1.OwnerReference)
+		} else {
+			owners := make([]metav1.OwnerReference, len(m.OwnerReferences))
+			for i, r := range m.OwnerReferences {
+				r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
+				owners[i] = r
+			}
+			out.OwnerReferences = store(t, owners)
+		}
+	}
+	return out
+}
+
+// pod returns the parts of p the model reads. p is not changed; the result shares no memory with
+// it but strings.
+func (t *trimmer) pod(p *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{ObjectMeta: t.meta(&p.ObjectMeta), Spec: t.podSpec(&p.Spec)}
+	out.Spec.NodeName = intern(p.Spec.NodeName)
+	out.Status.Phase = p.Status.Phase
+	out.Status.PodIP = p.Status.PodIP
+	if len(p.Status.Conditions) > 0 {
+		t.key = append(t.key[:0], tagConditions)
+		for _, c := range p.Status.Conditions {
+			for _, f := range [...]string{string(c.Type), string(c.Status), c.Reason, c.Message} {
+				t.key = append(append(t.key, f...), 0)
+			}
+		}
+		if old, ok := t.lookup(); ok {
+			out.Status.Conditions = old.([]corev1.PodCondition)
+		} else {
+			conds := make([]corev1.PodCondition, len(p.Status.Conditions))
+			for i, c := range p.Status.Conditions {
+				conds[i] = corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
+			}
+			out.Status.Conditions = store(t, conds)
+		}
+	}
+	return out
+}
+
+// podSpec keeps the scheduling-relevant spec of a pod or pod template.
+func (t *trimmer) podSpec(s *corev1.PodSpec) corev1.PodSpec {
+	out := corev1.PodSpec{
+		NodeSelector:   t.labels(s.NodeSelector),
+		SchedulerName:  intern(s.SchedulerName),
+		Overhead:       s.Overhead.DeepCopy(),
+		Resources:      s.Resources.DeepCopy(),
+		Containers:     t.containers(s.Containers),
+		InitContainers: t.containers(s.InitContainers),
+	}
+	if s.Affinity != nil {
+		t.key = append(t.key[:0], tagAffinity)
+		t.appendKey(s.Affinity)
+		if old, ok := t.lookup(); ok {
+			out.Affinity = old.(*corev1.Affinity)
+		} else {
+			out.Affinity = store(t, s.Affinity.DeepCopy())
+		}
+	}
+	if len(s.TopologySpreadConstraints) > 0 {
+		keyOf(t, tagSpread, s.TopologySpreadConstraints)
+		if old, ok := t.lookup(); ok {
+			out.TopologySpreadConstraints = old.([]corev1.TopologySpreadConstraint)
+		} else {
+			spread := make([]corev1.TopologySpreadConstraint, len(s.TopologySpreadConstraints))
+			for i := range s.TopologySpreadConstraints {
+				s.TopologySpreadConstraints[i].DeepCopyInto(&spread[i])
+				spread[i].TopologyKey = intern(spread[i].TopologyKey)
+			}
+			out.TopologySpreadConstraints = store(t, spread)
+		}
+	}
+	if len(s.Tolerations) > 0 {
+		keyOf(t, tagTolerations, s.Tolerations)
+		if old, ok := t.lookup(); ok {
+			out.Tolerations = old.([]corev1.Toleration)
+		} else {
+			tols := make([]corev1.Toleration, len(s.Tolerations))
+			for i, tol := range s.Tolerations {
+				tol.Key, tol.Value = intern(tol.Key), intern(tol.Value)
+				tols[i] = tol
+			}
+			out.Tolerations = store(t, tols)
+		}
+	}
+	if len(s.Volumes) > 0 {
+		out.Volumes = make([]corev1.Volume, len(s.Volumes))
+		for i, v := range s.Volumes {
+			// Only the name of other volumes: the StatefulSet template's are matched by it.
+			out.Volumes[i] = corev1.Volume{Name: intern(v.Name)}
+			out.Volumes[i].PersistentVolumeClaim = v.PersistentVolumeClaim.DeepCopy()
+			out.Volumes[i].Ephemeral = v.Ephemeral.DeepCopy()
+		}
+	}
+	return out
+}
+
+// containers keeps each container's name, resources and restart policy.
+func (t *trimmer) containers(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	t.key = append(t.key[:0], tagContainers)
+	for i := range cs {
+		t.key = append(append(t.key, cs[i].Name...), 0)
+		if rp := cs[i].RestartPolicy; rp != nil {
+			t.key = append(t.key, *rp...)
+		}
+		t.key = append(t.key, 0)
+		t.appendKey(&cs[i].Resources)
+	}
+	if old, ok := t.lookup(); ok {
+		return old.([]corev1.Container)
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		out[i] = corev1.Container{Name: intern(cs[i].Name), RestartPolicy: cs[i].RestartPolicy}
+		cs[i].Resources.DeepCopyInto(&out[i].Resources)
+	}
+	return store(t, out)
+}
+
+// node returns the parts of n the model reads.
+func (t *trimmer) node(n *corev1.Node) *corev1.Node {
+	out := &corev1.Node{ObjectMeta: t.meta(&n.ObjectMeta)}
+	out.Name = intern(n.Name)
+	out.Spec.Unschedulable = n.Spec.Unschedulable
+	if len(n.Spec.Taints) > 0 {
+		out.Spec.Taints = make([]corev1.Taint, len(n.Spec.Taints))
+		for i, tn := range n.Spec.Taints {
+			out.Spec.Taints[i] = corev1.Taint{Key: intern(tn.Key), Value: intern(tn.Value), Effect: tn.Effect}
+		}
+	}
+	if len(n.Status.Allocatable) > 0 {
+		out.Status.Allocatable = n.Status.Allocatable.DeepCopy()
+	} else {
+		out.Status.Capacity = n.Status.Capacity.DeepCopy()
+	}
+	return out
+}
+
+// statefulSet returns the parts of s the model and the linter read.
+func (t *trimmer) statefulSet(s *appsv1.StatefulSet) *appsv1.StatefulSet {
+	out := &appsv1.StatefulSet{ObjectMeta: t.meta(&s.ObjectMeta)}
+	out.Spec.Replicas = s.Spec.Replicas
+	out.Spec.Selector = s.Spec.Selector.DeepCopy()
+	out.Spec.Template.Labels = t.labels(s.Spec.Template.Labels)
+	out.Spec.Template.Spec = t.podSpec(&s.Spec.Template.Spec)
+	out.Status.UpdateRevision = s.Status.UpdateRevision
+	out.Status.CurrentRevision = s.Status.CurrentRevision
+	return out
+}
+
+// podDisruptionBudget returns b without its managed fields, annotations, conditions and disrupted
+// pods.
+func (t *trimmer) podDisruptionBudget(b *policyv1.PodDisruptionBudget) *policyv1.PodDisruptionBudget {
+	out := &policyv1.PodDisruptionBudget{ObjectMeta: t.meta(&b.ObjectMeta)}
+	b.Spec.DeepCopyInto(&out.Spec)
+	out.Status = policyv1.PodDisruptionBudgetStatus{
+		ObservedGeneration: b.Status.ObservedGeneration, DisruptionsAllowed: b.Status.DisruptionsAllowed,
+		CurrentHealthy: b.Status.CurrentHealthy, DesiredHealthy: b.Status.DesiredHealthy, ExpectedPods: b.Status.ExpectedPods,
+	}
+	return out
+}
+
+// persistentVolumeClaim returns the claim's metadata, volume name, storage class and phase.
+func (t *trimmer) persistentVolumeClaim(c *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
+	out := &corev1.PersistentVolumeClaim{ObjectMeta: t.meta(&c.ObjectMeta)}
+	out.Spec.VolumeName = c.Spec.VolumeName
+	out.Spec.StorageClassName = c.Spec.StorageClassName
+	out.Status.Phase = c.Status.Phase
+	return out
+}
+
+// persistentVolume returns the volume's metadata, node affinity, storage class, claim and phase.
+func (t *trimmer) persistentVolume(v *corev1.PersistentVolume) *corev1.PersistentVolume {
+	out := &corev1.PersistentVolume{ObjectMeta: t.meta(&v.ObjectMeta)}
+	out.Spec.NodeAffinity = v.Spec.NodeAffinity.DeepCopy()
+	out.Spec.StorageClassName = v.Spec.StorageClassName
+	out.Spec.ClaimRef = v.Spec.ClaimRef.DeepCopy()
+	out.Status.Phase = v.Status.Phase
+	return out
+}
+
+// namespace returns the namespace's metadata (its labels are what namespaceSelectors match).
+func (t *trimmer) namespace(n *corev1.Namespace) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: t.meta(&n.ObjectMeta)}
+}

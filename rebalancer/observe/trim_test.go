@@ -1,0 +1,129 @@
+package observe_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+)
+
+// answers is everything the commands derive from a snapshot: check's and plan's analysis (the
+// violations, Pending pods with the filter's verdict on every node, each non-compliant cluster's
+// plan with its candidates), the filter's report for every member on every node, and lint's
+// findings.
+func answers(t *testing.T, snap *policies.Snapshot, opts policies.Options) string {
+	t.Helper()
+	m, err := policies.Build(snap, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	explain := map[string][]policies.FitReport{}
+	for _, c := range m.Clusters {
+		for i := range c.Members {
+			explain[c.Key()] = append(explain[c.Key()], c.Explain(c.Current(), i))
+		}
+	}
+	b, err := json.MarshalIndent(map[string]any{
+		"analysis": report.Analyze(m, true, plan.Options{}),
+		"explain":  explain,
+		"lint":     lint.Lint(m, opts.RelaxedLimits),
+	}, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// trimInputs are whole snapshots: the scenario suite (what examples/ holds, before any encoding),
+// the examples/ files read whole, and synthetic clusters with every kind of drift.
+func trimInputs(t *testing.T) map[string]*policies.Snapshot {
+	t.Helper()
+	in := map[string]*policies.Snapshot{}
+	for _, c := range scenario.Suite() {
+		snap, err := c.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in["suite/"+c.Name] = snap
+	}
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("examples: %v (%d files)", err, len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := observe.DecodeWhole(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		in["examples/"+filepath.Base(f)] = snap
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		in["synth/"+string(rune('0'+seed))] = synth.Generate(synth.Config{
+			Seed: seed, Nodes: 40, Zones: 3, Namespaces: 3, Pods: 900, RedisClusters: 8, MinPods: 6, MaxPods: 24, DriftFraction: 0.8,
+		})
+	}
+	return in
+}
+
+// TestTrimKeepsWhatTheModelReads checks that trimming drops nothing the model, the rules, the
+// filter, the planner or the linter read: every answer on the trimmed objects equals the answer
+// on the whole ones, with and without released replica claims and relaxed limits.
+func TestTrimKeepsWhatTheModelReads(t *testing.T) {
+	for name, snap := range trimInputs(t) {
+		for _, opts := range []policies.Options{
+			{RoleLabel: scenario.RoleLabel},
+			{RoleLabel: scenario.RoleLabel, ReleaseReplicaClaims: true, RelaxedLimits: true},
+		} {
+			t.Run(name, func(t *testing.T) {
+				want := answers(t, snap, opts)
+				got := answers(t, observe.Trim(snap), opts)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("answers on trimmed objects differ (-whole +trimmed):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestTrimDropsWhatIsNotRead checks that trimming does drop what the API server adds that the
+// model does not read, and shares equal parts between objects.
+func TestTrimDropsWhatIsNotRead(t *testing.T) {
+	snap := scenario.PostScaleDown().MustSnapshot()
+	p := snap.Pods[0].DeepCopy()
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	p.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}
+	p.Spec.Containers[0].Image = "redis:7"
+	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "redis", Ready: true}}
+	p.Status.HostIP = "10.0.0.1"
+	q := p.DeepCopy()
+	q.Name = "other"
+	got := observe.Trim(&policies.Snapshot{Pods: []*corev1.Pod{p, q}})
+	a, b := got.Pods[0], got.Pods[1]
+	if a.ManagedFields != nil || a.Annotations != nil || a.Spec.Containers[0].Image != "" || a.Spec.Containers[0].Env != nil ||
+		a.Status.ContainerStatuses != nil || a.Status.HostIP != "" {
+		t.Errorf("trimmed pod keeps what the model does not read: %+v", a)
+	}
+	if a.Name != p.Name || a.Spec.NodeName != p.Spec.NodeName || a.Spec.Containers[0].Resources.Requests.Cpu().Cmp(*p.Spec.Containers[0].Resources.Requests.Cpu()) != 0 {
+		t.Errorf("trimmed pod lost its name, node or requests: %+v", a)
+	}
+	if &a.Spec.Containers[0] != &b.Spec.Containers[0] || a.Spec.Affinity != b.Spec.Affinity || &a.Spec.TopologySpreadConstraints[0] != &b.Spec.TopologySpreadConstraints[0] {
+		t.Error("equal containers, affinity and spread constraints of two pods are not shared")
+	}
+}
