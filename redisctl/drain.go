@@ -113,8 +113,10 @@ func (c *Client) WaitClientsDrained(ctx context.Context, addr string, quiet, tim
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(pctx context.Context) (bool, error) {
 		reply, err := c.Do(pctx, addr, "CLIENT", "LIST")
 		if err != nil {
-			deadline, _ := pctx.Deadline()
-			cut := pctx.Err() != nil || !time.Now().Before(deadline) // i/o timeouts fire at it too
+			// A read the deadline cut short: the context is done, or the connection's i/o timeout,
+			// set at the deadline, fired just before the context noticed.
+			deadline, ok := pctx.Deadline()
+			cut := pctx.Err() != nil || ok && !time.Now().Before(deadline)
 			switch {
 			case !cut: // the node's own answer
 				readErr = err

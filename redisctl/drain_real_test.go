@@ -2,7 +2,11 @@ package redisctl_test
 
 import (
 	"context"
+	"net"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,24 +57,7 @@ func TestWaitClientsDrained(t *testing.T) {
 	})
 
 	t.Run("a client that keeps writing every 50ms → still busy at the timeout, named", func(t *testing.T) {
-		mustDo(t, app, addr, "SET", "drain:busy", "first")
-		wctx, stop := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tick := time.NewTicker(50 * time.Millisecond)
-			defer tick.Stop()
-			for i := 0; ; i++ {
-				select {
-				case <-wctx.Done():
-					return
-				case <-tick.C:
-					_, _ = app.Do(wctx, addr, "SET", "drain:busy", i)
-				}
-			}
-		}()
-		defer func() { stop(); wg.Wait() }()
+		defer keepWriting(t, app, addr)()
 		busy, err := c.Client.WaitClientsDrained(ctx, addr, quiet, 3*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -79,4 +66,101 @@ func TestWaitClientsDrained(t *testing.T) {
 			t.Errorf("busy = %+v, want the writing client, its last command set", busy)
 		}
 	})
+
+	t.Run("the node stops answering after a whole round → that round's busy clients, not the read the deadline cut short", func(t *testing.T) {
+		// The drain's timeout (2 s) is shorter than the read timeout (3 s): a read that hangs
+		// from the stop on ends at the deadline, which says nothing about the clients.
+		stopWriting := keepWriting(t, app, addr)
+		srv := c.Pod(addr).Server()
+		calls := func() int { return clientListCalls(t, c.Client, addr) }
+		before := calls()
+		type drained struct {
+			busy []redisctl.ClientConn
+			err  error
+		}
+		done := make(chan drained, 1)
+		go func() {
+			busy, err := c.Client.WaitClientsDrained(ctx, addr, quiet, 2*time.Second)
+			done <- drained{busy, err}
+		}()
+		// Stop the server once the drain has read CLIENT LIST once (INFO's count of it).
+		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return calls() > before, nil
+		})
+		if err != nil {
+			t.Fatalf("the drain never read CLIENT LIST: %v", err)
+		}
+		if err := syscall.Kill(srv.Pid(), syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		got := <-done
+		if err := syscall.Kill(srv.Pid(), syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		stopWriting()
+		if got.err != nil {
+			t.Fatalf("WaitClientsDrained error %v; want the last whole round's busy clients", got.err)
+		}
+		if len(got.busy) != 1 || got.busy[0].Cmd != "set" {
+			t.Errorf("busy = %+v, want the writing client from the round before the stop", got.busy)
+		}
+	})
+
+	t.Run("a node that never answers → an error naming it", func(t *testing.T) {
+		h := redistest.StartHanging(t, []string{"127.0.0.1"})
+		hung := net.JoinHostPort("127.0.0.1", strconv.Itoa(h.Port))
+		busy, err := c.Client.WaitClientsDrained(ctx, hung, quiet, time.Second)
+		if err == nil || !strings.Contains(err.Error(), "client list "+hung) {
+			t.Errorf("WaitClientsDrained = %+v, %v; want an error naming %s", busy, err, hung)
+		}
+	})
+}
+
+// keepWriting makes app SET a key on addr every 50 ms until the function it returns is called
+// (which waits for the writer to end).
+func keepWriting(t *testing.T, app *redisctl.Client, addr string) (stop func()) {
+	t.Helper()
+	mustDo(t, app, addr, "SET", "drain:busy", "first")
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				_, _ = app.Do(ctx, addr, "SET", "drain:busy", i)
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// clientListCalls returns how many CLIENT LIST commands the node at addr has run (INFO
+// commandstats, cmdstat_client|list).
+func clientListCalls(t *testing.T, c *redisctl.Client, addr string) int {
+	t.Helper()
+	reply, err := c.Do(t.Context(), addr, "INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := reply.(string)
+	for _, line := range strings.Split(s, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_client|list:calls="); ok {
+			n, _, _ := strings.Cut(rest, ",")
+			calls, err := strconv.Atoi(n)
+			if err != nil {
+				t.Fatalf("INFO commandstats: %q: %v", line, err)
+			}
+			return calls
+		}
+	}
+	return 0
 }
