@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
@@ -29,8 +31,8 @@ import (
 // fix fails a master over and evicts it) with a writer at 250 writes/s, and asserts the exit
 // status, the first line of the reason, what the run did (or did not) do, and faultEnv.finish's
 // invariants (no acknowledged write lost, ≥ 200 writes/s, no master evicted without a failover;
-// writes that failed after the client's retries are logged); startCLI checks that no process is left behind. The maintenance-window rows are in
-// windows_test.go.
+// writes that failed after the client's retries are logged); startCLI checks that no process is
+// left behind. The maintenance-window rows are in windows_test.go.
 
 // TestFaultPDBsAtZero: every PodDisruptionBudget allows no disruption. The eviction dry run is
 // refused (429) before anything happens: the move is skipped, nothing failed over or evicted,
@@ -135,20 +137,7 @@ func TestFaultReplicaDown(t *testing.T) {
 	sc := scenario.PostScaleDown()
 	f := newFaultEnv(t, sc, harness.Options{}, false)
 	victim := sc.PodName(2, 1) // shard 2's replica, on n4; the fix moves shard 0's master off n1
-	s, err := f.Runtime.Pause(f.Namespace, victim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			if _, err := f.Runtime.Resume(f.Namespace, victim); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	t.Cleanup(resume)
+	s, resume := pauseServer(t, f, victim)
 
 	run := startCLI(t, nil, runArgs(f.Env, "--health-timeout", "8s")...)
 	code := run.wait(3 * time.Minute)
@@ -167,6 +156,26 @@ func TestFaultReplicaDown(t *testing.T) {
 	f.finish(t)
 }
 
+// pauseServer stops pod's redis-server (SIGSTOP, as a lost node: the pod stays Ready) and returns
+// it and the function that resumes it; the test's cleanup resumes it if the test has not.
+func pauseServer(t *testing.T, f *faultEnv, pod string) (redisrt.ServerInfo, func()) {
+	t.Helper()
+	s, err := f.Runtime.Pause(f.Namespace, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	resume := func() {
+		once.Do(func() {
+			if _, err := f.Runtime.Resume(f.Namespace, pod); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return s, resume
+}
+
 // TestFaultAllNodesCordoned: every node is cordoned after the plan, before the eviction. The
 // timing is held, not slept for: a replica's redis-server is paused before the run, so the health
 // gate waits; once the run says so, every node is cordoned, then the server resumed. The
@@ -179,37 +188,21 @@ func TestFaultAllNodesCordoned(t *testing.T) {
 	f := newFaultEnv(t, sc, harness.Options{}, true)
 	roles := rolesOf(t, f.Env)
 	victim := sc.PodName(2, 1) // shard 2's replica, on n4; the fix moves shard 0's master off n1
-	if _, err := f.Runtime.Pause(f.Namespace, victim); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			if _, err := f.Runtime.Resume(f.Namespace, victim); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	t.Cleanup(resume)
+	_, resume := pauseServer(t, f, victim)
 
 	run := startCLI(t, nil, runArgs(f.Env)...)
 	pod := movedPod.FindStringSubmatch(run.waitLineWith(2*time.Minute, "): evict ", " from "))[1]
 	run.waitLine("waiting for a healthy cluster", time.Minute)
-	cordonAll(t, f.Env, true)
-	t.Cleanup(func() { cordonAll(t, f.Env, false) })
+	t.Cleanup(func() {
+		if err := cordonAll(f.Env, false); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := cordonAll(f.Env, true); err != nil {
+		t.Fatal(err)
+	}
 	resume()
-	code := run.wait(3 * time.Minute)
-	rep := run.report()
-	assertExit(t, code, cli.ExitViolations, run)
-	cr := onlyCluster(t, rep)
-	if cr.StoppedBy != report.StepPlaceable {
-		t.Errorf("stopped by %q, want %q", cr.StoppedBy, report.StepPlaceable)
-	}
-	want := "placeability: " + pod + ", re-created from its template now, fits no node"
-	if got := assertReason(t, "report's stopped", cr.Stopped, want); !strings.HasPrefix(got, want) {
-		t.Errorf("reason %q does not start with %q", got, want)
-	}
+	_, cr, _ := waitStopped(t, run, cli.ExitViolations, report.StepPlaceable, "placeability: "+pod+", re-created from its template now, fits no node")
 	assertNothingDone(t, cr)
 	if len(cr.Moves) != 1 {
 		t.Fatalf("moves %+v, want one", cr.Moves)
@@ -229,20 +222,21 @@ func TestFaultAllNodesCordoned(t *testing.T) {
 		t.Errorf("roles changed: before %v, after %v", roles, got)
 	}
 
-	cordonAll(t, f.Env, false)
+	if err := cordonAll(f.Env, false); err != nil {
+		t.Fatal(err)
+	}
 	freshRunCompletes(t, f)
 }
 
-// cordonAll cordons (or uncordons) every node of the test bed. Only a test that does not call
-// t.Parallel may do this.
-func cordonAll(t *testing.T, env *harness.Env, cordon bool) {
-	t.Helper()
+// cordonAll cordons (or uncordons) every node of the test bed and returns the first error. Only
+// a test that does not call t.Parallel may do this.
+func cordonAll(env *harness.Env, cordon bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client := env.Client()
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("list nodes: %w", err)
 	}
 	for _, n := range nodes.Items {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -255,9 +249,10 @@ func cordonAll(t *testing.T, env *harness.Env, cordon bool) {
 			return err
 		})
 		if err != nil {
-			t.Fatalf("node %s: set unschedulable=%v: %v", n.Name, cordon, err)
+			return fmt.Errorf("node %s: set unschedulable=%v: %w", n.Name, cordon, err)
 		}
 	}
+	return nil
 }
 
 // TestFaultAPIServerDownAfterFailover: kube-apiserver goes down right after the verified
@@ -365,6 +360,25 @@ func assertExit(t *testing.T, got, want int, run *cliRun) {
 	if got != want {
 		t.Errorf("redis-rebalancer run exited %d, want %d (error: %q)", got, want, run.errorLine())
 	}
+}
+
+// waitStopped waits for run to exit and checks its exit status, that its one cluster was stopped
+// by stoppedBy, and that the first line of the reason starts with prefix. It returns the report,
+// the cluster's part and that first line.
+func waitStopped(t *testing.T, run *cliRun, exit int, stoppedBy, prefix string) (report.Run, report.ClusterRun, string) {
+	t.Helper()
+	code := run.wait(3 * time.Minute)
+	rep := run.report()
+	assertExit(t, code, exit, run)
+	cr := onlyCluster(t, rep)
+	if cr.StoppedBy != stoppedBy {
+		t.Errorf("stopped by %q, want %q", cr.StoppedBy, stoppedBy)
+	}
+	first := firstLine(cr.Stopped)
+	if !strings.HasPrefix(first, prefix) {
+		t.Errorf("reason: first line %q does not start with %q (whole reason: %q)", first, prefix, cr.Stopped)
+	}
+	return rep, cr, first
 }
 
 // assertReason checks that the first line of a reason contains want, and returns that line.

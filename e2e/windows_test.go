@@ -36,17 +36,7 @@ func TestFaultOutsideWindow(t *testing.T) {
 	}
 
 	run := startCLI(t, nil, runArgs(f.Env, "--window", fmt.Sprintf("0 %d * * *|1h", hour))...)
-	code := run.wait(3 * time.Minute)
-	rep := run.report()
-	assertExit(t, code, cli.ExitOutsideWindow, run)
-	cr := onlyCluster(t, rep)
-	if cr.StoppedBy != report.StepWindow {
-		t.Errorf("stopped by %q, want %q", cr.StoppedBy, report.StepWindow)
-	}
-	want := "maintenance window: closed; next window opens at " + next.Format(time.RFC3339) + " (in "
-	if got := assertReason(t, "report's stopped", cr.Stopped, want); !strings.HasPrefix(got, want) {
-		t.Errorf("reason %q does not start with %q", got, want)
-	}
+	rep, cr, _ := waitStopped(t, run, cli.ExitOutsideWindow, report.StepWindow, "maintenance window: closed; next window opens at "+next.Format(time.RFC3339)+" (in ")
 	if rep.Window.Open || rep.Window.NextOpen == nil || !rep.Window.NextOpen.Equal(next) {
 		t.Errorf("report's window %+v, want closed, next opening at %s", rep.Window, next.Format(time.RFC3339))
 	}
@@ -69,34 +59,61 @@ func TestFaultOutsideWindow(t *testing.T) {
 	f.finish(t)
 }
 
-// TestFaultWindowClosesMidRun: the window opened at the start of the current minute and leaves,
-// when the run starts, one move's bound (its timeouts' sum) plus windowSlack. The scenario needs
-// two moves and every re-created pod takes windowReadyDelay to start, so the first move outlasts
-// the slack: it completes, every step from the failover to the pod's return included (nothing
-// interrupts it), and the second is refused at its window step, before the window's end (the
-// window step's bound is 0), with no failover and no eviction: exit 4, stoppedBy window.
-func TestFaultWindowClosesMidRun(t *testing.T) {
+// windowRunTimeouts are TestFaultWindowRunsOut's run's timeouts, given as flags (they override
+// e2ePolicy); the drain keeps the policy's default, which is execute's. A move's bound, the time
+// a window must have left for the move to start, is their sum over its steps (MoveBound).
+var windowRunTimeouts = []struct {
+	flag string
+	d    time.Duration
+	set  func(*execute.Config, time.Duration)
+}{
+	{"--health-timeout", 30 * time.Second, func(c *execute.Config, d time.Duration) { c.HealthTimeout = d }},
+	{"--request-timeout", 10 * time.Second, func(c *execute.Config, d time.Duration) { c.RequestTimeout = d }},
+	{"--failover-timeout", 10 * time.Second, func(c *execute.Config, d time.Duration) { c.FailoverTimeout = d }},
+	{"--recreate-timeout", time.Minute, func(c *execute.Config, d time.Duration) { c.RecreateTimeout = d }},
+	{"--rejoin-timeout", time.Minute, func(c *execute.Config, d time.Duration) { c.RejoinTimeout = d }},
+}
+
+// TestFaultWindowRunsOut: the window runs out during a run. It opened at the start of the
+// current minute and, when the run starts, leaves one move's bound (its timeouts' sum) plus
+// windowSlack. The scenario needs two evictions (a replica off n3, then a master off n1) and
+// every re-created pod takes windowReadyDelay to start, so the first move outlasts the slack.
+// The first move is made, each of its steps through the pod's return and the re-observation
+// (nothing interrupts it); the second is refused at its window step, before the window's end,
+// before any failover or eviction: the window would close before it could end. Exit 4,
+// stoppedBy window; the master stays where it is, a master. With the bound estimate a window
+// cannot close inside a move (no move starts without its bound left); the close inside a step,
+// between a verified failover and the pod's return, is execute's TestWindows (its clock).
+func TestFaultWindowRunsOut(t *testing.T) {
 	const (
-		// windowSlack must exceed the run's start-up (observe and plan; about a second) and be
+		// windowSlack must exceed the run's start-up (observe and plan; a second or two) and be
 		// shorter than the first move, which lasts at least windowReadyDelay.
-		windowSlack      = 10 * time.Second
+		windowSlack      = 15 * time.Second
 		windowReadyDelay = 20 * time.Second
 	)
+	sc := scenario.TwoMoves()
 	// The pods the scenario starts with are Ready at once; re-created pods take windowReadyDelay.
-	f := newFaultEnv(t, scenario.TwoMoves(), harness.Options{
+	f := newFaultEnv(t, sc, harness.Options{
 		PodAnnotations: map[string]string{localcluster.PodReadyDelayAnnotation: windowReadyDelay.String()},
 		RunningPods: func(tmpl *corev1.PodTemplateSpec) {
 			delete(tmpl.Annotations, localcluster.PodReadyDelayAnnotation)
 		},
 	}, false)
-	timeouts := []string{"--health-timeout", "30s", "--recreate-timeout", "1m", "--rejoin-timeout", "1m"}
-	e, err := execute.New(execute.Config{Client: f.Client(), Redis: f.Redis,
-		HealthTimeout: 30 * time.Second, RecreateTimeout: time.Minute, RejoinTimeout: time.Minute})
+	roles := rolesOf(t, f.Env)
+	cfg := execute.Config{Client: f.Client(), Redis: f.Redis}
+	var flags []string
+	for _, to := range windowRunTimeouts {
+		to.set(&cfg, to.d)
+		flags = append(flags, to.flag, to.d.String())
+	}
+	e, err := execute.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bound := e.MoveBound()
 
+	// Cron schedules are minute-grained and read in UTC: the window opens daily at the start of
+	// this minute and lasts until bound + windowSlack from now, rounded up to a second.
 	now := time.Now().UTC()
 	opened := now.Truncate(time.Minute)
 	dur := (now.Sub(opened) + bound + windowSlack).Truncate(time.Second) + time.Second
@@ -104,21 +121,12 @@ func TestFaultWindowClosesMidRun(t *testing.T) {
 	schedule := fmt.Sprintf("%d %d * * *|%s", opened.Minute(), opened.Hour(), dur)
 	t.Logf("window %q: open from %s to %s; a move's bound is %s", schedule, opened.Format(time.RFC3339), end.Format(time.RFC3339), bound)
 
-	run := startCLI(t, nil, runArgs(f.Env, append(timeouts, "--window", schedule)...)...)
-	run.waitStep(report.StepWindow, "", time.Minute)
+	run := startCLI(t, nil, runArgs(f.Env, append(flags, "--window", schedule)...)...)
 	run.waitLineWith(3*time.Minute, "move skipped at "+report.StepWindow)
-	stopped := time.Now()
-	code := run.wait(3 * time.Minute)
-	rep := run.report()
-	assertExit(t, code, cli.ExitOutsideWindow, run)
-	cr := onlyCluster(t, rep)
-	if cr.StoppedBy != report.StepWindow {
-		t.Errorf("stopped by %q, want %q", cr.StoppedBy, report.StepWindow)
-	}
-	want := fmt.Sprintf("maintenance window: closes at %s, in ", end.Format(time.RFC3339))
-	got := assertReason(t, "report's stopped", cr.Stopped, want)
-	if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, fmt.Sprintf("the move needs up to %s (bound estimate)", bound)) {
-		t.Errorf("reason %q, want %q… the move needs up to %s (bound estimate)", got, want, bound)
+	refused := time.Now()
+	rep, cr, got := waitStopped(t, run, cli.ExitOutsideWindow, report.StepWindow, fmt.Sprintf("maintenance window: closes at %s, in ", end.Format(time.RFC3339)))
+	if want := fmt.Sprintf("; the move needs up to %s (bound estimate)", bound); !strings.HasSuffix(got, want) {
+		t.Errorf("reason %q does not end with %q", got, want)
 	}
 	if !rep.Window.Open || rep.Window.Closes == nil || !rep.Window.Closes.Equal(end) {
 		t.Errorf("report's window %+v, want open until %s", rep.Window, end.Format(time.RFC3339))
@@ -132,26 +140,32 @@ func TestFaultWindowClosesMidRun(t *testing.T) {
 	}
 	var steps []string
 	for _, s := range first.Steps {
-		if s.Outcome != report.OutcomeContinue {
-			steps = append(steps, s.Name+" "+s.Outcome)
-		}
+		steps = append(steps, s.Name+" "+s.Outcome)
 	}
-	if len(first.Steps) != 11 || len(steps) > 0 || !first.Evicted || first.To == "" {
-		t.Errorf("first move: %d steps, not continued: %v, evicted %v, to %q; want all 11 steps continued, the pod evicted and back", len(first.Steps), steps, first.Evicted, first.To)
+	if len(first.Steps) != 11 || first.Outcome != report.OutcomeContinue || !first.Evicted || first.To == "" {
+		t.Errorf("first move: steps %v, outcome %q, evicted %v, to %q; want its 11 steps continued, the pod evicted and back", steps, first.Outcome, first.Evicted, first.To)
 	}
 	if len(second.Steps) != 1 || second.Steps[0].Name != report.StepWindow || second.Steps[0].Outcome != report.OutcomeSkip ||
 		second.Evicted || second.Failover != nil {
 		t.Errorf("second move %+v: want only its window step, skipped; no failover, no eviction", second)
 	}
-	// The step in flight when the run stopped is the window step, whose bound is 0.
-	if !stopped.Before(end) {
-		t.Errorf("the second move was refused at %s, after the window's end %s", stopped.UTC().Format(time.RFC3339Nano), end.Format(time.RFC3339))
+	if !refused.Before(end) {
+		t.Errorf("the second move was refused at %s (or later), after the window's end %s", refused.UTC().Format(time.RFC3339Nano), end.Format(time.RFC3339))
 	}
-	t.Logf("first move %.1fs; second refused %s before the window's end", first.Seconds, end.Sub(stopped).Round(time.Millisecond))
-	if stops := f.rec.records(); len(stops) != 1 {
-		t.Errorf("pods that went away: %+v, want the first move's only", stops)
+	t.Logf("first move %.1fs; the second refused %s before the window's end", first.Seconds, end.Sub(refused).Round(time.Second))
+	if stops := f.rec.records(); len(stops) != 1 || stops[0].Pod != podName(first.Pod) {
+		t.Errorf("pods that went away: %+v, want the first move's %s only", stops, first.Pod)
+	}
+	if got, pod := rolesOf(t, f.Env), podName(second.Pod); got[pod] != roles[pod] {
+		t.Errorf("%s: role %q, was %q; the refused move must not fail it over", pod, got[pod], roles[pod])
 	}
 	f.finish(t)
+}
+
+// podName returns the name of a "namespace/name" pod key.
+func podName(key string) string {
+	_, name, _ := strings.Cut(key, "/")
+	return name
 }
 
 // podsOf returns each pod of env's namespace as "node uid", by name.

@@ -9,7 +9,7 @@ import (
 )
 
 // TestTwoMoves checks what the e2e window test relies on: TwoMoves breaks hard rules on n1 and
-// n3, and its minimal plan takes exactly two moves, one off each node.
+// n3, and its minimal plan is two evictions, one off each node, and no failover step.
 func TestTwoMoves(t *testing.T) {
 	sc := scenario.TwoMoves()
 	sc.RoleLabels = true
@@ -26,11 +26,15 @@ func TestTwoMoves(t *testing.T) {
 		t.Errorf("hard violations on %v, want n1 and n3", nodes)
 	}
 	p := plan.Compute(c, plan.Options{})
-	if p.Infeasible != "" || !p.Minimal || len(p.Moves) != 2 {
-		t.Fatalf("plan: %d moves, minimal %v, infeasible %q; want a minimal plan of 2 moves", len(p.Moves), p.Minimal, p.Infeasible)
+	if p.Infeasible != "" || !p.Minimal || len(p.Moves) != 2 || p.Evictions != 2 || p.Failovers != 0 {
+		t.Fatalf("plan: %d moves (%d evictions, %d failovers), minimal %v, infeasible %q; want a minimal plan of 2 evictions",
+			len(p.Moves), p.Evictions, p.Failovers, p.Minimal, p.Infeasible)
 	}
 	from := map[string]bool{}
 	for _, mv := range p.Moves {
+		if mv.Kind != plan.KindEvict {
+			t.Errorf("move %s: kind %q, want %q", mv.Pod, mv.Kind, plan.KindEvict)
+		}
 		from[mv.Node] = true
 	}
 	if !from["n1"] || !from["n3"] {
