@@ -270,7 +270,7 @@ func TestFaultAPIServerDownAfterFailover(t *testing.T) {
 	if !strings.Contains(run.stderr(), "✓ "+report.StepFailover+" (") {
 		t.Errorf("the run made no verified failover before the eviction failed")
 	}
-	got := assertReason(t, "error", run.errorLine(), "connection refused")
+	got := assertReason(t, "error", run.errorLine(), apiServerGone...)
 	if !strings.Contains(got, "evict") || !strings.Contains(got, pod) {
 		t.Errorf("reason %q is not the eviction of %s", got, pod)
 	}
@@ -381,15 +381,23 @@ func waitStopped(t *testing.T, run *cliRun, exit int, stoppedBy, prefix string) 
 	return rep, cr, first
 }
 
-// assertReason checks that the first line of a reason contains want, and returns that line.
-func assertReason(t *testing.T, what, reason, want string) string {
+// assertReason checks that the first line of a reason contains one of want, and returns that
+// line.
+func assertReason(t *testing.T, what, reason string, want ...string) string {
 	t.Helper()
 	first := firstLine(reason)
-	if !strings.Contains(first, want) {
-		t.Errorf("%s: first line %q does not contain %q (whole reason: %q)", what, first, want, reason)
+	for _, w := range want {
+		if strings.Contains(first, w) {
+			return first
+		}
 	}
+	t.Errorf("%s: first line %q contains none of %q (whole reason: %q)", what, first, want, reason)
 	return first
 }
+
+// apiServerGone are the errors of a request to a kube-apiserver that was killed: refused when it
+// was down before the request, reset when it went away during it.
+var apiServerGone = []string{"connection refused", "connection reset by peer"}
 
 // onlyCluster returns the report's one cluster.
 func onlyCluster(t *testing.T, rep report.Run) report.ClusterRun {
@@ -527,7 +535,7 @@ func TestFaultAPIServerDownAfterEviction(t *testing.T) {
 		PodAnnotations: map[string]string{localcluster.PodDeleteDelayAnnotation: "5s"},
 	}, true)
 	run, pod := runWithAPIServerDown(t, f, report.StepEvict, "", "--recreate-timeout", "10s")
-	got := assertReason(t, "error", run.errorLine(), "connection refused")
+	got := assertReason(t, "error", run.errorLine(), apiServerGone...)
 	if !strings.Contains(got, pod) {
 		t.Errorf("reason %q does not name the evicted pod %s", got, pod)
 	}
