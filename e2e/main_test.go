@@ -38,10 +38,11 @@ import (
 // disrupt their own pods and Redis nodes run in parallel (t.Parallel; at most -parallel, by
 // default GOMAXPROCS, at once).
 //
-// Tests that take the API server down (controlplane_test.go) do not call t.Parallel: Go runs
+// Tests that take the API server down (TestFaultAPIServerDown…) do not call t.Parallel: Go runs
 // every sequential top-level test before it releases the parallel ones, so they own the control
 // plane while nothing else runs, and the bed they leave behind is checked (TestBedStaysReady runs
-// in parallel, afterwards). Tests that change nodes (cordons, taints) would do the same.
+// in parallel, afterwards). Tests that change nodes do the same (TestFaultAllNodesCordoned cordons
+// every node).
 //
 // `redis-rebalancer run` runs as a process of its own, so that a test can read its exit status
 // and kill it: the test binary re-executes itself with cliEnv set, and TestMain then runs the CLI

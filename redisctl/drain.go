@@ -14,7 +14,9 @@ import (
 type ClientConn struct {
 	// ID and Addr identify the connection; Flags are its flags (N normal, S replica, M master...).
 	ID, Addr, Flags string
-	// Idle is the time since the connection's last command, in whole seconds.
+	// Idle is CLIENT LIST's idle: Redis's clock now minus its clock at the connection's last
+	// read or reply, both in whole seconds (networking.c, catClientInfoString). It is not the time
+	// since the last command: idle n only proves that more than n−1 s have passed (quietIdle).
 	Idle time.Duration
 	// Cmd is the last command ("set", "cluster|nodes" for subcommands in Redis 7).
 	Cmd string
@@ -71,15 +73,25 @@ func adminCommand(cmd string) bool {
 	return false
 }
 
-// busyClients returns the normal client connections that ran a keyspace command less than quiet
-// ago.
+// quietIdle returns the smallest CLIENT LIST idle that proves a connection has been quiet for at
+// least quiet. idle is the difference of two whole-second timestamps, so idle n only proves more
+// than n−1 s: idle 1 may come a millisecond after a command. The answer is quiet rounded up to
+// whole seconds, plus one second (quiet 1s: idle ≥ 2s; quiet 0: idle ≥ 1s).
+func quietIdle(quiet time.Duration) time.Duration {
+	whole := (quiet + time.Second - 1) / time.Second
+	return (whole + 1) * time.Second
+}
+
+// busyClients returns the normal client connections whose last command is a keyspace command and
+// whose idle does not prove quiet (quietIdle): those that may have run it less than quiet ago.
 func busyClients(conns []ClientConn, quiet time.Duration) []ClientConn {
+	need := quietIdle(quiet)
 	var out []ClientConn
 	for _, c := range conns {
 		if !strings.Contains(c.Flags, "N") || adminCommand(c.Cmd) {
 			continue
 		}
-		if c.Idle < quiet {
+		if c.Idle < need {
 			out = append(out, c)
 		}
 	}
@@ -87,7 +99,9 @@ func busyClients(conns []ClientConn, quiet time.Duration) []ClientConn {
 }
 
 // WaitClientsDrained waits until no normal client of the node at addr has run a keyspace command
-// for at least quiet (CLIENT LIST idle, whole seconds), or timeout passes. After a failover the
+// for at least quiet, or timeout passes. CLIENT LIST's idle counts whole seconds of Redis's clock,
+// so a connection counts as quiet only once its idle proves it (quietIdle: quiet rounded up, plus
+// one second); a quiet of 1 s takes 1 to 2 s after the last command. After a failover the
 // old master answers its clients with MOVED until they have learned the new master; evicting it
 // before that turns those redirects into connection errors. It returns the connections still
 // busy when the timeout passed (with a nil error: the caller decides), or an error when the node
@@ -95,10 +109,22 @@ func busyClients(conns []ClientConn, quiet time.Duration) []ClientConn {
 func (c *Client) WaitClientsDrained(ctx context.Context, addr string, quiet, timeout time.Duration) ([]ClientConn, error) {
 	var busy []ClientConn
 	var readErr error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		reply, err := c.Do(ctx, addr, "CLIENT", "LIST")
+	read := false
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(pctx context.Context) (bool, error) {
+		reply, err := c.Do(pctx, addr, "CLIENT", "LIST")
 		if err != nil {
-			readErr = err
+			// A read the deadline cut short: the context is done, or the connection's i/o timeout,
+			// set at the deadline, fired just before the context noticed.
+			deadline, ok := pctx.Deadline()
+			cut := pctx.Err() != nil || ok && !time.Now().Before(deadline)
+			switch {
+			case !cut: // the node's own answer
+				readErr = err
+			case !read && readErr == nil: // cut short before any whole round: all there is
+				readErr = err
+			}
+			// Otherwise the deadline cut this read short: it says nothing about the clients, and
+			// the last whole round stands.
 			return false, nil
 		}
 		s, ok := reply.(string)
@@ -106,7 +132,7 @@ func (c *Client) WaitClientsDrained(ctx context.Context, addr string, quiet, tim
 			readErr = fmt.Errorf("unexpected reply %T", reply)
 			return false, nil
 		}
-		readErr = nil
+		read, readErr = true, nil
 		busy = busyClients(ParseClientList(s), quiet)
 		return len(busy) == 0, nil
 	})

@@ -1,6 +1,7 @@
 package redisctl
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ func TestParseClientListAndBusy(t *testing.T) {
 	}{
 		{"quiet 1s: only the writer that just ran SET is busy (replica link, CLIENT LIST, CLUSTER NODES are not keyspace)", time.Second, []string{"7"}},
 		{"quiet 5s: the GET 3s ago is busy too", 5 * time.Second, []string{"7", "8"}},
+		{"quiet 3s: idle 3 proves only more than 2s, so the GET is busy", 3 * time.Second, []string{"7", "8"}},
+		{"quiet 2s: idle 3 proves more than 2s, the GET is quiet", 2 * time.Second, []string{"7"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -39,6 +42,24 @@ func TestParseClientListAndBusy(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("busy (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestQuietIdle(t *testing.T) {
+	for _, tc := range []struct {
+		quiet, want time.Duration
+	}{
+		{0, time.Second},
+		{500 * time.Millisecond, 2 * time.Second},
+		{time.Second, 2 * time.Second},
+		{1500 * time.Millisecond, 3 * time.Second},
+		{5 * time.Second, 6 * time.Second},
+	} {
+		t.Run(fmt.Sprintf("quiet %s → idle ≥ %s", tc.quiet, tc.want), func(t *testing.T) {
+			if got := quietIdle(tc.quiet); got != tc.want {
+				t.Errorf("quietIdle(%s) = %s, want %s", tc.quiet, got, tc.want)
 			}
 		})
 	}

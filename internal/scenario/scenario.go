@@ -386,6 +386,20 @@ var postScaleDownPlacement = [][]string{
 	{"n1", "n3"}, {"n1", "n3"}, {"n1", "n4"}, {"n1", "n4"}, {"n2", "n5"},
 }
 
+// TwoMoves: 3 shards × 2 pods (N = 6, at most 1 pod per node) on 3 zones × 2 nodes; n1 holds
+// shard 0's and shard 1's masters, n3 shard 0's replica and shard 2's master, n2 and n4 are
+// empty. The fix takes two moves (a replica off n3, a master off n1): for the tests where one
+// move must complete and the next must not start (a maintenance window that runs out).
+func TwoMoves() Scenario {
+	return Scenario{
+		Name:        "two-moves",
+		Description: "3 shards x 2 pods (N=6): n1 holds 2 masters, n3 a master and a replica; the fix takes 2 moves.",
+		Zones:       ThreeZones(), Shards: 3, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n1", "n5"}, {"n3", "n6"},
+	})
+}
+
 // SeedDeadlock is seed 000 补充参考 2: 3 shards × 2 pods on 3 zones × 2 nodes, node maxSkew 1;
 // Pod0-0→n1, Pod1-0→n4, Pod2-0→n6, Pod0-1→n3, Pod1-1→n2, and Pod2-1 Pending forever. Evicting
 // Pod1-1 (n2) unblocks it.

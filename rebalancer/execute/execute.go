@@ -234,6 +234,19 @@ func New(cfg Config) (*Executor, error) {
 	return &Executor{cfg: cfg, windows: ws}, nil
 }
 
+// MoveBound returns the longest one eviction move may take with the Executor's timeouts: the
+// sum of its steps' bounds (each wait's timeout; RequestTimeout for a step without one). With
+// window.EstimateBound, such a move starts only when the open window has this much time left (a
+// failover step of a plan, which moves no pod, has fewer steps and needs less).
+func (e *Executor) MoveBound() time.Duration {
+	cr := &clusterRun{run: &run{Executor: e}}
+	var sum time.Duration
+	for _, s := range cr.steps(plan.Move{Kind: plan.KindEvict}) {
+		sum += s.bound
+	}
+	return sum
+}
+
 // Run examines every selected Redis cluster and moves pods until each complies, a step skips (a
 // maintenance window without time left, an unhealthy cluster, an unplaceable pod, a
 // PodDisruptionBudget, an eviction limit, a refused failover, a role mismatch), a step aborts,

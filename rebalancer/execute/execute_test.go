@@ -656,6 +656,36 @@ func TestWindows(t *testing.T) {
 	})
 }
 
+// TestMoveBound: a move's bound is the sum of its steps' bounds (the gate and the re-observation
+// wait HealthTimeout each, the failover RequestTimeout+FailoverTimeout, six requests, the drain,
+// re-creation and rejoin their timeouts), and it is what the window step asks for.
+func TestMoveBound(t *testing.T) {
+	tb := newTestbed(t, scenario.PostScaleDown())
+	tb.clock.SetTime(time.Date(2026, 3, 10, 2, 59, 0, 0, time.UTC)) // 1 min left in the window
+	timeouts := func(c *Config) {
+		c.HealthTimeout, c.RequestTimeout, c.FailoverTimeout = 10*time.Second, time.Second, 2*time.Second
+		c.DrainTimeout, c.RecreateTimeout, c.RejoinTimeout = 3*time.Second, 4*time.Second, 5*time.Second
+		c.Window = window.Config{Windows: []window.Window{{Schedule: "0 2 * * *", Duration: time.Hour}}}
+	}
+	cfg := tb.config()
+	timeouts(&cfg)
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10 + 1 + 1 + (1+2) + 3 + 1 + 1 + 4 + 5 + (1+10)
+	if got, want := e.MoveBound(), 40*time.Second; got != want {
+		t.Errorf("MoveBound = %s, want %s", got, want)
+	}
+	rep, err := runExecutor(t, tb, timeouts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Clusters[0].Moves[0].Steps[0].Reason; !strings.Contains(got, "the move needs up to 40s (bound estimate)") {
+		t.Errorf("window step: %q, want the move's bound, 40s", got)
+	}
+}
+
 // twoClusters returns post-scale-down twice, as Redis clusters a and b on the same nodes.
 func twoClusters() []scenario.Scenario {
 	a, b := scenario.PostScaleDown(), scenario.PostScaleDown()
