@@ -1138,3 +1138,49 @@ func TestReintroduce(t *testing.T) {
 		t.Errorf("progress %q", out)
 	}
 }
+
+// TestRunStopsWhenTheSchedulerUndoesProgress plays a scheduler that puts every re-created pod
+// back on the node it left (what soft anti-affinity allows): each move is re-planned from what
+// the scheduler did, the evictions whose re-plan needs as many evictions as before are marked off
+// track, and the second one stops the cluster (offTrack) instead of evicting forever.
+func TestRunStopsWhenTheSchedulerUndoesProgress(t *testing.T) {
+	tb := newTestbed(t, scenario.PostScaleDown())
+	snap, err := scenario.PostScaleDown().Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.set(func() {
+		for _, p := range snap.Pods {
+			tb.landOn[p.Name] = p.Spec.NodeName
+		}
+	})
+	rep, err := runExecutor(t, tb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := rep.Clusters[0]
+	if cr.StoppedBy != report.StoppedOffTrack || !strings.HasPrefix(cr.Stopped, "off track: the scheduler undid the progress of 2 evictions") {
+		t.Errorf("stopped by %q: %q; want offTrack", cr.StoppedBy, cr.Stopped)
+	}
+	var evictions, offTrack int
+	for _, m := range cr.Moves {
+		if m.Kind == plan.KindEvict && m.Evicted {
+			evictions++
+			if m.To != m.From {
+				t.Errorf("%s re-created on %s, the test bed puts it back on %s", m.Pod, m.To, m.From)
+			}
+		}
+		if m.OffTrack {
+			offTrack++
+		}
+	}
+	if evictions != 2 || offTrack != 2 || len(tb.evicted()) != 2 {
+		t.Errorf("%d evictions (%v), %d off track; want 2 and 2", evictions, tb.evicted(), offTrack)
+	}
+	if cr.Compliant {
+		t.Error("compliant, want not (nothing moved)")
+	}
+	if !strings.Contains(tb.out.String(), "off the plan's track: the scheduler put redis/") {
+		t.Errorf("progress does not say the move went off track")
+	}
+}
