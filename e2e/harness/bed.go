@@ -59,6 +59,14 @@ type Bed struct {
 	envs int // environments set up so far
 }
 
+// BedNodeMonitorGracePeriod is a bed's kube-controller-manager --node-monitor-grace-period unless
+// BedOptions.Cluster sets one. Tests that stop kube-apiserver leave the node lifecycle controller
+// without lease renewals for the outage plus its informers' relist backoff (up to 30 s); with the
+// default 50 s it may then mark every node NotReady, and with it every pod, and kwok never marks a
+// Running pod Ready again (its pod-ready stage matches Pending pods only; a kubelet would). A
+// bed's outages are bounded (about a minute), so 3 minutes keeps the nodes Ready through them.
+const BedNodeMonitorGracePeriod = 3 * time.Minute
+
 // StartBed starts a local cluster and adds the nodes of opts.Zones. On error everything already
 // started is stopped. Call Stop.
 func StartBed(ctx context.Context, opts BedOptions) (_ *Bed, err error) {
@@ -87,6 +95,9 @@ func StartBed(ctx context.Context, opts BedOptions) (_ *Bed, err error) {
 	}()
 	ccfg := opts.Cluster
 	ccfg.Log = opts.Log
+	if ccfg.NodeMonitorGracePeriod == 0 {
+		ccfg.NodeMonitorGracePeriod = BedNodeMonitorGracePeriod
+	}
 	if ccfg.WorkDir == "" {
 		ccfg.WorkDir = filepath.Join(b.workDir, "cluster")
 	}
