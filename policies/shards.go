@@ -264,7 +264,11 @@ func (c *Cluster) ApplyRedis(nodes []RedisNode) {
 			if !ok {
 				name = redisShardName(byID[key[i]], key[i])
 				if taken[name] { // two masters claiming one slot: Redis is mid-conflict
-					name += "@" + shortID(key[i])
+					if short := name + "@" + shortID(key[i]); !taken[short] {
+						name = short
+					} else {
+						name += "@" + key[i] // node IDs are unique
+					}
 				}
 				named[key[i]], taken[name] = name, true
 			}

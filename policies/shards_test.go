@@ -222,6 +222,16 @@ func TestApplyRedis(t *testing.T) {
 			want: shardView{Source: "redis", Shards: threeShards, Never: map[string]string{}, Warnings: []string{}},
 		},
 		{
+			name: "two masters claiming the same slots (Redis mid-conflict) → still two shards, the second named with its node ID",
+			nodes: func(ns []policies.RedisNode) []policies.RedisNode {
+				ns[1].Slots = ns[0].Slots
+				return ns
+			},
+			want: shardView{Source: "redis", Never: map[string]string{}, Warnings: []string{}, Shards: map[string]string{
+				"slots-0-5460": "rc-0 master, rc-5 replica", "slots-0-5460@n1-00000": "rc-1 master, rc-3 replica", "slots-10923-16383": "rc-2 master, rc-4 replica",
+			}},
+		},
+		{
 			name: "two pods with one IP (a CNI reusing it) → that node matched to neither",
 			snap: func(s *policies.Snapshot) { s.Pods[4].Status.PodIP = "10.0.0.6" },
 			want: shardView{Source: "redis", Shards: shards("rc-4", "rc-5"), Never: map[string]string{

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
@@ -1182,5 +1183,60 @@ func TestRunStopsWhenTheSchedulerUndoesProgress(t *testing.T) {
 	}
 	if !strings.Contains(tb.out.String(), "off the plan's track: the scheduler put redis/") {
 		t.Errorf("progress does not say the move went off track")
+	}
+}
+
+// TestRunShardsFromRedis runs post-scale-down laid out as Bitnami's chart lays a cluster out: one
+// StatefulSet for every pod, a template without the shard's anti-affinity. The shards come from
+// Redis (auto: one StatefulSet is not one shard), so the master evicted is failed over to its
+// replica in Redis, and the cluster ends compliant and healthy.
+func TestRunShardsFromRedis(t *testing.T) {
+	tb := newTestbed(t, scenario.PostScaleDown())
+	ctx := context.Background()
+	apps := tb.client.AppsV1().StatefulSets(fixture.Namespace)
+	list, err := apps.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := *list.Items[0].Spec.Template.DeepCopy()
+	delete(tmpl.Labels, scenario.ShardLabel)
+	tmpl.Spec.Affinity.PodAntiAffinity = nil
+	for _, s := range list.Items {
+		if err := apps.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sts := fixture.StatefulSet("redis", 10, map[string]string{policies.DefaultClusterLabel: "redis"}, tmpl)
+	if _, err := apps.Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := tb.client.CoreV1().Pods(fixture.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		p.OwnerReferences[0].Name, p.OwnerReferences[0].UID = sts.Name, sts.UID
+		if _, err := tb.client.CoreV1().Pods(fixture.Namespace).Update(ctx, &p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.NodeName == "n1" {
+			tb.set(func() { tb.landOn[p.Name] = "n6" })
+		}
+	}
+	rep, err := runExecutor(t, tb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := rep.Clusters[0]
+	if cr.ShardSource != "redis" || len(cr.Warnings) != 0 {
+		t.Errorf("shard source %q, warnings %q; want redis, none", cr.ShardSource, cr.Warnings)
+	}
+	if !cr.Compliant || cr.StoppedBy != "" {
+		t.Fatalf("compliant %v, stopped by %q: %s", cr.Compliant, cr.StoppedBy, cr.Stopped)
+	}
+	m := cr.Moves[0]
+	// The shards' pods are named redis-s<k>-<i>: Redis's replica of redis-sK-0 is redis-sK-1.
+	if m.Kind != plan.KindEvict || m.Failover == nil || m.Failover.NewMaster != strings.TrimSuffix(podName(m.Pod), "-0")+"-1" {
+		t.Errorf("first move %+v (failover %+v): want a master of n1 evicted after failing over to its replica in Redis", m, m.Failover)
 	}
 }
