@@ -226,8 +226,8 @@ const offTrackLimit = 2
 // moves plans and moves until the cluster complies or something stops it (stop records the first
 // reason), and returns the cluster as last observed. It re-plans from a fresh observation after
 // every move, so a pod the scheduler placed elsewhere than the plan expected is planned from where
-// it is. When, after an eviction, the new plan needs as many evictions as the one before it (the
-// scheduler chose a node off the plan's track: with soft anti-affinity only, it may put a replica
+// it is. When, after an eviction, the new plan needs as many evictions as the one before it, both
+// proven minimal (the scheduler chose a node off the plan's track: with soft anti-affinity only, it may put a replica
 // back beside its master), the move is marked OffTrack; the second time, the cluster's run stops
 // (report.StoppedOffTrack) instead of going round in circles. It makes at most MaxMoves
 // evictions, and at most as many failover steps as the cluster has shards plus MaxMoves (a
@@ -247,7 +247,7 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 			return c
 		}
 		p := plan.Compute(c, cr.cfg.Plan)
-		if before >= 0 && p.Infeasible == "" && p.Evictions >= before {
+		if before >= 0 && p.Infeasible == "" && p.Minimal && p.Evictions >= before {
 			last := &rep.Moves[len(rep.Moves)-1]
 			last.OffTrack = true
 			offTrack++
@@ -315,8 +315,8 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 			return c
 		}
 		cr.printf("  ✓ move done in %s\n", time.Duration(mr.Seconds*float64(time.Second)).Round(time.Millisecond))
-		if mv.Kind != plan.KindFailover && mr.Evicted && !mr.WaitsPending {
-			before = p.Evictions
+		if mv.Kind != plan.KindFailover && mr.Evicted && !mr.WaitsPending && p.Minimal {
+			before = p.Evictions // only proven counts compare: a bounded search may overcount
 		}
 		c = after
 	}
