@@ -227,9 +227,9 @@ const offTrackLimit = 2
 // reason), and returns the cluster as last observed. It re-plans from a fresh observation after
 // every move, so a pod the scheduler placed elsewhere than the plan expected is planned from where
 // it is. When, after an eviction, the new plan needs as many evictions as the one before it, both
-// proven minimal (the scheduler chose a node off the plan's track: with soft anti-affinity only, it may put a replica
-// back beside its master), the move is marked OffTrack; the second time, the cluster's run stops
-// (report.StoppedOffTrack) instead of going round in circles. It makes at most MaxMoves
+// proven minimal (the scheduler chose a node off the plan's track: with soft anti-affinity only,
+// it may put a replica back beside its master), the move is marked OffTrack; the second time,
+// the cluster's run stops (report.StoppedOffTrack) instead of going round in circles. It makes at most MaxMoves
 // evictions, and at most as many failover steps as the cluster has shards plus MaxMoves (a
 // plan's failover steps give each shard its master once; an eviction may call for one more).
 func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *report.ClusterRun, stop func(by, reason string, err error)) *policies.Cluster {
