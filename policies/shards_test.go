@@ -396,3 +396,15 @@ func TestOwners(t *testing.T) {
 		})
 	}
 }
+
+func TestParseRole(t *testing.T) {
+	for in, want := range map[string]policies.Role{
+		"master": policies.RoleMaster, "Primary": policies.RoleMaster, // OT's redis-role, KubeBlocks' kubeblocks.io/role
+		"slave": policies.RoleReplica, "replica": policies.RoleReplica, "secondary": policies.RoleReplica,
+		"leader": policies.RoleUnknown, "": policies.RoleUnknown, // OT's role label follows the StatefulSet, not Redis
+	} {
+		if got := policies.ParseRole(in); got != want {
+			t.Errorf("ParseRole(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
