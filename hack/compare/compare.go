@@ -286,7 +286,7 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 	case toolDescheduler:
 		res.ToolExit, err = runDescheduler(ctx, cfg, env, mon, log)
 	}
-	mon.stop()
+	mon.stop(ctx)
 	if err != nil {
 		res.Err = err
 	}
@@ -511,9 +511,22 @@ func (m *monitor) waitReached(ctx context.Context, timeout time.Duration) {
 	}
 }
 
-func (m *monitor) stop() {
+// stop ends the polling, then checks once more, so that the outcome when the tool was done is a
+// check made after it was done, not the last poll, which may have run while the tool's last step
+// (a failover's switch, a pod's return) was still settling.
+func (m *monitor) stop(ctx context.Context) {
 	m.cancel()
 	<-m.done
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ok, broken := m.check(ctx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.compliant, m.broken = ok, broken
+	if ok && m.reachedAt.IsZero() {
+		m.reachedAt = time.Now()
+		close(m.changed)
+	}
 }
 
 func (m *monitor) reachedAfter() time.Duration {
