@@ -264,7 +264,11 @@ func (c *Cluster) ApplyRedis(nodes []RedisNode) {
 			if !ok {
 				name = redisShardName(byID[key[i]], key[i])
 				if taken[name] { // two masters claiming one slot: Redis is mid-conflict
-					name += "@" + shortID(key[i])
+					if short := name + "@" + shortID(key[i]); !taken[short] {
+						name = short
+					} else {
+						name += "@" + key[i] // node IDs are unique
+					}
 				}
 				named[key[i]], taken[name] = name, true
 			}
@@ -343,45 +347,29 @@ func (c *Cluster) matchRedis(nodes []RedisNode) (match []int, warnings []string)
 	for k := range nodes {
 		n := &nodes[k]
 		// By hostname: the pod the node announces, when exactly one member is it.
-		byHost := -1
 		if n.Hostname != "" {
-			for i, mem := range c.Members {
-				if hostnameMatches(n.Hostname, mem.Pod) {
-					if byHost >= 0 {
-						warnings = append(warnings, fmt.Sprintf("Redis node %s announces hostname %s, which names more than one pod", shortID(n.ID), n.Hostname))
-						byHost = -2
-						break
-					}
-					byHost = i
-				}
+			switch i := c.onlyMember(func(mem *Member) bool { return hostnameMatches(n.Hostname, mem.Pod) }); {
+			case i >= 0:
+				cands[i] = append(cands[i], k)
+				continue
+			case i == several:
+				warnings = append(warnings, fmt.Sprintf("Redis node %s announces hostname %s, which names more than one pod", shortID(n.ID), n.Hostname))
+				continue
 			}
 		}
-		if byHost >= 0 {
-			cands[byHost] = append(cands[byHost], k)
-			continue
-		}
-		if byHost == -2 || n.IP == "" {
+		if n.IP == "" {
 			continue
 		}
 		// By IP: the running pod with the node's IP.
 		want := net.ParseIP(n.IP)
-		byIP := -1
-		for i, mem := range c.Members {
+		switch i := c.onlyMember(func(mem *Member) bool {
 			ip := mem.Pod.Status.PodIP
-			if ip == "" || mem.Terminating {
-				continue
-			}
-			if ip == n.IP || want != nil && want.Equal(net.ParseIP(ip)) {
-				if byIP >= 0 {
-					warnings = append(warnings, fmt.Sprintf("Redis node %s at %s: more than one pod has that IP", shortID(n.ID), n.IP))
-					byIP = -2
-					break
-				}
-				byIP = i
-			}
-		}
-		if byIP >= 0 {
-			cands[byIP] = append(cands[byIP], k)
+			return ip != "" && !mem.Terminating && (ip == n.IP || want != nil && want.Equal(net.ParseIP(ip)))
+		}); {
+		case i >= 0:
+			cands[i] = append(cands[i], k)
+		case i == several:
+			warnings = append(warnings, fmt.Sprintf("Redis node %s at %s: more than one pod has that IP", shortID(n.ID), n.IP))
 		}
 	}
 	for i, mem := range c.Members {
@@ -412,6 +400,24 @@ func (c *Cluster) matchRedis(nodes []RedisNode) (match []int, warnings []string)
 		}
 	}
 	return match, warnings
+}
+
+// several is what onlyMember returns when more than one member is the one asked for.
+const several = -2
+
+// onlyMember returns the index of the one member is reports true for, -1 when none, several
+// when more than one.
+func (c *Cluster) onlyMember(is func(*Member) bool) int {
+	found := -1
+	for i, mem := range c.Members {
+		if is(mem) {
+			if found >= 0 {
+				return several
+			}
+			found = i
+		}
+	}
+	return found
 }
 
 // hostnameMatches reports whether hostname h, as a Redis node announces it, names pod p: its

@@ -2,6 +2,7 @@ package policies_test
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -112,11 +113,24 @@ func viewShards(c *policies.Cluster) shardView {
 // announced hostname, grouped by Redis when the shard source says so (and, for auto, only when
 // the owners disagree), never guessing a pod Redis does not know into a shard.
 func TestApplyRedis(t *testing.T) {
-	threeShards := map[string]string{
-		"slots-0-5460":      "rc-0 master, rc-5 replica",
-		"slots-5461-10922":  "rc-1 master, rc-3 replica",
-		"slots-10923-16383": "rc-2 master, rc-4 replica",
+	// shards returns Redis's three shards (redisNodes) with the pods unknown taken out into
+	// shards of their own.
+	shards := func(unknown ...string) map[string]string {
+		out := map[string]string{}
+		for _, sh := range [][3]string{{"slots-0-5460", "rc-0", "rc-5"}, {"slots-5461-10922", "rc-1", "rc-3"}, {"slots-10923-16383", "rc-2", "rc-4"}} {
+			var parts []string
+			for k, pod := range sh[1:] {
+				if slices.Contains(unknown, pod) {
+					out[pod] = pod + " "
+					continue
+				}
+				parts = append(parts, pod+" "+[]string{"master", "replica"}[k])
+			}
+			out[sh[0]] = strings.Join(parts, ", ")
+		}
+		return out
 	}
+	threeShards := shards()
 	for _, tc := range []struct {
 		name   string
 		source string
@@ -176,10 +190,7 @@ func TestApplyRedis(t *testing.T) {
 				ns[4].Hostname, ns[4].IP = "rc-4.elsewhere", "192.168.9.4"
 				return ns
 			},
-			want: shardView{Source: "redis", Shards: map[string]string{
-				"slots-0-5460": "rc-0 master", "slots-5461-10922": "rc-1 master, rc-3 replica", "slots-10923-16383": "rc-2 master",
-				"rc-4": "rc-4 ", "rc-5": "rc-5 ",
-			}, Never: map[string]string{
+			want: shardView{Source: "redis", Shards: shards("rc-4", "rc-5"), Never: map[string]string{
 				"rc-4": "Redis does not know the pod (no node at its pod IP or hostname): shard unknown",
 				"rc-5": "Redis does not know the pod (no node at its pod IP or hostname): shard unknown",
 			}, Warnings: []string{"pods rc-4, rc-5 are never evicted: Redis does not know the pod (no node at its pod IP or hostname): shard unknown"}},
@@ -187,10 +198,7 @@ func TestApplyRedis(t *testing.T) {
 		{
 			name: "a pod Redis does not know (not joined yet) → a shard of its own, never evicted, warned; not guessed",
 			snap: func(s *policies.Snapshot) { s.Pods[4].Status.PodIP = "10.0.0.99" },
-			want: shardView{Source: "redis", Shards: map[string]string{
-				"slots-0-5460": "rc-0 master, rc-5 replica", "slots-5461-10922": "rc-1 master, rc-3 replica", "slots-10923-16383": "rc-2 master",
-				"rc-4": "rc-4 ",
-			}, Never: map[string]string{"rc-4": "Redis does not know the pod (no node at its pod IP or hostname): shard unknown"},
+			want: shardView{Source: "redis", Shards: shards("rc-4"), Never: map[string]string{"rc-4": "Redis does not know the pod (no node at its pod IP or hostname): shard unknown"},
 				Warnings: []string{"pod rc-4 is never evicted: Redis does not know the pod (no node at its pod IP or hostname): shard unknown"}},
 		},
 		{
@@ -198,10 +206,7 @@ func TestApplyRedis(t *testing.T) {
 			snap: func(s *policies.Snapshot) {
 				s.Pods[4].Spec.NodeName, s.Pods[4].Status.PodIP, s.Pods[4].Status.Phase = "", "", corev1.PodPending
 			},
-			want: shardView{Source: "redis", Shards: map[string]string{
-				"slots-0-5460": "rc-0 master, rc-5 replica", "slots-5461-10922": "rc-1 master, rc-3 replica", "slots-10923-16383": "rc-2 master",
-				"rc-4": "rc-4 ",
-			}, Never: map[string]string{"rc-4": "Pending, not in Redis yet: shard unknown"},
+			want: shardView{Source: "redis", Shards: shards("rc-4"), Never: map[string]string{"rc-4": "Pending, not in Redis yet: shard unknown"},
 				Warnings: []string{"pod rc-4 is never evicted: Pending, not in Redis yet: shard unknown"}},
 		},
 		{
@@ -217,12 +222,19 @@ func TestApplyRedis(t *testing.T) {
 			want: shardView{Source: "redis", Shards: threeShards, Never: map[string]string{}, Warnings: []string{}},
 		},
 		{
+			name: "two masters claiming the same slots (Redis mid-conflict) → still two shards, the second named with its node ID",
+			nodes: func(ns []policies.RedisNode) []policies.RedisNode {
+				ns[1].Slots = ns[0].Slots
+				return ns
+			},
+			want: shardView{Source: "redis", Never: map[string]string{}, Warnings: []string{}, Shards: map[string]string{
+				"slots-0-5460": "rc-0 master, rc-5 replica", "slots-0-5460@n1-00000": "rc-1 master, rc-3 replica", "slots-10923-16383": "rc-2 master, rc-4 replica",
+			}},
+		},
+		{
 			name: "two pods with one IP (a CNI reusing it) → that node matched to neither",
 			snap: func(s *policies.Snapshot) { s.Pods[4].Status.PodIP = "10.0.0.6" },
-			want: shardView{Source: "redis", Shards: map[string]string{
-				"slots-0-5460": "rc-0 master", "slots-5461-10922": "rc-1 master, rc-3 replica", "slots-10923-16383": "rc-2 master",
-				"rc-4": "rc-4 ", "rc-5": "rc-5 ",
-			}, Never: map[string]string{
+			want: shardView{Source: "redis", Shards: shards("rc-4", "rc-5"), Never: map[string]string{
 				"rc-4": "Redis does not know the pod (no node at its pod IP or hostname): shard unknown",
 				"rc-5": "Redis does not know the pod (no node at its pod IP or hostname): shard unknown",
 			}, Warnings: []string{
@@ -382,5 +394,17 @@ func TestOwners(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestParseRole(t *testing.T) {
+	for in, want := range map[string]policies.Role{
+		"master": policies.RoleMaster, "Primary": policies.RoleMaster, // OT's redis-role, KubeBlocks' kubeblocks.io/role
+		"slave": policies.RoleReplica, "replica": policies.RoleReplica, "secondary": policies.RoleReplica,
+		"leader": policies.RoleUnknown, "": policies.RoleUnknown, // OT's role label follows the StatefulSet, not Redis
+	} {
+		if got := policies.ParseRole(in); got != want {
+			t.Errorf("ParseRole(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -187,7 +187,6 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 		for _, k := range observe.ApplyRedisNodes(m, nodes) {
 			fmt.Fprintf(errOut, "note: --redis-nodes: no selected Redis cluster %s in the snapshot; its file is not used\n", k)
 		}
-		printWarnings(errOut, m)
 		return m, nil
 	}
 	if o.snapshot.redisNodes != "" {
@@ -219,18 +218,7 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 			}
 		}
 	}
-	printWarnings(errOut, m)
 	return m, nil
-}
-
-// printWarnings prints each cluster's warnings (pods never evicted and why, Redis nodes not
-// matched to a pod) to errOut, "warning: namespace/name: ...".
-func printWarnings(errOut io.Writer, m *policies.Model) {
-	for _, c := range m.Clusters {
-		for _, w := range c.Warnings {
-			fmt.Fprintf(errOut, "warning: %s: %s\n", c.Key(), w)
-		}
-	}
 }
 
 // defaultGCPercent is the garbage collector's target (runtime/debug.SetGCPercent) of every

@@ -7,7 +7,8 @@
 // ApplyRedisNodes from CLUSTER NODES files), and the API requests a run makes
 // (RequestCounter). It changes nothing.
 //
-// It imports policies (the snapshot and model types) and redisctl (roles); plan, report and
+// It imports policies (the snapshot and model types) and redisctl (CLUSTER NODES, read or
+// parsed, converted once into policies.RedisNode: RedisNodes); plan, report and
 // execute may import it, it imports none of them.
 package observe
 
