@@ -267,12 +267,12 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 			return c
 		case cr.cfg.DryRun:
 			rep.Plan = &p
-			report.RenderPlan(cr.out, p)
+			report.RenderPlan(cr.out, "dry run", p)
 			stop(report.StoppedDryRun, "dry run", nil)
 			return c
 		case !cr.act:
 			rep.Plan = &p
-			report.RenderPlan(cr.out, p)
+			report.RenderPlan(cr.out, "outside every maintenance window: not carried out", p)
 			stop(report.StepWindow, cr.closedReason(cr.cfg.Clock.Now()), nil)
 			cr.printf("stopping: %s\n", rep.Stopped)
 			return c

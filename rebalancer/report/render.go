@@ -247,10 +247,11 @@ func CandidatesText(mv plan.Move) string {
 	return strings.Join(parts, "; ")
 }
 
-// RenderPlan writes a dry run's plan p: a header line with the step counts, then one line per
-// step (MoveText, and the reason), then the exposure of its Pending steps.
-func RenderPlan(w io.Writer, p plan.Plan) {
-	fmt.Fprintf(w, "plan (dry run): %s%s\n", StepsText(p.Evictions, p.Failovers), MinimalNote(p))
+// RenderPlan writes plan p of a run that does not act on it, why in label ("dry run", "outside
+// every maintenance window"): a header line with the step counts, then one line per step
+// (MoveText, and the reason), then the exposure of its Pending steps.
+func RenderPlan(w io.Writer, label string, p plan.Plan) {
+	fmt.Fprintf(w, "plan (%s): %s%s\n", label, StepsText(p.Evictions, p.Failovers), MinimalNote(p))
 	for k, mv := range p.Moves {
 		fmt.Fprintf(w, "  %d. %s — %s\n", k+1, MoveText(mv), mv.Reason)
 	}
