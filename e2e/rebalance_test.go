@@ -1,7 +1,8 @@
 // Package e2e holds the end-to-end tests: redis-rebalancer's commands run against a real
 // control plane with kwok nodes and real redis-servers, set up by e2e/harness from
-// internal/scenario's scenarios: the success paths (this file), the fault matrix
-// (faults_test.go) and the test bed's own check (testbed_test.go). main_test.go
+// internal/scenario's scenarios: the success paths (this file; Bitnami's and OT's layouts in
+// layouts_test.go), the fault matrix (faults_test.go) and the test bed's own check
+// (testbed_test.go). main_test.go
 // describes the structure: one shared test bed, a namespace per test, the CLI as a child
 // process. It owns no support code; it may import e2e/harness, the product packages it drives
 // (internal/cli, policies, rebalancer, redisctl) and the test-support layer (internal/scenario,
@@ -55,7 +56,14 @@ func runRebalancerSerial(t *testing.T, sc scenario.Scenario, before func(context
 
 func runScenario(t *testing.T, sc scenario.Scenario, serial bool, before func(context.Context, *harness.Env) error, extraArgs ...string) *result {
 	t.Helper()
-	f := newFaultEnv(t, sc, harness.Options{}, serial)
+	return runScenarioWith(t, sc, harness.Options{}, serial, before, func(*harness.Env) []string { return extraArgs })
+}
+
+// runScenarioWith is runScenario with the environment's options, and run's extra arguments
+// computed once the environment is set up and before() holds.
+func runScenarioWith(t *testing.T, sc scenario.Scenario, opts harness.Options, serial bool, before func(context.Context, *harness.Env) error, extraArgs func(*harness.Env) []string) *result {
+	t.Helper()
+	f := newFaultEnv(t, sc, opts, serial)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	if before != nil {
@@ -63,7 +71,7 @@ func runScenario(t *testing.T, sc scenario.Scenario, serial bool, before func(co
 			t.Fatal(err)
 		}
 	}
-	run := startCLI(t, nil, runArgs(f.Env, extraArgs...)...)
+	run := startCLI(t, nil, runArgs(f.Env, extraArgs(f.Env)...)...)
 	if code := run.wait(5 * time.Minute); code != cli.ExitOK {
 		t.Fatalf("redis-rebalancer run exited %d (%s), want %d", code, run.errorLine(), cli.ExitOK)
 	}
@@ -127,7 +135,9 @@ func assertCompliantAndHealthy(t *testing.T, res *result) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := policies.Build(snap, policies.Options{})
+	// The scenario's cluster label; shards from the pods' owners unless Redis groups them
+	// otherwise (ShardAuto: Bitnami's and OT's layouts).
+	model, err := policies.Build(snap, policies.Options{ClusterLabel: env.Scenario.ClusterLabel()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +146,7 @@ func assertCompliantAndHealthy(t *testing.T, res *result) {
 	}
 	c := model.Clusters[0]
 	// Roles from Redis: MasterQuorum is judged too.
-	if _, err := observe.ApplyRoles(ctx, env.Redis, c); err != nil {
+	if _, err := observe.ApplyRedis(ctx, env.Redis, c); err != nil {
 		t.Errorf("roles at the end: %v", err)
 	}
 	if vs := policies.Hard(c.Evaluate(c.Current())); len(vs) > 0 {

@@ -194,23 +194,21 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 			mem.Node = m.NodeIndex(p.Spec.NodeName)
 		}
 		mem.Unschedulable = isUnschedulable(p)
-		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "StatefulSet" {
-			mem.sts = stsByName[nsName{p.Namespace, ref.Name}]
-			mem.Shard = ref.Name
-			if i := strings.LastIndex(p.Name, "-"); i >= 0 && p.Name[:i] == ref.Name {
+		var kind, owner string
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+			kind, owner = ref.Kind, ref.Name
+			mem.Owner = ref.Kind + "/" + ref.Name
+		}
+		if kind == "StatefulSet" {
+			mem.sts = stsByName[nsName{p.Namespace, owner}]
+			if i := strings.LastIndex(p.Name, "-"); i >= 0 && p.Name[:i] == owner {
 				if o, err := strconv.Atoi(p.Name[i+1:]); err == nil {
 					mem.Ordinal = o
 				}
 			}
 		}
-		if m.Options.ShardLabel != "" {
-			if s, ok := p.Labels[m.Options.ShardLabel]; ok {
-				mem.Shard = s
-			}
-		}
-		if mem.Shard == "" {
-			mem.Shard = p.Name
-		}
+		m.ownerShard(mem, owner)
+		m.ownerEvictable(mem, kind, owner)
 		if m.Options.RoleLabel != "" {
 			mem.Role = ParseRole(p.Labels[m.Options.RoleLabel])
 		}
@@ -330,39 +328,17 @@ func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
 		arena = arena[1:]
 		templatePod(mem.Template, mem.Pod, mem.sts)
 	}
-	sort.Slice(c.Members, func(i, j int) bool {
-		a, b := c.Members[i], c.Members[j]
-		if a.Shard != b.Shard {
-			return a.Shard < b.Shard
-		}
-		if a.Ordinal != b.Ordinal {
-			return a.Ordinal < b.Ordinal
-		}
-		return a.Pod.Name < b.Pod.Name
-	})
-	shardIdx := map[string]int{}
-	for i, mem := range c.Members {
-		mem.Index = i
-		si, ok := shardIdx[mem.Shard]
-		if !ok {
-			si = len(c.Shards)
-			shardIdx[mem.Shard] = si
-			c.Shards = append(c.Shards, &Shard{Name: mem.Shard})
-		}
-		mem.ShardIndex = si
-		s := c.Shards[si]
-		s.Members = append(s.Members, i)
-		if s.StatefulSet == nil && mem.sts != nil {
-			s.StatefulSet = mem.sts
-		}
+	c.groupShards()
+	c.ShardSource = c.model.Options.ShardSource
+	if c.ShardSource.Kind == ShardAuto {
+		c.ShardSource.Kind = ShardOwner
 	}
+	c.Warnings = c.ownerWarnings()
 	// The StatefulSets controlling members belong to the cluster even when their template lacks
 	// the cluster label.
-	for _, sh := range c.Shards {
-		for _, i := range sh.Members {
-			if sts := c.Members[i].sts; sts != nil && !slices.Contains(c.StatefulSets, sts) {
-				c.StatefulSets = append(c.StatefulSets, sts)
-			}
+	for _, mem := range c.Members {
+		if sts := mem.sts; sts != nil && !slices.Contains(c.StatefulSets, sts) {
+			c.StatefulSets = append(c.StatefulSets, sts)
 		}
 	}
 	// N: the StatefulSets' desired replicas (nil means 1), else the pod count.

@@ -82,9 +82,9 @@ func TestClusterShape(t *testing.T) {
 				Shards:  []string{"redis-s0-0:-", "redis-s0-1:-", "redis-s1-0:-"}},
 		},
 		{
-			name:    "ShardLabel groups shards by label and each shard still knows its StatefulSet",
+			name:    "shard source label:KEY groups shards by label and each shard still knows its StatefulSet",
 			cluster: redisCluster{shards: 2, perShard: 1, place: [][]string{{"n1"}, {"n2"}}},
-			opts:    policies.Options{ShardLabel: scenario.ShardLabel},
+			opts:    policies.Options{ShardSource: policies.ShardSource{Kind: policies.ShardLabel, Key: scenario.ShardLabel}},
 			want: shape{N: 2, STS: 2,
 				Members: []string{"redis-s0-0/redis-s0/0//n1", "redis-s1-0/redis-s1/0//n2"},
 				Shards:  []string{"redis-s0:redis-s0", "redis-s1:redis-s1"}},

@@ -11,9 +11,9 @@
 //
 // # What it owns
 //
-// The package owns the model (Snapshot in, Model, Cluster, Shard, Member and Placement out), the
-// rules (Evaluate, EvaluateHard, NodeLimit, ZoneLimit), the filter (Candidates, CandidatesIn, Fits,
-// Explain), the quick infeasibility count (StaticInfeasibility), the node classes the planner
+// The package owns the model (Snapshot and RedisNode, what it reads of CLUSTER NODES, in; Model,
+// Cluster, Shard, Member and Placement out), the rules (Evaluate, EvaluateHard, NodeLimit,
+// ZoneLimit), the filter (Candidates, CandidatesIn, Fits, Explain), the quick infeasibility count (StaticInfeasibility), the node classes the planner
 // groups interchangeable nodes by (NodeClass), and State: a placement whose rules' and filter's
 // counts are kept up to date per move, which the planner searches on. It does not read a live cluster, talk to Redis,
 // plan or evict: the rebalancer does, on top of it. The seed's constraint generator lives in
@@ -33,7 +33,10 @@
 //   - types.go: the public types (Snapshot, Options, Role, Node, Model, Cluster, Shard, Member,
 //     Placement) and their small methods.
 //   - build.go: the Build pipeline (pods by cluster, shards, N, PodDisruptionBudgets, each
-//     cluster finished in parallel); builder.go: each Build worker's caches and interned ids;
+//     cluster finished in parallel); shards.go: where shards come from (ShardSource: owner,
+//     label, or Redis's CLUSTER NODES through Cluster.ApplyRedis, nodes matched to pods by
+//     announced hostname or pod IP), which pods may be evicted (Member.NotEvictable) and the
+//     warnings that say why not; builder.go: each Build worker's caches and interned ids;
 //     sig.go, equal.go: the signatures and equalities those caches are keyed by; template.go: the
 //     pod a StatefulSet re-creates; spec.go: a member's scheduling-relevant spec, converted once;
 //     zones.go: zone keys, allowed zones, usable nodes; index.go: pods by label, topology domains,

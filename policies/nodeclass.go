@@ -16,6 +16,7 @@ func (c *Cluster) NodeClass(n int) uint64 {
 }
 
 func (c *Cluster) buildNodeClasses() {
+	c.read.Store(true)
 	m := c.model
 	hostname := m.domains[LabelHostname]
 	// What tells nodes apart, each part once: the domains of every key but the hostname (a

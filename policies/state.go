@@ -108,7 +108,10 @@ type stateIndex struct {
 
 // stateIndexOf returns the cluster's stateIndex, building it on first use.
 func (c *Cluster) stateIndexOf() *stateIndex {
-	c.stateOnce.Do(func() { c.stateIdx = c.buildStateIndex() })
+	c.stateOnce.Do(func() {
+		c.read.Store(true)
+		c.stateIdx = c.buildStateIndex()
+	})
 	return c.stateIdx
 }
 

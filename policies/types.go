@@ -3,6 +3,7 @@ package policies
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,11 +52,18 @@ type Options struct {
 	// ClusterLabel is the pod label key whose value names the Redis cluster (DefaultClusterLabel
 	// when empty). Pods without it are not Redis pods.
 	ClusterLabel string
-	// ShardLabel, when set, is the pod label whose value names the shard; otherwise a pod's shard is
-	// its controlling StatefulSet (or, without one, the pod itself).
-	ShardLabel string
-	// RoleLabel, when set, is the pod label that gives a pod's Redis role offline ("master", or
-	// "replica"/"slave"); live runs take roles from Redis instead.
+	// ShardSource says where a pod's shard comes from: its controller (ShardOwner), a label
+	// (ShardLabel), Redis's CLUSTER NODES (ShardRedis, Cluster.ApplyRedis), or ShardAuto (the
+	// zero value): the controller, unless Redis, once read, groups the pods otherwise.
+	ShardSource ShardSource
+	// RecreatingOwners are the kinds of controller other than StatefulSet (KubeBlocks'
+	// "InstanceSet", an operator's custom resource) that re-create a pod when it is evicted: such a
+	// pod may be evicted, and is taken to come back with its own spec. A pod owned by another kind,
+	// or by no controller, is never evicted (Member.NotEvictable).
+	RecreatingOwners []string
+	// RoleLabel, when set, is the pod label that gives a pod's Redis role when Redis is not read
+	// ("master"/"primary", or "replica"/"slave"/"secondary"); Cluster.ApplyRedis replaces it with
+	// Redis's.
 	RoleLabel string
 	// RelaxedLimits applies seed 000 §四's relaxation of MaxPodsPerNode and MaxPodsPerZone from
 	// "fewer than N/3 (N/2)" to "at most N/3 (N/2)". Off by default.
@@ -71,6 +79,9 @@ func (o Options) withDefaults() Options {
 	if o.ClusterLabel == "" {
 		o.ClusterLabel = DefaultClusterLabel
 	}
+	if o.ShardSource.Kind == "" {
+		o.ShardSource.Kind = ShardAuto
+	}
 	return o
 }
 
@@ -84,13 +95,13 @@ const (
 	RoleReplica Role = "replica"
 )
 
-// ParseRole maps "master" or "primary", and "replica" or "slave" (any case) to a Role, anything
-// else to RoleUnknown.
+// ParseRole maps "master" or "primary", and "replica", "slave" or "secondary" (KubeBlocks'
+// kubeblocks.io/role), in any case, to a Role, anything else to RoleUnknown.
 func ParseRole(s string) Role {
 	switch {
 	case strings.EqualFold(s, "master"), strings.EqualFold(s, "primary"):
 		return RoleMaster
-	case strings.EqualFold(s, "replica"), strings.EqualFold(s, "slave"):
+	case strings.EqualFold(s, "replica"), strings.EqualFold(s, "slave"), strings.EqualFold(s, "secondary"):
 		return RoleReplica
 	}
 	return RoleUnknown
@@ -190,6 +201,14 @@ type Cluster struct {
 	// carries the cluster label or that control a member, PDBs selecting a member).
 	StatefulSets         []*appsv1.StatefulSet
 	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
+	// ShardSource is where the shards came from: ShardOwner, ShardLabel or ShardRedis (Options'
+	// ShardAuto resolved: ShardRedis once ApplyRedis found Redis grouping the pods otherwise
+	// than their controllers).
+	ShardSource ShardSource
+	// Warnings say, one line each, which pods are never evicted and why (their owner does not
+	// re-create them, Redis does not know them, their shard is unknown), and which Redis nodes
+	// could not be matched to one pod. Sorted.
+	Warnings []string
 
 	model   *Model
 	b       *builder // during Build only
@@ -214,6 +233,9 @@ type Cluster struct {
 	// quorumNodeCount is the number of nodes masters may be on (quorumNodes), counted once.
 	quorumOnce      sync.Once
 	quorumNodeCount int
+	// read is set once an index that depends on the members' order or shards is built (state,
+	// node classes): ApplyRedis may no longer regroup them.
+	read atomic.Bool
 }
 
 // Z returns the number of allowed zones.
@@ -228,13 +250,19 @@ func (c *Cluster) Key() string { return c.Namespace + "/" + c.Name }
 // zoneOfNode returns node n's zone as the cluster's rules read it ("" without a zone label).
 func (c *Cluster) zoneOfNode(n int) string { return c.zones[n] }
 
-// Shard is one shard of a cluster: the pods of one StatefulSet (or of one ShardLabel value).
+// Shard is one shard of a cluster (SPEC "Terms"): a master serving slots and its replicas. By
+// Cluster.ShardSource, the pods of one controller, of one value of a label, or of one master in
+// Redis's CLUSTER NODES. A pod whose shard is unknown is a shard of its own.
 type Shard struct {
-	// Name is the StatefulSet's name (or the ShardLabel's value).
+	// Name is the controller's name, the label's value, or for a shard read from Redis
+	// "slots-<first range>" (one more "+" per further range; "node-<master ID prefix>" for a
+	// master serving no slot); a pod whose shard is unknown gives its own name.
 	Name string
 	// Members index Cluster.Members.
 	Members []int
-	// StatefulSet is the StatefulSet controlling the shard's pods, nil when unknown.
+	// StatefulSet is the StatefulSet whose pods are exactly this shard's (one shard per
+	// StatefulSet, as in seed 000's layout), nil otherwise (Bitnami's one StatefulSet for every
+	// shard, OT's leader and follower StatefulSets, other owners).
 	StatefulSet *appsv1.StatefulSet
 }
 
@@ -247,7 +275,8 @@ type Member struct {
 	// Template is the pod as its StatefulSet would re-create it now: the current template's
 	// labels (plus the controller's pod-name, pod-index and controller-revision-hash labels),
 	// scheduling constraints, tolerations and resources, with the pod's name, namespace and
-	// volumes. Equal to Pod when there is no StatefulSet.
+	// volumes. Equal to Pod when there is no StatefulSet (another owner, one of
+	// Options.RecreatingOwners, is taken to re-create the pod as it is).
 	Template *corev1.Pod
 	// Shard is the shard's name, ShardIndex its position in Cluster.Shards.
 	Shard      string
@@ -265,6 +294,11 @@ type Member struct {
 	Node int
 	// Terminating is true when the pod has a deletionTimestamp: it is not counted anywhere.
 	Terminating bool
+	// Owner is the pod's controller, "Kind/name" ("" when it has none).
+	Owner string
+	// RedisID is the ID of the Redis node matched to the pod by ApplyRedis (by its pod IP, or by
+	// the hostname the node announces), "" when none is.
+	RedisID string
 	// Unschedulable is true for a Pending pod whose PodScheduled condition is False with reason
 	// Unschedulable.
 	Unschedulable bool
@@ -272,10 +306,28 @@ type Member struct {
 	sts       *appsv1.StatefulSet
 	req       resources // the pod's requests
 	cur, next *podSpec
+	// ownerWhy says why the pod's owner never re-creates it ("" when it does); shardWhy why its
+	// shard is unknown ("" when it is known).
+	ownerWhy, shardWhy string
 }
 
 // Key returns "namespace/name".
 func (m *Member) Key() string { return m.Pod.Namespace + "/" + m.Pod.Name }
+
+// NotEvictable says why the pod is never evicted, "" when it may be: it has no controller, its
+// controller is neither a StatefulSet (found in the snapshot) nor one of
+// Options.RecreatingOwners, or its shard is unknown (Redis does not know it, or was not read
+// while Options.ShardSource says ShardRedis). The planner moves only the pods it may evict.
+func (m *Member) NotEvictable() string {
+	if m.ownerWhy != "" {
+		return m.ownerWhy
+	}
+	return m.shardWhy
+}
+
+// ShardKnown reports whether the member's shard is known (from its controller, its label, or
+// Redis); a member whose shard is unknown is a shard of its own.
+func (m *Member) ShardKnown() bool { return m.shardWhy == "" }
 
 // Name returns the pod name.
 func (m *Member) Name() string { return m.Pod.Name }

@@ -18,6 +18,8 @@ import (
 const (
 	// DefaultClusterLabel is selection.clusterLabel.
 	DefaultClusterLabel = policies.DefaultClusterLabel
+	// DefaultShardSource is selection.shardSource.
+	DefaultShardSource = string(policies.ShardAuto)
 	// DefaultMaxStates is plan.maxStates.
 	DefaultMaxStates = plan.DefaultMaxStates
 	// DefaultMaxMovesPerCluster is limits.maxMovesPerCluster.
@@ -63,12 +65,12 @@ const (
 // SetDefaults fills every field of p left at its zero value that has a default (the Default…
 // constants above). Fields whose zero value means something stay as they are: plan.maxMoves
 // (the planner's own bound), the three maxNoOfPodsToEvict… limits (no limit), the namespaces and
-// the label selector (all), shardLabel (the StatefulSet), and the credentials' sources.
-// It sets apiVersion and kind. It is applied after validation, and again after flags override
-// the file.
+// the label selector (all), the credentials' sources, and the fields a layout sets
+// (clusterLabel, shardSource, roleLabel, recreatingOwners, the Secret references' keys: "" means
+// the layout's, which ApplyLayout fills). It sets apiVersion and kind. It is applied after
+// validation, and again after flags override the file.
 func SetDefaults(p *RebalancerPolicy) {
 	p.APIVersion, p.Kind = SchemeGroupVersion.String(), Kind
-	setString(&p.Selection.ClusterLabel, DefaultClusterLabel)
 	setInt32(&p.Plan.MaxStates, DefaultMaxStates)
 	setInt32(&p.Limits.MaxMovesPerCluster, DefaultMaxMovesPerCluster)
 	setInt32(&p.Limits.MaxParallelClusters, DefaultMaxParallelClusters)
@@ -87,8 +89,6 @@ func SetDefaults(p *RebalancerPolicy) {
 
 	r := &p.Redis
 	setInt32(&r.Port, DefaultRedisPort)
-	setString(&r.UsernameSecretRef.Key, DefaultUsernameKey)
-	setString(&r.PasswordSecretRef.Key, DefaultPasswordKey)
 	setDuration(&r.DialTimeout, DefaultDialTimeout)
 	setDuration(&r.ReadTimeout, DefaultReadTimeout)
 	setDuration(&r.WriteTimeout, DefaultWriteTimeout)
@@ -107,6 +107,29 @@ func SetDefaults(p *RebalancerPolicy) {
 	if p.Output == "" {
 		p.Output = DefaultOutput
 	}
+}
+
+// ApplyLayout fills the fields a layout sets that p leaves empty: first with selection.layout's
+// values (DefaultsOf), then with the defaults that apply without a layout (DefaultClusterLabel,
+// DefaultShardSource, DefaultUsernameKey, DefaultPasswordKey; roleLabel and recreatingOwners stay
+// empty). A field the file or a flag set is kept. The command line applies it once the flags
+// have overridden the file; the policy it runs with has every such field set.
+func ApplyLayout(p *RebalancerPolicy) {
+	l := DefaultsOf(p.Selection.Layout)
+	sel := &p.Selection
+	setString(&sel.ClusterLabel, l.ClusterLabel)
+	setString(&sel.ClusterLabel, DefaultClusterLabel)
+	setString(&sel.ShardSource, l.ShardSource)
+	setString(&sel.ShardSource, DefaultShardSource)
+	setString(&sel.RoleLabel, l.RoleLabel)
+	if len(sel.RecreatingOwners) == 0 && len(l.RecreatingOwners) > 0 {
+		sel.RecreatingOwners = append([]string(nil), l.RecreatingOwners...)
+	}
+	r := &p.Redis
+	setString(&r.UsernameSecretRef.Key, l.UsernameKey)
+	setString(&r.UsernameSecretRef.Key, DefaultUsernameKey)
+	setString(&r.PasswordSecretRef.Key, l.PasswordKey)
+	setString(&r.PasswordSecretRef.Key, DefaultPasswordKey)
 }
 
 // Default returns a policy with every default set: what an empty policy file means.

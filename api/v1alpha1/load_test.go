@@ -163,18 +163,24 @@ schedule: "every night"
 			},
 		},
 		{
-			name: "selection: include and exclude, a bad namespace, a bad selector, a bad label key → each",
+			name: "selection: include and exclude, a bad namespace, a bad selector, a bad label key, layout, shard source and owner kind → each",
 			yaml: header + `
 selection:
   namespaces: {include: [redis], exclude: [Kube_System]}
   labelSelector: {matchExpressions: [{key: app, operator: Near}]}
-  shardLabel: "shard label"
+  roleLabel: "role label"
+  layout: helm
+  shardSource: "statefulset"
+  recreatingOwners: [InstanceSet, "apps/v1 Deployment"]
 `,
 			want: []string{
 				`selection.labelSelector.matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator`,
+				`selection.layout: Unsupported value: "helm": supported values: "seed", "bitnami", "ot", "ucloud", "kubeblocks"`,
 				`selection.namespaces: Forbidden: only one of include and exclude may be set`,
 				`selection.namespaces.exclude[0]: Invalid value: "Kube_System": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
-				`selection.shardLabel: Invalid value: "shard label": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+				`selection.recreatingOwners[1]: Invalid value: "apps/v1 Deployment": must be a kind: a CamelCase name of letters and digits, such as InstanceSet`,
+				`selection.roleLabel: Invalid value: "role label": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+				`selection.shardSource: Invalid value: "statefulset": shard source "statefulset": must be auto, redis, owner or label:KEY`,
 			},
 		},
 		{

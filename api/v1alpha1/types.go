@@ -54,12 +54,37 @@ type Selection struct {
 	// labelSelector keeps the Redis clusters with at least one pod it matches (a Kubernetes
 	// label selector: matchLabels, matchExpressions). Empty: every cluster.
 	LabelSelector metav1.LabelSelector `json:"labelSelector"`
+	// layout names how the Redis clusters are deployed, and sets for it the defaults of
+	// clusterLabel, shardSource, roleLabel, recreatingOwners and the keys of redis's Secret
+	// references: seed (seed 000's operator: one StatefulSet per shard), bitnami (the Bitnami
+	// redis-cluster chart: one StatefulSet for the whole cluster), ot (OT-CONTAINER-KIT's
+	// redis-operator: a leader and a follower StatefulSet), ucloud (ucloud's
+	// redis-cluster-operator: one StatefulSet per shard), kubeblocks (KubeBlocks: one InstanceSet
+	// per shard). A field set in the file or by its flag overrides the layout's. "": none (the
+	// defaults below); the README's table lists what each layout sets and needs.
+	Layout Layout `json:"layout"`
 	// clusterLabel is the pod label whose value names the Redis cluster (the seed's example:
-	// cloud.netease.com/cluster-name). Pods without it are not Redis pods.
+	// cloud.netease.com/cluster-name). Pods without it are not Redis pods. "": the layout's
+	// (app.kubernetes.io/instance without one).
 	ClusterLabel string `json:"clusterLabel"`
-	// shardLabel is the pod label whose value names the shard. "": a pod's shard is its
-	// StatefulSet.
-	ShardLabel string `json:"shardLabel"`
+	// shardSource says where a pod's shard comes from: owner (its controller: one StatefulSet
+	// per shard), redis (CLUSTER NODES: a master serving slots and the replicas whose master it
+	// is, Redis nodes matched to pods by pod IP or announced hostname; offline, from
+	// --redis-nodes), label:KEY (a pod label), or auto (the owner, unless Redis groups the pods
+	// otherwise: Bitnami's one StatefulSet, OT's leader and follower). A pod whose shard Redis does
+	// not know is reported and never evicted. "": the layout's (auto without one).
+	ShardSource string `json:"shardSource"`
+	// roleLabel is the pod label giving a pod's Redis role (master or primary; replica, slave
+	// or secondary) when Redis is not read: offline without --redis-nodes, or with
+	// --redis-roles=false. Redis's roles replace it whenever Redis is read. "": the layout's
+	// (without one, roles are unknown until Redis is read).
+	RoleLabel string `json:"roleLabel"`
+	// recreatingOwners are the kinds of controller other than StatefulSet that re-create an
+	// evicted pod (KubeBlocks' InstanceSet, an operator's custom resource): such a pod may be
+	// evicted, and is taken to come back with its own spec. A pod owned by another kind, or by
+	// no controller, is reported and never evicted. Empty: the layout's (without one,
+	// StatefulSets only).
+	RecreatingOwners []string `json:"recreatingOwners"`
 }
 
 // Namespaces lists the namespaces to include or to exclude (the descheduler's Namespaces).
@@ -206,7 +231,8 @@ type SecretKeyRef struct {
 	Namespace string `json:"namespace"`
 	// name is the Secret's name. "": no Secret is read.
 	Name string `json:"name"`
-	// key is the key of the Secret's data that holds the value.
+	// key is the key of the Secret's data that holds the value. "": the layout's (without one,
+	// redis-username for the user, redis-password for the password: Bitnami's chart's).
 	Key string `json:"key"`
 }
 

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"regexp"
+
 	"github.com/robfig/cron/v3"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -8,13 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
 )
 
 // ValidateRebalancerPolicy checks p as a file gives it (before defaults) or as flags left it,
 // and returns every problem, each with its field path ("limits.maxMovesPerCluster"). A zero value
 // means the default and is valid; negative counts and durations, unknown enumeration values
-// (failover.mode, windows.stepEstimate, output), cron expressions that do not parse or never fire,
+// (selection.layout, failover.mode, windows.stepEstimate, output), a shard source that does not
+// parse, owner kinds that are no kind names, cron expressions that do not parse or never fire,
 // malformed label keys, selectors and names, and credentials given twice are not. apiVersion and
 // kind are the decoder's to check.
 func ValidateRebalancerPolicy(p *RebalancerPolicy) field.ErrorList {
@@ -55,11 +59,25 @@ func validateSelection(s *Selection, path *field.Path) field.ErrorList {
 	if s.ClusterLabel != "" {
 		errs = append(errs, metav1validation.ValidateLabelName(s.ClusterLabel, path.Child("clusterLabel"))...)
 	}
-	if s.ShardLabel != "" {
-		errs = append(errs, metav1validation.ValidateLabelName(s.ShardLabel, path.Child("shardLabel"))...)
+	errs = append(errs, validateEnum(path.Child("layout"), s.Layout, Layouts...)...)
+	if s.ShardSource != "" {
+		if _, err := policies.ParseShardSource(s.ShardSource); err != nil {
+			errs = append(errs, field.Invalid(path.Child("shardSource"), s.ShardSource, err.Error()))
+		}
+	}
+	if s.RoleLabel != "" {
+		errs = append(errs, metav1validation.ValidateLabelName(s.RoleLabel, path.Child("roleLabel"))...)
+	}
+	for i, k := range s.RecreatingOwners {
+		if !kindName.MatchString(k) {
+			errs = append(errs, field.Invalid(path.Child("recreatingOwners").Index(i), k, "must be a kind: a CamelCase name of letters and digits, such as InstanceSet"))
+		}
 	}
 	return errs
 }
+
+// kindName is what a Kubernetes kind looks like (InstanceSet, RedisCluster).
+var kindName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 
 func validatePlan(p *Plan, path *field.Path) field.ErrorList {
 	var errs field.ErrorList

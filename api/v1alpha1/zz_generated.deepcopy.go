@@ -194,6 +194,11 @@ func (in *Selection) DeepCopyInto(out *Selection) {
 	*out = *in
 	in.Namespaces.DeepCopyInto(&out.Namespaces)
 	in.LabelSelector.DeepCopyInto(&out.LabelSelector)
+	if in.RecreatingOwners != nil {
+		in, out := &in.RecreatingOwners, &out.RecreatingOwners
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

@@ -2,9 +2,12 @@
 // make compare. A test bed (Bed) is a local Kubernetes control plane with kwok nodes
 // (e2e/localcluster); an environment (Env) is a scenario laid out on a bed in a namespace of its
 // own: a real redis-server per Redis pod (e2e/redisrt), the scenario's StatefulSets and
-// PodDisruptionBudgets with pods bound to the nodes the scenario names, a Redis Cluster formed
-// over them (pod -0 of each shard the master; redistest.FormCluster), an operator stand-in that
-// adds new members as replicas (redistest.AddReplica), and a rate-limited write load (Writer).
+// PodDisruptionBudgets (in the scenario's layout: one StatefulSet per shard, Bitnami's chart or
+// OT's operator) with pods bound to the nodes the scenario names, a Redis Cluster formed over
+// them with the shards the scenario says (its first pod the master; redistest.FormCluster), an
+// operator stand-in that adds new members as replicas of their shard (redistest.AddReplica) and,
+// in OT's layout, keeps the redis-role labels in step with Redis, and a rate-limited write load
+// (Writer).
 // Several environments share one bed without seeing each other (see Bed); Setup gives an
 // environment a bed of its own.
 //
@@ -30,6 +33,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -78,6 +82,23 @@ type Options struct {
 	// BeforeStop is passed to the Redis runtime: called with a pod and its server's address just
 	// before the server is stopped because the pod is going away.
 	BeforeStop func(pod *corev1.Pod, addr string)
+	// AnnounceHostnames makes each redis-server announce its pod's FQDN
+	// (--cluster-announce-hostname <pod>.<subdomain>.<namespace>.svc.cluster.local, Redis 7),
+	// as OT's operator and KubeBlocks set Redis up: CLUSTER NODES then lists the hostname beside
+	// the IP. Clients are still sent to IPs (cluster-preferred-endpoint-type ip).
+	AnnounceHostnames bool
+}
+
+// announceHostname returns the redis-server arguments that announce pod's FQDN: its hostname
+// and subdomain as the StatefulSet controller sets them (the pod's name and the StatefulSet's
+// serviceName).
+func announceHostname(pod *corev1.Pod) []string {
+	host := cmp.Or(pod.Spec.Hostname, pod.Name)
+	fqdn := host + "." + pod.Namespace + ".svc.cluster.local"
+	if pod.Spec.Subdomain != "" {
+		fqdn = host + "." + pod.Spec.Subdomain + "." + pod.Namespace + ".svc.cluster.local"
+	}
+	return []string{"--cluster-announce-hostname", fqdn}
 }
 
 // Env is a scenario laid out on a test bed: its namespace, its Redis pods' servers, the Redis
@@ -151,10 +172,11 @@ func SetupForTest(t testing.TB, sc scenario.Scenario, opts Options) *Env {
 }
 
 // Setup lays out sc on the bed in a namespace of its own: its PodDisruptionBudgets and
-// StatefulSets, its pods bound to the nodes it names, a redis-server per pod (on the
-// environment's own port), the Redis Cluster formed over them (pod -0 of each shard the master),
-// and an operator stand-in. sc must name exactly the bed's zones and nodes. On error everything
-// the environment started is stopped.
+// StatefulSets (and, in Bitnami's layout with a password in opts.Redis, the chart's password
+// Secret), its pods bound to the nodes it names, a redis-server per pod (on the environment's own
+// port), the Redis Cluster formed over them (the shards sc.ShardPods says, the first pod of each
+// the master), and an operator stand-in. sc must name exactly the bed's zones and nodes. On
+// error everything the environment started is stopped.
 func (b *Bed) Setup(ctx context.Context, sc scenario.Scenario, opts Options) (*Env, error) {
 	if opts.Namespace != "" {
 		return b.setup(ctx, sc, opts, opts.Namespace, true)
@@ -243,13 +265,22 @@ func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns 
 	if e.Redis, err = redisctl.New(e.RedisOptions); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
+	var podArgs func(*corev1.Pod) []string
+	if opts.AnnounceHostnames {
+		podArgs = announceHostname
+	}
 	// The runtime lives until Stop: it must not get the setup's deadline.
 	if e.Runtime, err = redisrt.Start(context.WithoutCancel(ctx), redisrt.Config{
 		Client: e.Cluster.Client(), Namespace: ns, Selector: sel, Port: port, ExtraArgs: opts.RedisArgs,
 		DataRoot: filepath.Join(workDir, "redis"), Log: prefixWriter{opts.Log, "[redisrt] "},
-		BeforeStop: opts.BeforeStop,
+		BeforeStop: opts.BeforeStop, PodArgs: podArgs,
 	}); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
+	}
+	if sc.Layout == scenario.LayoutBitnami && e.RedisOptions.Password != "" {
+		if _, err := e.Client().CoreV1().Secrets(ns).Create(ctx, sc.BitnamiSecret(e.RedisOptions.Password), metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("harness: %w", err)
+		}
 	}
 	if err := e.layOut(ctx, opts.PodAnnotations, opts.RunningPods); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
@@ -396,13 +427,13 @@ func (e *Env) layOut(ctx context.Context, annotations map[string]string, running
 	var shards [][]string
 	for i := 0; i < sc.Shards; i++ {
 		var shard []string
-		for o := 0; o < sc.PodsPerShard; o++ {
-			if a, ok := addrs[sc.PodName(i, o)]; ok {
+		for _, pod := range sc.ShardPods(i) {
+			if a, ok := addrs[pod]; ok {
 				shard = append(shard, a)
 			}
 		}
 		if len(shard) == 0 || shard[0] != addrs[sc.PodName(i, 0)] {
-			return fmt.Errorf("shard %d: pod -0 must be placed (it becomes the master)", i)
+			return fmt.Errorf("shard %d: pod %s must be placed (it becomes the master)", i, sc.PodName(i, 0))
 		}
 		shards = append(shards, shard)
 	}
@@ -466,15 +497,51 @@ func poll(ctx context.Context, interval, timeout time.Duration, cond wait.Condit
 }
 
 // operate is the operator stand-in: every 500 ms it adds each Redis node that is alone (a new pod
-// with an empty data dir) to the cluster as a replica of its shard's master.
+// with an empty data dir) to the cluster as a replica of its shard's master, and in OT's layout
+// sets each pod's redis-role label to its Redis role (OT's UpdatePodRoleLabel).
 func (e *Env) operate(ctx context.Context) {
 	defer close(e.opDone)
 	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, false, func(ctx context.Context) (bool, error) {
 		if err := e.addNewMembers(ctx); err != nil && ctx.Err() == nil {
 			e.logf("operator: %v", err)
 		}
+		if e.Scenario.Layout == scenario.LayoutOT {
+			if err := e.syncRoleLabels(ctx); err != nil && ctx.Err() == nil {
+				e.logf("operator: %v", err)
+			}
+		}
 		return false, nil
 	})
+}
+
+// syncRoleLabels sets the OT redis-role label (master or slave) of every pod whose Redis node
+// answers to the role that node reports, as OT's operator does on each reconcile.
+func (e *Env) syncRoleLabels(ctx context.Context) error {
+	pods, err := e.Cluster.Client().CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: e.Scenario.Selector()})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range pods.Items {
+		addr, ok := e.Runtime.Addr(e.Namespace, p.Name)
+		if !ok || p.DeletionTimestamp != nil {
+			continue
+		}
+		reply, err := e.Redis.Do(ctx, addr, "ROLE")
+		arr, _ := reply.([]interface{})
+		if err != nil || len(arr) == 0 {
+			continue // not answering yet: the next round
+		}
+		role, _ := arr[0].(string)
+		if (role != "master" && role != "slave") || p.Labels[scenario.OTRedisRoleLabel] == role {
+			continue
+		}
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, scenario.OTRedisRoleLabel, role)
+		if _, err := e.Cluster.Client().CoreV1().Pods(e.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("label %s %s=%s: %w", p.Name, scenario.OTRedisRoleLabel, role, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (e *Env) addNewMembers(ctx context.Context) error {
@@ -504,30 +571,30 @@ func (e *Env) addNewMembers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	shardOf := map[string]string{} // pod IP → shard
+	shardOf := map[string]int{} // pod IP → the scenario's shard
 	for _, p := range pods.Items {
 		if p.Status.PodIP != "" {
-			shardOf[p.Status.PodIP] = p.Labels[scenario.ShardLabel]
+			shardOf[p.Status.PodIP] = e.Scenario.ShardOf(p.Name)
 		}
 	}
 	var errs []error
 	for _, s := range lonely {
-		shard := shardOf[s.IP]
+		shard, known := shardOf[s.IP]
 		masterID := ""
 		for _, n := range topo.Nodes {
-			if n.IsMaster() && !n.IsFailing() && shardOf[n.IP] == shard && shard != "" {
+			if sh, ok := shardOf[n.IP]; ok && known && shard >= 0 && sh == shard && n.IsMaster() && !n.IsFailing() {
 				masterID = n.ID
 			}
 		}
 		if masterID == "" {
-			errs = append(errs, fmt.Errorf("new member %s (%s): no master for shard %q", s.Name, s.Addr, shard))
+			errs = append(errs, fmt.Errorf("new member %s (%s): no master for shard %d", s.Name, s.Addr, shard))
 			continue
 		}
 		if err := redistest.AddReplica(ctx, e.Redis, s.Addr, members[0], masterID, 30*time.Second); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		e.logf("operator: added %s (%s) as a replica in shard %s", s.Name, s.Addr, shard)
+		e.logf("operator: added %s (%s) as a replica in shard %d", s.Name, s.Addr, shard)
 	}
 	return errors.Join(errs...)
 }

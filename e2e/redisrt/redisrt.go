@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,6 +95,9 @@ type Config struct {
 	NodeTimeout time.Duration
 	// ExtraArgs are appended to every redis-server command line.
 	ExtraArgs []string
+	// PodArgs, when set, returns more arguments for the server of one pod, appended after
+	// ExtraArgs (for example --cluster-announce-hostname with the pod's FQDN).
+	PodArgs func(pod *corev1.Pod) []string
 	// Workers is the number of pods reconciled concurrently (DefaultWorkers when 0). One pod is
 	// never reconciled by two workers at once.
 	Workers int
@@ -590,13 +594,17 @@ func (r *Runtime) reconcile(key string) error {
 		return fmt.Errorf("%s is still used by the server of %s", addr, other)
 	}
 	dir := filepath.Join(r.cfg.DataRoot, namespace, name)
+	args := r.cfg.ExtraArgs
+	if r.cfg.PodArgs != nil {
+		args = append(slices.Clone(args), r.cfg.PodArgs(pod)...)
+	}
 	srv, err := redisserver.Start(r.ctx, redisserver.Config{
 		Bin:         r.cfg.RedisServer,
 		IP:          ip,
 		Port:        r.cfg.Port,
 		Dir:         dir,
 		NodeTimeout: r.cfg.NodeTimeout,
-		ExtraArgs:   r.cfg.ExtraArgs,
+		ExtraArgs:   args,
 	})
 	if err == nil {
 		if err = waitPong(r.ctx, srv); err != nil {

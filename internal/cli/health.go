@@ -45,7 +45,7 @@ func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *re
 		return
 	}
 	defer rc.Close()
-	// Every cluster at once under one deadline, as the roles are read (observe.ReadRoles): a Redis
+	// Every cluster at once under one deadline, as the roles are read (observe.ReadRedis): a Redis
 	// that hangs costs its read timeout once, not once per cluster.
 	ctx, cancel := o.snapshot.redisContext(ctx)
 	defer cancel()

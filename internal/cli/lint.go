@@ -2,11 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 )
 
@@ -25,6 +27,18 @@ one master per shard, Redis promotes a replica only when a majority of the maste
 shards, 4 shards in 3 zones, or any cluster in 2 zones cannot survive the loss of some node or
 zone; the finding says which loss and what would fix it.
 
+PodDisruptionBudgets that let a drain take two pods of one shard at once (a master and its
+replica) are findings too (DisruptionBudget): no budget over the shard's pods, a budget per role
+(OT's leader/follower pair), a budget over the whole cluster with maxUnavailable above 1. For
+clusters written by Bitnami's redis-cluster chart or OT's redis-operator (told by their labels),
+a shard whose pods nothing required keeps apart (the chart's soft anti-affinity) is a finding
+(SoftAntiAffinity), and the fixes are printed in the chart's terms: the Helm values (Bitnami's
+redis.topologySpreadConstraints, redis.nodeAffinityPreset, redis.podAntiAffinityPreset) or the
+RedisCluster's fields and annotation (OT) that set the seed's constraints, as far as the chart
+can express them (JSON "values"). These findings need the shards: where they come from Redis
+(--shard-source redis, as --layout bitnami and ot set it), lint reads CLUSTER NODES live, and
+offline takes it from --redis-nodes; without either it judges the templates alone.
+
 The templates place pods, not roles: no constraint keeps the masters apart, and the operator's
 pod -0 = master convention drifts after every failover. lint says so once (a note; JSON
 "notes"); check and plan judge the masters themselves (MasterQuorum), and run fixes them with
@@ -38,8 +52,10 @@ there are findings, 1 on error.`,
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
-			// Templates carry no roles: lint never asks Redis.
-			m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, false)
+			// Templates carry no roles: lint asks Redis only for the shards, when they come
+			// from nowhere else.
+			src, _ := policies.ParseShardSource(p.Selection.ShardSource) // validated with the policy
+			m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, src.Kind == policies.ShardRedis)
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
@@ -63,6 +79,9 @@ there are findings, 1 on error.`,
 						where += " " + f.StatefulSet
 					}
 					fmt.Fprintf(out, "%s: %s: %s\n", where, f.Kind, f.Message)
+					if f.Values != "" {
+						fmt.Fprintf(out, "    %s\n", strings.ReplaceAll(strings.TrimRight(f.Values, "\n"), "\n", "\n    "))
+					}
 				}
 				for _, n := range notes {
 					fmt.Fprintf(out, "note: %s\n", n)

@@ -96,11 +96,12 @@ func (o *kubeOptions) client() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// snapshotOptions say where the cluster state comes from (the API server, or a file) and where
-// the roles come from (Redis, or a pod label).
+// snapshotOptions say where the cluster state comes from (the API server, or a file) and Redis's
+// view of it (read live, or CLUSTER NODES files offline).
 type snapshotOptions struct {
-	file       string
-	roleLabel  string
+	file string
+	// redisNodes is --redis-nodes: CLUSTER NODES files (observe.LoadRedisNodes), offline.
+	redisNodes string
 	redisRoles bool
 	// redisDeadline bounds each pass that reads every cluster's Redis at once (roles, health).
 	redisDeadline time.Duration
@@ -114,8 +115,8 @@ func newSnapshotOptions() snapshotOptions {
 func (o *snapshotOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.chunkSize, "chunk-size", o.chunkSize, "live: objects per LIST request, as kubectl's --chunk-size (0: each resource in one request)")
 	fs.StringVar(&o.file, "snapshot", o.file, "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A -o yaml\" (or -o json) prints; - for stdin")
-	fs.StringVar(&o.roleLabel, "role-label", o.roleLabel, "pod label giving the Redis role offline (master, replica/slave); roles are unknown without it")
-	fs.BoolVar(&o.redisRoles, "redis-roles", o.redisRoles, "live: read each pod's Redis role from Redis (needs network access to the pod IPs)")
+	fs.StringVar(&o.redisNodes, "redis-nodes", o.redisNodes, "with --snapshot: Redis's view, as `FILE` or a directory of files, each what \"redis-cli cluster nodes\" prints for one Redis cluster, named <namespace>_<cluster>[.ext] (the cluster label's value): roles and, by --shard-source, shards come from it exactly as live")
+	fs.BoolVar(&o.redisRoles, "redis-roles", o.redisRoles, "live: read each pod's Redis role (and, by --shard-source, shard) from Redis (needs network access to the pod IPs)")
 	fs.DurationVar(&o.redisDeadline, "redis-deadline", o.redisDeadline, "live: bound on reading the roles, then the health, of every Redis cluster (all clusters at once); what is not read by then stays unknown (roles) or unhealthy (health) (0: each node's read timeout only)")
 }
 
@@ -149,11 +150,10 @@ func (o *modelOptions) addFlags(fs *pflag.FlagSet, releaseUsage string) {
 }
 
 // model loads the snapshot (live or from the file), builds the model with p's rules and keeps the
-// clusters p selects; live, when readRoles is set and no role label is given, it reads the roles
-// from Redis. Notes and warnings go to errOut.
-func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, readRoles bool) (*policies.Model, error) {
+// clusters p selects; live, when readRedis is set, it reads the roles and shards from Redis,
+// offline from --redis-nodes' files. Notes and warnings go to errOut.
+func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, readRedis bool) (*policies.Model, error) {
 	opts := rules(p)
-	opts.RoleLabel = o.snapshot.roleLabel
 	sel, err := selection(&p.Selection)
 	if err != nil {
 		return nil, err
@@ -175,10 +175,22 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 			sort.Strings(kinds)
 			fmt.Fprintf(errOut, "note: %s skipped (not used by the rules)\n", strings.Join(kinds, ", "))
 		}
+		var nodes map[string][]policies.RedisNode
+		if o.snapshot.redisNodes != "" {
+			if nodes, err = observe.LoadRedisNodes(o.snapshot.redisNodes); err != nil {
+				return nil, err
+			}
+		}
 		if m, err = observe.Model(snap, opts, sel); err != nil {
 			return nil, err
 		}
+		for _, k := range observe.ApplyRedisNodes(m, nodes) {
+			fmt.Fprintf(errOut, "note: --redis-nodes: no selected Redis cluster %s in the snapshot; its file is not used\n", k)
+		}
 		return m, nil
+	}
+	if o.snapshot.redisNodes != "" {
+		return nil, errors.New("--redis-nodes needs --snapshot: live, Redis is read")
 	}
 	client, err := o.kube.client()
 	if err != nil {
@@ -191,7 +203,7 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 	if m, err = observe.Model(snap, opts, sel); err != nil {
 		return nil, err
 	}
-	if readRoles && o.snapshot.roleLabel == "" {
+	if readRedis {
 		rc, err := redisClient(ctx, client, &p.Redis)
 		if err != nil {
 			return nil, err
@@ -199,7 +211,7 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 		defer rc.Close()
 		rctx, cancel := o.snapshot.redisContext(ctx)
 		defer cancel()
-		errs := observe.ReadRoles(rctx, rc, m.Clusters)
+		errs := observe.ReadRedis(rctx, rc, m.Clusters)
 		for _, c := range m.Clusters {
 			if err, ok := errs[c.Key()]; ok {
 				fmt.Fprintf(errOut, "warning: %s: roles unknown: %v\n", c.Key(), err)

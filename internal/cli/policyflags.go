@@ -156,8 +156,16 @@ func (o *policyOptions) addSelectionFlags(fs *pflag.FlagSet, releaseUsage string
 		p.Selection.LabelSelector = *sel
 		return nil
 	})
-	policyFlag(o, fs.StringVar, "cluster-label", func(p *policy) *string { return &p.Selection.ClusterLabel }, "pod label whose value names the Redis cluster (seed example: cloud.netease.com/cluster-name)")
-	policyFlag(o, fs.StringVar, "shard-label", func(p *policy) *string { return &p.Selection.ShardLabel }, "pod label whose value names the shard (default: the pod's StatefulSet)")
+	layout := (*string)(&o.flags.Selection.Layout)
+	fs.StringVar(layout, "layout", *layout, "how the Redis clusters are deployed: seed, bitnami, ot, ucloud or kubeblocks; sets the defaults of --cluster-label, --shard-source, --role-label, --recreating-owners and the Redis Secret's keys (README: the layouts table); a flag given beside it wins")
+	o.customFlag("layout", "selection.layout", func(p *policy) error {
+		p.Selection.Layout = o.flags.Selection.Layout
+		return nil
+	})
+	policyFlag(o, fs.StringVar, "cluster-label", func(p *policy) *string { return &p.Selection.ClusterLabel }, "pod label whose value names the Redis cluster (seed example: cloud.netease.com/cluster-name; default: the layout's, app.kubernetes.io/instance without one)")
+	policyFlag(o, fs.StringVar, "shard-source", func(p *policy) *string { return &p.Selection.ShardSource }, "where a pod's shard comes from: owner (its controller), redis (CLUSTER NODES; offline: --redis-nodes), label:KEY, or auto (the owner unless Redis groups the pods otherwise); default: the layout's, auto without one")
+	policyFlag(o, fs.StringVar, "role-label", func(p *policy) *string { return &p.Selection.RoleLabel }, "pod label giving the Redis role (master, replica/slave) when Redis is not read (offline without --redis-nodes, or --redis-roles=false); Redis's roles win when read (default: the layout's)")
+	policyFlag(o, fs.StringSliceVar, "recreating-owners", func(p *policy) *[]string { return &p.Selection.RecreatingOwners }, "kinds of controller besides StatefulSet that re-create an evicted pod (e.g. InstanceSet); pods of other owners, or of none, are never evicted (default: the layout's)")
 	policyFlag(o, fs.BoolVar, "relaxed-limits", func(p *policy) *bool { return &p.Rules.RelaxedLimits }, `seed 000 §四: allow "at most" N/3 pods per node and N/2 per zone instead of "fewer than"`)
 	policyFlag(o, fs.BoolVar, "release-replica-claims", func(p *policy) *bool { return &p.Rules.ReleaseReplicaClaims }, releaseUsage)
 }
@@ -260,7 +268,9 @@ func outputUsage(contract string) string {
 
 // load returns the policy the command runs with: --policy's file (v1alpha1.Load: strict,
 // validated, defaulted) or the defaults, then the flags given on fs applied on top, validated
-// again (each error on a field a flag set names the flag) and defaulted. It reads no cluster.
+// again (each error on a field a flag set names the flag) and defaulted; last, the layout (the
+// file's or --layout's) fills the fields it sets that neither the file nor a flag set
+// (v1alpha1.ApplyLayout). It reads no cluster.
 func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 	p := v1alpha1.Default()
 	if o.file != "" {
@@ -293,6 +303,7 @@ func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 		return nil, fmt.Errorf("flags: %w", &v1alpha1.InvalidError{Errs: fe})
 	}
 	v1alpha1.SetDefaults(p)
+	v1alpha1.ApplyLayout(p)
 	return p, nil
 }
 
@@ -350,11 +361,13 @@ func selection(s *v1alpha1.Selection) (observe.Selection, error) {
 	return out, nil
 }
 
-// rules returns the rules' options (the role label is the snapshot options').
+// rules returns the model's and the rules' options from a defaulted, valid policy.
 func rules(p *policy) policies.Options {
+	src, _ := policies.ParseShardSource(p.Selection.ShardSource) // validated with the policy
 	return policies.Options{
-		ClusterLabel: p.Selection.ClusterLabel, ShardLabel: p.Selection.ShardLabel,
-		RelaxedLimits: p.Rules.RelaxedLimits, ReleaseReplicaClaims: p.Rules.ReleaseReplicaClaims,
+		ClusterLabel: p.Selection.ClusterLabel, ShardSource: src, RoleLabel: p.Selection.RoleLabel,
+		RecreatingOwners: p.Selection.RecreatingOwners,
+		RelaxedLimits:    p.Rules.RelaxedLimits, ReleaseReplicaClaims: p.Rules.ReleaseReplicaClaims,
 	}
 }
 

@@ -112,8 +112,10 @@ output: json
 		for _, m := range mutators {
 			m(p)
 		}
+		v1alpha1.ApplyLayout(p)
 		return p
 	}
+	otFile := writeFile(t, "ot.yaml", "apiVersion: rebalancer.redis.io/v1alpha1\nkind: RebalancerPolicy\nselection: {layout: ot, roleLabel: role}\n")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -147,6 +149,40 @@ output: json
 				p := v1alpha1.Default()
 				p.Limits.MaxNoOfPodsToEvictTotal = 4
 				p.Windows.Windows = []v1alpha1.Window{{Schedule: "@daily", Duration: metav1.Duration{Duration: 90 * time.Minute}}}
+				v1alpha1.ApplyLayout(p)
+				return p
+			}(),
+		},
+		{
+			name: "--layout bitnami → its cluster label, shard source and password key; a file's clusterLabel wins over it",
+			args: []string{"--policy", file, "--layout", "bitnami"},
+			want: withFile(func(p *policy) {
+				p.Selection.Layout = v1alpha1.LayoutBitnami
+				p.Selection.ShardSource = "redis"
+			}),
+		},
+		{
+			name: "a file's layout ot → its fields but the file's roleLabel; --shard-source and --recreating-owners beside it win",
+			args: []string{"--policy", otFile, "--shard-source", "owner", "--recreating-owners", "RedisCluster,InstanceSet"},
+			want: func() *policy {
+				p := v1alpha1.Default()
+				p.Selection.Layout, p.Selection.RoleLabel = v1alpha1.LayoutOT, "role"
+				p.Selection.ClusterLabel, p.Selection.ShardSource = "cluster", "owner"
+				p.Selection.RecreatingOwners = []string{"RedisCluster", "InstanceSet"}
+				p.Redis.UsernameSecretRef.Key, p.Redis.PasswordSecretRef.Key = "redis-username", "password"
+				return p
+			}(),
+		},
+		{
+			name: "--layout kubeblocks → InstanceSet re-creates pods, the account Secret's keys, roles from kubeblocks.io/role",
+			args: []string{"--layout", "kubeblocks"},
+			want: func() *policy {
+				p := v1alpha1.Default()
+				p.Selection = v1alpha1.Selection{
+					Layout: v1alpha1.LayoutKubeBlocks, ClusterLabel: "app.kubernetes.io/instance", ShardSource: "auto",
+					RoleLabel: "kubeblocks.io/role", RecreatingOwners: []string{"InstanceSet"},
+				}
+				p.Redis.UsernameSecretRef.Key, p.Redis.PasswordSecretRef.Key = "username", "password"
 				return p
 			}(),
 		},
@@ -184,6 +220,7 @@ func TestExecutorConfig(t *testing.T) {
 	p.Limits.MaxNoOfPodsToEvictPerNode = 2
 	p.Failover.Mode = v1alpha1.FailoverForce
 	p.Windows.Windows = []v1alpha1.Window{{Schedule: "@daily", Duration: metav1.Duration{Duration: 2 * time.Hour}}}
+	v1alpha1.ApplyLayout(p)
 	cfg, err := executorConfig(p)
 	if err != nil {
 		t.Fatal(err)

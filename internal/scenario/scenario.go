@@ -1,6 +1,8 @@
 // Package scenario describes Redis Cluster placements on a set of zoned nodes, and builds the
 // Kubernetes objects for them: nodes, one StatefulSet per shard carrying the seed's constraints
-// (constraints.Generate), a PodDisruptionBudget per shard, and the pods bound as described. Unit
+// (constraints.Generate), a PodDisruptionBudget per shard, and the pods bound as described; or,
+// in the layouts of Bitnami's redis-cluster chart and OT's redis-operator (Layout), their
+// StatefulSets, labels and PodDisruptionBudgets, with the shards only Redis knows. Unit
 // tests use the objects as a policies.Snapshot; the e2e suite and the demo create them on a real
 // API server. It owns the Redis side of the test objects (cluster and shard labels, roles,
 // placements, the suite behind examples/); the objects themselves come from internal/fixture's
@@ -12,12 +14,14 @@ package scenario
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
@@ -51,9 +55,13 @@ type Scenario struct {
 	Description string
 	// Namespace of every namespaced object ("redis" when empty).
 	Namespace string
-	// Cluster is the Redis cluster's name: the value of policies.DefaultClusterLabel ("redis"
-	// when empty). Shard i's StatefulSet is "<Cluster>-s<i>", its pods "<Cluster>-s<i>-<ordinal>".
+	// Cluster is the Redis cluster's name: the value of ClusterLabel() ("redis" when empty): in
+	// the seed layout shard i's StatefulSet is "<Cluster>-s<i>", its pods
+	// "<Cluster>-s<i>-<ordinal>"; the other layouts name their pods as PodName says.
 	Cluster string
+	// Layout is how the pods are laid out in StatefulSets, labels and PodDisruptionBudgets
+	// (LayoutSeed when empty).
+	Layout Layout
 	// Zones and their nodes. A zone named "" gives nodes without a zone label.
 	Zones []Zone
 	// Shards and PodsPerShard give N = Shards × PodsPerShard.
@@ -71,7 +79,8 @@ type Scenario struct {
 	// SchedulerName, when set, goes into the pod templates (e2e: a scheduler nobody serves, so
 	// the test can bind pods itself).
 	SchedulerName string
-	// RoleLabels labels pods with RoleLabel: ordinal 0 master, others replica.
+	// RoleLabels labels pods with RoleLabel: each shard's first pod (PodName(i, 0)) master, the
+	// others replica.
 	RoleLabels bool
 	// Image is the container image (informational; kwok runs no container).
 	Image string
@@ -94,22 +103,49 @@ func (s Scenario) cluster() string {
 // N returns the cluster size.
 func (s Scenario) N() int { return s.Shards * s.PodsPerShard }
 
-// ShardName returns shard i's StatefulSet name.
+// ShardName returns shard i's name in the seed layout: its StatefulSet's name and ShardLabel's
+// value.
 func (s Scenario) ShardName(i int) string { return fmt.Sprintf("%s-s%d", s.cluster(), i) }
 
-// PodName returns the name of shard i's pod with the given ordinal.
-func (s Scenario) PodName(i, ordinal int) string {
-	return fmt.Sprintf("%s-%d", s.ShardName(i), ordinal)
+// PodName returns the name of shard i's o-th pod (o = 0: the master the cluster is formed
+// with): "<Cluster>-s<i>-<o>" (seed); "<fullname>-<M·o+i>" (Bitnami: the chart's init makes
+// ordinals 0..M-1 the masters); "<Cluster>-leader-<i>" for o = 0 and
+// "<Cluster>-follower-<M·(o-1)+i>" otherwise (OT: follower j replicates leader j mod M).
+func (s Scenario) PodName(i, o int) string {
+	switch s.Layout {
+	case LayoutBitnami:
+		return fmt.Sprintf("%s-%d", s.BitnamiFullname(), s.Shards*o+i)
+	case LayoutOT:
+		if o == 0 {
+			return fmt.Sprintf("%s-leader-%d", s.cluster(), i)
+		}
+		return fmt.Sprintf("%s-follower-%d", s.cluster(), s.Shards*(o-1)+i)
+	}
+	return fmt.Sprintf("%s-%d", s.ShardName(i), o)
 }
 
-// ClusterLabels returns the labels that select every pod of the cluster.
+// ClusterLabels returns the labels that select every pod of the cluster: AppLabel and
+// policies.DefaultClusterLabel (seed), the chart's matchLabels (Bitnami), cluster=<name> (OT).
 func (s Scenario) ClusterLabels() map[string]string {
+	switch s.Layout {
+	case LayoutBitnami:
+		return s.bitnamiMatchLabels()
+	case LayoutOT:
+		return map[string]string{OTClusterLabel: s.cluster()}
+	}
 	return map[string]string{AppLabel: AppValue, policies.DefaultClusterLabel: s.cluster()}
 }
 
 // Selector returns the label selector of the cluster's pods, in kubectl's syntax.
 func (s Scenario) Selector() string {
-	return AppLabel + "=" + AppValue + "," + policies.DefaultClusterLabel + "=" + s.cluster()
+	return labels.SelectorFromSet(s.ClusterLabels()).String()
+}
+
+func (s Scenario) image() string {
+	if s.Image == "" {
+		return "redis:7.0"
+	}
+	return s.Image
 }
 
 // ZoneNames returns the zone names in order.
@@ -149,10 +185,6 @@ func (s Scenario) Template(i int) (corev1.PodTemplateSpec, error) {
 	if err != nil {
 		return corev1.PodTemplateSpec{}, err
 	}
-	image := s.Image
-	if image == "" {
-		image = "redis:7.0"
-	}
 	tmpl := fixture.Pod("template", fixture.WithTolerations(s.Tolerations...), func(p *corev1.Pod) {
 		p.Labels = s.ClusterLabels()
 		p.Labels[ShardLabel] = s.ShardName(i)
@@ -161,15 +193,18 @@ func (s Scenario) Template(i int) (corev1.PodTemplateSpec, error) {
 		p.Spec.TopologySpreadConstraints = spread
 		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
 		c := &p.Spec.Containers[0]
-		c.Image = image
+		c.Image = s.image()
 		c.Ports = []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}, {Name: "bus", ContainerPort: 16379}}
 	})
 	return fixture.TemplateOf(tmpl), nil
 }
 
-// StatefulSets returns one StatefulSet per shard, updateStrategy OnDelete (as an operator leaves
-// them after a resize), podManagementPolicy Parallel.
+// StatefulSets returns the layout's StatefulSets (seed: one per shard), updateStrategy OnDelete
+// (as an operator leaves them after a resize), podManagementPolicy Parallel.
 func (s Scenario) StatefulSets() ([]*appsv1.StatefulSet, error) {
+	if s.Layout != LayoutSeed {
+		return s.layoutStatefulSets()
+	}
 	var out []*appsv1.StatefulSet
 	for i := 0; i < s.Shards; i++ {
 		t, err := s.Template(i)
@@ -192,8 +227,12 @@ func (s Scenario) shardSelector(i int) map[string]string {
 	return map[string]string{policies.DefaultClusterLabel: s.cluster(), ShardLabel: s.ShardName(i)}
 }
 
-// PodDisruptionBudgets returns one PDB per shard with maxUnavailable 1.
+// PodDisruptionBudgets returns the layout's PodDisruptionBudgets, each with maxUnavailable 1:
+// one per shard (seed), one for the release (Bitnami), one per role (OT).
 func (s Scenario) PodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
+	if s.Layout != LayoutSeed {
+		return s.layoutPodDisruptionBudgets()
+	}
 	var out []*policyv1.PodDisruptionBudget
 	for i := 0; i < s.Shards; i++ {
 		out = append(out, fixture.PodDisruptionBudget(s.ShardName(i), &metav1.LabelSelector{MatchLabels: s.shardSelector(i)},
@@ -206,17 +245,25 @@ func (s Scenario) PodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
 var creationBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Pods returns every pod of the cluster as its StatefulSet would create it, bound per Placement
-// (Running) or Pending with PodScheduled=False/Unschedulable.
+// (Running) or Pending with PodScheduled=False/Unschedulable. Pods are created one second apart,
+// ordinal 0 of every shard first: creation order is (position in the shard, shard). OT's pods
+// carry OTRedisRoleLabel as the operator sets it for the role they were formed with. Running pods
+// of the Bitnami and OT layouts have the IP ClusterNodes lists them at.
 func (s Scenario) Pods() ([]*corev1.Pod, error) {
 	stss, err := s.StatefulSets()
 	if err != nil {
 		return nil, err
 	}
+	at := s.positions()
 	var out []*corev1.Pod
-	for i, sts := range stss {
-		for o := 0; o < s.PodsPerShard; o++ {
-			// StatefulSets create ordinal 0 of every shard first: creation order is
-			// (ordinal, shard), one second apart.
+	for _, sts := range stss {
+		for ord := 0; ord < int(*sts.Spec.Replicas); ord++ {
+			name := sts.Name + "-" + strconv.Itoa(ord)
+			pos, ok := at[name]
+			i, o := pos[0], pos[1]
+			if !ok {
+				return nil, fmt.Errorf("scenario %s: pod %s is in no shard", s.Name, name)
+			}
 			opts := []fixture.PodOption{fixture.CreatedAt(creationBase.Add(time.Duration(o*s.Shards+i) * time.Second))}
 			if s.RoleLabels {
 				role := "replica"
@@ -225,15 +272,22 @@ func (s Scenario) Pods() ([]*corev1.Pod, error) {
 				}
 				opts = append(opts, fixture.WithLabels(RoleLabel, role))
 			}
+			if s.Layout == LayoutOT {
+				opts = append(opts, fixture.WithLabels(OTRedisRoleLabel, map[bool]string{true: "master", false: "slave"}[o == 0]))
+			}
 			if s.RunningMaxSkew != nil {
 				opts = append(opts, s.runningMaxSkew)
 			}
-			if node := s.Placement[s.PodName(i, o)]; node != "" {
+			if node := s.Placement[name]; node != "" {
 				opts = append(opts, fixture.On(node), fixture.Ready())
+				if s.Layout != LayoutSeed {
+					ip := s.podIP(i, o)
+					opts = append(opts, func(p *corev1.Pod) { p.Status.PodIP = ip })
+				}
 			} else {
 				opts = append(opts, fixture.Unschedulable())
 			}
-			out = append(out, fixture.StatefulSetPod(sts, o, opts...))
+			out = append(out, fixture.StatefulSetPod(sts, ord, opts...))
 		}
 	}
 	return out, nil
@@ -324,9 +378,12 @@ func PostScaleDown() Scenario {
 		Name:        "post-scale-down",
 		Description: "5 shards x 2 pods (N=10) left after a scale-down: n1 holds 4 masters, zone-a 5 pods.",
 		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
-	}.Placed([][]string{
-		{"n1", "n3"}, {"n1", "n3"}, {"n1", "n4"}, {"n1", "n4"}, {"n2", "n5"},
-	})
+	}.Placed(postScaleDownPlacement)
+}
+
+// postScaleDownPlacement is PostScaleDown's placement: shard i's master, then its replica.
+var postScaleDownPlacement = [][]string{
+	{"n1", "n3"}, {"n1", "n3"}, {"n1", "n4"}, {"n1", "n4"}, {"n2", "n5"},
 }
 
 // TwoMoves: 3 shards × 2 pods (N = 6, at most 1 pod per node) on 3 zones × 2 nodes; n1 holds

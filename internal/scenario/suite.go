@@ -28,7 +28,9 @@ func (c Case) Snapshot() (*policies.Snapshot, error) {
 }
 
 // Suite returns the scenario suite, one case per file in examples/ (named after Scenario.Name).
-// Every case labels pods with RoleLabel (ordinal 0 master) so that plans mark failovers offline.
+// Every case of the seed layout labels pods with RoleLabel (ordinal 0 master) so that plans mark
+// failovers offline; the Bitnami and OT cases take roles and shards from their ClusterNodes
+// (examples/redis-nodes/, --redis-nodes).
 func Suite() []Case {
 	cases := []Case{
 		{Scenario: SeedDeadlock()},
@@ -45,9 +47,11 @@ func Suite() []Case {
 		StayersOnUnusableNodes(),
 		{Scenario: PendingStep()},
 		{Scenario: RoleOnly()},
+		{Scenario: BitnamiPostScaleDown()},
+		{Scenario: OTPostScaleDown()},
 	}
 	for i := range cases {
-		cases[i].RoleLabels = true
+		cases[i].RoleLabels = cases[i].Layout == LayoutSeed
 	}
 	return cases
 }

@@ -1,15 +1,21 @@
 // Package lint compares the scheduling constraints in a Redis cluster's StatefulSet templates
 // with what seed 000 §二 recommends for the cluster's size and zones (constraints.Generate), flags
-// the templates that can deadlock (seed 000 §四: several zones and 3 shards), and the clusters
+// the templates that can deadlock (seed 000 §四: several zones and 3 shards), the clusters
 // whose shards and zones leave some node or zone loss unsurvivable whatever the placement
-// (MasterQuorum). What templates cannot express, it says once (RolesNote).
+// (MasterQuorum), the PodDisruptionBudgets that let a drain take two pods of one shard
+// (DisruptionBudget), and, for clusters that Bitnami's redis-cluster chart or OT's
+// redis-operator wrote (ChartOf), a shard's pods kept apart by nothing required
+// (SoftAntiAffinity), with the chart's values or the RedisCluster's fields that restore the
+// seed's constraints (Finding.Values). What templates cannot express, it says once (RolesNote).
 package lint
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,21 +44,25 @@ const (
 	// zone (policies.Quorum's note: M ≤ 2, or ⌈M/Z⌉ ≥ M/2, or 2 zones); reported once per cluster,
 	// with StatefulSet empty.
 	MasterQuorum Kind = "MasterQuorum"
+	// SoftAntiAffinity: a cluster written by a known chart (Bitnami, OT) where no required pod
+	// anti-affinity keeps a shard's pods off one node (one zone) or zone (several): the scheduler
+	// may re-create a replica beside its master. Reported once per cluster, with the values that
+	// restore the seed's constraints as far as the chart can express them.
+	SoftAntiAffinity Kind = "SoftAntiAffinity"
+	// DisruptionBudget: the PodDisruptionBudgets let a drain take two pods of one shard at once
+	// (none selects them, a budget per role splits them, or a budget over both allows more than
+	// one disruption). Reported once per cluster and cause.
+	DisruptionBudget Kind = "DisruptionBudget"
 )
 
 // RolesNote is what lint says once about roles: the templates place pods, and nothing in them
 // keeps masters apart.
 const RolesNote = "scheduling constraints place pods, not roles: kube-scheduler knows no Redis role, so no constraint can keep the masters of a cluster apart (Redis promotes a replica only when a majority of the masters vote), and the operator's convention that pod -0 is the master drifts after every failover; redis-rebalancer's MasterQuorum rule checks where the masters are (check, plan: from Redis live, --role-label offline) and moves them with failovers (run)"
 
-// Quorum returns the MasterQuorum finding of cluster c when, with one master per shard (its
-// StatefulSets), some loss cannot be survived whatever the placement (false otherwise).
+// Quorum returns the MasterQuorum finding of cluster c when, with one master per shard
+// (Masters), some loss cannot be survived whatever the placement (false otherwise).
 func Quorum(c *policies.Cluster) (Finding, bool) {
-	shards := 0
-	for _, s := range c.Shards {
-		if s.StatefulSet != nil {
-			shards++
-		}
-	}
+	shards := Masters(c)
 	q := c.QuorumOf(shards)
 	if !q.Applies || q.Note == "" {
 		return Finding{}, false
@@ -62,6 +72,25 @@ func Quorum(c *policies.Cluster) (Finding, bool) {
 		Got:     fmt.Sprintf("%d shards (one master each) over %d zones", shards, c.Z()),
 		Message: fmt.Sprintf("%d shards, one master each: %s", shards, q.Note),
 	}, true
+}
+
+// Masters returns the number of shards of c, one master each: the shards that are one
+// StatefulSet each (seed 000's layout), else the shards whose pods' shard is known (from a
+// label, or from Redis: Bitnami's and OT's layouts); 0 when none is known (Redis not read).
+func Masters(c *policies.Cluster) int {
+	perSet, known := 0, 0
+	for _, s := range c.Shards {
+		if s.StatefulSet != nil {
+			perSet++
+		}
+		if len(s.Members) > 0 && c.Members[s.Members[0]].ShardKnown() && (len(s.Members) > 1 || c.ShardSource.Kind != policies.ShardOwner) {
+			known++
+		}
+	}
+	if perSet > 0 {
+		return perSet
+	}
+	return known
 }
 
 // Finding is one difference between a StatefulSet template and the recommendation.
@@ -75,6 +104,9 @@ type Finding struct {
 	Got  string `json:"got,omitempty"`
 	// Message says it in words, with the fix.
 	Message string `json:"message"`
+	// Values, for a cluster a known chart wrote, is the fix as YAML in the chart's terms: its
+	// values (Bitnami: helm upgrade -f), the RedisCluster's fields (OT), or an object to create.
+	Values string `json:"values,omitempty"`
 }
 
 // Lint checks every StatefulSet of every cluster of m, and each cluster's MasterQuorum with one
@@ -86,18 +118,19 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 		if f, ok := Quorum(c); ok {
 			out = append(out, f)
 		}
+		chart := ChartOf(c)
+		first := len(out)
 		multiZone := c.Z() >= 2
-		shards := 0
+		shards := Masters(c)
+		shardOf := map[*appsv1.StatefulSet]*policies.Shard{} // one shard per StatefulSet
 		for _, s := range c.Shards {
 			if s.StatefulSet != nil {
-				shards++
+				shardOf[s.StatefulSet] = s
 			}
 		}
-		for _, s := range c.Shards {
-			sts := s.StatefulSet
-			if sts == nil {
-				continue
-			}
+		sets := slices.Clone(c.StatefulSets)
+		sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
+		for _, sts := range sets {
 			add := func(k Kind, want, got, format string, args ...any) {
 				out = append(out, Finding{Namespace: c.Namespace, Cluster: c.Name, StatefulSet: sts.Name, Kind: k, Want: want, Got: got, Message: fmt.Sprintf(format, args...)})
 			}
@@ -109,7 +142,9 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 				checkSkew(spec, c.ZoneKey, corev1.ScheduleAnyway, 1, c.N, add)
 			}
 			checkSkew(spec, policies.LabelHostname, corev1.ScheduleAnyway, 1, c.N, add)
-			checkAntiAffinity(c, s, spec, multiZone, add)
+			if s := shardOf[sts]; s != nil && chart == ChartNone {
+				checkAntiAffinity(c, s, spec, multiZone, add)
+			}
 			if multiZone && !c.ZoneList {
 				add(NodeAffinity, "required node affinity: "+c.ZoneKey+" In ["+strings.Join(c.AllowedZones, " ")+"]", "none",
 					"no required node affinity lists the zones (seed available-zones); the cluster may spread into any zone")
@@ -122,6 +157,18 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 				}
 			}
 		}
+		if chart != ChartNone {
+			if f, ok := softAntiAffinity(c, chart, relaxed); ok {
+				out = append(out, f)
+			} else if len(out) > first {
+				// The templates differ from the seed's constraints: their fix, once, in the
+				// chart's terms.
+				if v, err := chartValues(c, chart, relaxed); err == nil {
+					out[first].Values = v
+				}
+			}
+		}
+		out = append(out, disruptionBudgets(c, chart)...)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]

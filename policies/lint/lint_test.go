@@ -1,11 +1,18 @@
 package lint
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
@@ -90,6 +97,162 @@ func TestLint(t *testing.T) {
 				t.Log(f.Message)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLintCharts checks the findings on clusters that Bitnami's chart and OT's operator wrote:
+// soft anti-affinity with the values that restore the seed's constraints, and budgets that let a
+// drain take two pods of a shard. Shards come from Redis (the scenario's RedisNodes).
+func TestLintCharts(t *testing.T) {
+	type hit struct {
+		StatefulSet string
+		Kind        Kind
+		Values      bool
+	}
+	oneZone := []scenario.Zone{{Name: "zone-a", Nodes: []string{"n1", "n2", "n3", "n4", "n5", "n6"}}}
+	small := func(l scenario.Layout) scenario.Scenario {
+		return scenario.Scenario{Layout: l, Cluster: "redis-cluster", Zones: oneZone, Shards: 3, PodsPerShard: 2}.Placed([][]string{
+			{"n1", "n4"}, {"n2", "n5"}, {"n3", "n6"},
+		})
+	}
+	for _, tc := range []struct {
+		name  string
+		sc    scenario.Scenario
+		tweak func(*policies.Snapshot)
+		want  []hit
+		// in says what the values or a message must contain.
+		in []string
+	}{
+		{
+			name: "Bitnami post-scale-down, the seed's spread set through the chart's values → SoftAntiAffinity with values, without podAntiAffinityPreset hard (10 pods, 6 nodes)",
+			sc:   scenario.BitnamiPostScaleDown(),
+			want: []hit{{"", SoftAntiAffinity, true}},
+			in:   []string{"topologySpreadConstraints:", "maxSkew: 3", "maxSkew: 4", "nodeAffinityPreset:", "would leave 4 Pending"},
+		},
+		{
+			name: "Bitnami chart defaults (no spread constraints, no node affinity) → the missing constraints and SoftAntiAffinity, whose values add them",
+			sc:   scenario.BitnamiPostScaleDown(),
+			tweak: func(s *policies.Snapshot) {
+				spec := &s.StatefulSets[0].Spec.Template.Spec
+				spec.TopologySpreadConstraints = nil
+				spec.Affinity.NodeAffinity = nil
+			},
+			want: []hit{{"", SoftAntiAffinity, true}, {"redis-cluster", MissingConstraint, false}, {"redis-cluster", MissingConstraint, false},
+				{"redis-cluster", MissingConstraint, false}, {"redis-cluster", MissingConstraint, false}, {"redis-cluster", NodeAffinity, false}},
+			in: []string{"topology.kubernetes.io/zone", "app.kubernetes.io/instance: redis-cluster"},
+		},
+		{
+			name: "Bitnami, one zone, podAntiAffinityPreset hard (6 pods, 6 nodes) → no finding",
+			sc:   small(scenario.LayoutBitnami),
+			tweak: func(s *policies.Snapshot) {
+				spec := &s.StatefulSets[0].Spec.Template.Spec
+				spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+					fixture.Term(corev1.LabelHostname, map[string]string{scenario.AppLabel: "redis-cluster", scenario.BitnamiInstanceLabel: "redis-cluster"}),
+				}}
+			},
+		},
+		{
+			name: "Bitnami, one zone, soft preset (6 pods, 6 nodes) → SoftAntiAffinity whose values set podAntiAffinityPreset hard",
+			sc:   small(scenario.LayoutBitnami),
+			want: []hit{{"", SoftAntiAffinity, true}},
+			in:   []string{"podAntiAffinityPreset: hard"},
+		},
+		{
+			name: "Bitnami, pdb.maxUnavailable 2 → DisruptionBudget naming the release's budget",
+			sc:   scenario.BitnamiPostScaleDown(),
+			tweak: func(s *policies.Snapshot) {
+				s.PodDisruptionBudgets[0].Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+			},
+			want: []hit{{"", SoftAntiAffinity, true}, {"", DisruptionBudget, false}},
+			in:   []string{"redis-cluster (maxUnavailable 2)", "5 shards", "pdb.maxUnavailable: 1"},
+		},
+		{
+			name: "OT post-scale-down, a PDB per role → SoftAntiAffinity with the RedisCluster's fields, DisruptionBudget with the cluster's budget",
+			sc:   scenario.OTPostScaleDown(),
+			want: []hit{{"", SoftAntiAffinity, true}, {"", DisruptionBudget, true}},
+			in: []string{"redis-cluster-follower, redis-cluster-leader", "redisLeader:", "redisFollower:", OTAntiAffinityAnnotation + `: "true"`,
+				"kind: PodDisruptionBudget", "cluster: redis-cluster", "maxUnavailable: 1"},
+		},
+		{
+			name: "OT, one zone, the webhook's anti-affinity in every pod, one budget for the cluster → no finding",
+			sc:   small(scenario.LayoutOT),
+			tweak: func(s *policies.Snapshot) {
+				for _, p := range s.Pods {
+					partner := strings.NewReplacer("leader", "follower", "follower", "leader").Replace(p.Name)
+					fixture.AntiAffinity(corev1.LabelHostname, map[string]string{appsv1.StatefulSetPodNameLabel: partner})(p)
+				}
+				s.PodDisruptionBudgets = []*policyv1.PodDisruptionBudget{fixture.PodDisruptionBudget("redis-cluster",
+					&metav1.LabelSelector{MatchLabels: map[string]string{scenario.OTClusterLabel: "redis-cluster"}})}
+			},
+		},
+		{
+			name: "OT, PDBs with the operator's default minAvailable (3 of 5 per role) → DisruptionBudget",
+			sc:   scenario.OTPostScaleDown(),
+			tweak: func(s *policies.Snapshot) {
+				for _, b := range s.PodDisruptionBudgets {
+					b.Spec.MaxUnavailable, b.Spec.MinAvailable = nil, ptr.To(intstr.FromInt32(3))
+				}
+			},
+			want: []hit{{"", SoftAntiAffinity, true}, {"", DisruptionBudget, true}},
+		},
+		{
+			name:  "seed post-scale-down without PodDisruptionBudgets → DisruptionBudget once for the 5 shards",
+			sc:    scenario.PostScaleDown(),
+			tweak: func(s *policies.Snapshot) { s.PodDisruptionBudgets = nil },
+			want:  []hit{{"", DisruptionBudget, false}},
+			in:    []string{"no PodDisruptionBudget selects two pods of 5 shards"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := tc.sc.MustSnapshot()
+			if tc.tweak != nil {
+				tc.tweak(snap)
+			}
+			m, err := policies.Build(snap, policies.Options{ClusterLabel: tc.sc.ClusterLabel()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.sc.Layout != scenario.LayoutSeed {
+				m.Clusters[0].ApplyRedis(tc.sc.RedisNodes())
+			}
+			var got []hit
+			var text strings.Builder
+			for _, f := range Lint(m, false) {
+				got = append(got, hit{f.StatefulSet, f.Kind, f.Values != ""})
+				t.Logf("%s: %s\n%s", f.Kind, f.Message, f.Values)
+				text.WriteString(f.Message + "\n" + f.Values)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+			for _, s := range tc.in {
+				if !strings.Contains(text.String(), s) {
+					t.Errorf("no finding says %q", s)
+				}
+			}
+		})
+	}
+}
+
+// TestLintChartsWithoutShards: with shards from Redis and Redis not read (offline without
+// --redis-nodes), a chart's cluster has no known shard; its soft anti-affinity is still a
+// finding (nothing required keeps any two pods apart), and nothing is said about masters or
+// budgets.
+func TestLintChartsWithoutShards(t *testing.T) {
+	for _, sc := range []scenario.Scenario{scenario.BitnamiPostScaleDown(), scenario.OTPostScaleDown()} {
+		t.Run(sc.Name+", Redis not read → SoftAntiAffinity only", func(t *testing.T) {
+			m, err := policies.Build(sc.MustSnapshot(), policies.Options{ClusterLabel: sc.ClusterLabel(), ShardSource: policies.ShardSource{Kind: policies.ShardRedis}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []Kind
+			for _, f := range Lint(m, false) {
+				got = append(got, f.Kind)
+			}
+			if diff := cmp.Diff([]Kind{SoftAntiAffinity}, got); diff != "" {
 				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 		})

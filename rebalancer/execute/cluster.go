@@ -132,7 +132,7 @@ func (cr *clusterRun) observe(ctx context.Context) (*policies.Cluster, error) {
 	}
 	for _, c := range model.Clusters {
 		if c.Key() == cr.key {
-			if _, err := observe.ApplyRoles(ctx, cr.cfg.Redis, c); err != nil {
+			if _, err := observe.ApplyRedis(ctx, cr.cfg.Redis, c); err != nil {
 				return c, fmt.Errorf("roles: %w", err)
 			}
 			return c, nil
@@ -172,7 +172,12 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 	}
 	cr.notePending(c, true)
 	rep.Before = nonNil(c.Evaluate(c.Current()))
+	rep.ShardSource = c.ShardSource.String()
+	if len(c.Warnings) > 0 {
+		rep.Warnings = c.Warnings
+	}
 	cr.printf("\n== Redis cluster %s: %d pods (N=%d), %d shards, zones [%s]\n", cr.key, len(c.Members), c.N, len(c.Shards), strings.Join(c.AllowedZones, " "))
+	report.RenderShards(cr.out, c)
 	cr.printf("before:\n")
 	report.RenderMap(cr.out, c, c.Current())
 	report.RenderViolations(cr.out, rep.Before)
@@ -214,11 +219,23 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 	return rep, firstErr
 }
 
+// offTrackLimit is how many times the scheduler may undo a move's progress (OffTrack) before a
+// cluster's run stops (report.StoppedOffTrack).
+const offTrackLimit = 2
+
 // moves plans and moves until the cluster complies or something stops it (stop records the first
-// reason), and returns the cluster as last observed. It makes at most MaxMoves evictions, and at
-// most as many failover steps as the cluster has shards plus MaxMoves (a plan's failover steps
-// give each shard its master once; an eviction may call for one more).
+// reason), and returns the cluster as last observed. It re-plans from a fresh observation after
+// every move, so a pod the scheduler placed elsewhere than the plan expected is planned from where
+// it is. When, after an eviction, the new plan needs as many evictions as the one before it, both
+// proven minimal (the scheduler chose a node off the plan's track: with soft anti-affinity only,
+// it may put a replica back beside its master), the move is marked OffTrack; the second time,
+// the cluster's run stops (report.StoppedOffTrack) instead of going round in circles. It makes at most MaxMoves
+// evictions, and at most as many failover steps as the cluster has shards plus MaxMoves (a
+// plan's failover steps give each shard its master once; an eviction may call for one more).
 func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *report.ClusterRun, stop func(by, reason string, err error)) *policies.Cluster {
+	// before is the number of evictions the plan had before the last completed eviction (-1 when
+	// the last move was no completed eviction); offTrack counts the evictions undone.
+	before, offTrack := -1, 0
 	for moves, evictions, failovers := 0, 0, 0; ; {
 		cr.notePending(c, false)
 		if len(policies.Hard(c.Evaluate(c.Current()))) == 0 {
@@ -230,6 +247,19 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 			return c
 		}
 		p := plan.Compute(c, cr.cfg.Plan)
+		if before >= 0 && p.Infeasible == "" && p.Minimal && p.Evictions >= before {
+			last := &rep.Moves[len(rep.Moves)-1]
+			last.OffTrack = true
+			offTrack++
+			cr.printf("  ! off the plan's track: the scheduler put %s on %s (the plan expected %s); the re-plan still needs %s, as many as before the move\n", last.Pod, last.To, last.Expected, report.StepsText(p.Evictions, 0))
+			if offTrack >= offTrackLimit {
+				reason := fmt.Sprintf("off track: the scheduler undid the progress of %d evictions (each re-plan needed as many evictions as before it); the templates' constraints do not hold pods where the plan puts them (soft anti-affinity only?): see redis-rebalancer lint", offTrack)
+				stop(report.StoppedOffTrack, reason, nil)
+				cr.printf("stopping: %s\n", reason)
+				return c
+			}
+		}
+		before = -1
 		switch {
 		case p.Infeasible != "":
 			stop(report.StoppedNoPlan, "no plan: "+p.Infeasible, nil)
@@ -285,6 +315,9 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 			return c
 		}
 		cr.printf("  ✓ move done in %s\n", time.Duration(mr.Seconds*float64(time.Second)).Round(time.Millisecond))
+		if mv.Kind != plan.KindFailover && mr.Evicted && !mr.WaitsPending && p.Minimal {
+			before = p.Evictions // only proven counts compare: a bounded search may overcount
+		}
 		c = after
 	}
 }

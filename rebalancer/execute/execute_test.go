@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
@@ -267,6 +268,8 @@ func TestMoveBranches(t *testing.T) {
 		wantErr           bool
 		failovers         int
 		evicted           bool
+		// shards, when set, is the shard source (the default, auto, follows Redis's grouping).
+		shards policies.ShardSourceKind
 	}{
 		{
 			name: "PodDisruptionBudget 429 at the dry run → skip at pdbDryRun; nothing disrupted",
@@ -303,10 +306,11 @@ func TestMoveBranches(t *testing.T) {
 			lastStep: report.StepFailover, outcome: report.OutcomeSkip, failovers: 1, reason: "failover refused: redisctl: failover 10.0.3.1:6379: replica not in sync",
 		},
 		{
-			name: "the named replica is not the master's replica in Redis → failover refused, skip; nothing disrupted",
+			name: "shards from owners, the named replica not the master's replica in Redis → failover refused, skip; nothing disrupted",
 			setup: func(tb *testbed) {
 				tb.redis.nodes[addrOf("10.0.3.1")].masterAddr = addrOf("10.0.2.0")
 			},
+			shards:   policies.ShardOwner,
 			lastStep: report.StepFailover, outcome: report.OutcomeSkip,
 			reason: "failover refused: the replica the plan names is not this master's replica in Redis: redis-s3-1 (master redis-s3-0)",
 		},
@@ -425,6 +429,9 @@ func TestMoveBranches(t *testing.T) {
 			rep, err := runExecutor(t, tb, func(c *Config) {
 				if tc.stoppedBy == report.StoppedEvictionLimit {
 					c.MaxPodsToEvictPerNode = ptr.To[uint](0)
+				}
+				if tc.shards != "" {
+					c.Policy.ShardSource.Kind = tc.shards
 				}
 			})
 			if (err != nil) != tc.wantErr {
@@ -1160,5 +1167,106 @@ func TestReintroduce(t *testing.T) {
 	}
 	if out := tb.out.String(); !strings.Contains(out, "10.0.1.1:6379 lists node id-a without an address: CLUSTER MEET 10.0.0.1:6379") {
 		t.Errorf("progress %q", out)
+	}
+}
+
+// TestRunStopsWhenTheSchedulerUndoesProgress plays a scheduler that puts every re-created pod
+// back on the node it left (what soft anti-affinity allows): each move is re-planned from what
+// the scheduler did, the evictions whose re-plan needs as many evictions as before are marked off
+// track, and the second one stops the cluster (offTrack) instead of evicting forever.
+func TestRunStopsWhenTheSchedulerUndoesProgress(t *testing.T) {
+	tb := newTestbed(t, scenario.PostScaleDown())
+	snap, err := scenario.PostScaleDown().Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.set(func() {
+		for _, p := range snap.Pods {
+			tb.landOn[p.Name] = p.Spec.NodeName
+		}
+	})
+	rep, err := runExecutor(t, tb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := rep.Clusters[0]
+	if cr.StoppedBy != report.StoppedOffTrack || !strings.HasPrefix(cr.Stopped, "off track: the scheduler undid the progress of 2 evictions") {
+		t.Errorf("stopped by %q: %q; want offTrack", cr.StoppedBy, cr.Stopped)
+	}
+	var evictions, offTrack int
+	for _, m := range cr.Moves {
+		if m.Kind == plan.KindEvict && m.Evicted {
+			evictions++
+			if m.To != m.From {
+				t.Errorf("%s re-created on %s, the test bed puts it back on %s", m.Pod, m.To, m.From)
+			}
+		}
+		if m.OffTrack {
+			offTrack++
+		}
+	}
+	if evictions != 2 || offTrack != 2 || len(tb.evicted()) != 2 {
+		t.Errorf("%d evictions (%v), %d off track; want 2 and 2", evictions, tb.evicted(), offTrack)
+	}
+	if cr.Compliant {
+		t.Error("compliant, want not (nothing moved)")
+	}
+	if !strings.Contains(tb.out.String(), "off the plan's track: the scheduler put redis/") {
+		t.Errorf("progress does not say the move went off track")
+	}
+}
+
+// TestRunShardsFromRedis runs post-scale-down laid out as Bitnami's chart lays a cluster out: one
+// StatefulSet for every pod, a template without the shard's anti-affinity. The shards come from
+// Redis (auto: one StatefulSet is not one shard), so the master evicted is failed over to its
+// replica in Redis, and the cluster ends compliant and healthy.
+func TestRunShardsFromRedis(t *testing.T) {
+	tb := newTestbed(t, scenario.PostScaleDown())
+	ctx := context.Background()
+	apps := tb.client.AppsV1().StatefulSets(fixture.Namespace)
+	list, err := apps.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := *list.Items[0].Spec.Template.DeepCopy()
+	delete(tmpl.Labels, scenario.ShardLabel)
+	tmpl.Spec.Affinity.PodAntiAffinity = nil
+	for _, s := range list.Items {
+		if err := apps.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sts := fixture.StatefulSet("redis", 10, map[string]string{policies.DefaultClusterLabel: "redis"}, tmpl)
+	if _, err := apps.Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := tb.client.CoreV1().Pods(fixture.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		p.OwnerReferences[0].Name, p.OwnerReferences[0].UID = sts.Name, sts.UID
+		if _, err := tb.client.CoreV1().Pods(fixture.Namespace).Update(ctx, &p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.NodeName == "n1" {
+			tb.set(func() { tb.landOn[p.Name] = "n6" })
+		}
+	}
+	rep, err := runExecutor(t, tb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := rep.Clusters[0]
+	if cr.ShardSource != "redis" || len(cr.Warnings) != 0 {
+		t.Errorf("shard source %q, warnings %q; want redis, none", cr.ShardSource, cr.Warnings)
+	}
+	if !cr.Compliant || cr.StoppedBy != "" {
+		t.Fatalf("compliant %v, stopped by %q: %s", cr.Compliant, cr.StoppedBy, cr.Stopped)
+	}
+	m := cr.Moves[0]
+	// The shards' pods are named redis-s<k>-<i>: Redis's replica of redis-sK-0 is redis-sK-1.
+	if m.Kind != plan.KindEvict || m.Failover == nil || m.Failover.NewMaster != strings.TrimSuffix(podName(m.Pod), "-0")+"-1" {
+		t.Errorf("first move %+v (failover %+v): want a master of n1 evicted after failing over to its replica in Redis", m, m.Failover)
 	}
 }

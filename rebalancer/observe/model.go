@@ -9,7 +9,8 @@ import (
 )
 
 // Model builds the model of snap with opts (policies.Build) and keeps the clusters sel selects.
-// Roles are those opts.RoleLabel gives; ApplyRoles reads them from Redis instead.
+// Roles are those opts.RoleLabel gives; ApplyRedis (live) and ApplyRedisNodes (offline, from
+// CLUSTER NODES files) read them, and the shards the shard source wants, from Redis instead.
 func Model(snap *policies.Snapshot, opts policies.Options, sel Selection) (*policies.Model, error) {
 	m, err := policies.Build(snap, opts)
 	if err != nil {

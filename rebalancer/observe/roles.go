@@ -23,12 +23,13 @@ type TopologyReader interface {
 	Topology(ctx context.Context, addrs []string) (*redisctl.Topology, error)
 }
 
-// ApplyRoles reads the Redis topology through the members' pod IPs (rc.AddrOf) and sets each
-// member's Role from what Redis reports (CLUSTER NODES), and EmptyMaster for a master that serves
-// no slot; members Redis does not list, and members without a pod IP or terminating, get
-// RoleUnknown. It returns the topology read, or an error when no member has
-// a pod IP or no node answers.
-func ApplyRoles(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*redisctl.Topology, error) {
+// ApplyRedis reads the Redis topology through the members' pod IPs (rc.AddrOf) and applies it to
+// the cluster (policies.Cluster.ApplyRedis): each member's Role from what Redis reports (CLUSTER
+// NODES), EmptyMaster for a master that serves no slot, and, as the shard source says, its shard.
+// Members Redis does not list, and members without a pod IP or terminating, get RoleUnknown. It
+// returns the topology read, or an error when no member has a pod IP or no node answers (the
+// cluster is then left as the model built it).
+func ApplyRedis(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*redisctl.Topology, error) {
 	var addrs []string
 	for _, m := range c.Members {
 		if m.Pod.Status.PodIP != "" && !m.Terminating {
@@ -48,36 +49,42 @@ func ApplyRoles(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*r
 		}
 		return nil, fmt.Errorf("read Redis topology: %w", err)
 	}
-	byAddr := map[string]redisctl.Node{}
-	for _, n := range topo.Nodes {
-		byAddr[n.Addr()] = n
-	}
-	for _, m := range c.Members {
-		m.Role, m.EmptyMaster = policies.RoleUnknown, false
-		if m.Pod.Status.PodIP == "" || m.Terminating {
-			continue
-		}
-		if n, ok := byAddr[rc.AddrOf(m.Pod.Status.PodIP)]; ok {
-			m.Role = policies.ParseRole(n.Role())
-			// A master serving no slot does not vote (MasterQuorum counts masters serving slots).
-			m.EmptyMaster = n.IsMaster() && len(n.Slots) == 0
-		}
-	}
+	c.ApplyRedis(RedisNodes(topo.Nodes))
 	return topo, nil
 }
 
+// RedisNodes converts CLUSTER NODES lines (a merged topology's, or one file's) into what the
+// model reads, leaving out nodes still in handshake (their IDs are temporary).
+func RedisNodes(nodes []redisctl.Node) []policies.RedisNode {
+	out := make([]policies.RedisNode, 0, len(nodes))
+	for _, n := range nodes {
+		if n.HasFlag(redisctl.FlagHandshake) {
+			continue
+		}
+		rn := policies.RedisNode{
+			ID: n.ID, IP: n.IP, Hostname: n.Hostname, Role: policies.ParseRole(n.Role()), MasterID: n.MasterID,
+			Failing: n.IsFailing() || n.HasFlag(redisctl.FlagNoAddr),
+		}
+		for _, r := range n.Slots {
+			rn.Slots = append(rn.Slots, [2]int{r.Start, r.End})
+		}
+		out = append(out, rn)
+	}
+	return out
+}
+
 // DefaultRedisDeadline bounds each pass of the commands that reads every cluster's Redis at once:
-// the roles (ReadRoles), then the health (JudgeHealth per cluster).
+// the roles and shards (ReadRedis), then the health (JudgeHealth per cluster).
 const DefaultRedisDeadline = 10 * time.Second
 
-// ReadRoles is ApplyRoles for every cluster at once, under ctx's deadline: the clusters are read
+// ReadRedis is ApplyRedis for every cluster at once, under ctx's deadline: the clusters are read
 // concurrently, their nodes at most redisctl.Options.MaxConcurrentReads at a time in all, so a
 // Redis that accepts connections and never answers costs one read timeout per wave of nodes, and
 // nothing past ctx's deadline, whatever the number of clusters. It returns, by cluster key, why
-// the roles of a cluster stay unknown (its members keep the roles the model gave them). The
-// nodes read are forgotten afterwards (redisctl.Client.Forget): a check of thousands of pods
-// keeps no connection open.
-func ReadRoles(ctx context.Context, rc *redisctl.Client, clusters []*policies.Cluster) map[string]error {
+// the roles of a cluster stay unknown (its members keep the roles and shards the model gave
+// them). The nodes read are forgotten afterwards (redisctl.Client.Forget): a check of thousands
+// of pods keeps no connection open.
+func ReadRedis(ctx context.Context, rc *redisctl.Client, clusters []*policies.Cluster) map[string]error {
 	errs := map[string]error{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -85,7 +92,7 @@ func ReadRoles(ctx context.Context, rc *redisctl.Client, clusters []*policies.Cl
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			topo, err := ApplyRoles(ctx, rc, c)
+			topo, err := ApplyRedis(ctx, rc, c)
 			for _, m := range c.Members {
 				if m.Pod.Status.PodIP != "" {
 					rc.Forget(rc.AddrOf(m.Pod.Status.PodIP))

@@ -21,10 +21,10 @@ func (r topologyReader) Topology(context.Context, []string) (*redisctl.Topology,
 	return &redisctl.Topology{Nodes: r.nodes}, nil
 }
 
-// TestApplyRoles checks the roles read from CLUSTER NODES: a master serving slots, a master
+// TestApplyRedis checks the roles read from CLUSTER NODES: a master serving slots, a master
 // without slots (EmptyMaster: it does not vote, MasterQuorum does not count it), a replica, and a
 // pod Redis does not list (unknown, never guessed).
-func TestApplyRoles(t *testing.T) {
+func TestApplyRedis(t *testing.T) {
 	sc := scenario.PostScaleDown()
 	m, err := policies.Build(sc.MustSnapshot(), policies.Options{})
 	if err != nil {
@@ -46,7 +46,7 @@ func TestApplyRoles(t *testing.T) {
 		node(1, 0, redisctl.FlagMaster), // no slots
 		node(1, 1, redisctl.FlagReplica),
 	}}
-	if _, err := ApplyRoles(context.Background(), rd, c); err != nil {
+	if _, err := ApplyRedis(context.Background(), rd, c); err != nil {
 		t.Fatal(err)
 	}
 	type role struct {

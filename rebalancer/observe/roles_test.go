@@ -34,10 +34,10 @@ func hangingClusters(t testing.TB, n int) (*policies.Model, *redistest.Hanging) 
 	return m, redistest.StartHanging(t, ips)
 }
 
-// TestReadRolesHangingRedis reads the roles of 100 clusters whose Redis accepts connections and
-// never answers: ReadRoles returns at the overall deadline, not after a read timeout per node,
+// TestReadRedisHangingRedis reads the roles of 100 clusters whose Redis accepts connections and
+// never answers: ReadRedis returns at the overall deadline, not after a read timeout per node,
 // and says for every cluster why its roles are unknown.
-func TestReadRolesHangingRedis(t *testing.T) {
+func TestReadRedisHangingRedis(t *testing.T) {
 	m, h := hangingClusters(t, 100)
 	pods := 0
 	for _, c := range m.Clusters {
@@ -66,8 +66,8 @@ func TestReadRolesHangingRedis(t *testing.T) {
 				defer cancel()
 			}
 			start := time.Now()
-			errs := ReadRoles(ctx, rc, m.Clusters)
-			t.Logf("%d clusters, %d pods: ReadRoles returned after %v", len(m.Clusters), pods, time.Since(start).Round(time.Millisecond))
+			errs := ReadRedis(ctx, rc, m.Clusters)
+			t.Logf("%d clusters, %d pods: ReadRedis returned after %v", len(m.Clusters), pods, time.Since(start).Round(time.Millisecond))
 			for _, c := range m.Clusters {
 				err := errs[c.Key()]
 				if err == nil {
@@ -91,10 +91,10 @@ func TestReadRolesHangingRedis(t *testing.T) {
 	}
 }
 
-// BenchmarkReadRolesHangingRedis prints how long `check` waits for the roles of 100 clusters
+// BenchmarkReadRedisHangingRedis prints how long `check` waits for the roles of 100 clusters
 // whose Redis accepts connections and never answers, with the commands' defaults (read timeout
 // redisctl.DefaultReadTimeout, overall deadline DefaultRedisDeadline).
-func BenchmarkReadRolesHangingRedis(b *testing.B) {
+func BenchmarkReadRedisHangingRedis(b *testing.B) {
 	m, h := hangingClusters(b, 100)
 	b.ResetTimer()
 	for range b.N {
@@ -103,7 +103,7 @@ func BenchmarkReadRolesHangingRedis(b *testing.B) {
 			b.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultRedisDeadline)
-		errs := ReadRoles(ctx, rc, m.Clusters)
+		errs := ReadRedis(ctx, rc, m.Clusters)
 		cancel()
 		rc.Close()
 		if len(errs) != len(m.Clusters) {

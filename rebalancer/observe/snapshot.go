@@ -3,10 +3,12 @@
 // prints (DecodeSnapshot, LoadSnapshotFile, read as a stream; EncodeSnapshot writes that form),
 // both trimmed to what the model reads (Trim), the checks that a snapshot can be right
 // (CheckSnapshot), the choice of Redis clusters by namespace and label selector (Selection),
-// each pod's role as Redis reports it (ApplyRoles, ReadRoles), and the API requests a run makes
+// each pod's role and shard as Redis reports them (ApplyRedis, ReadRedis live; LoadRedisNodes and
+// ApplyRedisNodes from CLUSTER NODES files), and the API requests a run makes
 // (RequestCounter). It changes nothing.
 //
-// It imports policies (the snapshot and model types) and redisctl (roles); plan, report and
+// It imports policies (the snapshot and model types) and redisctl (CLUSTER NODES, read or
+// parsed, converted once into policies.RedisNode: RedisNodes); plan, report and
 // execute may import it, it imports none of them.
 package observe
 

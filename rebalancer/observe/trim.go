@@ -25,7 +25,8 @@ import (
 //
 //   - every object: name, namespace, UID, resourceVersion (the executor's eviction event refers
 //     to it), labels, owner references, creation and deletion timestamps;
-//   - Pod: spec.nodeName, nodeSelector, affinity, tolerations, topologySpreadConstraints,
+//   - Pod: spec.nodeName, hostname and subdomain (a Redis node announcing a hostname is matched
+//     to its pod by them), nodeSelector, affinity, tolerations, topologySpreadConstraints,
 //     schedulerName, overhead and resources (pod level), the containers' and init containers'
 //     name, resources and restartPolicy (NodeResourcesFit's requests), the volumes' names and
 //     their persistentVolumeClaim or ephemeral source (VolumeBinding, VolumeZone); status.phase,
@@ -198,6 +199,7 @@ func (t *trimmer) meta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 func (t *trimmer) pod(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{ObjectMeta: t.meta(&p.ObjectMeta), Spec: t.podSpec(&p.Spec)}
 	out.Spec.NodeName = intern(p.Spec.NodeName)
+	out.Spec.Hostname, out.Spec.Subdomain = p.Spec.Hostname, intern(p.Spec.Subdomain)
 	out.Status.Phase = p.Status.Phase
 	out.Status.PodIP = p.Status.PodIP
 	if len(p.Status.Conditions) > 0 {

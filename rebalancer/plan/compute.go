@@ -24,13 +24,17 @@ type outcome struct {
 	ruledOut int
 	budget   bool // the search ran out of states
 	stuck    bool // no eviction from the start is a step of the model
+	// frozen lists why the cluster's placed pods may not be evicted, when none may
+	// (policies.Cluster.Warnings).
+	frozen []string
 }
 
 // Compute returns the shortest ordered list of evictions after which every hard rule of c
 // holds, in the package's model (each evicted pod re-placed by the scheduler with its
-// StatefulSet's current template on a node that passes the filter; with
-// opts.AllowPendingSteps, possibly after waiting Pending). Only pods controlled by a StatefulSet
-// are moved. When no plan exists, Plan.Infeasible says why (the static reason, or the bound that
+// StatefulSet's current template, or its own spec for another owner that re-creates it, on a
+// node that passes the filter; with opts.AllowPendingSteps, possibly after waiting Pending).
+// Only pods the cluster may evict are moved (policies.Member.NotEvictable: a re-creating
+// controller, a known shard). When no plan exists, Plan.Infeasible says why (the static reason, or the bound that
 // stopped the search) and, in the default model, whether a plan exists when a pod may wait
 // Pending (Plan.WithPendingSteps).
 func Compute(c *policies.Cluster, opts Options) Plan {
@@ -137,6 +141,9 @@ func (pl *planner) solve(pending bool) outcome {
 	}
 	if !pl.budget {
 		out.stuck = pl.stuck(starts)
+		if out.stuck && len(pl.evictable()) == 0 {
+			out.frozen = pl.c.Warnings
+		}
 		return out
 	}
 	out.budget = true
@@ -189,6 +196,12 @@ func (o outcome) why(pending bool, searched int) (string, string) {
 		}
 		return fmt.Sprintf("no plan found within the %d placements searched (--max-plan-states; %s): %s, longer ones up to %d were not searched",
 			searched, model, ruled, o.maxMoves), LimitMaxStates
+	case o.frozen != nil:
+		more := ""
+		if len(o.frozen) > 1 {
+			more = fmt.Sprintf("; %d more such warnings", len(o.frozen)-1)
+		}
+		return fmt.Sprintf("no pod of the cluster may be evicted (%s%s)", o.frozen[0], more), LimitStatic
 	case o.stuck && !pending:
 		return fmt.Sprintf("every single eviction leaves its pod unplaceable (%s; searched %d placements)", model, searched), LimitMaxMoves
 	}

@@ -105,7 +105,7 @@ func (b bruteForce) unplaced(p policies.Placement) int {
 func (b bruteForce) evictions(s bfState) []bfState {
 	var out []bfState
 	for i, n := range s.p {
-		if n < 0 || b.c.Shards[b.c.Members[i].ShardIndex].StatefulSet == nil {
+		if n < 0 || b.c.Members[i].NotEvictable() != "" {
 			continue
 		}
 		tos := []int{-1}
@@ -487,9 +487,12 @@ func TestPlanIsMinimal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel})
+			m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel, ClusterLabel: c.ClusterLabel()})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.Layout != scenario.LayoutSeed {
+				m.Clusters[0].ApplyRedis(c.RedisNodes()) // shards and roles from Redis
 			}
 			checkAgainstBruteForce(t, m.Clusters[0], 3, c.Name)
 			if c.N() <= 6 {

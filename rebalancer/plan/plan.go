@@ -7,7 +7,8 @@
 //
 // # The model
 //
-// A plan has two kinds of step (Move.Kind). An eviction evicts one pod of a StatefulSet (a master
+// A plan has two kinds of step (Move.Kind). An eviction evicts one pod whose controller re-creates
+// it (a StatefulSet, or an owner named as re-creating pods; policies.Member.NotEvictable) (a master
 // first hands its slots to a promotable member of its shard that the plan names, chosen so that
 // its node and zone keep MasterQuorum; a master whose shard has none cannot be evicted); the
 // scheduler then places every pod that is not placed and can be (the evicted one, and Pending

@@ -156,3 +156,43 @@ func TestNoPlanSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanMovesOnlyEvictablePods checks that a plan evicts only pods whose controller re-creates
+// them (policies.Member.NotEvictable): the post-scale-down placement with its pods owned by an
+// InstanceSet has no plan until InstanceSet is named as re-creating pods, and then the plan a
+// StatefulSet would give.
+func TestPlanMovesOnlyEvictablePods(t *testing.T) {
+	sc := scenario.PostScaleDown()
+	sc.RoleLabels = true
+	for _, tc := range []struct {
+		name       string
+		recreating []string
+		wantMoves  int // evictions; 0: no plan
+	}{
+		{name: "InstanceSet not named → no plan, nothing evicted"},
+		{name: "InstanceSet named as re-creating → 1 eviction, as with StatefulSets", recreating: []string{"InstanceSet"}, wantMoves: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := sc.MustSnapshot()
+			for _, p := range snap.Pods {
+				p.OwnerReferences[0].Kind = "InstanceSet"
+			}
+			snap.StatefulSets = nil
+			m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel, RecreatingOwners: tc.recreating})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := Compute(m.Clusters[0], Options{})
+			if tc.wantMoves == 0 {
+				want := "no pod of the cluster may be evicted (pods redis-s0-0, redis-s0-1 are never evicted: owner InstanceSet/redis-s0 is not a StatefulSet"
+				if p.CompliantAfter || p.Evictions != 0 || !strings.HasPrefix(p.Infeasible, want) || p.LimitedBy != LimitStatic {
+					t.Fatalf("compliantAfter %v, %d evictions, infeasible %q (%s); want no plan, %q…", p.CompliantAfter, p.Evictions, p.Infeasible, p.LimitedBy, want)
+				}
+				return
+			}
+			if !p.CompliantAfter || p.Evictions != tc.wantMoves {
+				t.Fatalf("compliantAfter %v, %d evictions (%s); want %d", p.CompliantAfter, p.Evictions, p.Infeasible, tc.wantMoves)
+			}
+		})
+	}
+}

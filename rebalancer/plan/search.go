@@ -81,7 +81,7 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 	pl := &planner{c: c, opts: opts, st: c.NewState(c.Current())}
 	pl.movable = make([]bool, len(c.Members))
 	for i, m := range c.Members {
-		pl.movable[i] = c.Shards[m.ShardIndex].StatefulSet != nil
+		pl.movable[i] = m.NotEvictable() == ""
 		pl.order = append(pl.order, i)
 	}
 	sort.SliceStable(pl.order, func(a, b int) bool {

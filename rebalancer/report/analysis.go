@@ -31,6 +31,12 @@ type ClusterAnalysis struct {
 	// Zones is the number of allowed zones (Z); AllowedZones their names.
 	Zones        int      `json:"zones"`
 	AllowedZones []string `json:"allowedZones"`
+	// ShardSource is where the shards came from: owner (the pods' controllers), label:KEY, or
+	// redis (CLUSTER NODES: a master and its replicas; policies.Cluster.ShardSource).
+	ShardSource string `json:"shardSource"`
+	// Warnings name the pods never evicted and why (no controller, an owner that re-creates
+	// nothing, a pod Redis does not know), and the Redis nodes not matched to one pod.
+	Warnings []string `json:"warnings"`
 	// Compliant reports whether every hard rule holds now.
 	Compliant bool `json:"compliant"`
 	// Violations are every broken rule now, hard ones first (soft ones have "soft": true).
@@ -83,6 +89,10 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 		ca := ClusterAnalysis{
 			Namespace: c.Namespace, Name: c.Name, Pods: len(c.Members), N: c.N,
 			Zones: c.Z(), AllowedZones: c.AllowedZones, Moves: []plan.Move{},
+			ShardSource: c.ShardSource.String(), Warnings: c.Warnings,
+		}
+		if ca.Warnings == nil {
+			ca.Warnings = []string{}
 		}
 		if ca.AllowedZones == nil {
 			ca.AllowedZones = []string{}

@@ -68,6 +68,15 @@ var exampleWants = map[string]exampleWant{
 	},
 	// Pods comply; n1 and zone-a hold 3 of the 5 masters: one failover, no eviction.
 	"role-only": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a"}, failoverSteps: 1, firstPod: "redis/redis-s2-0"},
+	// post-scale-down in Bitnami's and OT's layouts: shards and roles from CLUSTER NODES, the
+	// same plan.
+	"bitnami-post-scale-down": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
+	"ot-post-scale-down":      {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
+}
+
+// redisNodesFile returns the --redis-nodes file of a suite case of the Bitnami or OT layout.
+func redisNodesFile(c scenario.Case) string {
+	return filepath.Join(examplesDir, "redis-nodes", observe.RedisNodesFile(c.Namespace, c.Cluster)+".txt")
 }
 
 // TestExamples writes (with -update) and checks every examples/*.yaml snapshot: its violations
@@ -85,6 +94,17 @@ func TestExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			header := "# " + c.Name + ": " + c.Description + "\n# redis-rebalancer plan --snapshot examples/" + c.Name + ".yaml --role-label " + scenario.RoleLabel + "\n"
+			if c.Layout != scenario.LayoutSeed {
+				nodes := redisNodesFile(c)
+				header = "# " + c.Name + ": " + c.Description + "\n# redis-rebalancer plan --snapshot examples/" + c.Name + ".yaml --redis-nodes " +
+					strings.TrimPrefix(nodes, "../../") + " --layout " + string(c.Layout) + "\n"
+				if err := os.MkdirAll(filepath.Dir(nodes), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(nodes, []byte(c.ClusterNodes()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if err := os.WriteFile(filepath.Join(examplesDir, c.Name+".yaml"), append([]byte(header), buf.Bytes()...), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -116,9 +136,19 @@ func TestExamples(t *testing.T) {
 				}
 				opts := want.opts
 				opts.RoleLabel = scenario.RoleLabel
+				opts.ClusterLabel = c.ClusterLabel()
 				m, err := policies.Build(snap, opts)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if c.Layout != scenario.LayoutSeed {
+					nodes, err := observe.LoadRedisNodes(redisNodesFile(c))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if unused := observe.ApplyRedisNodes(m, nodes); len(unused) > 0 || m.Clusters[0].ShardSource.Kind != policies.ShardRedis || len(m.Clusters[0].Shards) != c.Shards {
+						t.Fatalf("--redis-nodes: unused %v, shards from %s: %d, want %d from Redis", unused, m.Clusters[0].ShardSource, len(m.Clusters[0].Shards), c.Shards)
+					}
 				}
 				a := Analyze(m, true, want.popts)
 				if len(a.Clusters) != 1 {

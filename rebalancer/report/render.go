@@ -109,8 +109,24 @@ func RenderViolations(w io.Writer, vs []policies.Violation) {
 	}
 }
 
-// RenderAnalysis writes a as tables: per cluster a header, the zones × nodes map, the
-// violations, the Pending pods' diagnosis and, when withPlans is true, the moves.
+// RenderShards says, under a cluster's header, where its shards came from when it is not the pods'
+// controllers ("  shards from Redis: a master and its replicas (CLUSTER NODES)"), and its
+// warnings, one per line.
+func RenderShards(w io.Writer, c *policies.Cluster) {
+	switch c.ShardSource.Kind {
+	case policies.ShardRedis:
+		fmt.Fprintf(w, "  shards from Redis: a master and its replicas (CLUSTER NODES)\n")
+	case policies.ShardLabel:
+		fmt.Fprintf(w, "  shards from label %s\n", c.ShardSource.Key)
+	}
+	for _, warn := range c.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
+}
+
+// RenderAnalysis writes a as tables: per cluster a header, where its shards came from and its
+// warnings (RenderShards), the zones × nodes map, the violations, the Pending pods' diagnosis
+// and, when withPlans is true, the moves.
 func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool) {
 	byKey := map[string]*policies.Cluster{}
 	for _, c := range m.Clusters {
@@ -125,6 +141,7 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 		}
 		c := byKey[ca.Namespace+"/"+ca.Name]
 		fmt.Fprintf(w, "Redis cluster %s/%s: %d pods (N=%d), %d shards, zones [%s]\n", ca.Namespace, ca.Name, ca.Pods, ca.N, len(c.Shards), strings.Join(ca.AllowedZones, " "))
+		RenderShards(w, c)
 		RenderMap(w, c, c.Current())
 		RenderViolations(w, ca.Violations)
 		if ca.MasterQuorum.Note != "" {

@@ -114,6 +114,10 @@ func (r *Run) OnlyWindowStopped() bool {
 type ClusterRun struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// ShardSource and Warnings are the analysis's (ClusterAnalysis), as the run first observed
+	// the cluster.
+	ShardSource string   `json:"shardSource,omitempty"`
+	Warnings    []string `json:"warnings,omitempty"`
 	// Before and After are the violations at the start and at the end of the run.
 	Before []policies.Violation `json:"violations"`
 	After  []policies.Violation `json:"violationsAfter"`
@@ -130,8 +134,8 @@ type ClusterRun struct {
 	// the first real reason; its first line is what an operator reads first.
 	Stopped string `json:"stopped,omitempty"`
 	// StoppedBy names what stopped it: a step name (StepWindow, StepHealthGate, ...) when a move
-	// step skipped or aborted, or "evictionLimit", "maxMoves", "noPlan", "dryRun", "observe",
-	// "gracefulStop".
+	// step skipped or aborted, or "evictionLimit", "maxMoves", "noPlan", "offTrack", "dryRun",
+	// "observe", "gracefulStop".
 	StoppedBy string `json:"stoppedBy,omitempty"`
 	// Error is set when the cluster's run ended in an error (an aborted step, or an observation
 	// that failed): the cause, as the exit message gives it.
@@ -165,6 +169,10 @@ const (
 	StoppedNoPlan        = "noPlan"
 	StoppedDryRun        = "dryRun"
 	StoppedObserve       = "observe"
+	// StoppedOffTrack: the scheduler placed evicted pods off the plan's track twice (each time
+	// the re-plan after the move needed as many evictions as before it): with only soft
+	// constraints in the templates, re-evicting would go round in circles.
+	StoppedOffTrack = "offTrack"
 	// StoppedGracefulStop: a graceful stop (SIGTERM) was asked for; the cluster was left at a
 	// safe point and the next run continues.
 	StoppedGracefulStop = "gracefulStop"
@@ -201,6 +209,10 @@ type Move struct {
 	// re-created pod is not waited for, and Exposure says which shard runs without it until when.
 	WaitsPending bool   `json:"waitsPending,omitempty"`
 	Exposure     string `json:"exposure,omitempty"`
+	// OffTrack is true for a completed eviction after which the re-plan still needed as many
+	// evictions as the plan before it: the scheduler chose a node off the plan's track (To is
+	// not among the on-track candidates), undoing the move's progress.
+	OffTrack bool `json:"offTrack,omitempty"`
 	// Outcome is the last step's outcome: OutcomeContinue when the move completed.
 	Outcome string `json:"outcome"`
 	// Skipped says why the move was not made ("" when it was, or when it was aborted): the

@@ -1,0 +1,71 @@
+package v1alpha1
+
+import (
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+)
+
+// Layout names a way Redis clusters are deployed on Kubernetes (selection.layout). It sets the
+// defaults of the fields that tell such a deployment's pods apart (LayoutDefaults).
+type Layout string
+
+// The layouts.
+const (
+	// LayoutNone sets nothing: the fields keep the policy's own defaults.
+	LayoutNone Layout = ""
+	// LayoutSeed is seed 000's operator: one StatefulSet per shard, pods labelled
+	// cloud.netease.com/cluster-name.
+	LayoutSeed Layout = "seed"
+	// LayoutBitnami is the Bitnami redis-cluster chart: one StatefulSet holds every node of the
+	// cluster (shards only Redis knows), pods labelled app.kubernetes.io/instance=<release>, the
+	// password in Secret <fullname> under redis-password.
+	LayoutBitnami Layout = "bitnami"
+	// LayoutOT is OT-CONTAINER-KIT's redis-operator: StatefulSets <name>-leader and
+	// <name>-follower (shards only Redis knows), pods labelled cluster=<name>, redis-role kept in
+	// step with Redis, Redis 7 announcing hostnames; the password in the Secret the RedisCluster
+	// names (its key, usually password).
+	LayoutOT Layout = "ot"
+	// LayoutUcloud is ucloud's redis-cluster-operator: one StatefulSet per shard
+	// (drc-<name>-<i>), pods labelled redis.kun/name=<name>, the password under key password.
+	LayoutUcloud Layout = "ucloud"
+	// LayoutKubeBlocks is KubeBlocks: one component per shard, its pods owned by an InstanceSet
+	// (which re-creates them), labelled app.kubernetes.io/instance=<cluster> and
+	// kubeblocks.io/role; the account Secret's keys are username and password.
+	LayoutKubeBlocks Layout = "kubeblocks"
+)
+
+// Layouts lists every layout but LayoutNone, in the README table's order.
+var Layouts = []Layout{LayoutSeed, LayoutBitnami, LayoutOT, LayoutUcloud, LayoutKubeBlocks}
+
+// LayoutDefaults are the values a layout gives the fields left empty: SetDefaults applies them,
+// then the policy's own defaults to what is still empty.
+//
+// +k8s:deepcopy-gen=false
+type LayoutDefaults struct {
+	// ClusterLabel, ShardSource and RoleLabel are selection's fields ("": the policy's default).
+	ClusterLabel, ShardSource, RoleLabel string
+	// RecreatingOwners is selection.recreatingOwners.
+	RecreatingOwners []string
+	// UsernameKey and PasswordKey are the keys of redis.usernameSecretRef and
+	// redis.passwordSecretRef.
+	UsernameKey, PasswordKey string
+}
+
+// DefaultsOf returns layout l's defaults (LayoutNone's are empty: the policy's own apply).
+func DefaultsOf(l Layout) LayoutDefaults {
+	switch l {
+	case LayoutSeed:
+		return LayoutDefaults{ClusterLabel: "cloud.netease.com/cluster-name", ShardSource: string(policies.ShardOwner)}
+	case LayoutBitnami:
+		return LayoutDefaults{ClusterLabel: "app.kubernetes.io/instance", ShardSource: string(policies.ShardRedis), PasswordKey: "redis-password"}
+	case LayoutOT:
+		return LayoutDefaults{ClusterLabel: "cluster", ShardSource: string(policies.ShardRedis), RoleLabel: "redis-role", PasswordKey: "password"}
+	case LayoutUcloud:
+		return LayoutDefaults{ClusterLabel: "redis.kun/name", ShardSource: string(policies.ShardOwner), PasswordKey: "password"}
+	case LayoutKubeBlocks:
+		return LayoutDefaults{
+			ClusterLabel: "app.kubernetes.io/instance", ShardSource: string(policies.ShardAuto), RoleLabel: "kubeblocks.io/role",
+			RecreatingOwners: []string{"InstanceSet"}, UsernameKey: "username", PasswordKey: "password",
+		}
+	}
+	return LayoutDefaults{}
+}

@@ -1,0 +1,160 @@
+package scenario
+
+import (
+	"maps"
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+)
+
+// TestLayouts checks the objects of each layout: StatefulSets, PodDisruptionBudgets, pod names,
+// the shards as Redis is formed with them, and that the rules see the same post-scale-down
+// drift in every layout (shards and roles from RedisNodes in Bitnami's and OT's).
+func TestLayouts(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sc        Scenario
+		sets      map[string]int32 // StatefulSet → replicas
+		pdbs      []string
+		shard0    []string // shard 0's pods, master first
+		shard4    []string
+		n1        []string // the pods bound to n1
+		podLabels map[string]string
+	}{
+		{
+			name:   "seed post-scale-down → a StatefulSet and a PDB per shard",
+			sc:     PostScaleDown(),
+			sets:   map[string]int32{"redis-s0": 2, "redis-s1": 2, "redis-s2": 2, "redis-s3": 2, "redis-s4": 2},
+			pdbs:   []string{"redis-s0", "redis-s1", "redis-s2", "redis-s3", "redis-s4"},
+			shard0: []string{"redis-s0-0", "redis-s0-1"}, shard4: []string{"redis-s4-0", "redis-s4-1"},
+			n1:        []string{"redis-s0-0", "redis-s1-0", "redis-s2-0", "redis-s3-0"},
+			podLabels: map[string]string{AppLabel: AppValue, policies.DefaultClusterLabel: "redis", ShardLabel: "redis-s0"},
+		},
+		{
+			name:   "Bitnami post-scale-down → one StatefulSet of 10, one PDB, masters 0..4",
+			sc:     BitnamiPostScaleDown(),
+			sets:   map[string]int32{"redis-cluster": 10},
+			pdbs:   []string{"redis-cluster"},
+			shard0: []string{"redis-cluster-0", "redis-cluster-5"}, shard4: []string{"redis-cluster-4", "redis-cluster-9"},
+			n1: []string{"redis-cluster-0", "redis-cluster-1", "redis-cluster-2", "redis-cluster-3"},
+			podLabels: map[string]string{
+				AppLabel: "redis-cluster", BitnamiInstanceLabel: "redis-cluster", "app.kubernetes.io/managed-by": "Helm",
+				"helm.sh/chart": BitnamiChart, "app.kubernetes.io/version": BitnamiAppVersion,
+			},
+		},
+		{
+			name:   "OT post-scale-down → leader and follower StatefulSets of 5, a PDB per role",
+			sc:     OTPostScaleDown(),
+			sets:   map[string]int32{"redis-cluster-leader": 5, "redis-cluster-follower": 5},
+			pdbs:   []string{"redis-cluster-follower", "redis-cluster-leader"},
+			shard0: []string{"redis-cluster-leader-0", "redis-cluster-follower-0"}, shard4: []string{"redis-cluster-leader-4", "redis-cluster-follower-4"},
+			n1: []string{"redis-cluster-leader-0", "redis-cluster-leader-1", "redis-cluster-leader-2", "redis-cluster-leader-3"},
+			podLabels: map[string]string{
+				"app": "redis-cluster-leader", "redis_setup_type": "cluster", OTRoleLabel: "leader", OTClusterLabel: "redis-cluster", OTRedisRoleLabel: "master",
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := tc.sc.MustSnapshot()
+			sets := map[string]int32{}
+			for _, s := range snap.StatefulSets {
+				sets[s.Name] = *s.Spec.Replicas
+			}
+			if diff := cmp.Diff(tc.sets, sets); diff != "" {
+				t.Errorf("StatefulSets (-want +got):\n%s", diff)
+			}
+			var pdbs []string
+			for _, b := range snap.PodDisruptionBudgets {
+				pdbs = append(pdbs, b.Name)
+				if b.Spec.MaxUnavailable == nil || b.Spec.MaxUnavailable.IntValue() != 1 {
+					t.Errorf("PDB %s: maxUnavailable %v, want 1", b.Name, b.Spec.MaxUnavailable)
+				}
+			}
+			sort.Strings(pdbs)
+			if diff := cmp.Diff(tc.pdbs, pdbs); diff != "" {
+				t.Errorf("PDBs (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.shard0, tc.sc.ShardPods(0)); diff != "" {
+				t.Errorf("shard 0 (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.shard4, tc.sc.ShardPods(4)); diff != "" {
+				t.Errorf("shard 4 (-want +got):\n%s", diff)
+			}
+			var n1 []string
+			sel := labels.SelectorFromSet(tc.sc.ClusterLabels())
+			for _, p := range snap.Pods {
+				if p.Spec.NodeName == "n1" {
+					n1 = append(n1, p.Name)
+				}
+				if !sel.Matches(labels.Set(p.Labels)) {
+					t.Errorf("pod %s (%v) does not match the cluster's selector %s", p.Name, p.Labels, sel)
+				}
+				if got := p.Labels[tc.sc.ClusterLabel()]; got != "redis-cluster" && got != "redis" {
+					t.Errorf("pod %s: cluster label %s=%q", p.Name, tc.sc.ClusterLabel(), got)
+				}
+			}
+			sort.Strings(n1)
+			if diff := cmp.Diff(tc.n1, n1); diff != "" {
+				t.Errorf("pods on n1 (-want +got):\n%s", diff)
+			}
+			first := maps.Clone(podByName(snap.Pods, tc.shard0[0]).Labels)
+			delete(first, appsv1.StatefulSetPodNameLabel)
+			delete(first, appsv1.PodIndexLabel)
+			if diff := cmp.Diff(tc.podLabels, first); diff != "" {
+				t.Errorf("%s's labels (-want +got):\n%s", tc.shard0[0], diff)
+			}
+
+			// The rules see the seed's drift in every layout.
+			m, err := policies.Build(snap, policies.Options{ClusterLabel: tc.sc.ClusterLabel()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Clusters) != 1 {
+				t.Fatalf("clusters = %d, want 1", len(m.Clusters))
+			}
+			c := m.Clusters[0]
+			if tc.sc.Layout != LayoutSeed {
+				c.ApplyRedis(tc.sc.RedisNodes())
+				if c.ShardSource.Kind != policies.ShardRedis || len(c.Warnings) > 0 {
+					t.Errorf("shards from %s, warnings %q; want them from Redis, every pod matched", c.ShardSource, c.Warnings)
+				}
+			}
+			if c.N != 10 || len(c.Shards) != 5 {
+				t.Errorf("N = %d, shards = %d; want 10 and 5", c.N, len(c.Shards))
+			}
+			for _, sh := range c.Shards {
+				if len(sh.Members) != 2 {
+					t.Errorf("shard %s has %d members, want 2", sh.Name, len(sh.Members))
+				}
+			}
+			var got []string
+			for _, v := range policies.Hard(c.Evaluate(c.Current())) {
+				got = append(got, string(v.Rule)+" "+v.Domain)
+			}
+			sort.Strings(got)
+			want := []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}
+			if tc.sc.Layout != LayoutSeed { // roles from Redis: n1 and zone-a hold 4 and 5 masters
+				want = []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("hard violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func podByName(pods []*corev1.Pod, name string) *corev1.Pod {
+	for _, p := range pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
