@@ -95,6 +95,22 @@ type RedisNode struct {
 	Failing bool
 }
 
+// shardsNotRead is why a member has no shard while Options.ShardSource says ShardRedis and
+// Cluster.ApplyRedis has not run.
+const shardsNotRead = "shard unknown: shards come from Redis, which was not read"
+
+// ShardsUnread reports whether c's shards come from Redis (ShardRedis) and Redis was not read
+// (Cluster.ApplyRedis never ran for it): every member is then a shard of its own, and the rules
+// that read shards (ShardSeparation, MasterQuorum) cannot judge it.
+func (c *Cluster) ShardsUnread() bool {
+	for _, mem := range c.Members {
+		if mem.shardWhy == shardsNotRead {
+			return true
+		}
+	}
+	return false
+}
+
 // ownerShard gives, in Build, a member's shard from its controller (or its own name), by the
 // shard source: a ShardLabel value when the pod has one, and nothing known for ShardRedis (until
 // ApplyRedis).
@@ -102,7 +118,7 @@ func (m *Model) ownerShard(mem *Member, owner string) {
 	src := m.Options.ShardSource
 	switch {
 	case src.Kind == ShardRedis:
-		mem.Shard, mem.shardWhy = mem.Pod.Name, "shard unknown: shards come from Redis, which was not read"
+		mem.Shard, mem.shardWhy = mem.Pod.Name, shardsNotRead
 		return
 	case src.Kind == ShardLabel:
 		if v, ok := mem.Pod.Labels[src.Key]; ok {

@@ -187,6 +187,17 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 		for _, k := range observe.ApplyRedisNodes(m, nodes) {
 			fmt.Fprintf(errOut, "note: --redis-nodes: no selected Redis cluster %s in the snapshot; its file is not used\n", k)
 		}
+		// Offline, shards from Redis need Redis's view: without it every pod would be a shard of
+		// its own and the rules that read shards would pass on nothing.
+		var unread []string
+		for _, c := range m.Clusters {
+			if c.ShardsUnread() {
+				unread = append(unread, c.Key())
+			}
+		}
+		if len(unread) > 0 {
+			return nil, fmt.Errorf("shards come from Redis (shardSource redis, set or by the layout) and no CLUSTER NODES was given for %s: offline, give --redis-nodes FILE|DIR (what \"redis-cli cluster nodes\" prints, a file per cluster named <namespace>_<cluster>) or --shard-source label:KEY", strings.Join(unread, ", "))
+		}
 		return m, nil
 	}
 	if o.snapshot.redisNodes != "" {
