@@ -36,7 +36,8 @@ var ErrEmptyInput = errors.New("empty input")
 //
 // The input is read as a stream: a List's items are cut out one at a time (yamlSplitter; for JSON,
 // encoding/json's token stream) and decoded and trimmed on every core (itemPool), so memory grows
-// with what the snapshot keeps, not with the size of the dump.
+// with what the snapshot keeps, not with the size of the dump. An item of a kept kind that names
+// its kind among its first keys, as kubectl prints it, is decoded in one pass (keptObject).
 //
 // Errors name the document and item: an object without kind, one that does not decode, and
 // ErrEmptyInput when the input holds no object at all.
@@ -474,7 +475,9 @@ func (d *decoder) jsonStream(r io.Reader) error {
 
 // jsonObject decodes the rest of a top-level object whose "{" dec has read.
 func (d *decoder) jsonObject(dec *json.Decoder, where string) error {
-	fields := map[string]json.RawMessage{}
+	// fields is the object without its items, its keys in reading order (the last of a key given
+	// twice wins, as for encoding/json).
+	fields := bytes.NewBufferString("{")
 	listKind := ""
 	list := false
 	for dec.More() {
@@ -513,7 +516,13 @@ func (d *decoder) jsonObject(dec *json.Decoder, where string) error {
 		if err := dec.Decode(&raw); err != nil {
 			return fmt.Errorf("snapshot: %s: %w", where, err)
 		}
-		fields[key] = raw
+		if fields.Len() > 1 {
+			fields.WriteByte(',')
+		}
+		k, _ := json.Marshal(key)
+		fields.Write(k)
+		fields.WriteByte(':')
+		fields.Write(raw)
 		if key == "kind" {
 			_ = json.Unmarshal(raw, &listKind)
 		}
@@ -525,11 +534,8 @@ func (d *decoder) jsonObject(dec *json.Decoder, where string) error {
 		if err := d.pool.drain(); err != nil {
 			return err
 		}
-		raw, err := json.Marshal(fields)
-		if err != nil {
-			return fmt.Errorf("snapshot: %s: %w", where, err)
-		}
-		return d.value(raw, "", where, false)
+		fields.WriteByte('}')
+		return d.value(fields.Bytes(), "", where, false)
 	}
 	if err := d.pool.drain(); err != nil {
 		return err
