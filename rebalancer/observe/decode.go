@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -35,7 +36,8 @@ var ErrEmptyInput = errors.New("empty input")
 //
 // The input is read as a stream: a List's items are cut out one at a time (yamlSplitter; for JSON,
 // encoding/json's token stream) and decoded and trimmed on every core (itemPool), so memory grows
-// with what the snapshot keeps, not with the size of the dump.
+// with what the snapshot keeps, not with the size of the dump. An item of a kept kind that names
+// its kind among its first keys, as kubectl prints it, is decoded in one pass (keptObject).
 //
 // Errors name the document and item: an object without kind, one that does not decode, and
 // ErrEmptyInput when the input holds no object at all.
@@ -109,6 +111,9 @@ var errNeedsKind = errors.New("needs the list's kind")
 // defaultKind is the kind of an object that names none ("" when it must; with deferrable set,
 // such an object gives errNeedsKind instead of an error).
 func (d *decoder) value(raw []byte, defaultKind, where string, deferrable bool) error {
+	if d.keptObject(raw) {
+		return nil
+	}
 	var h listHead
 	if err := json.Unmarshal(raw, &h); err != nil {
 		return fmt.Errorf("snapshot: %s: %w", where, err)
@@ -136,6 +141,113 @@ func (d *decoder) value(raw []byte, defaultKind, where string, deferrable bool) 
 		}
 	}
 	return nil
+}
+
+// sniffKind returns the value of raw's "kind" key when it is among the object's first keys (as
+// kubectl prints objects: apiVersion, kind, metadata...); ok is false when it is not found there
+// or raw does not start as an object. It reads only those keys (encoding/json's token stream),
+// not the whole object.
+func sniffKind(raw []byte) (kind string, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", false
+	}
+	for range 3 {
+		if !dec.More() {
+			return "", false
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if tok == "kind" {
+			err := dec.Decode(&kind)
+			return kind, err == nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// listField catches an "items" key in keptObject's one-pass decode.
+type listField struct {
+	Items json.RawMessage `json:"items"`
+}
+
+// keptObject decodes raw in one pass when it is an object of a kind the snapshot keeps, names its
+// kind among its first keys (sniffKind) and is not a list, and keeps its trimmed copy. It returns
+// false, having kept nothing, for anything else (another kind, no kind, a list, an object that
+// does not decode, a kind given twice): value's general path (a header, then the object: two
+// more passes) decides those and reports their errors. The typed object is decoded with an
+// "items" key beside it and its TypeMeta.Kind compared with the sniffed kind, so both paths read
+// the same object the same way.
+func (d *decoder) keptObject(raw []byte) bool {
+	kind, ok := sniffKind(raw)
+	if !ok {
+		return false
+	}
+	var (
+		lf     listField
+		target any
+		meta   *metav1.TypeMeta
+		keep   func()
+	)
+	switch kind {
+	case "Node":
+		o := &corev1.Node{}
+		target, meta = &struct {
+			*corev1.Node
+			*listField
+		}{o, &lf}, &o.TypeMeta
+		keep = func() { d.snap.Nodes = append(d.snap.Nodes, d.t.node(o)) }
+	case "Pod":
+		o := &corev1.Pod{}
+		target, meta = &struct {
+			*corev1.Pod
+			*listField
+		}{o, &lf}, &o.TypeMeta
+		keep = func() { d.snap.Pods = append(d.snap.Pods, d.t.pod(o)) }
+	case "StatefulSet":
+		o := &appsv1.StatefulSet{}
+		target, meta = &struct {
+			*appsv1.StatefulSet
+			*listField
+		}{o, &lf}, &o.TypeMeta
+		keep = func() { d.snap.StatefulSets = append(d.snap.StatefulSets, d.t.statefulSet(o)) }
+	case "PodDisruptionBudget":
+		o := &policyv1.PodDisruptionBudget{}
+		target, meta = &struct {
+			*policyv1.PodDisruptionBudget
+			*listField
+		}{o, &lf}, &o.TypeMeta
+		keep = func() { d.snap.PodDisruptionBudgets = append(d.snap.PodDisruptionBudgets, d.t.podDisruptionBudget(o)) }
+	case "PersistentVolumeClaim":
+		o := &corev1.PersistentVolumeClaim{}
+		target, meta = &struct {
+			*corev1.PersistentVolumeClaim
+			*listField
+		}{o, &lf}, &o.TypeMeta
+		keep = func() {
+			d.snap.PersistentVolumeClaims = append(d.snap.PersistentVolumeClaims, d.t.persistentVolumeClaim(o))
+		}
+	case "PersistentVolume":
+		o := &corev1.PersistentVolume{}
+		target, meta = &struct {
+			*corev1.PersistentVolume
+			*listField
+		}{o, &lf}, &o.TypeMeta
+		keep = func() { d.snap.PersistentVolumes = append(d.snap.PersistentVolumes, d.t.persistentVolume(o)) }
+	default:
+		return false
+	}
+	if err := json.Unmarshal(raw, target); err != nil || lf.Items != nil || meta.Kind != kind {
+		return false
+	}
+	keep()
+	return true
 }
 
 // object decodes a single object of kind and keeps its trimmed copy (or counts it skipped).
@@ -363,7 +475,9 @@ func (d *decoder) jsonStream(r io.Reader) error {
 
 // jsonObject decodes the rest of a top-level object whose "{" dec has read.
 func (d *decoder) jsonObject(dec *json.Decoder, where string) error {
-	fields := map[string]json.RawMessage{}
+	// fields is the object without its items, its keys in reading order (the last of a key given
+	// twice wins, as for encoding/json).
+	fields := bytes.NewBufferString("{")
 	listKind := ""
 	list := false
 	for dec.More() {
@@ -402,7 +516,13 @@ func (d *decoder) jsonObject(dec *json.Decoder, where string) error {
 		if err := dec.Decode(&raw); err != nil {
 			return fmt.Errorf("snapshot: %s: %w", where, err)
 		}
-		fields[key] = raw
+		if fields.Len() > 1 {
+			fields.WriteByte(',')
+		}
+		k, _ := json.Marshal(key)
+		fields.Write(k)
+		fields.WriteByte(':')
+		fields.Write(raw)
 		if key == "kind" {
 			_ = json.Unmarshal(raw, &listKind)
 		}
@@ -414,11 +534,8 @@ func (d *decoder) jsonObject(dec *json.Decoder, where string) error {
 		if err := d.pool.drain(); err != nil {
 			return err
 		}
-		raw, err := json.Marshal(fields)
-		if err != nil {
-			return fmt.Errorf("snapshot: %s: %w", where, err)
-		}
-		return d.value(raw, "", where, false)
+		fields.WriteByte('}')
+		return d.value(fields.Bytes(), "", where, false)
 	}
 	if err := d.pool.drain(); err != nil {
 		return err

@@ -361,6 +361,11 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		`{"items":[{"metadata":{"name":"p1"}}],"kind":"PodList"} {"kind":"Node","metadata":{"name":"n1"}}`,
 		"items: []\nkind: List\n",
 		"items:\nkind: List\n",
+		// keptObject's one pass gives way to the general path:
+		`{"kind":"Pod","metadata":{"name":"p"},"kind":"Node"}`,             // kind given twice
+		`{"kind":"Pod","KIND":"Node","metadata":{"name":"p"}}`,             // kind in another case
+		`{"kind":"Pod","items":[{"kind":"Node","metadata":{"name":"n"}}]}`, // a kept kind with items
+		`{"kind":"List","items":[{"kind":"Pod","spec":"nope"}]}`,           // an item that does not decode
 	} {
 		f.Add([]byte(s))
 	}
