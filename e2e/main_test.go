@@ -189,7 +189,13 @@ func newFaultEnv(t *testing.T, sc scenario.Scenario, opts harness.Options, seria
 	}
 	rec := &roleRecorder{}
 	opts.BeforeStop = rec.beforeStop
-	env := b.SetupForTest(t, sc, opts)
+	return watch(t, b.SetupForTest(t, sc, opts), rec)
+}
+
+// watch points rec (already env's BeforeStop) at env's Redis, starts a writer at writeRate, waits
+// until it has 200 writes acknowledged, and returns the faultEnv of the three.
+func watch(t *testing.T, env *harness.Env, rec *roleRecorder) *faultEnv {
+	t.Helper()
 	rec.mu.Lock()
 	rec.redis = env.Redis
 	rec.mu.Unlock()

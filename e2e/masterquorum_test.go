@@ -356,21 +356,9 @@ func TestRoleOnly(t *testing.T) {
 func TestPendingStepRun(t *testing.T) {
 	t.Parallel()
 	rec := &roleRecorder{}
-	env := harness.SetupForTest(t, scenario.PendingStep(), harness.Options{BeforeStop: rec.beforeStop})
-	rec.mu.Lock()
-	rec.redis = env.Redis
-	rec.mu.Unlock()
-	w, err := env.StartWriter(writeRate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Stop(); w.Close() })
-	if err := waitAcked(t.Context(), w, 200); err != nil {
-		t.Fatal(err)
-	}
-	f := &faultEnv{Env: env, rec: rec, writer: w}
+	f := watch(t, harness.SetupForTest(t, scenario.PendingStep(), harness.Options{BeforeStop: rec.beforeStop}), rec)
 	cr := runFix(t, f, "--allow-pending-steps")
-	res := &result{env: env, rc: env.Redis, report: report.Run{Clusters: []report.ClusterRun{cr}}}
+	res := &result{env: f.Env, rc: f.Redis, report: report.Run{Clusters: []report.ClusterRun{cr}}}
 	res.writer = f.finish(t)
 	res.stops = rec.records()
 	evictions, failovers := assertSafeAndCompliant(t, res)
