@@ -400,19 +400,17 @@ func (pl *planner) evictable() []int {
 // the failovers too). The state is restored.
 func (pl *planner) dfs(remaining int, path *[]step) bool {
 	st := pl.st
-	s := st.Summary()
-	if b := pl.sr.best; s.PodsCompliant && b != nil && st.QuorumExcess() >= len(b.fix) {
-		// A goal, perhaps, but not with fewer failovers: each failover lowers the excess by one.
+	if b := pl.sr.best; b != nil && st.QuorumExcess()-remaining >= len(b.fix) {
+		// No goal from here needs fewer failovers than the best: each eviction left lowers the
+		// masters' excess by one at most, and each failover by one.
 		return false
 	}
+	s := st.Summary()
 	if fix, ok := pl.done(s); ok {
 		pl.offer(*path, fix)
 		return true
 	}
 	if remaining <= 0 || s.LowerBound > remaining {
-		return false
-	}
-	if b := pl.sr.best; b != nil && st.QuorumExcess()-remaining >= len(b.fix) {
 		return false
 	}
 	failed := pl.failed[pl.mode()]
