@@ -313,8 +313,7 @@ func (st *State) QuorumFix() ([]Failover, bool) {
 		v := g.vertex()
 		fs.nodeV[n] = int32(v)
 		touched = append(touched, n)
-		z := x.zoneID[n]
-		if q.ZoneLimit > 0 && x.zoneNames[z] != "" {
+		if z, ok := st.quorumZone(n); ok {
 			zv := int(fs.zoneV[z])
 			if zv == 0 {
 				zv = g.vertex()

@@ -254,10 +254,7 @@ func (c *Cluster) ApplyRedis(nodes []RedisNode) {
 			key[i] = n.MasterID
 		}
 	}
-	src := c.model.Options.ShardSource
-	if src.Kind == "" {
-		src.Kind = ShardAuto
-	}
+	src := c.model.Options.ShardSource // defaulted by Build (ShardAuto)
 	regroup := src.Kind == ShardRedis || src.Kind == ShardAuto && !samePartition(c.Members, key)
 	if regroup {
 		c.ShardSource = ShardSource{Kind: ShardRedis}
@@ -334,10 +331,7 @@ func redisShardName(master *RedisNode, id string) string {
 		}
 		return name + strings.Repeat("+", len(master.Slots)-1)
 	}
-	if len(id) > 8 {
-		id = id[:8]
-	}
-	return "node-" + id
+	return "node-" + shortID(id)
 }
 
 // permuteMembers reorders what Build computed per member index after groupShards moved the
@@ -483,6 +477,7 @@ func (c *Cluster) ownerWarnings() []string {
 	return out
 }
 
+// shortID returns a Redis node ID's first 8 characters, as the warnings and shard names show it.
 func shortID(id string) string {
 	if len(id) > 8 {
 		return id[:8]

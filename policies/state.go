@@ -544,8 +544,8 @@ func (st *State) masterAt(n, d int) {
 	lim := st.q.NodeLimit
 	st.mNodeExcess += max(before+d-lim, 0) - max(before-lim, 0)
 	st.mNodeOver += b2i(before+d > lim) - b2i(before > lim)
-	z := st.x.zoneID[n]
-	if st.q.ZoneLimit == 0 || st.x.zoneNames[z] == "" {
+	z, ok := st.quorumZone(n)
+	if !ok {
 		return
 	}
 	zb := int(st.mZone[z])
@@ -553,6 +553,13 @@ func (st *State) masterAt(n, d int) {
 	lim = st.q.ZoneLimit
 	st.mZoneExcess += max(zb+d-lim, 0) - max(zb-lim, 0)
 	st.mZoneOver += b2i(zb+d > lim) - b2i(zb > lim)
+}
+
+// quorumZone returns node n's zone id and whether MasterQuorum limits that zone: the rule has a
+// zone limit (Z ≥ 3) and the node has a zone.
+func (st *State) quorumZone(n int) (int32, bool) {
+	z := st.x.zoneID[n]
+	return z, st.q.ZoneLimit > 0 && st.x.zoneNames[z] != ""
 }
 
 // Masters returns the masters under the state's failovers. It is the state's own: read it,
@@ -732,7 +739,7 @@ func (st *State) Involved(j int) bool {
 		if int(st.mNode[n]) > st.q.NodeLimit {
 			return true
 		}
-		if z := st.x.zoneID[n]; st.q.ZoneLimit > 0 && st.x.zoneNames[z] != "" && int(st.mZone[z]) > st.q.ZoneLimit {
+		if z, ok := st.quorumZone(n); ok && int(st.mZone[z]) > st.q.ZoneLimit {
 			return true
 		}
 	}

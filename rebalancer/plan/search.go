@@ -317,39 +317,50 @@ type leafStep struct {
 func (pl *planner) successors(j, r int) []leafStep {
 	st := pl.st
 	from := st.Node(j)
-	var out []leafStep
 	// Placing pods only adds to the excess sums: a branch above r is cut at once.
 	prune := func() bool {
 		e := st.Excess()
 		return e.Node > r || e.Zone > r || e.Shard > r || e.Outside > r
 	}
-	for _, to := range pl.takeovers(j) {
-		if to >= 0 {
-			st.Failover(j, to)
+	// The scheduler's placements do not depend on who takes over j's slots (no pod rule nor filter
+	// reads roles): settle once, and judge each takeover at each leaf (a failover is two counter
+	// updates). The steps are listed by takeover, then by leaf.
+	tos := pl.takeovers(j)
+	if len(tos) == 0 {
+		return nil // a master no member may take over from
+	}
+	byTo := make([][]leafStep, len(tos))
+	st.Set(j, -1)
+	pl.settle(prune, func(places []placed) bool {
+		if !pl.accepts(j) {
+			pl.states += len(tos)
+			return false
 		}
-		st.Set(j, -1)
-		pl.settle(prune, func(places []placed) bool {
+		var kept []placed // one copy for the takeovers of this leaf
+		for k, to := range tos {
 			pl.states++
-			if !pl.accepts(j) {
-				return false
+			if to >= 0 {
+				st.Failover(j, to)
 			}
-			if s := st.Summary(); s.LowerBound <= r {
-				out = append(out, leafStep{step{j, from, to, slices.Clone(places)}, s})
+			s := st.Summary()
+			if to >= 0 {
+				st.Failover(to, j)
+			}
+			if s.LowerBound <= r {
+				if kept == nil {
+					kept = slices.Clone(places)
+				}
+				byTo[k] = append(byTo[k], leafStep{step{j, from, to, kept}, s})
 			}
 			if pl.states > pl.limit {
 				pl.budget = true
 				return true
 			}
-			return false
-		})
-		st.Set(j, from)
-		if to >= 0 {
-			st.Failover(to, j)
 		}
-		if pl.budget {
-			break
-		}
-	}
+		return false
+	})
+	st.Set(j, from)
+	out := slices.Concat(byTo...)
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].sum.LowerBound != out[b].sum.LowerBound {
 			return out[a].sum.LowerBound < out[b].sum.LowerBound
@@ -400,19 +411,17 @@ func (pl *planner) evictable() []int {
 // the failovers too). The state is restored.
 func (pl *planner) dfs(remaining int, path *[]step) bool {
 	st := pl.st
-	s := st.Summary()
-	if b := pl.sr.best; s.PodsCompliant && b != nil && st.QuorumExcess() >= len(b.fix) {
-		// A goal, perhaps, but not with fewer failovers: each failover lowers the excess by one.
+	if b := pl.sr.best; b != nil && st.QuorumExcess()-remaining >= len(b.fix) {
+		// No goal from here needs fewer failovers than the best: each eviction left lowers the
+		// masters' excess by one at most, and each failover by one.
 		return false
 	}
+	s := st.Summary()
 	if fix, ok := pl.done(s); ok {
 		pl.offer(*path, fix)
 		return true
 	}
 	if remaining <= 0 || s.LowerBound > remaining {
-		return false
-	}
-	if b := pl.sr.best; b != nil && st.QuorumExcess()-remaining >= len(b.fix) {
 		return false
 	}
 	failed := pl.failed[pl.mode()]
