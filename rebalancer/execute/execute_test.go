@@ -724,10 +724,16 @@ func TestParallelClusters(t *testing.T) {
 					bothOnce.Do(func() { close(both) })
 				}
 				mu.Unlock()
-				// Wait for the other cluster's failover; alone, give up after a moment.
+				// Wait for the other cluster's failover: with 2 in parallel it comes (a generous
+				// bound only keeps a broken executor from hanging the test); with 1 it must not
+				// come, given a moment to.
+				alone := 200 * time.Millisecond
+				if tc.want == 2 {
+					alone = 30 * time.Second
+				}
 				select {
 				case <-both:
-				case <-time.After(200 * time.Millisecond):
+				case <-time.After(alone):
 				}
 				mu.Lock()
 				inFlight--
