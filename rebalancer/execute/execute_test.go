@@ -178,6 +178,18 @@ func TestRunMovesAMasterSafely(t *testing.T) {
 	if rep.Limits.Evicted != 1 || !rep.Window.Open || len(rep.Window.Windows) != 0 {
 		t.Errorf("run: limits %+v, window %+v", rep.Limits, rep.Window)
 	}
+	// Each observation lists the pods once, and the waits that follow one judge its pods: pods
+	// are listed once per observation (as nodes are) plus once per health gate (one round each
+	// here: the cluster is healthy at once).
+	lists := map[string]int{}
+	for _, a := range tb.client.Actions() {
+		if a.GetVerb() == "list" {
+			lists[a.GetResource().Resource]++
+		}
+	}
+	if got, want := lists["pods"], lists["nodes"]+len(cr.Moves); got != want {
+		t.Errorf("list pods = %d, want %d (%d observations, %d health gates)", got, want, lists["nodes"], len(cr.Moves))
+	}
 	checkJSONContract(t, rep)
 }
 
