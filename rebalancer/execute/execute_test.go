@@ -178,6 +178,18 @@ func TestRunMovesAMasterSafely(t *testing.T) {
 	if rep.Limits.Evicted != 1 || !rep.Window.Open || len(rep.Window.Windows) != 0 {
 		t.Errorf("run: limits %+v, window %+v", rep.Limits, rep.Window)
 	}
+	// Each observation lists the pods once, and the waits that follow one judge its pods: pods
+	// are listed once per observation (as nodes are) plus once per health gate (one round each
+	// here: the cluster is healthy at once).
+	lists := map[string]int{}
+	for _, a := range tb.client.Actions() {
+		if a.GetVerb() == "list" {
+			lists[a.GetResource().Resource]++
+		}
+	}
+	if got, want := lists["pods"], lists["nodes"]+len(cr.Moves); got != want {
+		t.Errorf("list pods = %d, want %d (%d observations, %d health gates)", got, want, lists["nodes"], len(cr.Moves))
+	}
 	checkJSONContract(t, rep)
 }
 
@@ -724,10 +736,16 @@ func TestParallelClusters(t *testing.T) {
 					bothOnce.Do(func() { close(both) })
 				}
 				mu.Unlock()
-				// Wait for the other cluster's failover; alone, give up after a moment.
+				// Wait for the other cluster's failover: with 2 in parallel it comes (a generous
+				// bound only keeps a broken executor from hanging the test); with 1 it must not
+				// come, given a moment to.
+				alone := 200 * time.Millisecond
+				if tc.want == 2 {
+					alone = 30 * time.Second
+				}
 				select {
 				case <-both:
-				case <-time.After(200 * time.Millisecond):
+				case <-time.After(alone):
 				}
 				mu.Lock()
 				inFlight--

@@ -57,22 +57,28 @@ func gateKey(text string) string {
 
 // waitHealthy waits up to HealthTimeout until every pod of c is Ready and Redis is healthy
 // (observe.JudgeHealthExpecting on a fresh list of the pods, the planned Pending pods accepted),
-// reintroducing nodes that lost each other's address meanwhile. On timeout it returns the last
-// whole round's status with the error.
-func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster) (observe.Health, gateStatus, error) {
+// reintroducing nodes that lost each other's address meanwhile. The first round judges first
+// when given (the pods of an observation just made: they are not listed again), the others a
+// fresh list. On timeout it returns the last whole round's status with the error.
+func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster, first []*corev1.Pod) (observe.Health, gateStatus, error) {
 	var h observe.Health
 	met := map[[2]string]bool{} // (viewer, node ID) pairs reintroduced (reintroduce)
 	sel := metav1.ListOptions{LabelSelector: c.Model().Options.ClusterLabel + "=" + c.Name}
 	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.HealthTimeout, sameGate, func(s gateStatus) {
 		cr.printf("    … waiting for a healthy cluster: %s\n", s.text)
 	}, func(ctx context.Context) (bool, gateStatus) {
-		list, err := cr.cfg.Client.CoreV1().Pods(c.Namespace).List(ctx, sel)
-		if err != nil {
-			return false, gateStatus{text: "list pods: " + err.Error(), apiErr: true}
-		}
-		pods := make([]*corev1.Pod, len(list.Items))
-		for i := range list.Items {
-			pods[i] = &list.Items[i]
+		pods := first
+		if first != nil {
+			first = nil
+		} else {
+			list, err := cr.cfg.Client.CoreV1().Pods(c.Namespace).List(ctx, sel)
+			if err != nil {
+				return false, gateStatus{text: "list pods: " + err.Error(), apiErr: true}
+			}
+			pods = make([]*corev1.Pod, len(list.Items))
+			for i := range list.Items {
+				pods[i] = &list.Items[i]
+			}
 		}
 		got := observe.JudgeHealthExpecting(ctx, cr.cfg.Redis, c, pods, cr.pending)
 		if got.Healthy() {
@@ -155,7 +161,7 @@ func (cr *clusterRun) healthResult(ctx context.Context, what string, status gate
 // healthGate is SPEC step 2: every pod Ready, Redis healthy. A cluster still resyncing is waited
 // for.
 func (cr *clusterRun) healthGate(ctx context.Context, m *move) result {
-	h, status, err := cr.waitHealthy(ctx, m.c)
+	h, status, err := cr.waitHealthy(ctx, m.c, nil)
 	if err != nil {
 		return cr.healthResult(ctx, "health gate", status, err)
 	}
@@ -494,7 +500,8 @@ func (cr *clusterRun) reobserve(ctx context.Context, m *move) result {
 	if err != nil {
 		return abort(fmt.Errorf("re-observe: %w", err))
 	}
-	h, status, err := cr.waitHealthy(ctx, after)
+	// The observation just listed the cluster's pods: the wait's first round judges them.
+	h, status, err := cr.waitHealthy(ctx, after, observe.MemberPods(after))
 	if err != nil {
 		return cr.healthResult(ctx, "re-observe", status, err)
 	}

@@ -91,13 +91,11 @@ type move struct {
 }
 
 // steps returns the steps of a planned move, in order, with their bounds: an eviction's, or a
-// failover's (failoverSteps).
+// failover step's (MasterQuorum), which are the eviction's steps that move no pod (failoverStep),
+// with the same bounds and the same waits.
 func (cr *clusterRun) steps(mv plan.Move) []step {
-	if mv.Kind == plan.KindFailover {
-		return cr.failoverSteps()
-	}
 	c := cr.cfg
-	return []step{
+	all := []step{
 		{name: report.StepWindow, run: cr.windowStep},
 		{name: report.StepHealthGate, bound: c.HealthTimeout, wait: true, run: cr.healthGate},
 		{name: report.StepPlaceable, bound: c.RequestTimeout, deadline: true, run: cr.placeable},
@@ -110,20 +108,24 @@ func (cr *clusterRun) steps(mv plan.Move) []step {
 		{name: report.StepRejoin, bound: c.RejoinTimeout, wait: true, run: cr.rejoin},
 		{name: report.StepReobserve, bound: c.RequestTimeout + c.HealthTimeout, wait: true, run: cr.reobserve},
 	}
+	if mv.Kind != plan.KindFailover {
+		return all
+	}
+	var fo []step
+	for _, s := range all {
+		if failoverStep[s.name] {
+			fo = append(fo, s)
+		}
+	}
+	return fo
 }
 
-// failoverSteps returns the steps of a failover step of a plan (MasterQuorum), in order, with
-// their bounds: the same gate as an eviction's, and no pod moves: window → health gate →
-// failover to the replica the plan names, verified → client drain → re-observe.
-func (cr *clusterRun) failoverSteps() []step {
-	c := cr.cfg
-	return []step{
-		{name: report.StepWindow, run: cr.windowStep},
-		{name: report.StepHealthGate, bound: c.HealthTimeout, run: cr.healthGate},
-		{name: report.StepFailover, bound: c.RequestTimeout + c.FailoverTimeout, run: cr.failover},
-		{name: report.StepDrain, bound: c.DrainTimeout, run: cr.drain},
-		{name: report.StepReobserve, bound: c.RequestTimeout + c.HealthTimeout, run: cr.reobserve},
-	}
+// failoverStep names the steps of a plan's failover step: the same gate as an eviction's, and no
+// pod moves: window → health gate → failover to the replica the plan names, verified → client
+// drain → re-observe.
+var failoverStep = map[string]bool{
+	report.StepWindow: true, report.StepHealthGate: true, report.StepFailover: true,
+	report.StepDrain: true, report.StepReobserve: true,
 }
 
 // move carries out the first move of plan p: its steps in order until one does not continue. It

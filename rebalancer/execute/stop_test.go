@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
@@ -118,6 +119,46 @@ func TestGracefulStop(t *testing.T) {
 				t.Errorf("evicted = %v, want %v", got, tc.evicted)
 			}
 		})
+	}
+}
+
+// TestGracefulStopFailoverStep stops the run during the health gate of a plan's failover step
+// (role-only: the plan is one failover step): its waits are waits too, abandoned at once, and
+// nothing is failed over.
+func TestGracefulStopFailoverStep(t *testing.T) {
+	tb := newTestbed(t, scenario.RoleOnly())
+	ch := make(chan struct{})
+	var once sync.Once
+	tb.set(func() {
+		tb.redis.reasons = func(int) []redisctl.Reason {
+			once.Do(func() { close(ch) })
+			return []redisctl.Reason{{Code: redisctl.ReasonReplicaLinkDown, Addr: "10.0.0.1:6379", Message: "down"}}
+		}
+	})
+	start := time.Now()
+	rep, err := runExecutor(t, tb, func(c *Config) {
+		c.Stop = ch
+		c.HealthTimeout = time.Minute // a wait not abandoned would show in the duration
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("Run took %s: the failover step's health gate was not abandoned", d)
+	}
+	cr := rep.Clusters[0]
+	want := "graceful stop: healthGate abandoned (a wait: abandoning it disrupts nothing): nothing was disrupted"
+	if cr.StoppedBy != report.StoppedGracefulStop || cr.Stopped != want {
+		t.Errorf("stopped by %q: %q, want %q: %q", cr.StoppedBy, cr.Stopped, report.StoppedGracefulStop, want)
+	}
+	if len(cr.Moves) != 1 || cr.Moves[0].Kind != plan.KindFailover {
+		t.Fatalf("moves: %+v, want one failover step", cr.Moves)
+	}
+	if diff := cmp.Diff(failoverStepNames[:1], stepNames(cr.Moves[0])[:1]); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if got := tb.redis.called("failover"); len(got) != 0 {
+		t.Errorf("failovers %v, want none", got)
 	}
 }
 
