@@ -161,7 +161,7 @@ type Planning struct {
 	// Planned is the number of clusters planned (the non-compliant ones).
 	Planned int
 	// Moves is the total number of planned evictions; Failovers of planned failover steps
-	// (MasterQuorum); PlacementOnly the clusters planned that break only MasterQuorum.
+	// (MasterQuorum); RolesOnly the clusters planned that break only MasterQuorum.
 	Moves, Failovers, RolesOnly int
 	// CompliantAfter, Minimal, FailoversMinimal and Infeasible count the plans reaching
 	// compliance, proven minimal (evictions; and failovers), and found infeasible.

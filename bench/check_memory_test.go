@@ -189,32 +189,16 @@ func listHandler(snap *policies.Snapshot) http.Handler {
 	}
 	resources := map[string]resource{
 		"/api/v1/nodes": {len(snap.Nodes), func(lo, hi int) runtime.Object {
-			l := &corev1.NodeList{}
-			for _, o := range snap.Nodes[lo:hi] {
-				l.Items = append(l.Items, *o)
-			}
-			return l
+			return &corev1.NodeList{Items: page(snap.Nodes, lo, hi)}
 		}},
 		"/api/v1/pods": {len(snap.Pods), func(lo, hi int) runtime.Object {
-			l := &corev1.PodList{}
-			for _, o := range snap.Pods[lo:hi] {
-				l.Items = append(l.Items, *o)
-			}
-			return l
+			return &corev1.PodList{Items: page(snap.Pods, lo, hi)}
 		}},
 		"/apis/apps/v1/statefulsets": {len(snap.StatefulSets), func(lo, hi int) runtime.Object {
-			l := &appsv1.StatefulSetList{}
-			for _, o := range snap.StatefulSets[lo:hi] {
-				l.Items = append(l.Items, *o)
-			}
-			return l
+			return &appsv1.StatefulSetList{Items: page(snap.StatefulSets, lo, hi)}
 		}},
 		"/apis/policy/v1/poddisruptionbudgets": {len(snap.PodDisruptionBudgets), func(lo, hi int) runtime.Object {
-			l := &policyv1.PodDisruptionBudgetList{}
-			for _, o := range snap.PodDisruptionBudgets[lo:hi] {
-				l.Items = append(l.Items, *o)
-			}
-			return l
+			return &policyv1.PodDisruptionBudgetList{Items: page(snap.PodDisruptionBudgets, lo, hi)}
 		}},
 		"/api/v1/persistentvolumeclaims": {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeClaimList{} }},
 		"/api/v1/persistentvolumes":      {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeList{} }},
@@ -255,6 +239,15 @@ func listHandler(snap *policies.Snapshot) http.Handler {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}
 	})
+}
+
+// page returns copies of objs[lo:hi], a list's Items.
+func page[T any](objs []*T, lo, hi int) []T {
+	var out []T
+	for _, o := range objs[lo:hi] {
+		out = append(out, *o)
+	}
+	return out
 }
 
 // kubectlOrder returns the objects in the order `kubectl get nodes,pods,statefulsets,

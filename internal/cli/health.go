@@ -7,6 +7,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
 // Why check reports no health (observe.UnknownHealth).
@@ -56,17 +57,11 @@ func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *re
 			defer wg.Done()
 			v := observe.JudgeHealth(ctx, rc, c, observe.MemberPods(c))
 			a.Clusters[i].Health = &v
-			// A check of thousands of pods keeps no connection open.
-			for _, m := range c.Members {
-				if m.Pod.Status.PodIP != "" {
-					rc.Forget(rc.AddrOf(m.Pod.Status.PodIP))
-				}
+			var topo *redisctl.Topology
+			if v.Redis != nil {
+				topo = v.Redis.Topology
 			}
-			if v.Redis != nil && v.Redis.Topology != nil {
-				for _, n := range v.Redis.Topology.Nodes {
-					rc.Forget(n.Addr())
-				}
-			}
+			observe.ForgetCluster(rc, c, topo)
 		}()
 	}
 	wg.Wait()

@@ -189,115 +189,82 @@ func (d *decoder) keptObject(raw []byte) bool {
 	if !ok {
 		return false
 	}
-	var (
-		lf     listField
-		target any
-		meta   *metav1.TypeMeta
-		keep   func()
-	)
-	switch kind {
-	case "Node":
-		o := &corev1.Node{}
-		target, meta = &struct {
-			*corev1.Node
-			*listField
-		}{o, &lf}, &o.TypeMeta
-		keep = func() { d.snap.Nodes = append(d.snap.Nodes, d.t.node(o)) }
-	case "Pod":
-		o := &corev1.Pod{}
-		target, meta = &struct {
-			*corev1.Pod
-			*listField
-		}{o, &lf}, &o.TypeMeta
-		keep = func() { d.snap.Pods = append(d.snap.Pods, d.t.pod(o)) }
-	case "StatefulSet":
-		o := &appsv1.StatefulSet{}
-		target, meta = &struct {
-			*appsv1.StatefulSet
-			*listField
-		}{o, &lf}, &o.TypeMeta
-		keep = func() { d.snap.StatefulSets = append(d.snap.StatefulSets, d.t.statefulSet(o)) }
-	case "PodDisruptionBudget":
-		o := &policyv1.PodDisruptionBudget{}
-		target, meta = &struct {
-			*policyv1.PodDisruptionBudget
-			*listField
-		}{o, &lf}, &o.TypeMeta
-		keep = func() { d.snap.PodDisruptionBudgets = append(d.snap.PodDisruptionBudgets, d.t.podDisruptionBudget(o)) }
-	case "PersistentVolumeClaim":
-		o := &corev1.PersistentVolumeClaim{}
-		target, meta = &struct {
-			*corev1.PersistentVolumeClaim
-			*listField
-		}{o, &lf}, &o.TypeMeta
-		keep = func() {
-			d.snap.PersistentVolumeClaims = append(d.snap.PersistentVolumeClaims, d.t.persistentVolumeClaim(o))
-		}
-	case "PersistentVolume":
-		o := &corev1.PersistentVolume{}
-		target, meta = &struct {
-			*corev1.PersistentVolume
-			*listField
-		}{o, &lf}, &o.TypeMeta
-		keep = func() { d.snap.PersistentVolumes = append(d.snap.PersistentVolumes, d.t.persistentVolume(o)) }
-	default:
+	var lf listField
+	_, withItems, meta, keep := d.newKept(kind, &lf)
+	if keep == nil {
 		return false
 	}
-	if err := json.Unmarshal(raw, target); err != nil || lf.Items != nil || meta.Kind != kind {
+	if err := json.Unmarshal(raw, withItems); err != nil || lf.Items != nil || meta.Kind != kind {
 		return false
 	}
 	keep()
 	return true
 }
 
-// object decodes a single object of kind and keeps its trimmed copy (or counts it skipped).
-func (d *decoder) object(raw []byte, kind, where string) error {
-	decode := func(into any) error {
-		if err := json.Unmarshal(raw, into); err != nil {
-			return fmt.Errorf("snapshot: %s (%s): %w", where, kind, err)
-		}
-		return nil
-	}
+// newKept returns, for a kind the snapshot keeps, a new object of it (obj), the same object with
+// lf beside it (withItems: keptObject decodes an "items" key into lf), the object's TypeMeta, and
+// keep, which appends the object's trimmed copy to d's snapshot. keep is nil for other kinds.
+func (d *decoder) newKept(kind string, lf *listField) (obj, withItems any, meta *metav1.TypeMeta, keep func()) {
 	switch kind {
 	case "Node":
 		o := &corev1.Node{}
-		if err := decode(o); err != nil {
-			return err
-		}
-		d.snap.Nodes = append(d.snap.Nodes, d.t.node(o))
+		keep = func() { d.snap.Nodes = append(d.snap.Nodes, d.t.node(o)) }
+		return o, &struct {
+			*corev1.Node
+			*listField
+		}{o, lf}, &o.TypeMeta, keep
 	case "Pod":
 		o := &corev1.Pod{}
-		if err := decode(o); err != nil {
-			return err
-		}
-		d.snap.Pods = append(d.snap.Pods, d.t.pod(o))
+		keep = func() { d.snap.Pods = append(d.snap.Pods, d.t.pod(o)) }
+		return o, &struct {
+			*corev1.Pod
+			*listField
+		}{o, lf}, &o.TypeMeta, keep
 	case "StatefulSet":
 		o := &appsv1.StatefulSet{}
-		if err := decode(o); err != nil {
-			return err
-		}
-		d.snap.StatefulSets = append(d.snap.StatefulSets, d.t.statefulSet(o))
+		keep = func() { d.snap.StatefulSets = append(d.snap.StatefulSets, d.t.statefulSet(o)) }
+		return o, &struct {
+			*appsv1.StatefulSet
+			*listField
+		}{o, lf}, &o.TypeMeta, keep
 	case "PodDisruptionBudget":
 		o := &policyv1.PodDisruptionBudget{}
-		if err := decode(o); err != nil {
-			return err
-		}
-		d.snap.PodDisruptionBudgets = append(d.snap.PodDisruptionBudgets, d.t.podDisruptionBudget(o))
+		keep = func() { d.snap.PodDisruptionBudgets = append(d.snap.PodDisruptionBudgets, d.t.podDisruptionBudget(o)) }
+		return o, &struct {
+			*policyv1.PodDisruptionBudget
+			*listField
+		}{o, lf}, &o.TypeMeta, keep
 	case "PersistentVolumeClaim":
 		o := &corev1.PersistentVolumeClaim{}
-		if err := decode(o); err != nil {
-			return err
+		keep = func() {
+			d.snap.PersistentVolumeClaims = append(d.snap.PersistentVolumeClaims, d.t.persistentVolumeClaim(o))
 		}
-		d.snap.PersistentVolumeClaims = append(d.snap.PersistentVolumeClaims, d.t.persistentVolumeClaim(o))
+		return o, &struct {
+			*corev1.PersistentVolumeClaim
+			*listField
+		}{o, lf}, &o.TypeMeta, keep
 	case "PersistentVolume":
 		o := &corev1.PersistentVolume{}
-		if err := decode(o); err != nil {
-			return err
-		}
-		d.snap.PersistentVolumes = append(d.snap.PersistentVolumes, d.t.persistentVolume(o))
-	default:
-		d.skipped[kind]++
+		keep = func() { d.snap.PersistentVolumes = append(d.snap.PersistentVolumes, d.t.persistentVolume(o)) }
+		return o, &struct {
+			*corev1.PersistentVolume
+			*listField
+		}{o, lf}, &o.TypeMeta, keep
 	}
+	return nil, nil, nil, nil
+}
+
+// object decodes a single object of kind and keeps its trimmed copy (or counts it skipped).
+func (d *decoder) object(raw []byte, kind, where string) error {
+	obj, _, _, keep := d.newKept(kind, nil)
+	if keep == nil {
+		d.skipped[kind]++
+		return nil
+	}
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return fmt.Errorf("snapshot: %s (%s): %w", where, kind, err)
+	}
+	keep()
 	return nil
 }
 
@@ -530,15 +497,12 @@ func (d *decoder) jsonObject(dec *json.Decoder, where string) error {
 	if _, err := dec.Token(); err != nil { // "}"
 		return fmt.Errorf("snapshot: %s: %w", where, err)
 	}
-	if !list {
-		if err := d.pool.drain(); err != nil {
-			return err
-		}
-		fields.WriteByte('}')
-		return d.value(fields.Bytes(), "", where, false)
-	}
 	if err := d.pool.drain(); err != nil {
 		return err
+	}
+	if !list {
+		fields.WriteByte('}')
+		return d.value(fields.Bytes(), "", where, false)
 	}
 	if listKind == "" {
 		return fmt.Errorf("snapshot: %s: no kind (is this kubectl -o yaml/json output?)", where)

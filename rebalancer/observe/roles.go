@@ -93,16 +93,7 @@ func ReadRedis(ctx context.Context, rc *redisctl.Client, clusters []*policies.Cl
 		go func() {
 			defer wg.Done()
 			topo, err := ApplyRedis(ctx, rc, c)
-			for _, m := range c.Members {
-				if m.Pod.Status.PodIP != "" {
-					rc.Forget(rc.AddrOf(m.Pod.Status.PodIP))
-				}
-			}
-			if topo != nil {
-				for _, n := range topo.Nodes {
-					rc.Forget(n.Addr())
-				}
-			}
+			ForgetCluster(rc, c, topo)
 			if err != nil {
 				mu.Lock()
 				errs[c.Key()] = err
@@ -112,6 +103,22 @@ func ReadRedis(ctx context.Context, rc *redisctl.Client, clusters []*policies.Cl
 	}
 	wg.Wait()
 	return errs
+}
+
+// ForgetCluster closes rc's connections to cluster c's nodes (redisctl.Client.Forget): its
+// members' pod IPs and the nodes of topo (nil: none), so that reading thousands of pods keeps no
+// connection open.
+func ForgetCluster(rc *redisctl.Client, c *policies.Cluster, topo *redisctl.Topology) {
+	for _, m := range c.Members {
+		if m.Pod.Status.PodIP != "" {
+			rc.Forget(rc.AddrOf(m.Pod.Status.PodIP))
+		}
+	}
+	if topo != nil {
+		for _, n := range topo.Nodes {
+			rc.Forget(n.Addr())
+		}
+	}
 }
 
 // unanswered says why no node answered, by cause ("no Redis node answered (12 nodes: 9 timed

@@ -20,9 +20,7 @@ import (
 	"sort"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,56 +54,14 @@ func ReadSnapshot(ctx context.Context, client kubernetes.Interface, namespace st
 func ReadSnapshotPaged(ctx context.Context, client kubernetes.Interface, namespace string, pageSize int64) (*policies.Snapshot, error) {
 	snap := &policies.Snapshot{}
 	t := newTrimmer()
-	lists := []struct {
-		resource string
-		list     pager.ListPageFunc
-		reset    func()
-		add      func(runtime.Object)
-	}{
-		{"nodes",
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return client.CoreV1().Nodes().List(ctx, o)
-			},
-			func() { snap.Nodes = nil },
-			func(o runtime.Object) { snap.Nodes = append(snap.Nodes, t.node(o.(*corev1.Node))) }},
-		{"pods",
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return client.CoreV1().Pods(namespace).List(ctx, o)
-			},
-			func() { snap.Pods = nil },
-			func(o runtime.Object) { snap.Pods = append(snap.Pods, t.pod(o.(*corev1.Pod))) }},
-		{"statefulsets",
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return client.AppsV1().StatefulSets(namespace).List(ctx, o)
-			},
-			func() { snap.StatefulSets = nil },
-			func(o runtime.Object) {
-				snap.StatefulSets = append(snap.StatefulSets, t.statefulSet(o.(*appsv1.StatefulSet)))
-			}},
-		{"poddisruptionbudgets",
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return client.PolicyV1().PodDisruptionBudgets(namespace).List(ctx, o)
-			},
-			func() { snap.PodDisruptionBudgets = nil },
-			func(o runtime.Object) {
-				snap.PodDisruptionBudgets = append(snap.PodDisruptionBudgets, t.podDisruptionBudget(o.(*policyv1.PodDisruptionBudget)))
-			}},
-		{"persistentvolumeclaims",
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return client.CoreV1().PersistentVolumeClaims(namespace).List(ctx, o)
-			},
-			func() { snap.PersistentVolumeClaims = nil },
-			func(o runtime.Object) {
-				snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, t.persistentVolumeClaim(o.(*corev1.PersistentVolumeClaim)))
-			}},
-		{"persistentvolumes",
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return client.CoreV1().PersistentVolumes().List(ctx, o)
-			},
-			func() { snap.PersistentVolumes = nil },
-			func(o runtime.Object) {
-				snap.PersistentVolumes = append(snap.PersistentVolumes, t.persistentVolume(o.(*corev1.PersistentVolume)))
-			}},
+	core, apps, policy := client.CoreV1(), client.AppsV1(), client.PolicyV1()
+	lists := []pagedList{
+		pagedInto("nodes", core.Nodes().List, &snap.Nodes, t.node),
+		pagedInto("pods", core.Pods(namespace).List, &snap.Pods, t.pod),
+		pagedInto("statefulsets", apps.StatefulSets(namespace).List, &snap.StatefulSets, t.statefulSet),
+		pagedInto("poddisruptionbudgets", policy.PodDisruptionBudgets(namespace).List, &snap.PodDisruptionBudgets, t.podDisruptionBudget),
+		pagedInto("persistentvolumeclaims", core.PersistentVolumeClaims(namespace).List, &snap.PersistentVolumeClaims, t.persistentVolumeClaim),
+		pagedInto("persistentvolumes", core.PersistentVolumes().List, &snap.PersistentVolumes, t.persistentVolume),
 	}
 	for _, l := range lists {
 		p := pager.New(l.list)
@@ -123,6 +79,28 @@ func ReadSnapshotPaged(ctx context.Context, client kubernetes.Interface, namespa
 		}
 	}
 	return snap, nil
+}
+
+// pagedList is one resource ReadSnapshotPaged lists: its LIST call, how to forget what an
+// expired list kept, and how to keep one object of a page.
+type pagedList struct {
+	resource string
+	list     pager.ListPageFunc
+	reset    func()
+	add      func(runtime.Object)
+}
+
+// pagedInto returns the pagedList of a resource whose LIST is list and whose objects are kept,
+// trimmed by trim, in *dst.
+func pagedInto[L runtime.Object, T any](resource string, list func(context.Context, metav1.ListOptions) (L, error), dst *[]*T, trim func(*T) *T) pagedList {
+	return pagedList{
+		resource: resource,
+		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return list(ctx, o)
+		},
+		reset: func() { *dst = nil },
+		add:   func(o runtime.Object) { *dst = append(*dst, trim(any(o).(*T))) },
+	}
 }
 
 // LoadSnapshotFile is DecodeSnapshot on a file ("-" reads standard input).

@@ -53,27 +53,22 @@ import (
 // keep them. snap is not changed.
 func Trim(snap *policies.Snapshot) *policies.Snapshot {
 	t := newTrimmer()
-	out := &policies.Snapshot{}
-	for _, o := range snap.Nodes {
-		out.Nodes = append(out.Nodes, t.node(o))
+	return &policies.Snapshot{
+		Nodes:                  trimAll(snap.Nodes, t.node),
+		Pods:                   trimAll(snap.Pods, t.pod),
+		StatefulSets:           trimAll(snap.StatefulSets, t.statefulSet),
+		PodDisruptionBudgets:   trimAll(snap.PodDisruptionBudgets, t.podDisruptionBudget),
+		PersistentVolumeClaims: trimAll(snap.PersistentVolumeClaims, t.persistentVolumeClaim),
+		PersistentVolumes:      trimAll(snap.PersistentVolumes, t.persistentVolume),
+		Namespaces:             trimAll(snap.Namespaces, t.namespace),
 	}
-	for _, o := range snap.Pods {
-		out.Pods = append(out.Pods, t.pod(o))
-	}
-	for _, o := range snap.StatefulSets {
-		out.StatefulSets = append(out.StatefulSets, t.statefulSet(o))
-	}
-	for _, o := range snap.PodDisruptionBudgets {
-		out.PodDisruptionBudgets = append(out.PodDisruptionBudgets, t.podDisruptionBudget(o))
-	}
-	for _, o := range snap.PersistentVolumeClaims {
-		out.PersistentVolumeClaims = append(out.PersistentVolumeClaims, t.persistentVolumeClaim(o))
-	}
-	for _, o := range snap.PersistentVolumes {
-		out.PersistentVolumes = append(out.PersistentVolumes, t.persistentVolume(o))
-	}
-	for _, o := range snap.Namespaces {
-		out.Namespaces = append(out.Namespaces, t.namespace(o))
+}
+
+// trimAll returns the trimmed copies of objs, in order (nil for none).
+func trimAll[T any](objs []*T, trim func(*T) *T) []*T {
+	var out []*T
+	for _, o := range objs {
+		out = append(out, trim(o))
 	}
 	return out
 }
@@ -120,14 +115,13 @@ func (t *trimmer) appendKey(m protoMessage) {
 	}
 }
 
-// lookup returns the part stored under t.key.
-func (t *trimmer) lookup() (any, bool) {
-	v, ok := t.shared[string(t.key)]
-	return v, ok
-}
-
-// store stores v under t.key and returns it.
-func store[T any](t *trimmer, v T) T {
+// share returns the part stored under t.key, or, when there is none, stores and returns what
+// build makes (build must not use t.key).
+func share[T any](t *trimmer, build func() T) T {
+	if old, ok := t.shared[string(t.key)]; ok {
+		return old.(T)
+	}
+	v := build()
 	t.shared[string(t.key)] = v
 	return v
 }
@@ -153,14 +147,13 @@ func (t *trimmer) labels(m map[string]string) map[string]string {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		t.key = append(append(append(append(t.key, k...), 0), m[k]...), 0)
 	}
-	if old, ok := t.lookup(); ok {
-		return old.(map[string]string)
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[intern(k)] = intern(v)
-	}
-	return store(t, out)
+	return share(t, func() map[string]string {
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			out[intern(k)] = intern(v)
+		}
+		return out
+	})
 }
 
 // intern returns the canonical copy of s.
@@ -180,16 +173,14 @@ func (t *trimmer) meta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	}
 	if len(m.OwnerReferences) > 0 {
 		keyOf(t, tagOwners, m.OwnerReferences)
-		if old, ok := t.lookup(); ok {
-			out.OwnerReferences = old.([]metav1.OwnerReference)
-		} else {
+		out.OwnerReferences = share(t, func() []metav1.OwnerReference {
 			owners := make([]metav1.OwnerReference, len(m.OwnerReferences))
 			for i, r := range m.OwnerReferences {
 				r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
 				owners[i] = r
 			}
-			out.OwnerReferences = store(t, owners)
-		}
+			return owners
+		})
 	}
 	return out
 }
@@ -209,15 +200,13 @@ func (t *trimmer) pod(p *corev1.Pod) *corev1.Pod {
 				t.key = append(append(t.key, f...), 0)
 			}
 		}
-		if old, ok := t.lookup(); ok {
-			out.Status.Conditions = old.([]corev1.PodCondition)
-		} else {
+		out.Status.Conditions = share(t, func() []corev1.PodCondition {
 			conds := make([]corev1.PodCondition, len(p.Status.Conditions))
 			for i, c := range p.Status.Conditions {
 				conds[i] = corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
 			}
-			out.Status.Conditions = store(t, conds)
-		}
+			return conds
+		})
 	}
 	return out
 }
@@ -235,37 +224,29 @@ func (t *trimmer) podSpec(s *corev1.PodSpec) corev1.PodSpec {
 	if s.Affinity != nil {
 		t.key = append(t.key[:0], tagAffinity)
 		t.appendKey(s.Affinity)
-		if old, ok := t.lookup(); ok {
-			out.Affinity = old.(*corev1.Affinity)
-		} else {
-			out.Affinity = store(t, s.Affinity.DeepCopy())
-		}
+		out.Affinity = share(t, s.Affinity.DeepCopy)
 	}
 	if len(s.TopologySpreadConstraints) > 0 {
 		keyOf(t, tagSpread, s.TopologySpreadConstraints)
-		if old, ok := t.lookup(); ok {
-			out.TopologySpreadConstraints = old.([]corev1.TopologySpreadConstraint)
-		} else {
+		out.TopologySpreadConstraints = share(t, func() []corev1.TopologySpreadConstraint {
 			spread := make([]corev1.TopologySpreadConstraint, len(s.TopologySpreadConstraints))
 			for i := range s.TopologySpreadConstraints {
 				s.TopologySpreadConstraints[i].DeepCopyInto(&spread[i])
 				spread[i].TopologyKey = intern(spread[i].TopologyKey)
 			}
-			out.TopologySpreadConstraints = store(t, spread)
-		}
+			return spread
+		})
 	}
 	if len(s.Tolerations) > 0 {
 		keyOf(t, tagTolerations, s.Tolerations)
-		if old, ok := t.lookup(); ok {
-			out.Tolerations = old.([]corev1.Toleration)
-		} else {
+		out.Tolerations = share(t, func() []corev1.Toleration {
 			tols := make([]corev1.Toleration, len(s.Tolerations))
 			for i, tol := range s.Tolerations {
 				tol.Key, tol.Value = intern(tol.Key), intern(tol.Value)
 				tols[i] = tol
 			}
-			out.Tolerations = store(t, tols)
-		}
+			return tols
+		})
 	}
 	if len(s.Volumes) > 0 {
 		out.Volumes = make([]corev1.Volume, len(s.Volumes))
@@ -293,15 +274,14 @@ func (t *trimmer) containers(cs []corev1.Container) []corev1.Container {
 		t.key = append(t.key, 0)
 		t.appendKey(&cs[i].Resources)
 	}
-	if old, ok := t.lookup(); ok {
-		return old.([]corev1.Container)
-	}
-	out := make([]corev1.Container, len(cs))
-	for i := range cs {
-		out[i] = corev1.Container{Name: intern(cs[i].Name), RestartPolicy: cs[i].RestartPolicy}
-		cs[i].Resources.DeepCopyInto(&out[i].Resources)
-	}
-	return store(t, out)
+	return share(t, func() []corev1.Container {
+		out := make([]corev1.Container, len(cs))
+		for i := range cs {
+			out[i] = corev1.Container{Name: intern(cs[i].Name), RestartPolicy: cs[i].RestartPolicy}
+			cs[i].Resources.DeepCopyInto(&out[i].Resources)
+		}
+		return out
+	})
 }
 
 // node returns the parts of n the model reads.
