@@ -55,9 +55,12 @@ there are findings, 1 on error.`,
 			// Templates carry no roles: lint asks Redis only for the shards, when they come
 			// from nowhere else.
 			src, _ := policies.ParseShardSource(p.Selection.ShardSource) // validated with the policy
-			m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, src.Kind == policies.ShardRedis)
+			m, rc, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, src.Kind == policies.ShardRedis)
 			if err != nil {
 				return &exitError{ExitError, err}
+			}
+			if rc != nil {
+				rc.Close()
 			}
 			findings := lint.Lint(m, p.Rules.RelaxedLimits)
 			out := cmd.OutOrStdout()
