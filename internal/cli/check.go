@@ -37,7 +37,6 @@ Exit status: 0 when every cluster complies and its Redis is healthy (or its heal
 		},
 	}
 	o.addFlags(cmd.Flags(), contractUsage)
-	o.model.policy.addPendingStepsFlag(cmd.Flags(), allowPendingStepsUsage) // the policy plan uses; check makes no plan
 	return cmd
 }
 
