@@ -190,16 +190,8 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 		for _, k := range observe.ApplyRedisNodes(m, nodes) {
 			fmt.Fprintf(errOut, "note: --redis-nodes: no selected Redis cluster %s in the snapshot; its file is not used\n", k)
 		}
-		// Offline, shards from Redis need Redis's view: without it every pod would be a shard of
-		// its own and the rules that read shards would pass on nothing.
-		var unread []string
-		for _, c := range m.Clusters {
-			if c.ShardsUnread() {
-				unread = append(unread, c.Key())
-			}
-		}
-		if len(unread) > 0 {
-			return nil, nil, fmt.Errorf("shards come from Redis (shardSource redis, set or by the layout) and no CLUSTER NODES was given for %s: offline, give --redis-nodes FILE|DIR (what \"redis-cli cluster nodes\" prints, a file per cluster named <namespace>_<cluster>) or --shard-source label:KEY", strings.Join(unread, ", "))
+		if err := shardsRead(m, "no CLUSTER NODES was given", `offline, give --redis-nodes FILE|DIR (what "redis-cli cluster nodes" prints, a file per cluster named <namespace>_<cluster>)`); err != nil {
+			return nil, nil, err
 		}
 		return m, nil, nil
 	}
@@ -218,6 +210,9 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 		return nil, nil, err
 	}
 	if !readRedis {
+		if err := shardsRead(m, "Redis is not read (--redis-roles=false)", "give --redis-roles"); err != nil {
+			return nil, nil, err
+		}
 		return m, nil, nil
 	}
 	rc, err := redisClient(ctx, client, &p.Redis)
@@ -233,6 +228,22 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 		}
 	}
 	return m, rc, nil
+}
+
+// shardsRead refuses a model whose shards come from Redis when Redis's view was not given (why),
+// live or offline: every pod would be a shard of its own and the rules that read shards would
+// pass on nothing. fix is the first remedy the error offers.
+func shardsRead(m *policies.Model, why, fix string) error {
+	var unread []string
+	for _, c := range m.Clusters {
+		if c.ShardsUnread() {
+			unread = append(unread, c.Key())
+		}
+	}
+	if len(unread) > 0 {
+		return fmt.Errorf("shards come from Redis (shardSource redis, set or by the layout) and %s for %s: %s or --shard-source label:KEY", why, strings.Join(unread, ", "), fix)
+	}
+	return nil
 }
 
 // defaultGCPercent is the garbage collector's target (runtime/debug.SetGCPercent) of every

@@ -154,6 +154,21 @@ func TestCheckReadsRedisSecretOnce(t *testing.T) {
 	}
 }
 
+// TestRedisRolesOffShardsFromRedis: live with --redis-roles=false, shards that come from Redis are
+// not known, as offline without --redis-nodes: check and lint say so and exit 1 instead of judging
+// every pod a shard of its own (lint used to read Redis regardless of --redis-roles).
+func TestRedisRolesOffShardsFromRedis(t *testing.T) {
+	kubeconfig, port, _, _ := hangingCheck(t, 1)
+	want := []string{"shards come from Redis", "Redis is not read (--redis-roles=false)", "give --redis-roles or --shard-source label:KEY"}
+	var cases []exitCase
+	for _, command := range []string{"check", "plan", "lint"} {
+		cases = append(cases, exitCase{name: command + " --redis-roles=false --shard-source redis → 1, says what to give",
+			args:     []string{command, "--kubeconfig", kubeconfig, "--redis-port", strconv.Itoa(port), "--redis-roles=false", "--shard-source", "redis"},
+			wantCode: ExitError, wantErr: want})
+	}
+	runExitCases(t, cases)
+}
+
 // BenchmarkCheckHangingRedis prints how long `check` takes over 100 Redis clusters whose Redis
 // hangs, with the commands' defaults (read timeout 3s, --redis-deadline 10s).
 func BenchmarkCheckHangingRedis(b *testing.B) {
