@@ -37,7 +37,6 @@ Exit status: 0 when every cluster complies and its Redis is healthy (or its heal
 		},
 	}
 	o.addFlags(cmd.Flags(), contractUsage)
-	o.model.policy.addPendingStepsFlag(cmd.Flags(), allowPendingStepsUsage) // the policy plan uses; check makes no plan
 	return cmd
 }
 
@@ -50,9 +49,12 @@ func (o *analysisOptions) analyze(cmd *cobra.Command, popts func(*policy) plan.O
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, o.model.snapshot.redisRoles)
+	m, rc, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, o.model.snapshot.redisRoles)
 	if err != nil {
 		return &exitError{ExitError, err}
+	}
+	if rc != nil {
+		defer rc.Close()
 	}
 	withPlans := popts != nil
 	var bounds plan.Options
@@ -62,7 +64,7 @@ func (o *analysisOptions) analyze(cmd *cobra.Command, popts func(*policy) plan.O
 	a := report.Analyze(m, withPlans, bounds)
 	if !withPlans {
 		// check: Redis health beside the placement.
-		o.model.judgeHealth(cmd.Context(), m, a, p)
+		o.model.judgeHealth(cmd.Context(), m, a, rc)
 	}
 	if p.Output == v1alpha1.OutputJSON {
 		if err := printJSON(cmd.OutOrStdout(), a); err != nil {

@@ -12,40 +12,29 @@ import (
 
 // Why check reports no health (observe.UnknownHealth).
 const (
-	healthOffline  = "offline snapshot: Redis health not checked"
-	healthNoRedis  = "Redis not read (--redis-roles=false): health not checked"
-	healthNoClient = "Redis client: "
+	healthOffline = "offline snapshot: Redis health not checked"
+	healthNoRedis = "Redis not read (--redis-roles=false): health not checked"
 )
 
 // judgeHealth sets the Redis health of each cluster of a (m's clusters, in the same order): live
-// with --redis-roles, observe.JudgeHealth on the snapshot's pods with p's Redis settings, every
-// cluster at once under --redis-deadline; otherwise unknown, saying why.
-func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *report.Analysis, p *policy) {
-	set := func(h func(c *policies.Cluster) observe.Health) {
-		for i, c := range m.Clusters {
-			v := h(c)
+// with --redis-roles, observe.JudgeHealth on the snapshot's pods through rc (the client model read
+// the roles with), every cluster at once under --redis-deadline; otherwise (offline, or rc nil)
+// unknown, saying why.
+func (o *modelOptions) judgeHealth(ctx context.Context, m *policies.Model, a *report.Analysis, rc *redisctl.Client) {
+	unknown := func(why string) {
+		for i := range m.Clusters {
+			v := observe.UnknownHealth(why)
 			a.Clusters[i].Health = &v
 		}
 	}
 	switch {
 	case o.snapshot.file != "":
-		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthOffline) })
+		unknown(healthOffline)
 		return
-	case !o.snapshot.redisRoles:
-		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthNoRedis) })
-		return
-	}
-	client, err := o.kube.client()
-	if err != nil {
-		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthNoClient + err.Error()) })
+	case rc == nil:
+		unknown(healthNoRedis)
 		return
 	}
-	rc, err := redisClient(ctx, client, &p.Redis)
-	if err != nil {
-		set(func(*policies.Cluster) observe.Health { return observe.UnknownHealth(healthNoClient + err.Error()) })
-		return
-	}
-	defer rc.Close()
 	// Every cluster at once under one deadline, as the roles are read (observe.ReadRedis): a Redis
 	// that hangs costs its read timeout once, not once per cluster.
 	ctx, cancel := o.snapshot.redisContext(ctx)

@@ -37,7 +37,8 @@ redis.topologySpreadConstraints, redis.nodeAffinityPreset, redis.podAntiAffinity
 RedisCluster's fields and annotation (OT) that set the seed's constraints, as far as the chart
 can express them (JSON "values"). These findings need the shards: where they come from Redis
 (--shard-source redis, as --layout bitnami and ot set it), lint reads CLUSTER NODES live, and
-offline takes it from --redis-nodes; without either it judges the templates alone.
+offline takes it from --redis-nodes; without either (offline without --redis-nodes, live with
+--redis-roles=false) it stops (status 1) and says what to give.
 
 The templates place pods, not roles: no constraint keeps the masters apart, and the operator's
 pod -0 = master convention drifts after every failover. lint says so once (a note; JSON
@@ -52,12 +53,15 @@ there are findings, 1 on error.`,
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
-			// Templates carry no roles: lint asks Redis only for the shards, when they come
-			// from nowhere else.
+			// Templates carry no roles: lint asks Redis (unless --redis-roles=false) only for
+			// the shards, when they come from nowhere else.
 			src, _ := policies.ParseShardSource(p.Selection.ShardSource) // validated with the policy
-			m, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, src.Kind == policies.ShardRedis)
+			m, rc, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, o.model.snapshot.redisRoles && src.Kind == policies.ShardRedis)
 			if err != nil {
 				return &exitError{ExitError, err}
+			}
+			if rc != nil {
+				rc.Close()
 			}
 			findings := lint.Lint(m, p.Rules.RelaxedLimits)
 			out := cmd.OutOrStdout()

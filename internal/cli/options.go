@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
 // The option groups the commands share. Each group's defaults are set once, by its new…Options
@@ -151,21 +152,23 @@ func (o *modelOptions) addFlags(fs *pflag.FlagSet, releaseUsage string) {
 
 // model loads the snapshot (live or from the file), builds the model with p's rules and keeps the
 // clusters p selects; live, when readRedis is set, it reads the roles and shards from Redis,
-// offline from --redis-nodes' files. Notes and warnings go to errOut.
-func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, readRedis bool) (*policies.Model, error) {
+// offline from --redis-nodes' files. Notes and warnings go to errOut. The Redis client it read
+// Redis with (live with readRedis only; nil otherwise) is returned open, for the caller's further
+// reads (check's health) and to close.
+func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, readRedis bool) (*policies.Model, *redisctl.Client, error) {
 	opts := rules(p)
 	sel, err := selection(&p.Selection)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var m *policies.Model
 	if o.snapshot.file != "" {
 		snap, skipped, err := observe.LoadSnapshotFile(o.snapshot.file)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := observe.CheckSnapshot(snap); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(skipped) > 0 {
 			var kinds []string
@@ -178,58 +181,69 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 		var nodes map[string][]policies.RedisNode
 		if o.snapshot.redisNodes != "" {
 			if nodes, err = observe.LoadRedisNodes(o.snapshot.redisNodes); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		if m, err = observe.Model(snap, opts, sel); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, k := range observe.ApplyRedisNodes(m, nodes) {
 			fmt.Fprintf(errOut, "note: --redis-nodes: no selected Redis cluster %s in the snapshot; its file is not used\n", k)
 		}
-		// Offline, shards from Redis need Redis's view: without it every pod would be a shard of
-		// its own and the rules that read shards would pass on nothing.
-		var unread []string
-		for _, c := range m.Clusters {
-			if c.ShardsUnread() {
-				unread = append(unread, c.Key())
-			}
+		if err := shardsRead(m, "no CLUSTER NODES was given", `offline, give --redis-nodes FILE|DIR (what "redis-cli cluster nodes" prints, a file per cluster named <namespace>_<cluster>)`); err != nil {
+			return nil, nil, err
 		}
-		if len(unread) > 0 {
-			return nil, fmt.Errorf("shards come from Redis (shardSource redis, set or by the layout) and no CLUSTER NODES was given for %s: offline, give --redis-nodes FILE|DIR (what \"redis-cli cluster nodes\" prints, a file per cluster named <namespace>_<cluster>) or --shard-source label:KEY", strings.Join(unread, ", "))
-		}
-		return m, nil
+		return m, nil, nil
 	}
 	if o.snapshot.redisNodes != "" {
-		return nil, errors.New("--redis-nodes needs --snapshot: live, Redis is read")
+		return nil, nil, errors.New("--redis-nodes needs --snapshot: live, Redis is read")
 	}
 	client, err := o.kube.client()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	snap, err := observe.ReadSnapshotPaged(ctx, client, sel.Namespace, o.snapshot.chunkSize)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if m, err = observe.Model(snap, opts, sel); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if readRedis {
-		rc, err := redisClient(ctx, client, &p.Redis)
-		if err != nil {
-			return nil, err
+	if !readRedis {
+		if err := shardsRead(m, "Redis is not read (--redis-roles=false)", "give --redis-roles"); err != nil {
+			return nil, nil, err
 		}
-		defer rc.Close()
-		rctx, cancel := o.snapshot.redisContext(ctx)
-		defer cancel()
-		errs := observe.ReadRedis(rctx, rc, m.Clusters)
-		for _, c := range m.Clusters {
-			if err, ok := errs[c.Key()]; ok {
-				fmt.Fprintf(errOut, "warning: %s: roles unknown: %v\n", c.Key(), err)
-			}
+		return m, nil, nil
+	}
+	rc, err := redisClient(ctx, client, &p.Redis)
+	if err != nil {
+		return nil, nil, err
+	}
+	rctx, cancel := o.snapshot.redisContext(ctx)
+	defer cancel()
+	errs := observe.ReadRedis(rctx, rc, m.Clusters)
+	for _, c := range m.Clusters {
+		if err, ok := errs[c.Key()]; ok {
+			fmt.Fprintf(errOut, "warning: %s: roles unknown: %v\n", c.Key(), err)
 		}
 	}
-	return m, nil
+	return m, rc, nil
+}
+
+// shardsRead refuses a model whose shards come from Redis when Redis's view was not given (why),
+// live or offline: every pod would be a shard of its own and the rules that read shards would
+// pass on nothing. fix is the first remedy the error offers.
+func shardsRead(m *policies.Model, why, fix string) error {
+	var unread []string
+	for _, c := range m.Clusters {
+		if c.ShardsUnread() {
+			unread = append(unread, c.Key())
+		}
+	}
+	if len(unread) > 0 {
+		return fmt.Errorf("shards come from Redis (shardSource redis, set or by the layout) and %s for %s: %s or --shard-source label:KEY", why, strings.Join(unread, ", "), fix)
+	}
+	return nil
 }
 
 // defaultGCPercent is the garbage collector's target (runtime/debug.SetGCPercent) of every

@@ -198,12 +198,7 @@ const allowPendingStepsUsage = "plan through Pending pods: an evicted pod may wa
 func (o *policyOptions) addPlanFlags(fs *pflag.FlagSet, pendingUsage string) {
 	policyFlag(o, fs.Int32Var, "max-plan-moves", func(p *policy) *int32 { return &p.Plan.MaxMoves }, fmt.Sprintf("longest plan considered (0: %d, or twice the lower bound on the moves needed when that is more)", plan.DefaultMaxMoves))
 	policyFlag(o, fs.Int32Var, "max-plan-states", func(p *policy) *int32 { return &p.Plan.MaxStates }, "placements the planner may evaluate per cluster; when they run out, the best plan found so far is shown as not proven minimal")
-	o.addPendingStepsFlag(fs, pendingUsage)
-}
-
-// addPendingStepsFlag binds --allow-pending-steps; usage is its help.
-func (o *policyOptions) addPendingStepsFlag(fs *pflag.FlagSet, usage string) {
-	policyFlag(o, fs.BoolVar, "allow-pending-steps", func(p *policy) *bool { return &p.Plan.AllowPendingSteps }, usage)
+	policyFlag(o, fs.BoolVar, "allow-pending-steps", func(p *policy) *bool { return &p.Plan.AllowPendingSteps }, pendingUsage)
 }
 
 // addExecuteFlags binds the flags of a pass that acts (run, serve): the limits, the failover,

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,8 +26,9 @@ import (
 
 // hangingCheck is a live `check` setup: an API server (httptest) serving n Redis clusters of
 // internal/synth whose pods' IPs are loopback addresses where Redis accepts connections and never
-// answers. It returns the kubeconfig, the Redis port and the snapshot.
-func hangingCheck(t testing.TB, n int) (kubeconfig string, port int, snap *policies.Snapshot) {
+// answers, and the Secret redis/redis-password (key redis-password). It returns the kubeconfig,
+// the Redis port, the snapshot and the count of GETs of that Secret.
+func hangingCheck(t testing.TB, n int) (kubeconfig string, port int, snap *policies.Snapshot, secretGets *atomic.Int32) {
 	t.Helper()
 	snap = synth.Generate(synth.Config{Seed: 5, Nodes: 60, Zones: 3, Namespaces: 4, Pods: 12 * n, RedisClusters: n, MinPods: 6, MaxPods: 12})
 	var ips []string
@@ -59,6 +61,8 @@ func hangingCheck(t testing.TB, n int) (kubeconfig string, port int, snap *polic
 		l := lists["/apis/policy/v1/poddisruptionbudgets"].(*policyv1.PodDisruptionBudgetList)
 		l.Items = append(l.Items, *o)
 	}
+	lists[hangingSecretPath] = &corev1.Secret{Data: map[string][]byte{"redis-password": []byte("pw")}}
+	secretGets = new(atomic.Int32)
 	body := map[string][]byte{}
 	for path, l := range lists {
 		b, err := json.Marshal(l)
@@ -69,6 +73,9 @@ func hangingCheck(t testing.TB, n int) (kubeconfig string, port int, snap *polic
 	}
 	// One page per list: the server ignores limit, as an API server may.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == hangingSecretPath {
+			secretGets.Add(1)
+		}
 		b, ok := body[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
@@ -83,8 +90,11 @@ func hangingCheck(t testing.TB, n int) (kubeconfig string, port int, snap *polic
 	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return kubeconfig, h.Port, snap
+	return kubeconfig, h.Port, snap, secretGets
 }
+
+// hangingSecretPath is the Redis password's Secret hangingCheck serves.
+const hangingSecretPath = "/api/v1/namespaces/redis/secrets/redis-password"
 
 // TestCheckHangingRedis runs `check` live over 100 Redis clusters whose Redis accepts
 // connections and never answers (issue 12, item 6). Each node's read alone would take an hour:
@@ -92,7 +102,7 @@ func hangingCheck(t testing.TB, n int) (kubeconfig string, port int, snap *polic
 // shows that they are bounded. Every cluster's roles are unknown, with the reason on stderr, and
 // its health is unhealthy with the timeout as the reason.
 func TestCheckHangingRedis(t *testing.T) {
-	kubeconfig, port, _ := hangingCheck(t, 100)
+	kubeconfig, port, _, _ := hangingCheck(t, 100)
 	start := time.Now()
 	out, errOut, code := runCLI(t, "check", "--kubeconfig", kubeconfig, "--redis-port", strconv.Itoa(port),
 		"--redis-read-timeout", "1h", "--redis-deadline", "1s", "-o", "json")
@@ -129,10 +139,40 @@ func TestCheckHangingRedis(t *testing.T) {
 	}
 }
 
+// TestCheckReadsRedisSecretOnce: live, check reads the roles and then the health of Redis with
+// one client, so the policy's Redis Secret is read once, not once per pass.
+func TestCheckReadsRedisSecretOnce(t *testing.T) {
+	kubeconfig, port, _, secretGets := hangingCheck(t, 1)
+	policy := writeFile(t, "policy.yaml", "apiVersion: rebalancer.redis.io/v1alpha1\nkind: RebalancerPolicy\nredis:\n  passwordSecretRef: {namespace: redis, name: redis-password}\n")
+	_, errOut, code := runCLI(t, "check", "--kubeconfig", kubeconfig, "--policy", policy, "--redis-port", strconv.Itoa(port),
+		"--redis-read-timeout", "1h", "--redis-deadline", "200ms", "-o", "json")
+	if code != ExitViolations {
+		t.Errorf("exit code %d, want %d (unhealthy)\nstderr:\n%s", code, ExitViolations, errOut)
+	}
+	if got := secretGets.Load(); got != 1 {
+		t.Errorf("the Redis Secret was read %d times, want 1", got)
+	}
+}
+
+// TestRedisRolesOffShardsFromRedis: live with --redis-roles=false, shards that come from Redis are
+// not known, as offline without --redis-nodes: check and lint say so and exit 1 instead of judging
+// every pod a shard of its own (lint used to read Redis regardless of --redis-roles).
+func TestRedisRolesOffShardsFromRedis(t *testing.T) {
+	kubeconfig, port, _, _ := hangingCheck(t, 1)
+	want := []string{"shards come from Redis", "Redis is not read (--redis-roles=false)", "give --redis-roles or --shard-source label:KEY"}
+	var cases []exitCase
+	for _, command := range []string{"check", "plan", "lint"} {
+		cases = append(cases, exitCase{name: command + " --redis-roles=false --shard-source redis → 1, says what to give",
+			args:     []string{command, "--kubeconfig", kubeconfig, "--redis-port", strconv.Itoa(port), "--redis-roles=false", "--shard-source", "redis"},
+			wantCode: ExitError, wantErr: want})
+	}
+	runExitCases(t, cases)
+}
+
 // BenchmarkCheckHangingRedis prints how long `check` takes over 100 Redis clusters whose Redis
 // hangs, with the commands' defaults (read timeout 3s, --redis-deadline 10s).
 func BenchmarkCheckHangingRedis(b *testing.B) {
-	kubeconfig, port, _ := hangingCheck(b, 100)
+	kubeconfig, port, _, _ := hangingCheck(b, 100)
 	for range b.N {
 		var out, errOut bytes.Buffer
 		cmd := NewRootCommand()

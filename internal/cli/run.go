@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
@@ -62,15 +63,11 @@ func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 	return p, nil
 }
 
-// executor connects to the API server and Redis (reading the policy's Redis Secret, when it names
-// one) and returns the executor of p, with its progress written to out; closeRedis closes its
-// Redis client.
-func (o *runOptions) executor(ctx context.Context, p *policy, out io.Writer, stop <-chan struct{}) (ex *execute.Executor, closeRedis func(), err error) {
+// executor connects to Redis through client (reading the policy's Redis Secret, when it names
+// one) and returns the executor of p on client, with its progress written to out; closeRedis
+// closes its Redis client.
+func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, p *policy, out io.Writer, stop <-chan struct{}) (ex *execute.Executor, closeRedis func(), err error) {
 	cfg, err := executorConfig(p)
-	if err != nil {
-		return nil, nil, err
-	}
-	client, err := o.kube.client()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -195,7 +192,11 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
-	ex, closeRedis, err := o.executor(ctx, p, progressOut(cmd, p), stop)
+	client, err := o.kube.client()
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	ex, closeRedis, err := o.executor(ctx, client, p, progressOut(cmd, p), stop)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}

@@ -86,29 +86,27 @@ pass on stdout.`,
 	return cmd
 }
 
-// serve resolves the policy (a bad one stops here: nothing has been read), and wires the
+// serve resolves the policy (a bad one stops here: nothing has been read; its validation parses
+// the schedule as serve.ParseSchedule does), and wires the
 // executor, the metrics and the listener into serve.Run.
 func (o *serveOptions) serve(cmd *cobra.Command) error {
 	p, err := o.run.resolve(cmd.Flags())
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	if _, err := serve.ParseSchedule(p.Schedule); err != nil {
-		return &exitError{ExitError, fmt.Errorf("schedule (--schedule): %w", err)}
-	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
 	m := metrics.New(Version)
 	o.run.observer = m
-	ex, closeRedis, err := o.run.executor(ctx, p, progressOut(cmd, p), stop)
-	if err != nil {
-		return &exitError{ExitError, err}
-	}
-	defer closeRedis()
 	client, err := o.run.kube.client()
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
+	ex, closeRedis, err := o.run.executor(ctx, client, p, progressOut(cmd, p), stop)
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	defer closeRedis()
 	le := o.leaderElection
 	if le.LeaderElect && le.ResourceNamespace == "" {
 		if le.ResourceNamespace, err = o.run.kube.namespace(); err != nil {
