@@ -474,7 +474,7 @@ func (m *monitor) check(ctx context.Context) (bool, []string) {
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		srv, ok := servers[p.Name]
-		if !podReady(p) || !ok || srv.UID != p.UID || srv.IP != p.Status.PodIP || srv.Paused {
+		if !observe.PodReady(p) || !ok || srv.UID != p.UID || srv.IP != p.Status.PodIP || srv.Paused {
 			continue
 		}
 		addrs = append(addrs, srv.Addr)
@@ -484,19 +484,6 @@ func (m *monitor) check(ctx context.Context) (bool, []string) {
 	}
 	_, err = m.env.Redis.CheckHealth(ctx, addrs, redisctl.HealthOptions{})
 	return err == nil, nil
-}
-
-// podReady reports whether p is Running and Ready, and not being deleted.
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitReached waits until compliance has been reached, at most timeout.
