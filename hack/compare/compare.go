@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
@@ -462,19 +463,19 @@ func (m *monitor) check(ctx context.Context) (bool, []string) {
 	}
 	// Every pod Ready, with its redis-server running on its IP (not a server still stopping
 	// for a pod that went away).
-	pods, err := m.env.Client().CoreV1().Pods(m.env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: m.env.Scenario.Selector()})
+	// The snapshot's pods (listed once, above) are the namespace's: keep the scenario's.
+	sel, err := labels.Parse(m.env.Scenario.Selector())
 	if err != nil {
-		return false, []string{"list pods: " + err.Error()}
+		return false, []string{"selector: " + err.Error()}
 	}
 	servers := map[string]redisrt.ServerInfo{}
 	for _, srv := range m.env.Runtime.Servers() {
 		servers[srv.Name] = srv
 	}
 	var addrs []string
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range snap.Pods {
 		srv, ok := servers[p.Name]
-		if !observe.PodReady(p) || !ok || srv.UID != p.UID || srv.IP != p.Status.PodIP || srv.Paused {
+		if !sel.Matches(labels.Set(p.Labels)) || !observe.PodReady(p) || !ok || srv.UID != p.UID || srv.IP != p.Status.PodIP || srv.Paused {
 			continue
 		}
 		addrs = append(addrs, srv.Addr)
