@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
@@ -26,7 +25,6 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
 // The suite's structure.
@@ -124,55 +122,10 @@ func stopBed() error {
 	return nil
 }
 
-// stopRecord is what Redis said about a pod's node just before its server was stopped because
-// the pod went away (an eviction, here).
-type stopRecord struct {
-	Pod  string
-	UID  string
-	Role policies.Role
-	Err  string
-	At   time.Time
-}
-
-// roleRecorder asks each Redis node for its ROLE at the moment its pod goes away: the runtime
-// calls it before it stops the server, so the answer is Redis's own, at that moment.
-type roleRecorder struct {
-	mu    sync.Mutex
-	redis *redisctl.Client // set once the environment is up
-	stops []stopRecord
-}
-
-func (r *roleRecorder) beforeStop(pod *corev1.Pod, addr string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	rec := stopRecord{Pod: pod.Name, UID: string(pod.UID), At: time.Now()}
-	r.mu.Lock()
-	rc := r.redis
-	r.mu.Unlock()
-	if rc == nil {
-		rec.Err = "no Redis client yet"
-	} else if reply, err := rc.Do(ctx, addr, "ROLE"); err != nil {
-		rec.Err = err.Error()
-	} else if arr, ok := reply.([]interface{}); ok && len(arr) > 0 {
-		s, _ := arr[0].(string)
-		rec.Role = policies.ParseRole(s)
-	}
-	r.mu.Lock()
-	r.stops = append(r.stops, rec)
-	r.mu.Unlock()
-}
-
-func (r *roleRecorder) records() []stopRecord {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]stopRecord(nil), r.stops...)
-}
-
 // faultEnv is a scenario laid out on the test bed with a writer running and every pod's role
 // recorded as it goes away.
 type faultEnv struct {
 	*harness.Env
-	rec    *roleRecorder
 	writer *harness.Writer
 }
 
@@ -187,18 +140,14 @@ func newFaultEnv(t *testing.T, sc scenario.Scenario, opts harness.Options, seria
 	if !serial {
 		t.Parallel()
 	}
-	rec := &roleRecorder{}
-	opts.BeforeStop = rec.beforeStop
-	return watch(t, b.SetupForTest(t, sc, opts), rec)
+	opts.RecordStops = true
+	return watch(t, b.SetupForTest(t, sc, opts))
 }
 
-// watch points rec (already env's BeforeStop) at env's Redis, starts a writer at writeRate, waits
-// until it has 200 writes acknowledged, and returns the faultEnv of the three.
-func watch(t *testing.T, env *harness.Env, rec *roleRecorder) *faultEnv {
+// watch starts a writer at writeRate on env (set up with harness.Options.RecordStops), waits
+// until it has 200 writes acknowledged, and returns the faultEnv of the two.
+func watch(t *testing.T, env *harness.Env) *faultEnv {
 	t.Helper()
-	rec.mu.Lock()
-	rec.redis = env.Redis
-	rec.mu.Unlock()
 	w, err := env.StartWriter(writeRate)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +156,7 @@ func watch(t *testing.T, env *harness.Env, rec *roleRecorder) *faultEnv {
 	if err := waitAcked(t.Context(), w, 200); err != nil {
 		t.Fatal(err)
 	}
-	return &faultEnv{Env: env, rec: rec, writer: w}
+	return &faultEnv{Env: env, writer: w}
 }
 
 // finish lets the writer write 200 more writes, stops it, and asserts what every test must
@@ -235,8 +184,8 @@ func (f *faultEnv) finish(t *testing.T) harness.WriterStats {
 	if stats.Rate < 200 {
 		t.Errorf("writer rate %.0f/s, want ≥ 200/s", stats.Rate)
 	}
-	for _, s := range f.rec.records() {
-		if s.Role != policies.RoleReplica {
+	for _, s := range f.Stops() {
+		if policies.ParseRole(s.Role) != policies.RoleReplica {
 			t.Errorf("pod %s went away while Redis reported role %q (err %q): a master evicted without a failover", s.Pod, s.Role, s.Err)
 		}
 	}

@@ -355,12 +355,11 @@ func TestRoleOnly(t *testing.T) {
 // bed's: it gets a bed of its own.
 func TestPendingStepRun(t *testing.T) {
 	t.Parallel()
-	rec := &roleRecorder{}
-	f := watch(t, harness.SetupForTest(t, scenario.PendingStep(), harness.Options{BeforeStop: rec.beforeStop}), rec)
+	f := watch(t, harness.SetupForTest(t, scenario.PendingStep(), harness.Options{RecordStops: true}))
 	cr := runFix(t, f, "--allow-pending-steps")
 	res := &result{env: f.Env, rc: f.Redis, report: report.Run{Clusters: []report.ClusterRun{cr}}}
 	res.writer = f.finish(t)
-	res.stops = rec.records()
+	res.stops = f.Stops()
 	evictions, failovers := assertSafeAndCompliant(t, res)
 	if evictions != 2 || failovers != 0 || len(cr.Moves) != 2 {
 		t.Fatalf("the run made %d evictions and %d failovers in %d moves; want 2 evictions of replicas", evictions, failovers, len(cr.Moves))

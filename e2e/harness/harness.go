@@ -79,9 +79,9 @@ type Options struct {
 	// scheduler (updateStrategy OnDelete keeps the pods as they are). It lays out pods that
 	// differ from their templates, as after an operator changed the templates.
 	RunningPods func(*corev1.PodTemplateSpec)
-	// BeforeStop is passed to the Redis runtime: called with a pod and its server's address just
-	// before the server is stopped because the pod is going away.
-	BeforeStop func(pod *corev1.Pod, addr string)
+	// RecordStops makes the environment ask each pod's Redis node for its ROLE just before the
+	// runtime stops its server because the pod is going away (Env.Stops).
+	RecordStops bool
 	// AnnounceHostnames makes each redis-server announce its pod's FQDN
 	// (--cluster-announce-hostname <pod>.<subdomain>.<namespace>.svc.cluster.local, Redis 7),
 	// as OT's operator and KubeBlocks set Redis up: CLUSTER NODES then lists the hostname beside
@@ -119,6 +119,7 @@ type Env struct {
 	Port int
 
 	log      io.Writer
+	stops    *stopRecorder // with Options.RecordStops
 	ownsBed  bool
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -269,11 +270,16 @@ func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns 
 	if opts.AnnounceHostnames {
 		podArgs = announceHostname
 	}
+	var beforeStop func(*corev1.Pod, string)
+	if opts.RecordStops {
+		e.stops = &stopRecorder{redis: e.Redis}
+		beforeStop = e.stops.beforeStop
+	}
 	// The runtime lives until Stop: it must not get the setup's deadline.
 	if e.Runtime, err = redisrt.Start(context.WithoutCancel(ctx), redisrt.Config{
 		Client: e.Cluster.Client(), Namespace: ns, Selector: sel, Port: port, ExtraArgs: opts.RedisArgs,
 		DataRoot: filepath.Join(workDir, "redis"), Log: prefixWriter{opts.Log, "[redisrt] "},
-		BeforeStop: opts.BeforeStop, PodArgs: podArgs,
+		BeforeStop: beforeStop, PodArgs: podArgs,
 	}); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
@@ -527,12 +533,10 @@ func (e *Env) syncRoleLabels(ctx context.Context) error {
 		if !ok || p.DeletionTimestamp != nil {
 			continue
 		}
-		reply, err := e.Redis.Do(ctx, addr, "ROLE")
-		arr, _ := reply.([]interface{})
-		if err != nil || len(arr) == 0 {
+		role, err := redisRole(ctx, e.Redis, addr)
+		if err != nil {
 			continue // not answering yet: the next round
 		}
-		role, _ := arr[0].(string)
 		if (role != "master" && role != "slave") || p.Labels[scenario.OTRedisRoleLabel] == role {
 			continue
 		}

@@ -210,58 +210,23 @@ func (r Result) summary() string {
 		r.Compliant, reachedText(r), r.Evictions, r.MastersEvicted, r.Acked, r.WriteErrors, r.LostWrites, r.LostNode, r.LostMasters, r.Survived, r.SurviveNote)
 }
 
-// roleRecorder records the Redis role of every pod's node as the pod goes away.
-type roleRecorder struct {
-	mu      sync.Mutex
-	redis   *redisctl.Client
-	gone    int
-	masters int
-}
-
-func (r *roleRecorder) beforeStop(_ *corev1.Pod, addr string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	r.mu.Lock()
-	rc := r.redis
-	r.mu.Unlock()
-	master := false
-	if rc != nil {
-		if reply, err := rc.Do(ctx, addr, "ROLE"); err == nil {
-			if arr, ok := reply.([]interface{}); ok && len(arr) > 0 {
-				s, _ := arr[0].(string)
-				master = policies.ParseRole(s) == policies.RoleMaster
-			}
-		}
-	}
-	r.mu.Lock()
-	r.gone++
-	if master {
-		r.masters++
-	}
-	r.mu.Unlock()
-}
-
 // runOne lays the scenario out, runs the tool with the writer running, and measures.
 func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string, log io.Writer) (res Result) {
 	res = Result{Scenario: name, Tool: tool}
 	cs := scenarios[name]
 	sc := cs.make()
-	rec := &roleRecorder{}
 	env, err := bed.Setup(ctx, sc, harness.Options{
 		Log:            log,
 		Namespace:      fmt.Sprintf("%s-%s", name, tool),
 		PodAnnotations: map[string]string{localcluster.PodReadyDelayAnnotation: cfg.ReadyDelay.String()},
 		RunningPods:    cs.runningPods,
-		BeforeStop:     rec.beforeStop,
+		RecordStops:    true,
 	})
 	if err != nil {
 		res.Err = err
 		return res
 	}
 	defer env.Stop()
-	rec.mu.Lock()
-	rec.redis = env.Redis
-	rec.mu.Unlock()
 	if cs.pending != nil {
 		if err := env.WaitUnschedulable(ctx, cs.pending(sc), time.Minute); err != nil {
 			res.Err = err
@@ -305,9 +270,12 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 		res.Err = err
 	}
 	res.LostWrites = len(lost)
-	rec.mu.Lock()
-	res.Evictions, res.MastersEvicted = rec.gone, rec.masters
-	rec.mu.Unlock()
+	for _, s := range env.Stops() {
+		res.Evictions++
+		if policies.ParseRole(s.Role) == policies.RoleMaster {
+			res.MastersEvicted++
+		}
+	}
 
 	res.LostNode, res.LostMasters, res.Survived, res.SurviveNote = loseNode(ctx, env)
 	return res
