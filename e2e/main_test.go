@@ -153,7 +153,7 @@ func watch(t *testing.T, env *harness.Env) *faultEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Stop(); w.Close() })
-	if err := waitAcked(t.Context(), w, 200); err != nil {
+	if err := w.WaitAcked(t.Context(), 200, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	return &faultEnv{Env: env, writer: w}
@@ -169,7 +169,7 @@ func (f *faultEnv) finish(t *testing.T) harness.WriterStats {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := waitAcked(ctx, f.writer, f.writer.Stats().Acked+200); err != nil {
+	if err := f.writer.WaitAcked(ctx, f.writer.Stats().Acked+200, 30*time.Second); err != nil {
 		t.Error(err)
 	}
 	f.writer.Stop()
@@ -411,15 +411,4 @@ func (r *cliRun) report() report.Run {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// waitAcked waits until the writer has n acknowledged writes (30 s at most).
-func waitAcked(ctx context.Context, w *harness.Writer, n int) error {
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return w.Stats().Acked >= n, nil
-	})
-	if err != nil {
-		return fmt.Errorf("writer stalled before %d writes: %s (%v): %w", n, w.Stats(), w.Stats().Failures, err)
-	}
-	return nil
 }

@@ -223,7 +223,7 @@ func finishLosses(t *testing.T, f *faultEnv) harness.WriterStats {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := waitAcked(ctx, f.writer, f.writer.Stats().Acked+200); err != nil {
+	if err := f.writer.WaitAcked(ctx, f.writer.Stats().Acked+200, 30*time.Second); err != nil {
 		t.Error(err)
 	}
 	f.writer.Stop()

@@ -239,7 +239,7 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 		return res
 	}
 	defer w.Close()
-	if err := waitAcked(ctx, w, 200); err != nil {
+	if err := w.WaitAcked(ctx, 200, time.Minute); err != nil {
 		res.Err = err
 		return res
 	}
@@ -259,7 +259,7 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 	res.Reached = mon.reachedAfter()
 	res.Compliant, res.Broken = mon.last()
 
-	if err := waitAcked(ctx, w, w.Stats().Acked+200); err != nil && res.Err == nil {
+	if err := w.WaitAcked(ctx, w.Stats().Acked+200, time.Minute); err != nil && res.Err == nil {
 		res.Err = err
 	}
 	w.Stop()
@@ -624,15 +624,4 @@ func survives(ctx context.Context, rc *redisctl.Client, survivors []string, lost
 		}
 	}
 	return ""
-}
-
-// waitAcked waits until the writer has n acknowledged writes (a minute at most).
-func waitAcked(ctx context.Context, w *harness.Writer, n int) error {
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return w.Stats().Acked >= n, nil
-	})
-	if err != nil {
-		return fmt.Errorf("writer stalled before %d writes: %s: %w", n, w.Stats(), err)
-	}
-	return nil
 }
