@@ -167,17 +167,7 @@ func watch(t *testing.T, env *harness.Env) *faultEnv {
 // the writer's figures.
 func (f *faultEnv) finish(t *testing.T) harness.WriterStats {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := f.writer.WaitAcked(ctx, f.writer.Stats().Acked+200, 30*time.Second); err != nil {
-		t.Error(err)
-	}
-	f.writer.Stop()
-	stats := f.writer.Stats()
-	t.Logf("writer: %s", stats)
-	if err := f.writer.Verify(ctx); err != nil {
-		t.Error(err)
-	}
+	stats := f.drain(t)
 	if stats.Failed > 0 {
 		t.Logf("%d writes failed after the client's retries: %v", stats.Failed, stats.Failures)
 	}
@@ -188,6 +178,25 @@ func (f *faultEnv) finish(t *testing.T) harness.WriterStats {
 		if policies.ParseRole(s.Role) != policies.RoleReplica {
 			t.Errorf("pod %s went away while Redis reported role %q (err %q): a master evicted without a failover", s.Pod, s.Role, s.Err)
 		}
+	}
+	return stats
+}
+
+// drain lets the writer write 200 more writes, stops it, and checks that no acknowledged write
+// was lost (writes that failed after the client's retries are not failed on). It returns the
+// writer's figures over the whole test.
+func (f *faultEnv) drain(t *testing.T) harness.WriterStats {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := f.writer.WaitAcked(ctx, f.writer.Stats().Acked+200, 30*time.Second); err != nil {
+		t.Error(err)
+	}
+	f.writer.Stop()
+	stats := f.writer.Stats()
+	t.Logf("writer: %s", stats)
+	if err := f.writer.Verify(ctx); err != nil {
+		t.Error(err)
 	}
 	return stats
 }

@@ -217,24 +217,6 @@ func (p writerPhase) rate(w *harness.Writer) float64 {
 	return float64(w.Stats().Acked-p.acked) / time.Since(p.start).Seconds()
 }
 
-// finishLosses stops the writer after 200 more writes and checks that no acknowledged write was
-// lost (writes that failed while the cluster was down are logged, not failed on).
-func finishLosses(t *testing.T, f *faultEnv) harness.WriterStats {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := f.writer.WaitAcked(ctx, f.writer.Stats().Acked+200, 30*time.Second); err != nil {
-		t.Error(err)
-	}
-	f.writer.Stop()
-	stats := f.writer.Stats()
-	if err := f.writer.Verify(ctx); err != nil {
-		t.Error(err)
-	}
-	t.Logf("writer over the whole test: %s", stats)
-	return stats
-}
-
 // TestMasterQuorumSurvivesLosses runs post-scale-down end to end (n1 holds 4 of the 5 masters,
 // zone-a all 5): the run ends with every hard rule holding, MasterQuorum included, with 1
 // eviction and at most 2 failover steps. Then the node holding the most masters is lost (every
@@ -292,7 +274,7 @@ func TestMasterQuorumSurvivesLosses(t *testing.T) {
 	if !lost.healed {
 		t.Errorf("the cluster did not heal within %v of losing zone %s (%d of 5 masters): %s", healWindow, zone, nz, lost.last)
 	}
-	finishLosses(t, f)
+	f.drain(t) // the cluster was down: failed writes are expected, lost ones are not
 }
 
 // TestMasterQuorumPreviousPlacementStaysDown is the control: the placement the run left before
@@ -333,7 +315,7 @@ func TestMasterQuorumPreviousPlacementStaysDown(t *testing.T) {
 			t.Errorf("%s lost with %d of 5 masters: healed %v after %v, cluster_state fail seen %v; want the cluster down for %v", loss.what, loss.masters, lost.healed, lost.took, lost.failSeen, downWindow)
 		}
 	}
-	finishLosses(t, f)
+	f.drain(t) // the cluster was down: failed writes are expected, lost ones are not
 }
 
 // TestRoleOnly runs the role-only case: the pods comply with every rule, but n1 and zone-a hold 3
