@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
@@ -102,29 +103,28 @@ func most(m map[string][]string) (string, int) {
 func loseNodes(t *testing.T, f *faultEnv, nodes []string, masters int, window time.Duration) lossOutcome {
 	t.Helper()
 	ctx := t.Context()
-	var paused []string // addresses
-	var servers []struct{ ns, name string }
-	for _, n := range nodes {
-		ss, err := f.PauseNode(ctx, n)
-		for _, s := range ss {
-			paused = append(paused, s.Addr)
-			servers = append(servers, struct{ ns, name string }{s.Namespace, s.Name})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	start := time.Now()
+	var servers []redisrt.ServerInfo
+	// Registered before the first pause, so that a failed PauseNode (t.Fatal) resumes too.
 	defer func() {
-		for _, s := range servers {
-			if _, err := f.Runtime.Resume(s.ns, s.name); err != nil {
-				t.Error(err)
-			}
+		if err := f.ResumeNode(servers); err != nil {
+			t.Error(err)
 		}
 		if _, err := f.WaitHealthy(ctx, 2*time.Minute); err != nil {
 			t.Errorf("cluster not healthy after the servers of %v came back: %v", nodes, err)
 		}
 	}()
+	for _, n := range nodes {
+		ss, err := f.PauseNode(ctx, n)
+		servers = append(servers, ss...)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	var paused []string // addresses
+	for _, s := range servers {
+		paused = append(paused, s.Addr)
+	}
 	var survivors []string
 	for _, a := range f.Addrs() {
 		if !slices.Contains(paused, a) {
