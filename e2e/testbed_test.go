@@ -8,15 +8,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 )
 
 // Node lease timing of the test bed: the kubelet's lease duration (kwok renews every quarter of
-// it) and kube-controller-manager's default node monitor grace period and period.
+// it), kube-controller-manager's default node monitor period, and the bed's node monitor grace
+// period (harness.BedNodeMonitorGracePeriod, not the default 50 s).
 const (
 	leaseDuration      = 40 * time.Second
-	nodeMonitorGrace   = 50 * time.Second
 	nodeMonitorPeriod  = 5 * time.Second
-	bedMustOutlastLoss = nodeMonitorGrace + 2*nodeMonitorPeriod
+	bedMustOutlastLoss = harness.BedNodeMonitorGracePeriod + 2*nodeMonitorPeriod
 )
 
 // TestBedStaysReady checks that the shared test bed still behaves like a cluster after the
