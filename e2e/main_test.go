@@ -214,11 +214,16 @@ output: json
 // policyFile is e2ePolicy's file, written by TestMain.
 var policyFile string
 
-// runArgs returns `redis-rebalancer run`'s arguments for env: the policy file, its kubeconfig,
-// namespace and Redis port, and JSON log lines (beside the progress on stderr); extra comes last
-// (a later flag wins).
+// runArgs returns `redis-rebalancer run`'s arguments for env (cliArgs).
 func runArgs(env *harness.Env, extra ...string) []string {
-	return append([]string{"run", "--policy", policyFile, "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace,
+	return cliArgs("run", env, extra...)
+}
+
+// cliArgs returns the arguments of `redis-rebalancer <command>` (run, plan, lint, serve) on env:
+// the policy file, its kubeconfig, namespace and Redis port, and JSON log lines (beside the
+// progress on stderr); extra comes last (a later flag wins).
+func cliArgs(command string, env *harness.Env, extra ...string) []string {
+	return append([]string{command, "--policy", policyFile, "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace,
 		"--redis-port", strconv.Itoa(env.Port), "--logging-format", "json"}, extra...)
 }
 
