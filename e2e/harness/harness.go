@@ -391,9 +391,10 @@ func (e *Env) layOut(ctx context.Context, annotations map[string]string, running
 	// Bind the pods the scenario places, as it says.
 	want := sc.Placement
 	bound := map[string]bool{}
+	var listErr error // the last failed list, the cause when the poll times out
 	err = poll(ctx, 100*time.Millisecond, time.Minute, func(ctx context.Context) (bool, error) {
 		pods, err := client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sc.Selector()})
-		if err != nil {
+		if listErr = err; err != nil {
 			return false, nil
 		}
 		for i := range pods.Items {
@@ -417,6 +418,9 @@ func (e *Env) layOut(ctx context.Context, annotations map[string]string, running
 		return len(bound) == len(want), nil
 	})
 	if err != nil {
+		if listErr != nil {
+			err = fmt.Errorf("%w (list pods: %w)", err, listErr)
+		}
 		return fmt.Errorf("bind pods (%d of %d bound): %w", len(bound), len(want), err)
 	}
 	// Wait for every bound pod's redis-server.
@@ -638,9 +642,10 @@ func (e *Env) ResumeNode(paused []redisrt.ServerInfo) error {
 // WaitUnschedulable waits up to timeout until kube-scheduler has tried and failed to place the
 // environment's pod (PodScheduled False, reason Unschedulable).
 func (e *Env) WaitUnschedulable(ctx context.Context, pod string, timeout time.Duration) error {
+	var getErr error // the last failed get, the cause when the poll times out
 	err := poll(ctx, 100*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 		p, err := e.Client().CoreV1().Pods(e.Namespace).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
+		if getErr = err; err != nil {
 			return false, nil
 		}
 		for _, c := range p.Status.Conditions {
@@ -651,6 +656,9 @@ func (e *Env) WaitUnschedulable(ctx context.Context, pod string, timeout time.Du
 		return false, nil
 	})
 	if err != nil {
+		if getErr != nil {
+			err = fmt.Errorf("%w (get pod: %w)", err, getErr)
+		}
 		return fmt.Errorf("harness: pod %s not found Unschedulable within %v: %w", pod, timeout, err)
 	}
 	return nil
