@@ -9,9 +9,9 @@ ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
 KUSTOMIZE_VERSION ?= v5.8.1
 HELM_VERSION ?= v3.22.0
-# The stock descheduler make compare runs (its version is the one hack/compare/descheduler/go.mod
-# requires).
-DESCHEDULER_VERSION := v0.36.0
+# The stock descheduler make compare runs: the version hack/compare/descheduler/go.mod requires
+# (read from it, so that a bump there builds a new cached binary).
+DESCHEDULER_VERSION := $(shell awk '$$1=="sigs.k8s.io/descheduler" {print $$2}' hack/compare/descheduler/go.mod)
 TOOLS_CACHE  ?= $(HOME)/.cache/redis-rebalancer
 export K8S_VERSION ETCD_VERSION KWOK_VERSION KUSTOMIZE_VERSION HELM_VERSION
 export REBALANCER_TOOLS_CACHE := $(TOOLS_CACHE)

@@ -105,7 +105,7 @@ func TestFaultKillAfterFailover(t *testing.T) {
 		t.Errorf("killed run: exit %d, want -1 (killed by a signal)", code)
 	}
 	t.Logf("killed after %q", strings.TrimSpace(line))
-	if stops := f.rec.records(); len(stops) != 0 {
+	if stops := f.Stops(); len(stops) != 0 {
 		t.Errorf("pods went away although the run was killed before its eviction: %+v", stops)
 	}
 	freshRunCompletes(t, f)
@@ -215,7 +215,7 @@ func TestFaultAllNodesCordoned(t *testing.T) {
 	if strings.Join(steps, ", ") != strings.Join(wantSteps, ", ") {
 		t.Errorf("steps %v, want %v: skipped at the placeability check, before any failover", steps, wantSteps)
 	}
-	if stops := f.rec.records(); len(stops) != 0 {
+	if stops := f.Stops(); len(stops) != 0 {
 		t.Errorf("pods went away although every node was cordoned before the eviction: %+v", stops)
 	}
 	if got := rolesOf(t, f.Env); !equalRoles(got, roles) {
@@ -274,7 +274,7 @@ func TestFaultAPIServerDownAfterFailover(t *testing.T) {
 	if !strings.Contains(got, "evict") || !strings.Contains(got, pod) {
 		t.Errorf("reason %q is not the eviction of %s", got, pod)
 	}
-	if stops := f.rec.records(); len(stops) != 0 {
+	if stops := f.Stops(); len(stops) != 0 {
 		t.Errorf("pods went away although the API server was down before the eviction: %+v", stops)
 	}
 	freshRunCompletes(t, f)
@@ -292,7 +292,7 @@ func TestFaultWrongPassword(t *testing.T) {
 	code := run.wait(3 * time.Minute)
 	assertExit(t, code, cli.ExitError, run)
 	assertReason(t, "error", run.errorLine(), "WRONGPASS")
-	if stops := f.rec.records(); len(stops) != 0 {
+	if stops := f.Stops(); len(stops) != 0 {
 		t.Errorf("pods went away: %+v", stops)
 	}
 	f.finish(t)
@@ -310,7 +310,7 @@ func TestFaultUnreachablePort(t *testing.T) {
 	if !strings.Contains(got, ":"+port) {
 		t.Errorf("reason %q does not name an address on port %s", got, port)
 	}
-	if stops := f.rec.records(); len(stops) != 0 {
+	if stops := f.Stops(); len(stops) != 0 {
 		t.Errorf("pods went away: %+v", stops)
 	}
 	f.finish(t)
@@ -350,7 +350,7 @@ func freshRunCompletes(t *testing.T, f *faultEnv) {
 	t.Logf("the fix completed at fresh run %d", attempts)
 	res := &result{env: f.Env, rc: f.Redis}
 	res.writer = f.finish(t)
-	res.stops = f.rec.records()
+	res.stops = f.Stops()
 	assertCompliantAndHealthy(t, res)
 }
 

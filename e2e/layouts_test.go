@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,8 +182,7 @@ func offline(t *testing.T, env *harness.Env) (snapshot, redisNodes string) {
 // failovers.
 func assertOfflinePlanIsLive(t *testing.T, env *harness.Env, layout, snapFile, nodesFile string, extra []string) {
 	t.Helper()
-	live := planJSON(t, append([]string{"plan", "--policy", policyFile, "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace,
-		"--redis-port", strconv.Itoa(env.Port), "--layout", layout, "-o", "json"}, extra...)...)
+	live := planJSON(t, cliArgs("plan", env, append([]string{"--layout", layout, "-o", "json"}, extra...)...)...)
 	offline := planJSON(t, "plan", "--snapshot", snapFile, "--redis-nodes", nodesFile, "--layout", layout, "-o", "json")
 	if len(live.Clusters) != 1 || len(live.Clusters[0].Moves) == 0 {
 		t.Fatalf("live plan: %d clusters, want 1 with moves: %+v", len(live.Clusters), live.Clusters)
@@ -215,8 +213,7 @@ func planJSON(t *testing.T, args ...string) report.Analysis {
 func assertLint(t *testing.T, env *harness.Env, layout, snapFile, nodesFile string, extra []string, want []lint.Kind) {
 	t.Helper()
 	for _, args := range [][]string{
-		append([]string{"lint", "--policy", policyFile, "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace,
-			"--redis-port", strconv.Itoa(env.Port), "--layout", layout, "-o", "json"}, extra...),
+		cliArgs("lint", env, append([]string{"--layout", layout, "-o", "json"}, extra...)...),
 		{"lint", "--snapshot", snapFile, "--redis-nodes", nodesFile, "--layout", layout, "-o", "json"},
 	} {
 		r := startCLI(t, nil, args...)

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
@@ -26,7 +25,6 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
 // The suite's structure.
@@ -124,55 +122,10 @@ func stopBed() error {
 	return nil
 }
 
-// stopRecord is what Redis said about a pod's node just before its server was stopped because
-// the pod went away (an eviction, here).
-type stopRecord struct {
-	Pod  string
-	UID  string
-	Role policies.Role
-	Err  string
-	At   time.Time
-}
-
-// roleRecorder asks each Redis node for its ROLE at the moment its pod goes away: the runtime
-// calls it before it stops the server, so the answer is Redis's own, at that moment.
-type roleRecorder struct {
-	mu    sync.Mutex
-	redis *redisctl.Client // set once the environment is up
-	stops []stopRecord
-}
-
-func (r *roleRecorder) beforeStop(pod *corev1.Pod, addr string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	rec := stopRecord{Pod: pod.Name, UID: string(pod.UID), At: time.Now()}
-	r.mu.Lock()
-	rc := r.redis
-	r.mu.Unlock()
-	if rc == nil {
-		rec.Err = "no Redis client yet"
-	} else if reply, err := rc.Do(ctx, addr, "ROLE"); err != nil {
-		rec.Err = err.Error()
-	} else if arr, ok := reply.([]interface{}); ok && len(arr) > 0 {
-		s, _ := arr[0].(string)
-		rec.Role = policies.ParseRole(s)
-	}
-	r.mu.Lock()
-	r.stops = append(r.stops, rec)
-	r.mu.Unlock()
-}
-
-func (r *roleRecorder) records() []stopRecord {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]stopRecord(nil), r.stops...)
-}
-
 // faultEnv is a scenario laid out on the test bed with a writer running and every pod's role
 // recorded as it goes away.
 type faultEnv struct {
 	*harness.Env
-	rec    *roleRecorder
 	writer *harness.Writer
 }
 
@@ -187,27 +140,23 @@ func newFaultEnv(t *testing.T, sc scenario.Scenario, opts harness.Options, seria
 	if !serial {
 		t.Parallel()
 	}
-	rec := &roleRecorder{}
-	opts.BeforeStop = rec.beforeStop
-	return watch(t, b.SetupForTest(t, sc, opts), rec)
+	opts.RecordStops = true
+	return watch(t, b.SetupForTest(t, sc, opts))
 }
 
-// watch points rec (already env's BeforeStop) at env's Redis, starts a writer at writeRate, waits
-// until it has 200 writes acknowledged, and returns the faultEnv of the three.
-func watch(t *testing.T, env *harness.Env, rec *roleRecorder) *faultEnv {
+// watch starts a writer at writeRate on env (set up with harness.Options.RecordStops), waits
+// until it has 200 writes acknowledged, and returns the faultEnv of the two.
+func watch(t *testing.T, env *harness.Env) *faultEnv {
 	t.Helper()
-	rec.mu.Lock()
-	rec.redis = env.Redis
-	rec.mu.Unlock()
 	w, err := env.StartWriter(writeRate)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Stop(); w.Close() })
-	if err := waitAcked(t.Context(), w, 200); err != nil {
+	if err := w.WaitAcked(t.Context(), 200, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	return &faultEnv{Env: env, rec: rec, writer: w}
+	return &faultEnv{Env: env, writer: w}
 }
 
 // finish lets the writer write 200 more writes, stops it, and asserts what every test must
@@ -218,9 +167,29 @@ func watch(t *testing.T, env *harness.Env, rec *roleRecorder) *faultEnv {
 // the writer's figures.
 func (f *faultEnv) finish(t *testing.T) harness.WriterStats {
 	t.Helper()
+	stats := f.drain(t)
+	if stats.Failed > 0 {
+		t.Logf("%d writes failed after the client's retries: %v", stats.Failed, stats.Failures)
+	}
+	if stats.Rate < 200 {
+		t.Errorf("writer rate %.0f/s, want ≥ 200/s", stats.Rate)
+	}
+	for _, s := range f.Stops() {
+		if policies.ParseRole(s.Role) != policies.RoleReplica {
+			t.Errorf("pod %s went away while Redis reported role %q (err %q): a master evicted without a failover", s.Pod, s.Role, s.Err)
+		}
+	}
+	return stats
+}
+
+// drain lets the writer write 200 more writes, stops it, and checks that no acknowledged write
+// was lost (writes that failed after the client's retries are not failed on). It returns the
+// writer's figures over the whole test.
+func (f *faultEnv) drain(t *testing.T) harness.WriterStats {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := waitAcked(ctx, f.writer, f.writer.Stats().Acked+200); err != nil {
+	if err := f.writer.WaitAcked(ctx, f.writer.Stats().Acked+200, 30*time.Second); err != nil {
 		t.Error(err)
 	}
 	f.writer.Stop()
@@ -228,17 +197,6 @@ func (f *faultEnv) finish(t *testing.T) harness.WriterStats {
 	t.Logf("writer: %s", stats)
 	if err := f.writer.Verify(ctx); err != nil {
 		t.Error(err)
-	}
-	if stats.Failed > 0 {
-		t.Logf("%d writes failed after the client's retries: %v", stats.Failed, stats.Failures)
-	}
-	if stats.Rate < 200 {
-		t.Errorf("writer rate %.0f/s, want ≥ 200/s", stats.Rate)
-	}
-	for _, s := range f.rec.records() {
-		if s.Role != policies.RoleReplica {
-			t.Errorf("pod %s went away while Redis reported role %q (err %q): a master evicted without a failover", s.Pod, s.Role, s.Err)
-		}
 	}
 	return stats
 }
@@ -256,11 +214,16 @@ output: json
 // policyFile is e2ePolicy's file, written by TestMain.
 var policyFile string
 
-// runArgs returns `redis-rebalancer run`'s arguments for env: the policy file, its kubeconfig,
-// namespace and Redis port, and JSON log lines (beside the progress on stderr); extra comes last
-// (a later flag wins).
+// runArgs returns `redis-rebalancer run`'s arguments for env (cliArgs).
 func runArgs(env *harness.Env, extra ...string) []string {
-	return append([]string{"run", "--policy", policyFile, "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace,
+	return cliArgs("run", env, extra...)
+}
+
+// cliArgs returns the arguments of `redis-rebalancer <command>` (run, plan, lint, serve) on env:
+// the policy file, its kubeconfig, namespace and Redis port, and JSON log lines (beside the
+// progress on stderr); extra comes last (a later flag wins).
+func cliArgs(command string, env *harness.Env, extra ...string) []string {
+	return append([]string{command, "--policy", policyFile, "--kubeconfig", env.Kubeconfig(), "-n", env.Namespace,
 		"--redis-port", strconv.Itoa(env.Port), "--logging-format", "json"}, extra...)
 }
 
@@ -462,15 +425,4 @@ func (r *cliRun) report() report.Run {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// waitAcked waits until the writer has n acknowledged writes (30 s at most).
-func waitAcked(ctx context.Context, w *harness.Writer, n int) error {
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return w.Stats().Acked >= n, nil
-	})
-	if err != nil {
-		return fmt.Errorf("writer stalled before %d writes: %s (%v): %w", n, w.Stats(), w.Stats().Failures, err)
-	}
-	return nil
 }

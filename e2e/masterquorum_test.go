@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
 	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
@@ -102,29 +103,28 @@ func most(m map[string][]string) (string, int) {
 func loseNodes(t *testing.T, f *faultEnv, nodes []string, masters int, window time.Duration) lossOutcome {
 	t.Helper()
 	ctx := t.Context()
-	var paused []string // addresses
-	var servers []struct{ ns, name string }
-	for _, n := range nodes {
-		ss, err := f.PauseNode(ctx, n)
-		for _, s := range ss {
-			paused = append(paused, s.Addr)
-			servers = append(servers, struct{ ns, name string }{s.Namespace, s.Name})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	start := time.Now()
+	var servers []redisrt.ServerInfo
+	// Registered before the first pause, so that a failed PauseNode (t.Fatal) resumes too.
 	defer func() {
-		for _, s := range servers {
-			if _, err := f.Runtime.Resume(s.ns, s.name); err != nil {
-				t.Error(err)
-			}
+		if err := f.ResumeNode(servers); err != nil {
+			t.Error(err)
 		}
 		if _, err := f.WaitHealthy(ctx, 2*time.Minute); err != nil {
 			t.Errorf("cluster not healthy after the servers of %v came back: %v", nodes, err)
 		}
 	}()
+	for _, n := range nodes {
+		ss, err := f.PauseNode(ctx, n)
+		servers = append(servers, ss...)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	var paused []string // addresses
+	for _, s := range servers {
+		paused = append(paused, s.Addr)
+	}
 	var survivors []string
 	for _, a := range f.Addrs() {
 		if !slices.Contains(paused, a) {
@@ -217,24 +217,6 @@ func (p writerPhase) rate(w *harness.Writer) float64 {
 	return float64(w.Stats().Acked-p.acked) / time.Since(p.start).Seconds()
 }
 
-// finishLosses stops the writer after 200 more writes and checks that no acknowledged write was
-// lost (writes that failed while the cluster was down are logged, not failed on).
-func finishLosses(t *testing.T, f *faultEnv) harness.WriterStats {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := waitAcked(ctx, f.writer, f.writer.Stats().Acked+200); err != nil {
-		t.Error(err)
-	}
-	f.writer.Stop()
-	stats := f.writer.Stats()
-	if err := f.writer.Verify(ctx); err != nil {
-		t.Error(err)
-	}
-	t.Logf("writer over the whole test: %s", stats)
-	return stats
-}
-
 // TestMasterQuorumSurvivesLosses runs post-scale-down end to end (n1 holds 4 of the 5 masters,
 // zone-a all 5): the run ends with every hard rule holding, MasterQuorum included, with 1
 // eviction and at most 2 failover steps. Then the node holding the most masters is lost (every
@@ -292,7 +274,7 @@ func TestMasterQuorumSurvivesLosses(t *testing.T) {
 	if !lost.healed {
 		t.Errorf("the cluster did not heal within %v of losing zone %s (%d of 5 masters): %s", healWindow, zone, nz, lost.last)
 	}
-	finishLosses(t, f)
+	f.drain(t) // the cluster was down: failed writes are expected, lost ones are not
 }
 
 // TestMasterQuorumPreviousPlacementStaysDown is the control: the placement the run left before
@@ -333,7 +315,7 @@ func TestMasterQuorumPreviousPlacementStaysDown(t *testing.T) {
 			t.Errorf("%s lost with %d of 5 masters: healed %v after %v, cluster_state fail seen %v; want the cluster down for %v", loss.what, loss.masters, lost.healed, lost.took, lost.failSeen, downWindow)
 		}
 	}
-	finishLosses(t, f)
+	f.drain(t) // the cluster was down: failed writes are expected, lost ones are not
 }
 
 // TestRoleOnly runs the role-only case: the pods comply with every rule, but n1 and zone-a hold 3
@@ -355,12 +337,11 @@ func TestRoleOnly(t *testing.T) {
 // bed's: it gets a bed of its own.
 func TestPendingStepRun(t *testing.T) {
 	t.Parallel()
-	rec := &roleRecorder{}
-	f := watch(t, harness.SetupForTest(t, scenario.PendingStep(), harness.Options{BeforeStop: rec.beforeStop}), rec)
+	f := watch(t, harness.SetupForTest(t, scenario.PendingStep(), harness.Options{RecordStops: true}))
 	cr := runFix(t, f, "--allow-pending-steps")
 	res := &result{env: f.Env, rc: f.Redis, report: report.Run{Clusters: []report.ClusterRun{cr}}}
 	res.writer = f.finish(t)
-	res.stops = rec.records()
+	res.stops = f.Stops()
 	evictions, failovers := assertSafeAndCompliant(t, res)
 	if evictions != 2 || failovers != 0 || len(cr.Moves) != 2 {
 		t.Fatalf("the run made %d evictions and %d failovers in %d moves; want 2 evictions of replicas", evictions, failovers, len(cr.Moves))

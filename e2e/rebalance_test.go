@@ -31,7 +31,7 @@ import (
 type result struct {
 	env    *harness.Env
 	report report.Run
-	stops  []stopRecord
+	stops  []harness.StopRecord
 	writer harness.WriterStats
 	rc     *redisctl.Client
 	// logs are the run's structured log lines, decoded.
@@ -80,7 +80,7 @@ func runScenarioWith(t *testing.T, sc scenario.Scenario, opts harness.Options, s
 	if res.writer.Failed > 0 {
 		t.Errorf("%d writes failed: a run without a fault must cost clients no error", res.writer.Failed)
 	}
-	res.stops = f.rec.records()
+	res.stops = f.Stops()
 	return res
 }
 
@@ -115,7 +115,7 @@ func assertSafeAndCompliant(t *testing.T, res *result) (evictions, failovers int
 		if !evicted[env.Namespace+"/"+s.Pod] {
 			t.Errorf("pod %s went away but the report has no eviction of it", s.Pod)
 		}
-		if s.Role != policies.RoleReplica {
+		if policies.ParseRole(s.Role) != policies.RoleReplica {
 			t.Errorf("pod %s was evicted while Redis reported role %q (err %q)", s.Pod, s.Role, s.Err)
 		}
 	}

@@ -37,7 +37,7 @@ const (
 // test kills the leader between its failover and its eviction with time to spare.
 const servePolicy = e2ePolicy + "failover: {drainQuiet: 3s}\n"
 
-// serveArgs returns `redis-rebalancer serve`'s arguments for env: run's (runArgs) with
+// serveArgs returns `redis-rebalancer serve`'s arguments for env: cliArgs's with
 // servePolicy, a pass every 10 s, a listener on a free loopback port, and the Lease in env's
 // namespace.
 func serveArgs(t *testing.T, env *harness.Env) []string {
@@ -45,14 +45,12 @@ func serveArgs(t *testing.T, env *harness.Env) []string {
 	if err := os.WriteFile(policy, []byte(servePolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := runArgs(env, "--policy", policy,
+	return cliArgs("serve", env, "--policy", policy,
 		"--schedule", "@every 10s", "--listen-address", "127.0.0.1:0",
 		"--leader-elect-resource-namespace", env.Namespace,
 		"--leader-elect-lease-duration", testLeaseDuration.String(),
 		"--leader-elect-renew-deadline", testRenewDeadline.String(),
 		"--leader-elect-retry-period", testRetryPeriod.String())
-	args[0] = "serve"
-	return args
 }
 
 // addressRE finds the address in serve's JSON log line "Serving".

@@ -8,15 +8,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 )
 
-// Node lease timing of the test bed: the kubelet's lease duration (kwok renews every quarter of
-// it) and kube-controller-manager's default node monitor grace period and period.
+// Node lease timing of the test bed: the lease duration (kwok renews every quarter of it),
+// kube-controller-manager's default node monitor period, and the bed's node monitor grace period
+// (harness.BedNodeMonitorGracePeriod, not the default 50 s).
 const (
-	leaseDuration      = 40 * time.Second
-	nodeMonitorGrace   = 50 * time.Second
+	leaseDuration      = localcluster.DefaultNodeLeaseDuration
 	nodeMonitorPeriod  = 5 * time.Second
-	bedMustOutlastLoss = nodeMonitorGrace + 2*nodeMonitorPeriod
+	bedMustOutlastLoss = harness.BedNodeMonitorGracePeriod + 2*nodeMonitorPeriod
 )
 
 // TestBedStaysReady checks that the shared test bed still behaves like a cluster after the

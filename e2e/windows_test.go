@@ -47,7 +47,7 @@ func TestFaultOutsideWindow(t *testing.T) {
 		t.Errorf("moves %+v, want none outside the window", cr.Moves)
 	}
 	assertNothingDone(t, cr)
-	if stops := f.rec.records(); len(stops) != 0 {
+	if stops := f.Stops(); len(stops) != 0 {
 		t.Errorf("pods went away outside the window: %+v", stops)
 	}
 	if got := rolesOf(t, f.Env); !equalRoles(got, roles) {
@@ -153,7 +153,7 @@ func TestFaultWindowRunsOut(t *testing.T) {
 		t.Errorf("the second move was refused at %s (or later), after the window's end %s", refused.UTC().Format(time.RFC3339Nano), end.Format(time.RFC3339))
 	}
 	t.Logf("first move %.1fs; the second refused %s before the window's end", first.Seconds, end.Sub(refused).Round(time.Second))
-	if stops := f.rec.records(); len(stops) != 1 || stops[0].Pod != podName(first.Pod) {
+	if stops := f.Stops(); len(stops) != 1 || stops[0].Pod != podName(first.Pod) {
 		t.Errorf("pods that went away: %+v, want the first move's %s only", stops, first.Pod)
 	}
 	if got, pod := rolesOf(t, f.Env), podName(second.Pod); got[pod] != roles[pod] {

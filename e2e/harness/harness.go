@@ -79,9 +79,9 @@ type Options struct {
 	// scheduler (updateStrategy OnDelete keeps the pods as they are). It lays out pods that
 	// differ from their templates, as after an operator changed the templates.
 	RunningPods func(*corev1.PodTemplateSpec)
-	// BeforeStop is passed to the Redis runtime: called with a pod and its server's address just
-	// before the server is stopped because the pod is going away.
-	BeforeStop func(pod *corev1.Pod, addr string)
+	// RecordStops makes the environment ask each pod's Redis node for its ROLE just before the
+	// runtime stops its server because the pod is going away (Env.Stops).
+	RecordStops bool
 	// AnnounceHostnames makes each redis-server announce its pod's FQDN
 	// (--cluster-announce-hostname <pod>.<subdomain>.<namespace>.svc.cluster.local, Redis 7),
 	// as OT's operator and KubeBlocks set Redis up: CLUSTER NODES then lists the hostname beside
@@ -119,6 +119,7 @@ type Env struct {
 	Port int
 
 	log      io.Writer
+	stops    *stopRecorder // with Options.RecordStops
 	ownsBed  bool
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -269,11 +270,16 @@ func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns 
 	if opts.AnnounceHostnames {
 		podArgs = announceHostname
 	}
+	var beforeStop func(*corev1.Pod, string)
+	if opts.RecordStops {
+		e.stops = &stopRecorder{redis: e.Redis}
+		beforeStop = e.stops.beforeStop
+	}
 	// The runtime lives until Stop: it must not get the setup's deadline.
 	if e.Runtime, err = redisrt.Start(context.WithoutCancel(ctx), redisrt.Config{
 		Client: e.Cluster.Client(), Namespace: ns, Selector: sel, Port: port, ExtraArgs: opts.RedisArgs,
 		DataRoot: filepath.Join(workDir, "redis"), Log: prefixWriter{opts.Log, "[redisrt] "},
-		BeforeStop: opts.BeforeStop, PodArgs: podArgs,
+		BeforeStop: beforeStop, PodArgs: podArgs,
 	}); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
@@ -385,9 +391,10 @@ func (e *Env) layOut(ctx context.Context, annotations map[string]string, running
 	// Bind the pods the scenario places, as it says.
 	want := sc.Placement
 	bound := map[string]bool{}
+	var listErr error // the last failed list, the cause when the poll times out
 	err = poll(ctx, 100*time.Millisecond, time.Minute, func(ctx context.Context) (bool, error) {
 		pods, err := client.CoreV1().Pods(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sc.Selector()})
-		if err != nil {
+		if listErr = err; err != nil {
 			return false, nil
 		}
 		for i := range pods.Items {
@@ -411,6 +418,9 @@ func (e *Env) layOut(ctx context.Context, annotations map[string]string, running
 		return len(bound) == len(want), nil
 	})
 	if err != nil {
+		if listErr != nil {
+			err = fmt.Errorf("%w (list pods: %w)", err, listErr)
+		}
 		return fmt.Errorf("bind pods (%d of %d bound): %w", len(bound), len(want), err)
 	}
 	// Wait for every bound pod's redis-server.
@@ -527,12 +537,10 @@ func (e *Env) syncRoleLabels(ctx context.Context) error {
 		if !ok || p.DeletionTimestamp != nil {
 			continue
 		}
-		reply, err := e.Redis.Do(ctx, addr, "ROLE")
-		arr, _ := reply.([]interface{})
-		if err != nil || len(arr) == 0 {
+		role, err := redisRole(ctx, e.Redis, addr)
+		if err != nil {
 			continue // not answering yet: the next round
 		}
-		role, _ := arr[0].(string)
 		if (role != "master" && role != "slave") || p.Labels[scenario.OTRedisRoleLabel] == role {
 			continue
 		}
@@ -634,9 +642,10 @@ func (e *Env) ResumeNode(paused []redisrt.ServerInfo) error {
 // WaitUnschedulable waits up to timeout until kube-scheduler has tried and failed to place the
 // environment's pod (PodScheduled False, reason Unschedulable).
 func (e *Env) WaitUnschedulable(ctx context.Context, pod string, timeout time.Duration) error {
+	var getErr error // the last failed get, the cause when the poll times out
 	err := poll(ctx, 100*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 		p, err := e.Client().CoreV1().Pods(e.Namespace).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
+		if getErr = err; err != nil {
 			return false, nil
 		}
 		for _, c := range p.Status.Conditions {
@@ -647,6 +656,9 @@ func (e *Env) WaitUnschedulable(ctx context.Context, pod string, timeout time.Du
 		return false, nil
 	})
 	if err != nil {
+		if getErr != nil {
+			err = fmt.Errorf("%w (get pod: %w)", err, getErr)
+		}
 		return fmt.Errorf("harness: pod %s not found Unschedulable within %v: %w", pod, timeout, err)
 	}
 	return nil

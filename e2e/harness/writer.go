@@ -100,6 +100,19 @@ func (w *Writer) loop(ctx context.Context) {
 	}
 }
 
+// WaitAcked waits up to timeout until the writer has n acknowledged writes. Its error gives the
+// writer's figures and first failures.
+func (w *Writer) WaitAcked(ctx context.Context, n int, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return w.Stats().Acked >= n, nil
+	})
+	if err != nil {
+		s := w.Stats()
+		return fmt.Errorf("writer stalled before %d writes: %s (%v): %w", n, s, s.Failures, err)
+	}
+	return nil
+}
+
 // Stop stops writing and waits for the last write to finish.
 func (w *Writer) Stop() {
 	w.cancel()

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
@@ -209,58 +210,23 @@ func (r Result) summary() string {
 		r.Compliant, reachedText(r), r.Evictions, r.MastersEvicted, r.Acked, r.WriteErrors, r.LostWrites, r.LostNode, r.LostMasters, r.Survived, r.SurviveNote)
 }
 
-// roleRecorder records the Redis role of every pod's node as the pod goes away.
-type roleRecorder struct {
-	mu      sync.Mutex
-	redis   *redisctl.Client
-	gone    int
-	masters int
-}
-
-func (r *roleRecorder) beforeStop(_ *corev1.Pod, addr string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	r.mu.Lock()
-	rc := r.redis
-	r.mu.Unlock()
-	master := false
-	if rc != nil {
-		if reply, err := rc.Do(ctx, addr, "ROLE"); err == nil {
-			if arr, ok := reply.([]interface{}); ok && len(arr) > 0 {
-				s, _ := arr[0].(string)
-				master = policies.ParseRole(s) == policies.RoleMaster
-			}
-		}
-	}
-	r.mu.Lock()
-	r.gone++
-	if master {
-		r.masters++
-	}
-	r.mu.Unlock()
-}
-
 // runOne lays the scenario out, runs the tool with the writer running, and measures.
 func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string, log io.Writer) (res Result) {
 	res = Result{Scenario: name, Tool: tool}
 	cs := scenarios[name]
 	sc := cs.make()
-	rec := &roleRecorder{}
 	env, err := bed.Setup(ctx, sc, harness.Options{
 		Log:            log,
 		Namespace:      fmt.Sprintf("%s-%s", name, tool),
 		PodAnnotations: map[string]string{localcluster.PodReadyDelayAnnotation: cfg.ReadyDelay.String()},
 		RunningPods:    cs.runningPods,
-		BeforeStop:     rec.beforeStop,
+		RecordStops:    true,
 	})
 	if err != nil {
 		res.Err = err
 		return res
 	}
 	defer env.Stop()
-	rec.mu.Lock()
-	rec.redis = env.Redis
-	rec.mu.Unlock()
 	if cs.pending != nil {
 		if err := env.WaitUnschedulable(ctx, cs.pending(sc), time.Minute); err != nil {
 			res.Err = err
@@ -273,7 +239,7 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 		return res
 	}
 	defer w.Close()
-	if err := waitAcked(ctx, w, 200); err != nil {
+	if err := w.WaitAcked(ctx, 200, time.Minute); err != nil {
 		res.Err = err
 		return res
 	}
@@ -293,7 +259,7 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 	res.Reached = mon.reachedAfter()
 	res.Compliant, res.Broken = mon.last()
 
-	if err := waitAcked(ctx, w, w.Stats().Acked+200); err != nil && res.Err == nil {
+	if err := w.WaitAcked(ctx, w.Stats().Acked+200, time.Minute); err != nil && res.Err == nil {
 		res.Err = err
 	}
 	w.Stop()
@@ -304,9 +270,12 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 		res.Err = err
 	}
 	res.LostWrites = len(lost)
-	rec.mu.Lock()
-	res.Evictions, res.MastersEvicted = rec.gone, rec.masters
-	rec.mu.Unlock()
+	for _, s := range env.Stops() {
+		res.Evictions++
+		if policies.ParseRole(s.Role) == policies.RoleMaster {
+			res.MastersEvicted++
+		}
+	}
 
 	res.LostNode, res.LostMasters, res.Survived, res.SurviveNote = loseNode(ctx, env)
 	return res
@@ -462,19 +431,19 @@ func (m *monitor) check(ctx context.Context) (bool, []string) {
 	}
 	// Every pod Ready, with its redis-server running on its IP (not a server still stopping
 	// for a pod that went away).
-	pods, err := m.env.Client().CoreV1().Pods(m.env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: m.env.Scenario.Selector()})
+	// The snapshot's pods (listed once, above) are the namespace's: keep the scenario's.
+	sel, err := labels.Parse(m.env.Scenario.Selector())
 	if err != nil {
-		return false, []string{"list pods: " + err.Error()}
+		return false, []string{"selector: " + err.Error()}
 	}
 	servers := map[string]redisrt.ServerInfo{}
 	for _, srv := range m.env.Runtime.Servers() {
 		servers[srv.Name] = srv
 	}
 	var addrs []string
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range snap.Pods {
 		srv, ok := servers[p.Name]
-		if !podReady(p) || !ok || srv.UID != p.UID || srv.IP != p.Status.PodIP || srv.Paused {
+		if !sel.Matches(labels.Set(p.Labels)) || !observe.PodReady(p) || !ok || srv.UID != p.UID || srv.IP != p.Status.PodIP || srv.Paused {
 			continue
 		}
 		addrs = append(addrs, srv.Addr)
@@ -484,19 +453,6 @@ func (m *monitor) check(ctx context.Context) (bool, []string) {
 	}
 	_, err = m.env.Redis.CheckHealth(ctx, addrs, redisctl.HealthOptions{})
 	return err == nil, nil
-}
-
-// podReady reports whether p is Running and Ready, and not being deleted.
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitReached waits until compliance has been reached, at most timeout.
@@ -668,15 +624,4 @@ func survives(ctx context.Context, rc *redisctl.Client, survivors []string, lost
 		}
 	}
 	return ""
-}
-
-// waitAcked waits until the writer has n acknowledged writes (a minute at most).
-func waitAcked(ctx context.Context, w *harness.Writer, n int) error {
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return w.Stats().Acked >= n, nil
-	})
-	if err != nil {
-		return fmt.Errorf("writer stalled before %d writes: %s: %w", n, w.Stats(), err)
-	}
-	return nil
 }

@@ -94,9 +94,6 @@ func (s Scenario) ClusterLabel() string {
 	return policies.DefaultClusterLabel
 }
 
-// Masters returns M, the number of masters that serve slots (one per shard).
-func (s Scenario) Masters() int { return s.Shards }
-
 // positions maps every pod name to its shard and its position in it (0: the master).
 func (s Scenario) positions() map[string][2]int {
 	out := make(map[string][2]int, s.N())
