@@ -22,7 +22,7 @@ export KUSTOMIZE_BIN_DIR := $(TOOLS_CACHE)/kustomize-$(KUSTOMIZE_VERSION)
 export HELM_BIN_DIR := $(TOOLS_CACHE)/helm-$(HELM_VERSION)
 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/internal/cli.Version=$(VERSION)
+LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app.Version=$(VERSION)
 FUZZTIME ?= 30s
 TEST_TIMEOUT ?= 45m
 
@@ -60,7 +60,8 @@ tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok 
 generate: ## regenerate api/v1alpha1's deepcopy, the commented default policy and docs/policy.md (a test fails when they are stale)
 	$(GO) generate ./api/v1alpha1
 
-vet: ## gofmt and go vet
+vet: ## gofmt, go vet, and no tracked file over 1 MiB
+	./hack/check-tracked-sizes.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 

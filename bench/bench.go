@@ -1,5 +1,5 @@
 // Package bench is the scale benchmark (issue 3, item 8): redis-rebalancer's analysis and planner
-// on a synthetic snapshot (internal/synth: 5,000 nodes, 150,000 pods, 1,000 Redis clusters at
+// on a synthetic snapshot (test/synth: 5,000 nodes, 150,000 pods, 1,000 Redis clusters at
 // full size), measured side by side with the descheduler's
 // RemovePodsViolatingTopologySpreadConstraint plugin run in dry-run mode on the same objects
 // through a client-go fake clientset. The benchmarks are in bench_test.go; this file holds what
@@ -25,7 +25,7 @@
 //	REBALANCER_BENCH_MAX_HEAP_MIB ends the run (status 2) when the heap in use grows beyond it
 //	                             (default 8192; 0: no limit)
 //
-// It may import internal/synth and internal/scenario (the snapshot), policies and rebalancer (what
+// It may import test/synth and test/scenario (the snapshot), policies and rebalancer (what
 // is measured), and the descheduler with client-go's fake clientset (what it is compared with).
 package bench
 
@@ -51,8 +51,8 @@ import (
 	frameworktesting "sigs.k8s.io/descheduler/pkg/framework/testing"
 	frameworktypes "sigs.k8s.io/descheduler/pkg/framework/types"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
@@ -115,7 +115,7 @@ func PlanOptionsFromEnv() (plan.Options, error) {
 }
 
 // PolicyOptions are the options the benchmarks build the model with: the defaults, with roles
-// read from internal/scenario's role label (as the generator writes it), so the planner prefers
+// read from test/scenario's role label (as the generator writes it), so the planner prefers
 // replicas as it would with roles from Redis.
 func PolicyOptions() policies.Options {
 	return policies.Options{RoleLabel: scenario.RoleLabel}

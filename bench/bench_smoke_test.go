@@ -3,7 +3,7 @@ package bench
 import (
 	"testing"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 

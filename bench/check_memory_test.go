@@ -8,7 +8,7 @@ package bench
 // the streamed dump, the trimming, the model, every rule and the JSON output. The peak heap
 // counts everything the command holds.
 //
-// The objects come from internal/synth (ConfigFromEnv), dressed as kube-apiserver returns them
+// The objects come from test/synth (ConfigFromEnv), dressed as kube-apiserver returns them
 // (decorate: defaulted fields, managedFields, container statuses, the service-account volume,
 // node images), because that is what a live read and a kubectl dump carry. A child process (this
 // test binary, started by startSnapshotServer) generates them, serves them and writes the dumps,
@@ -49,10 +49,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/proc"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
+	"github.com/redis-rebalancer/redis-rebalancer/test/proc"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
@@ -454,13 +454,13 @@ func runCheck(outPath string, args ...string) error {
 		return err
 	}
 	defer out.Close()
-	cmd := cli.NewRootCommand()
+	cmd := app.NewRootCommand()
 	// No Redis runs here: roles come from the label, and the health is not read.
 	cmd.SetArgs(append([]string{"check", "--role-label", scenario.RoleLabel, "--redis-roles=false", "-o", "json"}, args...))
 	cmd.SetOut(out)
 	cmd.SetErr(io.Discard)
 	// Exit status 3 (a hard rule broken) is check's answer on this snapshot, not an error.
-	if err := cmd.Execute(); err != nil && err.Error() != fmt.Sprintf("exit %d", cli.ExitViolations) {
+	if err := cmd.Execute(); err != nil && err.Error() != fmt.Sprintf("exit %d", app.ExitViolations) {
 		return err
 	}
 	return out.Close()

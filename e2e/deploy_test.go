@@ -37,8 +37,8 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 )
 
@@ -439,7 +439,7 @@ func TestDeploy(t *testing.T) {
 	run := startCLI(t, nil, runArgs(f.Env, "--kubeconfig", kubeconfig)...)
 	code := run.wait(4 * time.Minute)
 	rep := run.report()
-	assertExit(t, code, cli.ExitOK, run)
+	assertExit(t, code, app.ExitOK, run)
 	cr := onlyCluster(t, rep)
 	if !cr.Compliant {
 		t.Errorf("not compliant at the end: stopped by %s: %s", cr.StoppedBy, cr.Stopped)

@@ -20,9 +20,9 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
@@ -59,7 +59,7 @@ func TestFaultPDBsAtZero(t *testing.T) {
 	run := startCLI(t, nil, runArgs(f.Env)...)
 	code := run.wait(3 * time.Minute)
 	rep := run.report()
-	assertExit(t, code, cli.ExitViolations, run)
+	assertExit(t, code, app.ExitViolations, run)
 	cr := onlyCluster(t, rep)
 	assertReason(t, "report's stopped", cr.Stopped, "PodDisruptionBudget forbids evicting")
 	assertNothingDone(t, cr)
@@ -87,7 +87,7 @@ func TestFaultOverlappingPDBs(t *testing.T) {
 	run := startCLI(t, nil, runArgs(f.Env)...)
 	code := run.wait(3 * time.Minute)
 	rep := run.report()
-	assertExit(t, code, cli.ExitError, run)
+	assertExit(t, code, app.ExitError, run)
 	assertReason(t, "error", run.errorLine(), "more than one PodDisruptionBudget")
 	assertNothingDone(t, onlyCluster(t, rep))
 	f.finish(t)
@@ -142,7 +142,7 @@ func TestFaultReplicaDown(t *testing.T) {
 	run := startCLI(t, nil, runArgs(f.Env, "--health-timeout", "8s")...)
 	code := run.wait(3 * time.Minute)
 	rep := run.report()
-	assertExit(t, code, cli.ExitViolations, run)
+	assertExit(t, code, app.ExitViolations, run)
 	cr := onlyCluster(t, rep)
 	assertReason(t, "report's stopped", cr.Stopped, "health gate")
 	if first := firstLine(cr.Stopped); !strings.Contains(first, victim) && !strings.Contains(first, s.Addr) {
@@ -202,7 +202,7 @@ func TestFaultAllNodesCordoned(t *testing.T) {
 		t.Fatal(err)
 	}
 	resume()
-	_, cr, _ := waitStopped(t, run, cli.ExitViolations, report.StepPlaceable, "placeability: "+pod+", re-created from its template now, fits no node")
+	_, cr, _ := waitStopped(t, run, app.ExitViolations, report.StepPlaceable, "placeability: "+pod+", re-created from its template now, fits no node")
 	assertNothingDone(t, cr)
 	if len(cr.Moves) != 1 {
 		t.Fatalf("moves %+v, want one", cr.Moves)
@@ -290,7 +290,7 @@ func TestFaultWrongPassword(t *testing.T) {
 	}, false)
 	run := startCLI(t, []string{"E2E_REDIS_PASSWORD=wrong-password"}, runArgs(f.Env, "--redis-password-env", "E2E_REDIS_PASSWORD")...)
 	code := run.wait(3 * time.Minute)
-	assertExit(t, code, cli.ExitError, run)
+	assertExit(t, code, app.ExitError, run)
 	assertReason(t, "error", run.errorLine(), "WRONGPASS")
 	if stops := f.Stops(); len(stops) != 0 {
 		t.Errorf("pods went away: %+v", stops)
@@ -305,7 +305,7 @@ func TestFaultUnreachablePort(t *testing.T) {
 	port := strconv.Itoa(f.Port + 1000)
 	run := startCLI(t, nil, runArgs(f.Env, "--redis-port", port)...)
 	code := run.wait(3 * time.Minute)
-	assertExit(t, code, cli.ExitError, run)
+	assertExit(t, code, app.ExitError, run)
 	got := assertReason(t, "error", run.errorLine(), "connection refused")
 	if !strings.Contains(got, ":"+port) {
 		t.Errorf("reason %q does not name an address on port %s", got, port)
@@ -336,13 +336,13 @@ func freshRunCompletes(t *testing.T, f *faultEnv) {
 		if cr.Compliant && healthErr != nil {
 			t.Errorf("fresh run %d reports compliance, but Redis is not healthy as it exits: %v", attempts, healthErr)
 		}
-		if (code == cli.ExitOK) != cr.Compliant {
+		if (code == app.ExitOK) != cr.Compliant {
 			t.Errorf("fresh run %d exited %d with compliant=%v; want exit 0 exactly when compliant", attempts, code, cr.Compliant)
 		}
-		if code != cli.ExitOK && code != cli.ExitViolations {
+		if code != app.ExitOK && code != app.ExitViolations {
 			return false, fmt.Errorf("fresh run %d exited %d (%s), want 0 or 3", attempts, code, run.errorLine())
 		}
-		return code == cli.ExitOK, nil
+		return code == app.ExitOK, nil
 	})
 	if err != nil {
 		t.Errorf("no fresh run completed the fix (%d runs): %v", attempts, err)
@@ -496,7 +496,7 @@ func runWithAPIServerDown(t *testing.T, f *faultEnv, step, note string, extra ..
 	apiServerDown(t, f.Env)
 	code := run.wait(3 * time.Minute)
 	apiServerUp(t, f.Env)
-	assertExit(t, code, cli.ExitError, run)
+	assertExit(t, code, app.ExitError, run)
 	return run, pod
 }
 

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
@@ -197,8 +197,8 @@ func assertOfflinePlanIsLive(t *testing.T, env *harness.Env, layout, snapFile, n
 func planJSON(t *testing.T, args ...string) report.Analysis {
 	t.Helper()
 	r := startCLI(t, nil, args...)
-	if code := r.wait(time.Minute); code != cli.ExitOK {
-		t.Fatalf("redis-rebalancer plan exited %d (%s), want %d", code, r.errorLine(), cli.ExitOK)
+	if code := r.wait(time.Minute); code != app.ExitOK {
+		t.Fatalf("redis-rebalancer plan exited %d (%s), want %d", code, r.errorLine(), app.ExitOK)
 	}
 	var a report.Analysis
 	if err := json.Unmarshal(r.stdout.Bytes(), &a); err != nil {
@@ -217,8 +217,8 @@ func assertLint(t *testing.T, env *harness.Env, layout, snapFile, nodesFile stri
 		{"lint", "--snapshot", snapFile, "--redis-nodes", nodesFile, "--layout", layout, "-o", "json"},
 	} {
 		r := startCLI(t, nil, args...)
-		if code := r.wait(time.Minute); code != cli.ExitViolations {
-			t.Fatalf("redis-rebalancer lint exited %d (%s), want %d", code, r.errorLine(), cli.ExitViolations)
+		if code := r.wait(time.Minute); code != app.ExitViolations {
+			t.Fatalf("redis-rebalancer lint exited %d (%s), want %d", code, r.errorLine(), app.ExitViolations)
 		}
 		var out struct{ Findings []lint.Finding }
 		if err := json.Unmarshal(r.stdout.Bytes(), &out); err != nil {

@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
@@ -44,7 +44,7 @@ import (
 //
 // `redis-rebalancer run` runs as a process of its own, so that a test can read its exit status
 // and kill it: the test binary re-executes itself with cliEnv set, and TestMain then runs the CLI
-// (internal/cli.Main) instead of the tests.
+// (cmd/redis-rebalancer/app.Main) instead of the tests.
 
 // cliEnv makes the test binary run the redis-rebalancer CLI with its arguments.
 const cliEnv = "REBALANCER_E2E_CLI"
@@ -56,7 +56,7 @@ const workDirEnv = "REBALANCER_E2E_WORKDIR"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(cliEnv) == "1" {
-		os.Exit(cli.Main())
+		os.Exit(app.Main())
 	}
 	dir, err := os.MkdirTemp("", "e2e-policy-")
 	if err == nil {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
@@ -26,7 +26,7 @@ import (
 // lost node that keeps its data) with a writer running, and watch whether the survivors heal by
 // themselves.
 
-// nodeTimeout is the test bed's cluster-node-timeout (internal/redisserver's default).
+// nodeTimeout is the test bed's cluster-node-timeout (test/redisserver's default).
 const nodeTimeout = 2 * time.Second
 
 // healWindow is how long a lost node or zone may take to heal: 4 × cluster-node-timeout.
@@ -183,8 +183,8 @@ func servedBySurvivors(ctx context.Context, rc *redisctl.Client, addr string, lo
 func runFix(t *testing.T, f *faultEnv, extra ...string) report.ClusterRun {
 	t.Helper()
 	run := startCLI(t, nil, runArgs(f.Env, extra...)...)
-	if code := run.wait(5 * time.Minute); code != cli.ExitOK {
-		t.Fatalf("redis-rebalancer run exited %d (%s), want %d", code, run.errorLine(), cli.ExitOK)
+	if code := run.wait(5 * time.Minute); code != app.ExitOK {
+		t.Fatalf("redis-rebalancer run exited %d (%s), want %d", code, run.errorLine(), app.ExitOK)
 	}
 	return onlyCluster(t, run.report())
 }

@@ -1,12 +1,12 @@
 // Package e2e holds the end-to-end tests: redis-rebalancer's commands run against a real
 // control plane with kwok nodes and real redis-servers, set up by e2e/harness from
-// internal/scenario's scenarios: the success paths (this file; Bitnami's and OT's layouts in
+// test/scenario's scenarios: the success paths (this file; Bitnami's and OT's layouts in
 // layouts_test.go), the fault matrix (faults_test.go) and the test bed's own check
 // (testbed_test.go). main_test.go
 // describes the structure: one shared test bed, a namespace per test, the CLI as a child
 // process. It owns no support code; it may import e2e/harness, the product packages it drives
-// (internal/cli, policies, rebalancer, redisctl) and the test-support layer (internal/scenario,
-// redisctl/redistest).
+// (cmd/redis-rebalancer/app, policies, rebalancer, redisctl) and the test-support layer (test/scenario,
+// test/redistest).
 package e2e
 
 import (
@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
@@ -72,8 +72,8 @@ func runScenarioWith(t *testing.T, sc scenario.Scenario, opts harness.Options, s
 		}
 	}
 	run := startCLI(t, nil, runArgs(f.Env, extraArgs(f.Env)...)...)
-	if code := run.wait(5 * time.Minute); code != cli.ExitOK {
-		t.Fatalf("redis-rebalancer run exited %d (%s), want %d", code, run.errorLine(), cli.ExitOK)
+	if code := run.wait(5 * time.Minute); code != app.ExitOK {
+		t.Fatalf("redis-rebalancer run exited %d (%s), want %d", code, run.errorLine(), app.ExitOK)
 	}
 	res := &result{env: f.Env, rc: f.Redis, report: run.report(), logs: run.logs()}
 	res.writer = f.finish(t)

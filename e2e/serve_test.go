@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
@@ -264,7 +264,7 @@ func TestRunGracefulStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := run.wait(time.Minute)
-	assertExit(t, code, cli.ExitViolations, run)
+	assertExit(t, code, app.ExitViolations, run)
 	cr := onlyCluster(t, run.report())
 	if cr.StoppedBy != report.StoppedGracefulStop || len(cr.Moves) != 1 {
 		t.Fatalf("stopped by %q (%s), %d moves; want the graceful stop during the one move", cr.StoppedBy, cr.Stopped, len(cr.Moves))
@@ -276,7 +276,7 @@ func TestRunGracefulStop(t *testing.T) {
 	t.Logf("stopped: %s", cr.Stopped)
 
 	again := startCLI(t, nil, runArgs(f.Env)...)
-	assertExit(t, again.wait(3*time.Minute), cli.ExitOK, again)
+	assertExit(t, again.wait(3*time.Minute), app.ExitOK, again)
 	cr = onlyCluster(t, again.report())
 	if !cr.Compliant || len(cr.Moves) == 0 {
 		t.Fatalf("second run: compliant %v, moves %+v", cr.Compliant, cr.Moves)

@@ -8,15 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
 )
 
-// The table tests build their objects with internal/fixture's builders (the descheduler's style:
+// The table tests build their objects with test/fixture's builders (the descheduler's style:
 // a constructor with defaults, then mutator funcs) and their Redis clusters with redisCluster,
-// labelled as internal/scenario labels them.
+// labelled as test/scenario labels them.
 
 // redisCluster describes a Redis cluster as the operator builds it: one StatefulSet per shard
 // whose template carries constraints.Generate for N = shards × perShard, and the pods placed as

@@ -8,7 +8,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 

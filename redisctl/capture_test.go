@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
+	"github.com/redis-rebalancer/redis-rebalancer/test/redistest"
 )
 
 var capture = flag.Bool("capture", false, "capture real CLUSTER NODES / INFO outputs from redis-server into testdata/ (TestCaptureTestdata)")

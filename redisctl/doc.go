@@ -23,7 +23,7 @@
 //   - NewClusterClient returns a go-redis v8 cluster client that works with Redis 6 and 7.
 //
 // It never creates or grows a cluster: forming one (slot shares, CLUSTER MEET, ADDSLOTS,
-// REPLICATE) is test-only and lives in redisctl/redistest, which also starts real redis-server
+// REPLICATE) is test-only and lives in test/redistest, which also starts real redis-server
 // clusters on loopback for tests.
 //
 // It may import go-redis, k8s.io/apimachinery's wait and klog; nothing of this module (the

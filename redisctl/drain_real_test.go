@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
+	"github.com/redis-rebalancer/redis-rebalancer/test/redistest"
 )
 
 // TestWaitClientsDrained runs the drain against a real redis-server, with a second client as the

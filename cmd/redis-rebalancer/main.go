@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 )
 
-func main() { os.Exit(cli.Main()) }
+func main() { os.Exit(app.Main()) }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // Scenarios are the scenarios the demo can lay out, by name.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // DefaultBedTimeout bounds StartBed when BedOptions.Timeout is 0.

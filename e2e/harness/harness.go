@@ -11,9 +11,9 @@
 // Several environments share one bed without seeing each other (see Bed); Setup gives an
 // environment a bed of its own.
 //
-// It may import e2e/localcluster, e2e/redisrt, the test-support layer (internal/fixture,
-// internal/scenario, redisctl/redistest), redisctl and client-go; never rebalancer or
-// internal/cli (the tests drive those).
+// It may import e2e/localcluster, e2e/redisrt, the test-support layer (test/fixture,
+// test/scenario, test/redistest), redisctl and client-go; never rebalancer or
+// cmd/redis-rebalancer/app (the tests drive those).
 package harness
 
 import (
@@ -39,10 +39,10 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
+	"github.com/redis-rebalancer/redis-rebalancer/test/redistest"
 )
 
 // ManualScheduler is the scheduler name the scenario's pods are first created with: no scheduler

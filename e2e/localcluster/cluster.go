@@ -24,8 +24,8 @@
 // No Service should select loopback pod IPs: EndpointSlices reject them. A StatefulSet's
 // serviceName only has to be set.
 //
-// It may import internal/fixture (kwok's taint, the test log writer), internal/pki (the cluster's
-// certificates), internal/proc, client-go and sigs.k8s.io/yaml; nothing of the product.
+// It may import test/fixture (kwok's taint, the test log writer), test/pki (the cluster's
+// certificates), test/proc, client-go and sigs.k8s.io/yaml; nothing of the product.
 package localcluster
 
 import (
@@ -52,7 +52,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/proc"
+	"github.com/redis-rebalancer/redis-rebalancer/test/proc"
 )
 
 const (

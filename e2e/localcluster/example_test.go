@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 )
 
 // A cluster with two nodes in two zones and a pod. In a test, use

@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 )
 
 // KwokNodeAnnotation marks a Node as managed by kwok (value "fake"). kwok nodes also carry

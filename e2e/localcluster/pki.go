@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/pki"
+	"github.com/redis-rebalancer/redis-rebalancer/test/pki"
 )
 
 // frontProxyClient is the common name of the apiserver's front-proxy client certificate.

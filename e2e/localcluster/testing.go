@@ -3,7 +3,7 @@ package localcluster
 import (
 	"testing"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 )
 
 // StartForTest starts a cluster for cfg, logging its progress to t when cfg.Log is nil, and

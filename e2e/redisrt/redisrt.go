@@ -17,7 +17,7 @@
 // killing one does not simulate a lost node; Pause does (SIGSTOP: the server stays silent with
 // its data and connections until Resume).
 //
-// It may import internal/redisserver (the server process), internal/fixture (the test log
+// It may import test/redisserver (the server process), test/fixture (the test log
 // writer) and client-go; nothing of the product.
 package redisrt
 
@@ -52,8 +52,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/redisserver"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/redisserver"
 )
 
 // DefaultPort is the Redis client port of every pod unless Config.Port says otherwise.

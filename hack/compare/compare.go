@@ -24,10 +24,10 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // What is measured, for each scenario and tool, on a fresh layout of the scenario (its own
@@ -55,7 +55,7 @@ const (
 	toolDescheduler = "descheduler"
 )
 
-// redisNodeTimeout is the test bed's cluster-node-timeout (internal/redisserver's default).
+// redisNodeTimeout is the test bed's cluster-node-timeout (test/redisserver's default).
 const redisNodeTimeout = 2 * time.Second
 
 // Config configures a comparison.

@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/cli"
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 )
 
 // The files gendocs writes, relative to the module root.
@@ -80,7 +80,7 @@ func generate(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &generator{docs: docs, flags: cli.PolicyFlags()}
+	g := &generator{docs: docs, flags: app.PolicyFlags()}
 	fields, err := g.fields(reflect.TypeFor[v1alpha1.RebalancerPolicy](), reflect.ValueOf(*v1alpha1.Default()), "")
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
 )
 

@@ -3,7 +3,7 @@
 // the executor tells it each step, failover, eviction, move and cluster as they happen; serve
 // tells it each pass's end (RunDone) and whether it leads (SetLeader).
 //
-// It imports execute (the Observer's result types), report and policies; only internal/cli
+// It imports execute (the Observer's result types), report and policies; only cmd/redis-rebalancer/app
 // imports it.
 package metrics
 
@@ -25,7 +25,7 @@ import (
 const Namespace = "redis_rebalancer"
 
 // Outcome is a pass's outcome: the label value of RunDone's metrics, one per exit status of
-// `run` (internal/cli's help lists them).
+// `run` (cmd/redis-rebalancer/app's help lists them).
 type Outcome string
 
 // Outcomes of a pass.

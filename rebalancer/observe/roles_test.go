@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl/redistest"
+	"github.com/redis-rebalancer/redis-rebalancer/test/redistest"
 )
 
-// hangingClusters returns a model of n Redis clusters (internal/synth, 6–12 pods each) whose pods
+// hangingClusters returns a model of n Redis clusters (test/synth, 6–12 pods each) whose pods
 // have loopback IPs 127.77.x.y, and a hanging Redis on every one of them.
 func hangingClusters(t testing.TB, n int) (*policies.Model, *redistest.Hanging) {
 	t.Helper()

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
-	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"

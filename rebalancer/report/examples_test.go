@@ -11,13 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )
 
-var update = flag.Bool("update", false, "rewrite examples/*.yaml from internal/scenario's suite")
+var update = flag.Bool("update", false, "rewrite examples/*.yaml from test/scenario's suite")
 
 const examplesDir = "../../examples"
 

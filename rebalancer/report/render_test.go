@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis-rebalancer/redis-rebalancer/internal/synth"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 )

@@ -9,7 +9,7 @@
 // fails to renew its Lease stops acting at once (the pass's context ends) and Run returns
 // ErrLeaseLost: the process exits and is restarted, as kube-scheduler's and the descheduler's are.
 //
-// It imports client-go (leader election), robfig/cron/v3 and rebalancer/metrics; internal/cli
+// It imports client-go (leader election), robfig/cron/v3 and rebalancer/metrics; cmd/redis-rebalancer/app
 // wires it.
 package serve
 

@@ -1,0 +1,135 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
+)
+
+// commentWidth is the width the constraints command wraps its YAML comments at.
+const commentWidth = 100
+
+// writeComment writes text as YAML comment lines ("# ..."), wrapped at commentWidth.
+func writeComment(w io.Writer, text string) {
+	line := "#"
+	for _, word := range strings.Fields(text) {
+		if len(line)+1+len(word) > commentWidth && line != "#" {
+			fmt.Fprintln(w, line)
+			line = "#"
+		}
+		line += " " + word
+	}
+	fmt.Fprintln(w, line)
+}
+
+// Defaults of the constraints command.
+const (
+	// defaultShards and defaultPodsPerShard are --shards and --pods-per-shard.
+	defaultShards       = 3
+	defaultPodsPerShard = 2
+	// defaultShardValue is --shard: a placeholder for the shard label's value.
+	defaultShardValue = "SHARD"
+)
+
+// constraintsOptions are the constraints command's options.
+type constraintsOptions struct {
+	in                               constraints.Input
+	clusterLabel, clusterName, shard string
+	shardLabel, zones                string
+}
+
+func newConstraintsOptions() *constraintsOptions {
+	return &constraintsOptions{
+		in:           constraints.Input{Shards: defaultShards, PodsPerShard: defaultPodsPerShard, ZoneKey: policies.LabelZone},
+		clusterLabel: policies.DefaultClusterLabel, shardLabel: constraints.DefaultShardLabel, shard: defaultShardValue,
+	}
+}
+
+func (o *constraintsOptions) addFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.in.Shards, "shards", o.in.Shards, "number of shards (StatefulSets)")
+	fs.IntVar(&o.in.PodsPerShard, "pods-per-shard", o.in.PodsPerShard, "pods per shard (1 master + replicas)")
+	fs.StringVar(&o.zones, "zones", o.zones, "comma-separated allowed zones (seed available-zones); empty or one zone: single-zone rules")
+	fs.StringVar(&o.in.ZoneKey, "zone-key", o.in.ZoneKey, "zone topology key (seed 000 uses "+policies.LabelZoneLegacy+")")
+	fs.StringVar(&o.clusterLabel, "cluster-label", o.clusterLabel, "pod label naming the Redis cluster")
+	fs.StringVar(&o.clusterName, "cluster-name", o.clusterName, "the Redis cluster's name (the cluster label's value)")
+	fs.StringVar(&o.shardLabel, "shard-label", o.shardLabel, "pod label naming the shard")
+	fs.StringVar(&o.shard, "shard", o.shard, "the shard label's value for this StatefulSet")
+	fs.BoolVar(&o.in.Relaxed, "relaxed-limits", o.in.Relaxed, `seed 000 §四: "at most" N/3 and N/2 (maxSkew without the "minus 1")`)
+}
+
+// input completes the generator's input from the flags; --cluster-name is required.
+func (o *constraintsOptions) input() (constraints.Input, error) {
+	if o.clusterName == "" {
+		return constraints.Input{}, fmt.Errorf("--cluster-name is required")
+	}
+	in := o.in
+	in.ClusterLabels = map[string]string{o.clusterLabel: o.clusterName}
+	in.ShardLabels = map[string]string{o.shardLabel: o.shard}
+	if o.zones != "" {
+		in.Zones = strings.Split(o.zones, ",")
+	}
+	return in, nil
+}
+
+func newConstraintsCommand() *cobra.Command {
+	o := newConstraintsOptions()
+	cmd := &cobra.Command{
+		Use:   "constraints",
+		Short: "Print the seed's recommended scheduling constraints for a Redis cluster's StatefulSets",
+		Long: `constraints prints the topologySpreadConstraints, pod anti-affinity and node affinity that seed
+000 §二 recommends for a Redis cluster of --shards × --pods-per-shard pods over --zones, as a
+StatefulSet template fragment (YAML) to merge into each shard's StatefulSet:
+  - hostname: maxSkew N/3 (minus 1 when 3 divides N; at least 1), DoNotSchedule;
+  - zone (2+ zones): maxSkew N/2 (minus 1 when 2 divides N; at least 1), DoNotSchedule;
+  - soft maxSkew 1 on hostname (and zone), ScheduleAnyway;
+  - required anti-affinity inside the shard on hostname (1 zone) or zone (2+ zones);
+  - required node affinity on the zones.
+--relaxed-limits drops the "minus 1" (seed 000 §四), which avoids the 3-shard deadlock.
+
+These constraints place pods, not roles: kube-scheduler knows no Redis role, so nothing here keeps
+the masters apart, and the operator's pod -0 = master convention drifts after every failover. The
+output says so in a comment, and says which loss the cluster cannot survive whatever the placement
+when its shards and zones leave one (2 shards; 4 shards in 3 zones; any cluster in 2 zones):
+redis-rebalancer's MasterQuorum rule checks the masters and fixes them with failovers.`,
+		Example: `  redis-rebalancer constraints --shards 5 --pods-per-shard 2 --zones zone-a,zone-b,zone-c --cluster-name rc1 --shard rc1-s0`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in, err := o.input()
+			if err != nil {
+				return &exitError{ExitError, err}
+			}
+			spread, aff, err := constraints.Generate(in)
+			if err != nil {
+				return &exitError{ExitError, err}
+			}
+			n := in.Shards * in.PodsPerShard
+			frag := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+				"topologySpreadConstraints": spread, "affinity": aff,
+			}}}}
+			b, err := yaml.Marshal(frag)
+			if err != nil {
+				return &exitError{ExitError, err}
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v (seed 000 §二)\n",
+				n, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed)
+			fmt.Fprintf(out, "# StatefulSet template fragment for shard %q; pods must carry %s=%s and %s=%s.\n", o.shard, o.clusterLabel, o.clusterName, o.shardLabel, o.shard)
+			writeComment(out, "Note: "+lint.RolesNote+".")
+			if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
+				writeComment(out, fmt.Sprintf("MasterQuorum: %d shards, one master each: %s.", in.Shards, q.Note))
+			}
+			_, err = out.Write(b)
+			return err
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}

@@ -1,0 +1,102 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
+)
+
+func newLintCommand() *cobra.Command {
+	o := newAnalysisOptions()
+	cmd := &cobra.Command{
+		Use:   "lint",
+		Short: "Report StatefulSets whose constraints differ from the seed's recommendation or can deadlock",
+		Long: `lint compares every Redis cluster's StatefulSet templates with the constraints that seed 000 §二
+recommends for the cluster's size N and zones (see the constraints command): hard maxSkew on
+hostname and zone, the soft constraints, the anti-affinity inside the shard, and the node affinity
+on the zones. It also flags templates that can deadlock (seed 000 §四: several zones and 3 shards
+with the strict limits) and names the relaxed setting that avoids it, and, once per cluster
+(MasterQuorum), shards and zones that leave some loss unsurvivable whatever the placement: with
+one master per shard, Redis promotes a replica only when a majority of the masters vote, so 2
+shards, 4 shards in 3 zones, or any cluster in 2 zones cannot survive the loss of some node or
+zone; the finding says which loss and what would fix it.
+
+PodDisruptionBudgets that let a drain take two pods of one shard at once (a master and its
+replica) are findings too (DisruptionBudget): no budget over the shard's pods, a budget per role
+(OT's leader/follower pair), a budget over the whole cluster with maxUnavailable above 1. For
+clusters written by Bitnami's redis-cluster chart or OT's redis-operator (told by their labels),
+a shard whose pods nothing required keeps apart (the chart's soft anti-affinity) is a finding
+(SoftAntiAffinity), and the fixes are printed in the chart's terms: the Helm values (Bitnami's
+redis.topologySpreadConstraints, redis.nodeAffinityPreset, redis.podAntiAffinityPreset) or the
+RedisCluster's fields and annotation (OT) that set the seed's constraints, as far as the chart
+can express them (JSON "values"). These findings need the shards: where they come from Redis
+(--shard-source redis, as --layout bitnami and ot set it), lint reads CLUSTER NODES live, and
+offline takes it from --redis-nodes; without either (offline without --redis-nodes, live with
+--redis-roles=false) it stops (status 1) and says what to give.
+
+The templates place pods, not roles: no constraint keeps the masters apart, and the operator's
+pod -0 = master convention drifts after every failover. lint says so once (a note; JSON
+"notes"); check and plan judge the masters themselves (MasterQuorum), and run fixes them with
+failovers.
+
+Live (kubeconfig) or offline (--snapshot FILE). Exit status: 0 when there is no finding, 3 when
+there are findings, 1 on error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := o.model.policy.load(cmd.Flags())
+			if err != nil {
+				return &exitError{ExitError, err}
+			}
+			// Templates carry no roles: lint asks Redis (unless --redis-roles=false) only for
+			// the shards, when they come from nowhere else.
+			src, _ := policies.ParseShardSource(p.Selection.ShardSource) // validated with the policy
+			m, rc, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, o.model.snapshot.redisRoles && src.Kind == policies.ShardRedis)
+			if err != nil {
+				return &exitError{ExitError, err}
+			}
+			if rc != nil {
+				rc.Close()
+			}
+			findings := lint.Lint(m, p.Rules.RelaxedLimits)
+			out := cmd.OutOrStdout()
+			notes := []string{lint.RolesNote}
+			if p.Output == v1alpha1.OutputJSON {
+				if findings == nil {
+					findings = []lint.Finding{}
+				}
+				if err := printJSON(out, map[string]any{"findings": findings, "notes": notes}); err != nil {
+					return &exitError{ExitError, err}
+				}
+			} else {
+				if len(findings) == 0 {
+					fmt.Fprintf(out, "%d Redis clusters checked: every StatefulSet follows the recommendation\n", len(m.Clusters))
+				}
+				for _, f := range findings {
+					where := f.Namespace + "/" + f.Cluster
+					if f.StatefulSet != "" {
+						where += " " + f.StatefulSet
+					}
+					fmt.Fprintf(out, "%s: %s: %s\n", where, f.Kind, f.Message)
+					if f.Values != "" {
+						fmt.Fprintf(out, "    %s\n", strings.ReplaceAll(strings.TrimRight(f.Values, "\n"), "\n", "\n    "))
+					}
+				}
+				for _, n := range notes {
+					fmt.Fprintf(out, "note: %s\n", n)
+				}
+			}
+			if len(findings) > 0 {
+				return &exitError{ExitViolations, nil}
+			}
+			return nil
+		},
+	}
+	o.addFlags(cmd.Flags(), outputUsage(`{"findings": [...]}`))
+	return cmd
+}

@@ -1,0 +1,301 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+)
+
+// The option groups the commands share. Each group's defaults are set once, by its new…Options
+// function, and addFlags binds every field to its flag with the field's current value as the
+// flag's default (the descheduler's options pattern). The policy's flags are policyOptions'
+// (policyflags.go): their defaults are the RebalancerPolicy's (api/v1alpha1/defaults.go).
+
+// Defaults of the Kubernetes client.
+const (
+	// defaultKubeAPIQPS is --kube-api-qps: queries per second to the API server.
+	defaultKubeAPIQPS = 50
+	// defaultKubeAPIBurst is --kube-api-burst.
+	defaultKubeAPIBurst = 100
+)
+
+// kubeOptions reach the Kubernetes API server.
+type kubeOptions struct {
+	kubeconfig, context string
+	qps                 float32
+	burst               int
+	// requests counts the requests of the clients restConfig makes (run reports them).
+	requests *observe.RequestCounter
+}
+
+func newKubeOptions() kubeOptions {
+	return kubeOptions{qps: defaultKubeAPIQPS, burst: defaultKubeAPIBurst}
+}
+
+func (o *kubeOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "path to a kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)")
+	fs.StringVar(&o.context, "context", o.context, "kubeconfig context to use (default: the current context)")
+	fs.Float32Var(&o.qps, "kube-api-qps", o.qps, "queries per second to the API server")
+	fs.IntVar(&o.burst, "kube-api-burst", o.burst, "burst of queries to the API server")
+}
+
+// clientConfig is the kubeconfig the usual way (explicit path, $KUBECONFIG, ~/.kube/config),
+// falling back to the in-cluster configuration.
+func (o *kubeOptions) clientConfig() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.context}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+}
+
+// namespace is the kubeconfig context's namespace, or in a cluster the pod's own ("default"
+// when neither says).
+func (o *kubeOptions) namespace() (string, error) {
+	ns, _, err := o.clientConfig().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig: namespace: %w", err)
+	}
+	return ns, nil
+}
+
+// restConfig loads the kubeconfig the usual way (explicit path, $KUBECONFIG, ~/.kube/config),
+// falling back to the in-cluster configuration.
+func (o *kubeOptions) restConfig() (*rest.Config, error) {
+	cfg, err := o.clientConfig().ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.UserAgent = "redis-rebalancer/" + Version
+	if o.requests == nil {
+		o.requests = observe.NewRequestCounter()
+	}
+	o.requests.Wrap(cfg)
+	return cfg, nil
+}
+
+func (o *kubeOptions) client() (kubernetes.Interface, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// snapshotOptions say where the cluster state comes from (the API server, or a file) and Redis's
+// view of it (read live, or CLUSTER NODES files offline).
+type snapshotOptions struct {
+	file string
+	// redisNodes is --redis-nodes: CLUSTER NODES files (observe.LoadRedisNodes), offline.
+	redisNodes string
+	redisRoles bool
+	// redisDeadline bounds each pass that reads every cluster's Redis at once (roles, health).
+	redisDeadline time.Duration
+	chunkSize     int64
+}
+
+func newSnapshotOptions() snapshotOptions {
+	return snapshotOptions{redisRoles: true, redisDeadline: observe.DefaultRedisDeadline, chunkSize: observe.DefaultPageSize}
+}
+
+func (o *snapshotOptions) addFlags(fs *pflag.FlagSet) {
+	fs.Int64Var(&o.chunkSize, "chunk-size", o.chunkSize, "live: objects per LIST request, as kubectl's --chunk-size (0: each resource in one request)")
+	fs.StringVar(&o.file, "snapshot", o.file, "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A -o yaml\" (or -o json) prints; - for stdin")
+	fs.StringVar(&o.redisNodes, "redis-nodes", o.redisNodes, "with --snapshot: Redis's view, as `FILE` or a directory of files, each what \"redis-cli cluster nodes\" prints for one Redis cluster, named <namespace>_<cluster>[.ext] (the cluster label's value): roles and, by --shard-source, shards come from it exactly as live")
+	fs.BoolVar(&o.redisRoles, "redis-roles", o.redisRoles, "live: read each pod's Redis role (and, by --shard-source, shard) from Redis (needs network access to the pod IPs)")
+	fs.DurationVar(&o.redisDeadline, "redis-deadline", o.redisDeadline, "live: bound on reading the roles, then the health, of every Redis cluster (all clusters at once); what is not read by then stays unknown (roles) or unhealthy (health) (0: each node's read timeout only)")
+}
+
+// redisContext returns ctx bounded by --redis-deadline (unbounded when 0).
+func (o *snapshotOptions) redisContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if o.redisDeadline <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, o.redisDeadline)
+}
+
+// modelOptions are what check, plan and lint need to build the model: the API server, the policy
+// (selection, rules, Redis) and the snapshot.
+type modelOptions struct {
+	kube     kubeOptions
+	policy   *policyOptions
+	snapshot snapshotOptions
+}
+
+func newModelOptions() modelOptions {
+	return modelOptions{kube: newKubeOptions(), policy: newPolicyOptions(), snapshot: newSnapshotOptions()}
+}
+
+// addFlags binds the options; releaseUsage is --release-replica-claims' help.
+func (o *modelOptions) addFlags(fs *pflag.FlagSet, releaseUsage string) {
+	o.kube.addFlags(fs)
+	o.policy.addPolicyFlag(fs)
+	o.policy.addSelectionFlags(fs, releaseUsage)
+	o.policy.addRedisFlags(fs)
+	o.snapshot.addFlags(fs)
+}
+
+// model loads the snapshot (live or from the file), builds the model with p's rules and keeps the
+// clusters p selects; live, when readRedis is set, it reads the roles and shards from Redis,
+// offline from --redis-nodes' files. Notes and warnings go to errOut. The Redis client it read
+// Redis with (live with readRedis only; nil otherwise) is returned open, for the caller's further
+// reads (check's health) and to close.
+func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, readRedis bool) (*policies.Model, *redisctl.Client, error) {
+	opts := rules(p)
+	sel, err := selection(&p.Selection)
+	if err != nil {
+		return nil, nil, err
+	}
+	var m *policies.Model
+	if o.snapshot.file != "" {
+		snap, skipped, err := observe.LoadSnapshotFile(o.snapshot.file)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := observe.CheckSnapshot(snap); err != nil {
+			return nil, nil, err
+		}
+		if len(skipped) > 0 {
+			var kinds []string
+			for k, n := range skipped {
+				kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+			}
+			sort.Strings(kinds)
+			fmt.Fprintf(errOut, "note: %s skipped (not used by the rules)\n", strings.Join(kinds, ", "))
+		}
+		var nodes map[string][]policies.RedisNode
+		if o.snapshot.redisNodes != "" {
+			if nodes, err = observe.LoadRedisNodes(o.snapshot.redisNodes); err != nil {
+				return nil, nil, err
+			}
+		}
+		if m, err = observe.Model(snap, opts, sel); err != nil {
+			return nil, nil, err
+		}
+		for _, k := range observe.ApplyRedisNodes(m, nodes) {
+			fmt.Fprintf(errOut, "note: --redis-nodes: no selected Redis cluster %s in the snapshot; its file is not used\n", k)
+		}
+		if err := shardsRead(m, "no CLUSTER NODES was given", `offline, give --redis-nodes FILE|DIR (what "redis-cli cluster nodes" prints, a file per cluster named <namespace>_<cluster>)`); err != nil {
+			return nil, nil, err
+		}
+		return m, nil, nil
+	}
+	if o.snapshot.redisNodes != "" {
+		return nil, nil, errors.New("--redis-nodes needs --snapshot: live, Redis is read")
+	}
+	client, err := o.kube.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	snap, err := observe.ReadSnapshotPaged(ctx, client, sel.Namespace, o.snapshot.chunkSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m, err = observe.Model(snap, opts, sel); err != nil {
+		return nil, nil, err
+	}
+	if !readRedis {
+		if err := shardsRead(m, "Redis is not read (--redis-roles=false)", "give --redis-roles"); err != nil {
+			return nil, nil, err
+		}
+		return m, nil, nil
+	}
+	rc, err := redisClient(ctx, client, &p.Redis)
+	if err != nil {
+		return nil, nil, err
+	}
+	rctx, cancel := o.snapshot.redisContext(ctx)
+	defer cancel()
+	errs := observe.ReadRedis(rctx, rc, m.Clusters)
+	for _, c := range m.Clusters {
+		if err, ok := errs[c.Key()]; ok {
+			fmt.Fprintf(errOut, "warning: %s: roles unknown: %v\n", c.Key(), err)
+		}
+	}
+	return m, rc, nil
+}
+
+// shardsRead refuses a model whose shards come from Redis when Redis's view was not given (why),
+// live or offline: every pod would be a shard of its own and the rules that read shards would
+// pass on nothing. fix is the first remedy the error offers.
+func shardsRead(m *policies.Model, why, fix string) error {
+	var unread []string
+	for _, c := range m.Clusters {
+		if c.ShardsUnread() {
+			unread = append(unread, c.Key())
+		}
+	}
+	if len(unread) > 0 {
+		return fmt.Errorf("shards come from Redis (shardSource redis, set or by the layout) and %s for %s: %s or --shard-source label:KEY", why, strings.Join(unread, ", "), fix)
+	}
+	return nil
+}
+
+// defaultGCPercent is the garbage collector's target (runtime/debug.SetGCPercent) of every
+// command unless the GOGC environment variable sets one. A command's heap is mostly the snapshot
+// and the model, built once and then read: collecting when the heap has grown by half its live
+// size instead of all of it keeps the peak of `check` on the scale benchmark's 5,000 nodes under
+// 1 GiB (issue 12), for about a quarter more CPU.
+const defaultGCPercent = 50
+
+// setGCPercent applies defaultGCPercent unless GOGC is set.
+func setGCPercent() {
+	if _, ok := os.LookupEnv("GOGC"); !ok {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+}
+
+// validateFlags rejects a negative value given to any number or duration flag of fs: no flag of
+// redis-rebalancer takes one (each is a count, a bound, a size, a port, a rate or a timeout), and
+// a negative value would otherwise mean "no bound" to one library and an odd answer to another.
+// Flags left at their defaults are not looked at, nor flags bound to the policy
+// (policyFieldAnnotation): the policy's validation judges those and names the field.
+func validateFlags(fs *pflag.FlagSet) error {
+	var errs []error
+	fs.Visit(func(f *pflag.Flag) {
+		if _, ok := f.Annotations[policyFieldAnnotation]; ok {
+			return
+		}
+		switch f.Value.Type() {
+		case "int", "int8", "int16", "int32", "int64", "float32", "float64", "duration":
+			if strings.HasPrefix(f.Value.String(), "-") {
+				errs = append(errs, fmt.Errorf("--%s must not be negative, got %s", f.Name, f.Value))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// analysisOptions are check's and lint's options, and plan's but for the planner's bounds: where
+// the model comes from, and the output format.
+type analysisOptions struct {
+	model modelOptions
+}
+
+func newAnalysisOptions() analysisOptions {
+	return analysisOptions{model: newModelOptions()}
+}
+
+// addFlags binds the options; usage is -o's help.
+func (o *analysisOptions) addFlags(fs *pflag.FlagSet, usage string) {
+	o.model.addFlags(fs, releaseReplicaClaimsUsage)
+	o.model.policy.addOutputFlag(fs, usage)
+}
+
+// contractUsage is -o's help in check and plan.
+var contractUsage = outputUsage("the JSON contract is in the README")

@@ -1,0 +1,145 @@
+// Package cli implements the redis-rebalancer command line: the cobra commands, their flags, and
+// the wiring from flags to the rebalancer/observe, plan, report and execute packages, policies and
+// redisctl. One file per command (check.go, plan.go, run.go, lint.go, constraints.go, version.go),
+// each with an options struct bound to its flags; options.go holds the option groups they share.
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/spf13/cobra"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	"k8s.io/klog/v2"
+)
+
+// Exit codes of the commands.
+const (
+	// ExitOK: success; for check and run, every Redis cluster complies.
+	ExitOK = 0
+	// ExitError: the command failed (bad flags, API server or Redis unreachable, ...).
+	ExitError = 1
+	// ExitViolations: the command worked, and some cluster breaks a hard rule (for check and
+	// run: or its Redis is not healthy).
+	ExitViolations = 3
+	// ExitOutsideWindow: run changed nothing more because no maintenance window was open, or the
+	// open one had no time left for the next move; every cluster that does not comply waits for
+	// a window (the report says when the next one opens).
+	ExitOutsideWindow = 4
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+// NewRootCommand returns the redis-rebalancer command with its subcommands.
+func NewRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "redis-rebalancer",
+		Short: "Fix Redis Cluster pod placements on Kubernetes without losing a write",
+		Long: `redis-rebalancer finds Redis Cluster pods whose placement breaks the HA rules
+(ShardSeparation, MaxPodsPerNode, ZoneEvenSplit, MaxPodsPerZone, AllowedZones, TopologySpread,
+Unschedulable) and fixes them one safe move at a time: it fails a master over to an in-sync
+replica (CLUSTER FAILOVER), evicts the pod through the policy/v1 Eviction API so that
+PodDisruptionBudgets hold, and lets kube-scheduler's topology spread constraints re-place it.
+
+It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a kubeconfig.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	logging := logsapi.NewLoggingConfiguration()
+	logsapi.AddFlags(logging, root.PersistentFlags())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := applyLogging(logging, cmd.ErrOrStderr()); err != nil {
+			return err
+		}
+		setGCPercent()
+		return validateFlags(cmd.Flags())
+	}
+	root.AddCommand(newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newPolicyCommand(), newVersionCommand())
+	return root
+}
+
+// applyLogging sets klog up as --logging-format and the other logging flags say (component-base
+// logs, as kube-scheduler and the descheduler do): text or json lines, both to errOut, so that
+// stdout keeps the reports. Logging is process-wide and component-base applies it once: a command
+// run again in the same process (tests, e2e) with the same logging flags only points the log
+// lines at its own errOut; other logging flags there are an error.
+func applyLogging(c *logsapi.LoggingConfiguration, errOut io.Writer) error {
+	logOut.set(errOut)
+	if err := logsapi.ValidateAndApplyWithOptions(c, &logsapi.LoggingOptions{ErrorStream: logOut, InfoStream: logOut}, nil); err != nil {
+		return &exitError{ExitError, fmt.Errorf("logging: %w", err)}
+	}
+	return nil
+}
+
+func init() {
+	// A second command in one process with the same logging flags (see applyLogging).
+	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
+}
+
+// logOut is where klog's lines go: the running command's standard error.
+var logOut = &switchWriter{w: os.Stderr}
+
+// switchWriter writes to w, which set replaces; safe for concurrent use.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) set(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// Main runs the root command with os.Args and returns the process exit code.
+func Main() int {
+	return exitCode(NewRootCommand())
+}
+
+// exitCode runs cmd, prints its error (if any) to cmd's error output as "redis-rebalancer: …",
+// and returns the exit code: ExitOK, the code an exitError carries, or ExitError.
+func exitCode(cmd *cobra.Command) int {
+	err := cmd.Execute()
+	klog.Flush()
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer:", err)
+	return ExitError
+}
+
+// printJSON writes v to w as JSON indented by two spaces, as -o json prints every report.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,162 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	componentbaseconfig "k8s.io/component-base/config"
+	leoptions "k8s.io/component-base/config/options"
+	"k8s.io/klog/v2"
+
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
+)
+
+// defaultListenAddress is serve's --listen-address.
+const defaultListenAddress = ":8080"
+
+// serveOptions are the serve command's options: run's (the policy and its flags), the policy's
+// schedule (--schedule), and the leader election and the listener.
+type serveOptions struct {
+	run            *runOptions
+	passOnStart    bool
+	listenAddress  string
+	leaderElection componentbaseconfig.LeaderElectionConfiguration
+}
+
+func newServeOptions() *serveOptions {
+	return &serveOptions{
+		run: newRunOptions(), passOnStart: true, listenAddress: defaultListenAddress,
+		// The Lease's namespace is filled in when the command runs (the kubeconfig's namespace,
+		// or the pod's own in a cluster) unless --leader-elect-resource-namespace is given.
+		leaderElection: serve.DefaultLeaderElection(""),
+	}
+}
+
+func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
+	o.run.addFlags(fs)
+	o.run.policy.addScheduleFlag(fs)
+	fs.BoolVar(&o.passOnStart, "pass-on-start", o.passOnStart, "start a pass as soon as this process leads, then on the schedule")
+	fs.StringVar(&o.listenAddress, "listen-address", o.listenAddress, "address of the HTTP listener serving /healthz, /readyz and /metrics")
+	leoptions.BindLeaderElectionFlags(&o.leaderElection, fs)
+}
+
+func newServeCommand() *cobra.Command {
+	o := newServeOptions()
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run passes on a schedule, as a long-running Deployment with leader election",
+		Long: `serve is run as a long-running process: it makes a pass (what run does once) on its own
+cron schedule (the policy's schedule, --schedule), and one at once when it starts leading
+(--pass-on-start). With --leader-elect (the default) the replicas of a Deployment elect a leader
+on a Lease (--leader-elect-resource-namespace, default the pod's namespace;
+--leader-elect-resource-name; component-base's timings: lease duration 15s, renew deadline 10s,
+retry period 2s): only the leader acts. A leader that cannot renew its Lease stops acting at once
+and exits (status 1, to be restarted); a follower takes over when the Lease expires.
+
+One HTTP listener (--listen-address) serves:
+  /healthz  200 while the process runs (500 when it leads and has not renewed its Lease in time)
+  /readyz   200 once the API server answered, 503 during a graceful stop
+  /metrics  Prometheus metrics, prefix redis_rebalancer_ (deploy/README.md "Metrics")
+
+The first SIGTERM or SIGINT is a graceful stop: no further pass starts, the pass in flight
+finishes its step or abandons a wait at a safe point (never an eviction after it), the Lease is
+released so that another replica takes over at once, then serve exits 0. A second signal stops
+every step at once.
+
+The policy (--policy) and every flag of run apply to each pass; -o json prints one JSON report per
+pass on stdout.`,
+		Example: `  # the policy's schedule and windows, leader-elected (deploy/overlays/deployment)
+  redis-rebalancer serve --policy /etc/redis-rebalancer/policy.yaml
+  # a pass every night at 02:00 Paris time, acting only in a 2h window
+  redis-rebalancer serve --schedule "CRON_TZ=Europe/Paris 0 2 * * *" \
+    --window "CRON_TZ=Europe/Paris 0 2 * * *|2h" --redis-password-file /etc/redis/password`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.serve(cmd)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+// serve resolves the policy (a bad one stops here: nothing has been read; its validation parses
+// the schedule as serve.ParseSchedule does), and wires the
+// executor, the metrics and the listener into serve.Run.
+func (o *serveOptions) serve(cmd *cobra.Command) error {
+	p, err := o.run.resolve(cmd.Flags())
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	stop, ctx, release := gracefulSignals(cmd.Context())
+	defer release()
+	m := metrics.New(Version)
+	o.run.observer = m
+	client, err := o.run.kube.client()
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	ex, closeRedis, err := o.run.executor(ctx, client, p, progressOut(cmd, p), stop)
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	defer closeRedis()
+	le := o.leaderElection
+	if le.LeaderElect && le.ResourceNamespace == "" {
+		if le.ResourceNamespace, err = o.run.kube.namespace(); err != nil {
+			return &exitError{ExitError, err}
+		}
+	}
+	identity := ""
+	if le.LeaderElect {
+		host, err := os.Hostname()
+		if err != nil {
+			return &exitError{ExitError, fmt.Errorf("identity: %w", err)}
+		}
+		identity = host + "_" + string(uuid.NewUUID())
+	}
+	l, err := net.Listen("tcp", o.listenAddress)
+	if err != nil {
+		return &exitError{ExitError, fmt.Errorf("--listen-address: %w", err)}
+	}
+	defer l.Close()
+	err = serve.Run(ctx, serve.Config{
+		Client: client, Schedule: p.Schedule, PassOnStart: o.passOnStart,
+		LeaderElection: le, Identity: identity, Listener: l, Metrics: m, Stop: stop,
+		Pass: func(ctx context.Context, _ <-chan struct{}) {
+			start := time.Now()
+			rep, runErr := ex.Run(ctx)
+			code := o.run.report(cmd, p, rep, runErr)
+			outcome := outcomeOf(code)
+			m.RunDone(time.Now(), time.Since(start), outcome)
+			if runErr != nil {
+				klog.ErrorS(runErr, "Pass ended with an error")
+			}
+			klog.InfoS("Pass ended", "outcome", outcome, "clusters", len(rep.Clusters), "evictions", rep.Moves(), "seconds", rep.Seconds)
+		},
+	})
+	if err != nil {
+		// serve.ErrLeaseLost included: the process exits and is restarted.
+		return &exitError{ExitError, err}
+	}
+	return nil
+}
+
+// outcomeOf names run's exit status as the metrics' outcome label does.
+func outcomeOf(code int) metrics.Outcome {
+	switch code {
+	case ExitOK:
+		return metrics.OutcomeCompliant
+	case ExitViolations:
+		return metrics.OutcomeViolations
+	case ExitOutsideWindow:
+		return metrics.OutcomeOutsideWindow
+	}
+	return metrics.OutcomeError
+}

@@ -1,0 +1,283 @@
+package scenario
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+)
+
+// Case is one scenario of the suite behind examples/: a scenario plus the changes to its objects
+// that the builders do not express (taints, cordons, extra constraint fields, volumes).
+type Case struct {
+	Scenario
+	// Tweak, when set, changes the built snapshot.
+	Tweak func(*policies.Snapshot)
+}
+
+// Snapshot builds the case's snapshot.
+func (c Case) Snapshot() (*policies.Snapshot, error) {
+	snap, err := c.Scenario.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	if c.Tweak != nil {
+		c.Tweak(snap)
+	}
+	return snap, nil
+}
+
+// Suite returns the scenario suite, one case per file in examples/ (named after Scenario.Name).
+// Every case of the seed layout labels pods with RoleLabel (ordinal 0 master) so that plans mark
+// failovers offline; the Bitnami and OT cases take roles and shards from their ClusterNodes
+// (examples/redis-nodes/, --redis-nodes).
+func Suite() []Case {
+	cases := []Case{
+		{Scenario: SeedDeadlock()},
+		{Scenario: PostScaleDown()},
+		{Scenario: SingleZone()},
+		{Scenario: TwoZones()},
+		NodeReadded(),
+		TooFewNodes(),
+		TaintedAndCordoned(),
+		MinDomains(),
+		ExcludedZone(),
+		{Scenario: ThreePodsPerShard()},
+		ZonalVolumes(),
+		StayersOnUnusableNodes(),
+		{Scenario: PendingStep()},
+		{Scenario: RoleOnly()},
+		{Scenario: BitnamiPostScaleDown()},
+		{Scenario: OTPostScaleDown()},
+	}
+	for i := range cases {
+		cases[i].RoleLabels = cases[i].Layout == LayoutSeed
+	}
+	return cases
+}
+
+// SingleZone: one zone of 6 nodes, 3 shards × 2 pods (N = 6, at most 1 pod per node); n1 holds
+// two masters while n6 is empty.
+func SingleZone() Scenario {
+	return Scenario{
+		Name:        "single-zone",
+		Description: "One zone, 6 nodes, 3 shards x 2 pods (N=6): n1 holds 2 masters, n6 none.",
+		Zones:       []Zone{{"zone-a", []string{"n1", "n2", "n3", "n4", "n5", "n6"}}}, Shards: 3, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n1", "n4"}, {"n2", "n5"},
+	})
+}
+
+// TwoZones: zones a (n1–n3) and b (n4–n6), 4 shards × 2 pods (N = 8, at most 2 pods per node);
+// n1 holds 3 pods. Shards keep one pod per zone, so the fix moves a pod inside zone a.
+func TwoZones() Scenario {
+	return Scenario{
+		Name:        "two-zones",
+		Description: "Two zones of 3 nodes, 4 shards x 2 pods (N=8): n1 holds 3 pods; the fix stays inside zone-a.",
+		Zones:       []Zone{{"zone-a", []string{"n1", "n2", "n3"}}, {"zone-b", []string{"n4", "n5", "n6"}}},
+		Shards:      4, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n4"}, {"n1", "n5"}, {"n6", "n1"}, {"n2", "n6"},
+	})
+}
+
+// NodeReadded: n6 failed and came back empty; meanwhile shard 2's master was re-created on n1,
+// which now holds 2 pods against a global minimum of 0.
+func NodeReadded() Case {
+	s := Scenario{
+		Name:        "node-readded",
+		Description: "n6 was removed and re-added empty; its pod was re-created on n1, which now holds 2 pods (N=6).",
+		Zones:       ThreeZones(), Shards: 3, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n5"}, {"n4", "n2"}, {"n1", "n3"},
+	})
+	return Case{Scenario: s}
+}
+
+// TooFewNodes: 3 shards × 2 pods (N = 6, at most 1 pod per node) on 5 nodes: no placement can
+// comply (seed 000 §四: "fewer than 6 nodes").
+func TooFewNodes() Case {
+	s := Scenario{
+		Name:        "too-few-nodes",
+		Description: "N=6 on 5 nodes: MaxPodsPerNode cannot hold (seed 000 §四); the plan says why instead of moving pods.",
+		Zones:       []Zone{{"zone-a", []string{"n1", "n2"}}, {"zone-b", []string{"n3", "n4"}}, {"zone-c", []string{"n5"}}},
+		Shards:      3, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n4"}, {"n3", "n1"}, {"n5", "n2"},
+	})
+	return Case{Scenario: s}
+}
+
+// TaintedAndCordoned is PostScaleDown with n6 cordoned and n4 tainted dedicated=batch:NoSchedule
+// (its pods keep running there): the pod that leaves n1 can only go to n5.
+func TaintedAndCordoned() Case {
+	s := PostScaleDown()
+	s.Name = "tainted-and-cordoned"
+	s.Description = "Post-scale-down with n6 cordoned and n4 tainted NoSchedule: the move from n1 can only land on n5."
+	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
+		changeNode(snap, "n6", fixture.Cordoned())
+		changeNode(snap, "n4", fixture.Tainted("dedicated", "batch", corev1.TaintEffectNoSchedule))
+	}}
+}
+
+// MinDomains is SingleZone with n6 cordoned; the hostname constraint asks for
+// minDomains 6 and honours taints, so only 5 domains are eligible and the global minimum is 0:
+// n1's 2 pods break the constraint, and 6 pods at most 1 per node cannot fit 5 nodes.
+func MinDomains() Case {
+	s := SingleZone()
+	s.Name = "min-domains"
+	s.Description = "minDomains 6 with n6 cordoned (nodeTaintsPolicy Honor): 5 eligible domains, global minimum 0, no plan fits."
+	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
+		changeNode(snap, "n6", fixture.Cordoned())
+		changeSpread(snap, corev1.LabelHostname, fixture.MinDomains(6), fixture.NodeTaintsPolicy(corev1.NodeInclusionPolicyHonor))
+	}}
+}
+
+// ExcludedZone: 4 zones with nodes, the cluster allowed in 3 (a, b, c); zone d's nodes are empty.
+// With nodeAffinityPolicy Honor (the default) zone d is not an eligible domain, so the zone
+// constraint holds: nothing to do.
+func ExcludedZone() Case {
+	s := Scenario{
+		Name:        "excluded-zone",
+		Description: "Zone-d has empty nodes but is not an allowed zone: with nodeAffinityPolicy Honor it is no domain, and the cluster complies.",
+		Zones: []Zone{{"zone-a", []string{"n1", "n2"}}, {"zone-b", []string{"n3", "n4"}}, {"zone-c", []string{"n5", "n6"}},
+			{"zone-d", []string{"n7", "n8"}}},
+		Shards: 4, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n4"}, {"n3", "n6"}, {"n5", "n1"}, {"n2", "n6"},
+	})
+	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
+		// The operator lists the three zones it may use (seed available-zones).
+		allowed := []string{"zone-a", "zone-b", "zone-c"}
+		changeSpecs(snap, func(spec *corev1.PodSpec) {
+			terms := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+			terms[0].MatchExpressions[0].Values = allowed
+		})
+		changeSpread(snap, corev1.LabelTopologyZone, fixture.NodeAffinityPolicy(corev1.NodeInclusionPolicyHonor))
+	}}
+}
+
+// ThreePodsPerShard: 3 zones × 3 nodes, 3 shards × 3 pods (N = 9, at most 2 per node); the three
+// masters share n1. Each shard has one pod per zone, so the fix stays inside zone a.
+func ThreePodsPerShard() Scenario {
+	return Scenario{
+		Name:        "three-pods-per-shard",
+		Description: "3 shards x 3 pods (N=9) on 3 zones x 3 nodes: the three masters share n1.",
+		Zones: []Zone{{"zone-a", []string{"n1", "n2", "n3"}}, {"zone-b", []string{"n4", "n5", "n6"}},
+			{"zone-c", []string{"n7", "n8", "n9"}}},
+		Shards: 3, PodsPerShard: 3,
+	}.Placed([][]string{
+		{"n1", "n4", "n7"}, {"n1", "n5", "n8"}, {"n1", "n6", "n9"},
+	})
+}
+
+// ZonalVolumes: N = 10 on 3 zones; zone a holds 5 pods, two of them replicas; every pod's data
+// is on a PersistentVolume pinned to its zone. Pods can only move inside their zone, which does
+// not fix MaxPodsPerZone, unless a replica's claim may be released (policy option): then one
+// replica moves to zone c.
+func ZonalVolumes() Case {
+	s := Scenario{
+		Name:        "zonal-volumes",
+		Description: "Zone-a holds 5 of 10 pods on zonal PersistentVolumes: no plan by default; with replica claims releasable, one replica moves.",
+		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n1", "n3"}, {"n4", "n1"}, {"n4", "n1"}, {"n2", "n5"},
+	})
+	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
+		zoneOf := map[string]string{}
+		for _, n := range snap.Nodes {
+			zoneOf[n.Name] = n.Labels[corev1.LabelTopologyZone]
+		}
+		for _, p := range snap.Pods {
+			claim := "data-" + p.Name
+			fixture.WithClaim(claim)(p)
+			pvc, pv := fixture.BoundClaim(p.Namespace, claim, "pv-"+p.Namespace+"-"+p.Name, corev1.LabelTopologyZone, zoneOf[p.Spec.NodeName])
+			snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, pvc)
+			snap.PersistentVolumes = append(snap.PersistentVolumes, pv)
+		}
+	}}
+}
+
+// StayersOnUnusableNodes: 3 zones × 2 nodes, N = 6 (at most 1 pod per node); n6 is cordoned
+// and n4 tainted dedicated=batch:NoSchedule (the templates do not tolerate it), and each still
+// runs a pod that may stay there: only 4 nodes are usable, but with the 2 pods that stay the
+// cluster fits. n1 holds two pods; the fix moves shard 1's replica to n5, the only node it fits.
+func StayersOnUnusableNodes() Case {
+	s := Scenario{
+		Name:        "stayers-on-unusable-nodes",
+		Description: "n6 cordoned and n4 tainted, each still running a pod that may stay: 4 usable nodes and 2 stayers fit N=6; n1's second pod moves to n5.",
+		Zones:       ThreeZones(), Shards: 3, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n4", "n1"}, {"n6", "n2"},
+	})
+	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
+		changeNode(snap, "n6", fixture.Cordoned())
+		changeNode(snap, "n4", fixture.Tainted("dedicated", "batch", corev1.TaintEffectNoSchedule))
+	}}
+}
+
+// PendingStep is issue 12's Pending-step case: N = 4 in two zones of three nodes (zone maxSkew 1),
+// each shard's two pods in one zone. Every single eviction leaves its pod unplaceable (the other
+// zone would hold 3 pods against 1), so there is no plan in which each evicted pod is placed at
+// once; with one pod waiting Pending for a step, 2 evictions fix it.
+func PendingStep() Scenario {
+	return Scenario{
+		Name:        "pending-step",
+		Description: "N=4 in two zones of 3 nodes, each shard's pods in one zone: no single eviction can be re-placed; 2 evictions fix it if one pod waits Pending for a step (--allow-pending-steps).",
+		Zones:       []Zone{{"zone-a", []string{"n1", "n2", "n3"}}, {"zone-b", []string{"n4", "n5", "n6"}}},
+		Shards:      2, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n2"}, {"n4", "n5"},
+	})
+}
+
+// RoleOnly is issue 10's role-only case: 5 shards × 2 pods (N = 10) on 3 zones × 2 nodes whose
+// pods comply with every rule about pods, but n1 holds 3 of the 5 masters (and zone-a 3): losing
+// n1 or zone-a would leave no majority of masters, so no replica would be promoted. One failover
+// (no eviction) fixes it.
+func RoleOnly() Scenario {
+	return Scenario{
+		Name:        "role-only",
+		Description: "Pods comply with every rule, but n1 holds 3 of the 5 masters (MasterQuorum): one failover fixes it, no eviction.",
+		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n1", "n5"}, {"n1", "n4"}, {"n3", "n6"}, {"n6", "n2"},
+	})
+}
+
+// changeNode applies opts to the snapshot's node name.
+func changeNode(snap *policies.Snapshot, name string, opts ...fixture.NodeOption) {
+	for _, n := range snap.Nodes {
+		if n.Name == name {
+			for _, o := range opts {
+				o(n)
+			}
+		}
+	}
+}
+
+// changeSpecs applies change to every pod spec of the snapshot: the StatefulSets' templates and
+// the pods.
+func changeSpecs(snap *policies.Snapshot, change func(*corev1.PodSpec)) {
+	for _, s := range snap.StatefulSets {
+		change(&s.Spec.Template.Spec)
+	}
+	for _, p := range snap.Pods {
+		change(&p.Spec)
+	}
+}
+
+// changeSpread applies opts to every hard (DoNotSchedule) topology spread constraint on key, in
+// the StatefulSets' templates and the pods.
+func changeSpread(snap *policies.Snapshot, key string, opts ...fixture.SpreadOption) {
+	changeSpecs(snap, func(spec *corev1.PodSpec) {
+		for i := range spec.TopologySpreadConstraints {
+			c := &spec.TopologySpreadConstraints[i]
+			if c.WhenUnsatisfiable == corev1.DoNotSchedule && c.TopologyKey == key {
+				for _, o := range opts {
+					o(c)
+				}
+			}
+		}
+	})
+}
