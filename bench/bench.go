@@ -51,10 +51,10 @@ import (
 	frameworktesting "sigs.k8s.io/descheduler/pkg/framework/testing"
 	frameworktypes "sigs.k8s.io/descheduler/pkg/framework/types"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
-	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 )
 
 // Environment variables the benchmarks read (package doc).

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 )
 
 // generated is the generated snapshot, shared by the benchmarks of one run.

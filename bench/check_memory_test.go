@@ -50,10 +50,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/proc"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
 // snapshotServerEnv, when set in a process of this test binary, makes TestMain serve the

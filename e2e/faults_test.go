@@ -17,14 +17,14 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
-	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // The fault matrix (issue 8): each test injects one fault into the post-scale-down scenario (the

@@ -11,13 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
-	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // MasterQuorum end to end (issue 10): Redis promotes a replica only when a majority of the masters

@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
 func pdb(name string, sel *metav1.LabelSelector) *policyv1.PodDisruptionBudget {

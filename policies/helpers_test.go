@@ -8,10 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // The table tests build their objects with test/fixture's builders (the descheduler's style:

@@ -6,9 +6,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 )
 
 // only keeps the hits of the given rules.

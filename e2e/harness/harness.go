@@ -39,10 +39,10 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/redistest"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // ManualScheduler is the scheduler name the scenario's pods are first created with: no scheduler

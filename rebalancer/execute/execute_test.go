@@ -24,14 +24,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 func TestNew(t *testing.T) {

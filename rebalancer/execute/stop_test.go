@@ -11,11 +11,11 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // TestGracefulStop asks for a graceful stop (Config.Stop) at several points of post-scale-down's

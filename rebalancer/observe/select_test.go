@@ -6,8 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // twoClusters returns a snapshot with Redis clusters redis/redis (post-scale-down) and
