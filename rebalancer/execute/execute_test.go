@@ -24,14 +24,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 func TestNew(t *testing.T) {
@@ -104,7 +104,7 @@ func runExecutor(t *testing.T, tb *testbed, change func(*Config)) (*report.Run, 
 }
 
 // stepNames returns the names of m's steps and the outcome of each.
-func stepNames(m report.Move) []string {
+func stepNames(m report.MoveResult) []string {
 	var out []string
 	for _, s := range m.Steps {
 		out = append(out, s.Name+" "+s.Outcome)
