@@ -1,12 +1,3 @@
-// Package e2e holds the end-to-end tests: redis-rebalancer's commands run against a real
-// control plane with kwok nodes and real redis-servers, set up by e2e/harness from
-// test/scenario's scenarios: the success paths (this file; Bitnami's and OT's layouts in
-// layouts_test.go), the fault matrix (faults_test.go) and the test bed's own check
-// (testbed_test.go). main_test.go
-// describes the structure: one shared test bed, a namespace per test, the CLI as a child
-// process. It owns no support code; it may import e2e/harness, the product packages it drives
-// (cmd/redis-rebalancer/app, policies, rebalancer, redisctl) and the test-support layer (test/scenario,
-// test/redistest).
 package e2e
 
 import (
