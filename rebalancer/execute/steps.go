@@ -13,14 +13,14 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
 
-// The steps of a move (SPEC "Safe disruption"), in the order steps() lists them, and what they
+// The steps of a move, in the order steps() lists them, and what they
 // share: the step funcs are in steps_gate.go (window, health gate, placeability, PDB dry run),
 // steps_failover.go (failover, client drain, role check) and steps_evict.go (eviction,
 // re-creation, rejoin, re-observe); move.go runs them. Each reason starts with what said no
 // ("health gate: ...", "PodDisruptionBudget forbids ...", "failover refused: ..."), so that its
 // first words tell an operator where the move stopped.
 
-// step is one step of a move (SPEC "Safe disruption").
+// step is one step of a move: a safety check, a request that disrupts, or a wait.
 type step struct {
 	// name is a report.Step… name.
 	name string

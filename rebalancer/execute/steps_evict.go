@@ -22,8 +22,8 @@ import (
 // 429 (it flattens the API error into text: evictions.go, evictPod).
 const evictionRefusedPrefix = "error when evicting pod (ignoring)"
 
-// evict is SPEC step 5: the run's PodEvictor evicts the pod through the policy/v1 Eviction API
-// (it records an event on the pod and counts the eviction against the limits). A 429 skips: the
+// evict is the eviction step: the run's PodEvictor evicts the pod through the policy/v1 Eviction
+// API (it records an event on the pod and counts the eviction against the limits). A 429 skips: the
 // pod is never deleted instead. Any other error aborts.
 func (cr *clusterRun) evict(ctx context.Context, m *moveRun) result {
 	// The PodEvictor records the eviction's event (reason EvictionStrategy); the move's reason is
@@ -59,7 +59,7 @@ func (cr *clusterRun) evict(ctx context.Context, m *moveRun) result {
 	return abort(fmt.Errorf("eviction: evict %s: %w", m.pod.Name, err))
 }
 
-// recreate is the first half of SPEC step 6: wait until the pod exists again with another UID,
+// recreate is the first half of the pod's return: wait until the pod exists again with another UID,
 // is scheduled, Running and Ready. A pod the plan lets wait Pending is not waited for: once
 // re-created and still unscheduled, the step continues (the next move frees its room).
 func (cr *clusterRun) recreate(ctx context.Context, m *moveRun) result {
@@ -108,7 +108,7 @@ func (cr *clusterRun) recreate(ctx context.Context, m *moveRun) result {
 	return proceed("%s re-created on %s (%s), Ready", got.Name, m.rep.To, track)
 }
 
-// rejoin is the second half of SPEC step 6: wait until the re-created pod's Redis node is back
+// rejoin is the second half of the pod's return: wait until the re-created pod's Redis node is back
 // as a connected, in-sync replica of its shard's master. A pod left Pending as planned rejoins
 // later: the health gate of the next move waits for it once a node fits it.
 func (cr *clusterRun) rejoin(ctx context.Context, m *moveRun) result {

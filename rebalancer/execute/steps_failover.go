@@ -19,7 +19,7 @@ import (
 // The steps around a master's failover: the failover itself (to the replica the plan names,
 // verified), the client drain after it, and the role check just before the eviction.
 
-// failover is SPEC step 4: a master is failed over to the in-sync replica the plan names (one
+// failover is the failover step: a master is failed over to the in-sync replica the plan names (one
 // whose node and zone keep MasterQuorum; without a name, its shard's best in-sync replica), and
 // the switch verified. It first checks that the window still leaves time for the rest of the
 // move: from here to the pod's return nothing is interrupted. A failover Redis refuses (no

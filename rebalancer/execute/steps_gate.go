@@ -18,7 +18,8 @@ import (
 // The steps that disrupt nothing, run before any failover or eviction: the maintenance window,
 // the health gate, the placeability check and the PodDisruptionBudget dry run.
 
-// windowStep is SPEC step 1: a window is open with time left for the whole move.
+// windowStep is the window step: a maintenance window is open with time left for the whole
+// move, so that a window that closes never cuts a move between its failover and the pod's return.
 func (cr *clusterRun) windowStep(_ context.Context, m *moveRun) result {
 	return cr.windowCheck(m, m.index, "the move")
 }
@@ -47,8 +48,8 @@ func (cr *clusterRun) windowCheck(m *moveRun, from int, what string) result {
 	return proceed("window open until %s: %s left, %s needs up to %s (%s estimate)", timeText(closes), left.Round(time.Second), what, need.Round(time.Millisecond), cr.windows.StepEstimate())
 }
 
-// healthGate is SPEC step 2: every pod Ready, Redis healthy. A cluster still resyncing is waited
-// for.
+// healthGate is the health gate: every pod Ready, Redis healthy. A cluster still resyncing is
+// waited for.
 func (cr *clusterRun) healthGate(ctx context.Context, m *moveRun) result {
 	h, status, err := cr.waitHealthy(ctx, m.c, nil)
 	if err != nil {
@@ -98,10 +99,10 @@ func (cr *clusterRun) placeable(ctx context.Context, m *moveRun) result {
 	return proceed("re-created from its template now, %s fits %s", m.pod.Name, strings.Join(names, ", "))
 }
 
-// pdbDryRun is SPEC step 3, with the run's eviction limits: it reserves the eviction against the
-// limits, then asks the API server for a dry-run eviction. A 429 means a PodDisruptionBudget
-// forbids it now (skip); any other error, such as the 500 of a pod covered by more than one
-// PodDisruptionBudget, aborts.
+// pdbDryRun is the PodDisruptionBudget check, with the run's eviction limits: it reserves the
+// eviction against the limits, then asks the API server for a dry-run eviction. A 429 means a
+// PodDisruptionBudget forbids it now (skip); any other error, such as the 500 of a pod covered by
+// more than one PodDisruptionBudget, aborts.
 func (cr *clusterRun) pdbDryRun(ctx context.Context, m *moveRun) result {
 	release, err := cr.budget.reserve(m.pod)
 	if err != nil {
