@@ -1,5 +1,5 @@
-// Package policies judges the placement of Redis Cluster pods on Kubernetes: the HA rules of
-// seed 000 §一 (ShardSeparation, MaxPodsPerNode, ZoneEvenSplit, MaxPodsPerZone, AllowedZones), the
+// Package policies judges the placement of Redis Cluster pods on Kubernetes: the HA rules
+// (ShardSeparation, MaxPodsPerNode, ZoneEvenSplit, MaxPodsPerZone, AllowedZones), the
 // pods' own topology spread constraints with kube-scheduler's semantics (TopologySpread), Pending
 // pods (Unschedulable), where the masters are (MasterQuorum: no node, nor with 3 zones or more a
 // zone, may hold half of the masters serving slots; quorum.go), the soft NodeSpread and
@@ -13,10 +13,11 @@
 //
 // The package owns the model (Snapshot and RedisNode, what it reads of CLUSTER NODES, in; Model,
 // Cluster, Shard, Member and Placement out), the rules (Evaluate, EvaluateHard, NodeLimit,
-// ZoneLimit), the filter (Candidates, CandidatesIn, Fits, Explain), the quick infeasibility count (StaticInfeasibility), the node classes the planner
-// groups interchangeable nodes by (NodeClass), and State: a placement whose rules' and filter's
-// counts are kept up to date per move, which the planner searches on. It does not read a live cluster, talk to Redis,
-// plan or evict: the rebalancer does, on top of it. The seed's constraint generator lives in
+// ZoneLimit), the filter (Candidates, CandidatesIn, Fits, Explain), the quick infeasibility count
+// (StaticInfeasibility), the node classes the planner groups interchangeable nodes by (NodeClass),
+// and State: a placement whose rules' and filter's counts are kept up to date per move, which the
+// planner searches on. It does not read a live cluster, talk to Redis, plan or evict: the
+// rebalancer does, on top of it. The generator of the recommended constraints lives in
 // policies/constraints and the StatefulSet linter in policies/lint; both build on this package,
 // never the reverse.
 //

@@ -42,9 +42,10 @@ func incoming(shard string, opts ...fixture.PodOption) *corev1.Pod {
 	return p
 }
 
-// TestTopologySpreadSemantics proves the PodTopologySpread semantics (SPEC "Spread-constraint
-// semantics", kube-scheduler's podtopologyspread plugin) on the same rows for Evaluate (the
-// TopologySpread rule on the current placement) and for the filter (where a Pending member fits).
+// TestTopologySpreadSemantics proves the PodTopologySpread semantics (kube-scheduler's
+// podtopologyspread plugin: eligible domains, the global minimum, minDomains, maxSkew) on the same
+// rows for Evaluate (the TopologySpread rule on the current placement) and for the filter (where a
+// Pending member fits).
 func TestTopologySpreadSemantics(t *testing.T) {
 	zoneKey := corev1.LabelTopologyZone
 	hostKey := corev1.LabelHostname

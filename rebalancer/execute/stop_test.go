@@ -213,7 +213,7 @@ func (o *observed) Eviction(c string, r EvictionResult) {
 	defer o.mu.Unlock()
 	o.evictions = append(o.evictions, c+" "+string(r))
 }
-func (o *observed) Move(c string, m report.Move) {
+func (o *observed) Move(c string, m report.MoveResult) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.moves = append(o.moves, c+" "+m.Pod+" "+m.Outcome)

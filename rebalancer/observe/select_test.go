@@ -11,7 +11,7 @@ import (
 )
 
 // twoClusters returns a snapshot with Redis clusters redis/redis (post-scale-down) and
-// cache/sessions (the seed's deadlock, on the same nodes).
+// cache/sessions (the 3-shard deadlock, on the same nodes).
 func twoClusters(t *testing.T) *policies.Snapshot {
 	t.Helper()
 	a := scenario.PostScaleDown().MustSnapshot()
