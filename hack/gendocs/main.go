@@ -89,7 +89,11 @@ func generate(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{yamlFile: y, policyDocs: g.markdown(fields, y)}, nil
+	files := map[string][]byte{yamlFile: y, policyDocs: g.markdown(fields, y)}
+	if err := addReferenceDocs(root, files); err != nil {
+		return nil, err
+	}
+	return files, nil
 }
 
 // typeDoc is a type's doc comment and its fields' (by JSON name).
