@@ -150,6 +150,9 @@ func cell(s string) string {
 // taken from there, so that other generators of the same page compose.
 func addReferenceDocs(root string, files map[string][]byte) error {
 	files[cliDocs] = cliMarkdown()
+	if err := addArchitectureDocs(root, files); err != nil {
+		return err
+	}
 	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		return err
