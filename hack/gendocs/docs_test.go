@@ -143,7 +143,8 @@ func TestDocsAreLinked(t *testing.T) {
 
 // TestDocsCiteNoOutsideDocument checks that the hand-written pages speak of the code, Kubernetes
 // and Redis, not of design documents or issues a reader of the repository does not have.
-// docs/policy.md and docs/cli.md are generated from the Go sources and left out.
+// docs/policy.md, docs/cli.md and the folder table of docs/architecture.md are generated from the
+// Go sources (whose comments are to be fixed there) and left out.
 func TestDocsCiteNoOutsideDocument(t *testing.T) {
 	root := moduleRootForTest(t)
 	outside := regexp.MustCompile(`(?i:seed 000|the seed's|supplement \d|issue \d+)|§|\bSPEC\b`)
@@ -155,7 +156,18 @@ func TestDocsCiteNoOutsideDocument(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, line := range strings.Split(string(data), "\n") {
+		lines := strings.Split(string(data), "\n")
+		generated := false
+		for i, line := range lines {
+			switch strings.TrimSpace(line) {
+			case strings.TrimSpace(packagesBegin):
+				generated = true
+			case packagesEnd:
+				generated = false
+			}
+			if generated {
+				continue
+			}
 			if m := outside.FindString(line); m != "" {
 				t.Errorf("%s:%d cites %q: name the rule and its reason instead", p, i+1, m)
 			}
