@@ -510,3 +510,41 @@ func TestImportRules(t *testing.T) {
 		visit(f, nil)
 	}
 }
+
+// TestReadmeRunMatchesExample checks the README's picture of a run against the code where it can:
+// the demo lays out the post-scale-down scenario, which examples/post-scale-down.yaml holds, so
+// each line of the excerpt's "before:" map and violations (but the cut marks) must be a line that
+// plan prints on that file now.
+func TestReadmeRunMatchesExample(t *testing.T) {
+	root := moduleRootForTest(t)
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, before, ok := strings.Cut(string(data), "\nbefore:\n")
+	before, _, _ = strings.Cut(before, "\n\n")
+	if !ok || before == "" {
+		t.Fatal(`README.md's run excerpt has no "before:" block`)
+	}
+	out, err := commandOutput(root, strings.Fields("plan --snapshot examples/post-scale-down.yaml --role-label redis.rebalancer.io/role"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		printed[strings.TrimRight(line, " ")] = true
+	}
+	n := 0
+	for _, line := range strings.Split(before, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "[…") {
+			continue
+		}
+		n++
+		if !printed[line] {
+			t.Errorf("README.md's run excerpt shows %q, which plan no longer prints on examples/post-scale-down.yaml: take a fresh excerpt from make demo", line)
+		}
+	}
+	if n < 10 {
+		t.Errorf("README.md's before: block has %d lines, want the map and the violations", n)
+	}
+}
