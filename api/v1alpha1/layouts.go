@@ -1,9 +1,5 @@
 package v1alpha1
 
-import (
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
-)
-
 // Layout names a way Redis clusters are deployed on Kubernetes (selection.layout). It sets the
 // defaults of the fields that tell such a deployment's pods apart (LayoutDefaults).
 type Layout string
@@ -54,16 +50,16 @@ type LayoutDefaults struct {
 func DefaultsOf(l Layout) LayoutDefaults {
 	switch l {
 	case LayoutSeed:
-		return LayoutDefaults{ClusterLabel: "cloud.netease.com/cluster-name", ShardSource: string(policies.ShardOwner)}
+		return LayoutDefaults{ClusterLabel: "cloud.netease.com/cluster-name", ShardSource: ShardSourceOwner}
 	case LayoutBitnami:
-		return LayoutDefaults{ClusterLabel: "app.kubernetes.io/instance", ShardSource: string(policies.ShardRedis), PasswordKey: "redis-password"}
+		return LayoutDefaults{ClusterLabel: "app.kubernetes.io/instance", ShardSource: ShardSourceRedis, PasswordKey: "redis-password"}
 	case LayoutOT:
-		return LayoutDefaults{ClusterLabel: "cluster", ShardSource: string(policies.ShardRedis), RoleLabel: "redis-role", PasswordKey: "password"}
+		return LayoutDefaults{ClusterLabel: "cluster", ShardSource: ShardSourceRedis, RoleLabel: "redis-role", PasswordKey: "password"}
 	case LayoutUcloud:
-		return LayoutDefaults{ClusterLabel: "redis.kun/name", ShardSource: string(policies.ShardOwner), PasswordKey: "password"}
+		return LayoutDefaults{ClusterLabel: "redis.kun/name", ShardSource: ShardSourceOwner, PasswordKey: "password"}
 	case LayoutKubeBlocks:
 		return LayoutDefaults{
-			ClusterLabel: "app.kubernetes.io/instance", ShardSource: string(policies.ShardAuto), RoleLabel: "kubeblocks.io/role",
+			ClusterLabel: "app.kubernetes.io/instance", ShardSource: ShardSourceAuto, RoleLabel: "kubeblocks.io/role",
 			RecreatingOwners: []string{"InstanceSet"}, UsernameKey: "username", PasswordKey: "password",
 		}
 	}

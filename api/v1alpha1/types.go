@@ -87,6 +87,24 @@ type Selection struct {
 	RecreatingOwners []string `json:"recreatingOwners"`
 }
 
+// The shard sources selection.shardSource names. Its text form is one of them, or label:KEY for
+// ShardSourceLabel (ParseShardSource).
+const (
+	// ShardSourceAuto is the pod's controller, unless Redis, once read, groups the pods otherwise
+	// than their controllers do (Bitnami's one StatefulSet for the whole cluster, OT's leader and
+	// follower StatefulSets): then Redis.
+	ShardSourceAuto = "auto"
+	// ShardSourceRedis is Redis's CLUSTER NODES: a master and the replicas whose master it is.
+	// Until Redis is read, every pod's shard is unknown.
+	ShardSourceRedis = "redis"
+	// ShardSourceOwner is the pod's controller (one StatefulSet per shard; KubeBlocks' one
+	// InstanceSet per shard); a pod without one is a shard of its own.
+	ShardSourceOwner = "owner"
+	// ShardSourceLabel is the value of the pod label KEY (label:KEY); a pod without it falls back
+	// to its controller.
+	ShardSourceLabel = "label"
+)
+
 // Namespaces lists the namespaces to include or to exclude (the descheduler's Namespaces).
 type Namespaces struct {
 	// include lists the only namespaces looked at. Empty: all but those excluded.

@@ -1,9 +1,10 @@
 package window
 
-import "time"
+import "github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 
-// DefaultDuration is a window's duration when its Duration is 0.
-const DefaultDuration = time.Hour
+// DefaultDuration is a window's duration when its Duration is 0 (the policy's,
+// v1alpha1.DefaultWindowDuration).
+const DefaultDuration = v1alpha1.DefaultWindowDuration
 
 // SetDefaults fills the zero fields of c: StepEstimate EstimateBound, each window's Duration
 // DefaultDuration.

@@ -8,8 +8,9 @@
 // refused: it repeats relative to when a job starts, so it opens no window at a fixed time.
 //
 // It owns Config (types.go, its defaults in defaults.go, its validation in validation.go) and
-// Schedule, the compiled windows (window.go). It imports robfig/cron/v3 only; execute and the
-// CLI import it.
+// Schedule, the compiled windows (window.go). It imports robfig/cron/v3 and api/v1alpha1 (which
+// defines a schedule's syntax, ParseWindowSchedule, and the defaults); execute and the CLI import
+// it.
 package window
 
 import "time"
