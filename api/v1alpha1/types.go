@@ -275,12 +275,13 @@ type RedisTLS struct {
 // window is judged.
 type StepEstimate string
 
-// The step estimates (rebalancer/window's).
+// The step estimates (rebalancer/window judges a window's time left with them).
 const (
-	// StepEstimateBound expects each step to take as long as its timeouts allow.
+	// StepEstimateBound expects each step to take as long as its timeouts allow: a move starts
+	// only when it cannot outlast the window, even if every wait runs to its timeout.
 	StepEstimateBound StepEstimate = "bound"
-	// StepEstimateP95 expects each step to take the 95th percentile of the durations measured
-	// in the pass so far (its bound until measured).
+	// StepEstimateP95 expects each step to take the 95th percentile of the durations this pass
+	// has measured for that step (nearest rank); a step not measured yet counts its bound.
 	StepEstimateP95 StepEstimate = "p95"
 )
 

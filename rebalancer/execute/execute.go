@@ -237,8 +237,8 @@ func New(cfg Config) (*Executor, error) {
 
 // MoveBound returns the longest one eviction move may take with the Executor's timeouts: the
 // sum of its steps' bounds (each wait's timeout; RequestTimeout for a step without one). With
-// window.EstimateBound, such a move starts only when the open window has this much time left (a
-// failover step of a plan, which moves no pod, has fewer steps and needs less).
+// v1alpha1.StepEstimateBound, such a move starts only when the open window has this much time
+// left (a failover step of a plan, which moves no pod, has fewer steps and needs less).
 func (e *Executor) MoveBound() time.Duration {
 	cr := &clusterRun{run: &run{Executor: e}}
 	var sum time.Duration

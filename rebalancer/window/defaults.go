@@ -6,11 +6,11 @@ import "github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 // v1alpha1.DefaultWindowDuration).
 const DefaultDuration = v1alpha1.DefaultWindowDuration
 
-// SetDefaults fills the zero fields of c: StepEstimate EstimateBound, each window's Duration
-// DefaultDuration.
+// SetDefaults fills the zero fields of c: StepEstimate v1alpha1.DefaultStepEstimate, each
+// window's Duration DefaultDuration.
 func SetDefaults(c *Config) {
 	if c.StepEstimate == "" {
-		c.StepEstimate = EstimateBound
+		c.StepEstimate = v1alpha1.DefaultStepEstimate
 	}
 	for i := range c.Windows {
 		if c.Windows[i].Duration == 0 {

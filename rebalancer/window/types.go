@@ -13,18 +13,10 @@
 // it.
 package window
 
-import "time"
+import (
+	"time"
 
-// StepEstimate says how long a move is expected to take when a window's time left is judged.
-type StepEstimate string
-
-const (
-	// EstimateBound expects each step to take as long as its timeouts allow: a move starts only
-	// when it cannot outlast the window, even if every wait runs to its timeout.
-	EstimateBound StepEstimate = "bound"
-	// EstimateP95 expects each step to take the 95th percentile of the durations this run has
-	// measured for that step (nearest rank); a step not measured yet counts its bound.
-	EstimateP95 StepEstimate = "p95"
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
 // Window is one maintenance window: it opens at every activation of Schedule and stays open for
@@ -43,6 +35,6 @@ type Config struct {
 	// Windows are the maintenance windows; a run may act while any of them is open. Empty: always.
 	Windows []Window `json:"windows,omitempty"`
 	// StepEstimate chooses how a move's expected duration is judged against the time left
-	// (EstimateBound when empty).
-	StepEstimate StepEstimate `json:"stepEstimate,omitempty"`
+	// (v1alpha1.StepEstimateBound when empty).
+	StepEstimate v1alpha1.StepEstimate `json:"stepEstimate,omitempty"`
 }

@@ -10,14 +10,15 @@ import (
 )
 
 // Validate checks c after SetDefaults: every schedule parses as a calendar expression that fires,
-// every duration is positive, and StepEstimate is EstimateBound or EstimateP95. The error lists
+// every duration is positive, and StepEstimate is v1alpha1.StepEstimateBound or
+// v1alpha1.StepEstimateP95. The error lists
 // every problem, each prefixed with its field ("windows[1].schedule: ...").
 func Validate(c Config) error {
 	var errs []error
 	switch c.StepEstimate {
-	case EstimateBound, EstimateP95:
+	case v1alpha1.StepEstimateBound, v1alpha1.StepEstimateP95:
 	default:
-		errs = append(errs, fmt.Errorf("stepEstimate: must be %q or %q, got %q", EstimateBound, EstimateP95, c.StepEstimate))
+		errs = append(errs, fmt.Errorf("stepEstimate: must be %q or %q, got %q", v1alpha1.StepEstimateBound, v1alpha1.StepEstimateP95, c.StepEstimate))
 	}
 	for i, w := range c.Windows {
 		if _, err := parse(w.Schedule); err != nil {

@@ -393,7 +393,7 @@ func executorConfig(p *policy) (execute.Config, error) {
 	}
 	cfg := execute.Config{
 		Selection: sel, Policy: rules(p), Plan: planBounds(p),
-		Window:                     window.Config{StepEstimate: window.StepEstimate(p.Windows.StepEstimate)},
+		Window:                     window.Config{StepEstimate: p.Windows.StepEstimate},
 		MaxMoves:                   int(p.Limits.MaxMovesPerCluster),
 		MaxParallelClusters:        int(p.Limits.MaxParallelClusters),
 		MaxPodsToEvictPerNode:      limit(p.Limits.MaxNoOfPodsToEvictPerNode),
