@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -10,17 +9,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
 // policy is the RebalancerPolicy every command runs with.
@@ -338,135 +331,4 @@ func PolicyFlags() map[string][]string {
 	o.addScheduleFlag(fs)
 	o.addOutputFlag(fs, "")
 	return o.flagsByField()
-}
-
-// selection returns the clusters the policy's selection picks. One included namespace limits the
-// reads to it.
-func selection(s *v1alpha1.Selection) (observe.Selection, error) {
-	sel, err := metav1.LabelSelectorAsSelector(&s.LabelSelector)
-	if err != nil {
-		return observe.Selection{}, fmt.Errorf("selection.labelSelector: %w", err)
-	}
-	out := observe.Selection{Selector: sel, ExcludeNamespaces: s.Namespaces.Exclude}
-	if len(s.Namespaces.Include) == 1 {
-		out.Namespace = s.Namespaces.Include[0]
-	} else {
-		out.IncludeNamespaces = s.Namespaces.Include
-	}
-	return out, nil
-}
-
-// rules returns the model's and the rules' options from a defaulted, valid policy.
-func rules(p *policy) policies.Options {
-	src, _ := policies.ParseShardSource(p.Selection.ShardSource) // validated with the policy
-	return policies.Options{
-		ClusterLabel: p.Selection.ClusterLabel, ShardSource: src, RoleLabel: p.Selection.RoleLabel,
-		RecreatingOwners: p.Selection.RecreatingOwners,
-		RelaxedLimits:    p.Rules.RelaxedLimits, ReleaseReplicaClaims: p.Rules.ReleaseReplicaClaims,
-	}
-}
-
-// planBounds returns the planner's bounds.
-func planBounds(p *policy) plan.Options {
-	return plan.Options{MaxMoves: int(p.Plan.MaxMoves), MaxStates: int(p.Plan.MaxStates), AllowPendingSteps: p.Plan.AllowPendingSteps}
-}
-
-// failoverModes maps the policy's failover modes to redisctl's.
-var failoverModes = map[v1alpha1.FailoverMode]redisctl.FailoverMode{
-	v1alpha1.FailoverDefault: redisctl.FailoverDefault, v1alpha1.FailoverForce: redisctl.FailoverForce, v1alpha1.FailoverTakeover: redisctl.FailoverTakeover,
-}
-
-// executorConfig returns the executor's settings from a defaulted policy: selection, rules, plan
-// bounds, limits, failover, timeouts and windows. The clients, the output, DryRun and
-// IgnoreWindows are the caller's.
-func executorConfig(p *policy) (execute.Config, error) {
-	sel, err := selection(&p.Selection)
-	if err != nil {
-		return execute.Config{}, err
-	}
-	limit := func(v int32) *uint {
-		if v == 0 {
-			return nil
-		}
-		u := uint(v)
-		return &u
-	}
-	cfg := execute.Config{
-		Selection: sel, Policy: rules(p), Plan: planBounds(p),
-		Window:                     window.Config{StepEstimate: p.Windows.StepEstimate},
-		MaxMoves:                   int(p.Limits.MaxMovesPerCluster),
-		MaxParallelClusters:        int(p.Limits.MaxParallelClusters),
-		MaxPodsToEvictPerNode:      limit(p.Limits.MaxNoOfPodsToEvictPerNode),
-		MaxPodsToEvictPerNamespace: limit(p.Limits.MaxNoOfPodsToEvictPerNamespace),
-		MaxPodsToEvictTotal:        limit(p.Limits.MaxNoOfPodsToEvictTotal),
-		FailoverMode:               failoverModes[p.Failover.Mode],
-		FailoverTimeout:            p.Failover.Timeout.Duration,
-		DrainQuiet:                 p.Failover.DrainQuiet.Duration,
-		DrainTimeout:               p.Failover.DrainTimeout.Duration,
-		HealthTimeout:              p.Timeouts.HealthGate.Duration,
-		RecreateTimeout:            p.Timeouts.Recreate.Duration,
-		RejoinTimeout:              p.Timeouts.Rejoin.Duration,
-		RequestTimeout:             p.Timeouts.Request.Duration,
-	}
-	for _, w := range p.Windows.Windows {
-		cfg.Window.Windows = append(cfg.Window.Windows, window.Window{Schedule: w.Schedule, Duration: w.Duration.Duration})
-	}
-	return cfg, nil
-}
-
-// redisClient returns a Redis client set up by the policy's redis section. A user or password
-// given by a Secret reference is read through kube (a GET of that one Secret; kube may be nil when
-// the policy names no Secret).
-func redisClient(ctx context.Context, kube kubernetes.Interface, r *v1alpha1.Redis) (*redisctl.Client, error) {
-	opts := redisctl.Options{
-		Port:         int(r.Port),
-		UsernameFile: r.UsernameFile, UsernameEnv: r.UsernameEnv,
-		PasswordFile: r.PasswordFile, PasswordEnv: r.PasswordEnv,
-		DialTimeout: r.DialTimeout.Duration, ReadTimeout: r.ReadTimeout.Duration, WriteTimeout: r.WriteTimeout.Duration,
-		MaxLagBytes: r.MaxLagBytes, MaxLastIOSeconds: int(r.MaxLastIOSeconds),
-	}
-	if r.TLS.Enabled {
-		opts.TLS = &redisctl.TLSOptions{
-			CAFile: r.TLS.CAFile, CertFile: r.TLS.CertFile, KeyFile: r.TLS.KeyFile,
-			ServerName: r.TLS.ServerName, InsecureSkipVerify: r.TLS.InsecureSkipVerify,
-		}
-	}
-	var err error
-	if r.UsernameSecretRef.Name != "" {
-		if opts.Username, err = secretValue(ctx, kube, r.UsernameSecretRef); err != nil {
-			return nil, fmt.Errorf("redis.usernameSecretRef: %w", err)
-		}
-	}
-	if r.PasswordSecretRef.Name != "" {
-		if opts.Password, err = secretValue(ctx, kube, r.PasswordSecretRef); err != nil {
-			return nil, fmt.Errorf("redis.passwordSecretRef: %w", err)
-		}
-	}
-	return redisctl.New(opts)
-}
-
-// secretValue reads one key of one Secret (a GET of that Secret only, so that RBAC can grant it
-// by resourceNames). The value is never part of an error.
-func secretValue(ctx context.Context, kube kubernetes.Interface, ref v1alpha1.SecretKeyRef) (string, error) {
-	if kube == nil {
-		return "", fmt.Errorf("secret %s/%s: reading a Secret needs the API server (offline, give the credential as a file or an environment variable)", ref.Namespace, ref.Name)
-	}
-	s, err := kube.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("get secret %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	v, ok := s.Data[ref.Key]
-	if !ok {
-		return "", fmt.Errorf("secret %s/%s has no key %q (keys: %s)", ref.Namespace, ref.Name, ref.Key, strings.Join(secretKeys(s), ", "))
-	}
-	return strings.TrimRight(string(v), "\r\n"), nil
-}
-
-func secretKeys(s *corev1.Secret) []string {
-	keys := make([]string, 0, len(s.Data))
-	for k := range s.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
