@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,18 +24,143 @@ import (
 // fieldAt returns the field of p at a JSON path ("limits.maxMovesPerCluster").
 func fieldAt(t *testing.T, p *policy, path string) reflect.Value {
 	t.Helper()
+	v, ok := lookupField(p, path)
+	if !ok {
+		t.Fatalf("no field %s in the policy", path)
+	}
+	return v
+}
+
+// lookupField returns the field of p at a JSON path, found by the fields' json tags; false when
+// the policy has none there.
+func lookupField(p *policy, path string) (reflect.Value, bool) {
 	v := reflect.ValueOf(p).Elem()
 next:
 	for _, name := range strings.Split(path, ".") {
+		if v.Kind() != reflect.Struct {
+			return reflect.Value{}, false
+		}
 		for i := 0; i < v.NumField(); i++ {
 			if tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); tag == name {
 				v = v.Field(i)
 				continue next
 			}
 		}
-		t.Fatalf("no field %s in the policy", path)
+		return reflect.Value{}, false
 	}
-	return v
+	return v, true
+}
+
+// leafTypes are the struct types of the policy a flag sets whole.
+var leafTypes = map[reflect.Type]bool{
+	reflect.TypeFor[metav1.Duration]():      true,
+	reflect.TypeFor[metav1.LabelSelector](): true,
+}
+
+// leafPaths returns the JSON paths of every field of t that is no struct (or is one of
+// leafTypes), under prefix; apiVersion and kind (the inline TypeMeta) are the decoder's.
+func leafPaths(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			continue
+		}
+		path := prefix + name
+		if f.Type.Kind() == reflect.Struct && !leafTypes[f.Type] {
+			out = append(out, leafPaths(f.Type, path+".")...)
+			continue
+		}
+		out = append(out, path)
+	}
+	return out
+}
+
+// fileOnlyFields are the fields of the policy no flag sets: only a policy file sets them.
+var fileOnlyFields = map[string]string{
+	"failover.drainQuiet":   "the drain's tuning",
+	"failover.drainTimeout": "the drain's tuning",
+	// A Secret reference: the flags take a credential from a file or an environment variable.
+	"redis.usernameSecretRef.namespace": "Secret reference",
+	"redis.usernameSecretRef.name":      "Secret reference",
+	"redis.usernameSecretRef.key":       "Secret reference",
+	"redis.passwordSecretRef.namespace": "Secret reference",
+	"redis.passwordSecretRef.name":      "Secret reference",
+	"redis.passwordSecretRef.key":       "Secret reference",
+}
+
+// TestPolicyFlagTable checks the table that ties flags to the policy's fields: each row's path
+// names a field and the row's pointer is that field (a typo in either fails); every field of the
+// policy has a flag, through its path or a parent's, or is listed in fileOnlyFields (a field
+// added to the API without either fails); flag names are unique; and some command binds every
+// row, marked with its path.
+func TestPolicyFlagTable(t *testing.T) {
+	p := v1alpha1.Default()
+	names := map[string]bool{}
+	for _, f := range policyFlagTable {
+		if names[f.name] {
+			t.Errorf("--%s: two rows", f.name)
+		}
+		names[f.name] = true
+		field, ok := lookupField(p, f.path)
+		if !ok {
+			t.Errorf("--%s: no field %s in the policy", f.name, f.path)
+			continue
+		}
+		ptr := reflect.ValueOf(f.field(p))
+		if ptr.Kind() != reflect.Pointer || ptr.Pointer() != field.Addr().Pointer() {
+			t.Errorf("--%s: its pointer is not the policy's field %s", f.name, f.path)
+			continue
+		}
+		// The pointer may be typed as what the flag binds: a duration's time.Duration, an
+		// enumeration's string.
+		switch elem := ptr.Type().Elem(); {
+		case elem == field.Type():
+		case field.Type() == reflect.TypeFor[metav1.Duration]() && elem == reflect.TypeFor[time.Duration]():
+		case field.Kind() == reflect.String && elem == reflect.TypeFor[string]():
+		default:
+			t.Errorf("--%s: points to a %s, the field %s is a %s", f.name, elem, f.path, field.Type())
+		}
+	}
+
+	covered := func(leaf string) bool {
+		for _, f := range policyFlagTable {
+			if leaf == f.path || strings.HasPrefix(leaf, f.path+".") {
+				return true
+			}
+		}
+		return false
+	}
+	leaves := leafPaths(reflect.TypeFor[policy](), "")
+	for _, leaf := range leaves {
+		_, fileOnly := fileOnlyFields[leaf]
+		switch {
+		case covered(leaf) && fileOnly:
+			t.Errorf("%s: has a flag and is listed in fileOnlyFields", leaf)
+		case !covered(leaf) && !fileOnly:
+			t.Errorf("%s: no flag sets it; add a row to policyFlagTable, or list it in fileOnlyFields with the reason", leaf)
+		}
+	}
+	for path := range fileOnlyFields {
+		if !slices.Contains(leaves, path) {
+			t.Errorf("fileOnlyFields lists %s, no field of the policy", path)
+		}
+	}
+
+	bound := map[string]string{} // flag → annotated path
+	for _, cmd := range []*cobra.Command{newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newLintCommand()} {
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if a, ok := f.Annotations[policyFieldAnnotation]; ok {
+				bound[f.Name] = strings.Join(a, ",")
+			}
+		})
+	}
+	for _, f := range policyFlagTable {
+		if got, ok := bound[f.name]; !ok || got != f.path {
+			t.Errorf("--%s: bound by the commands with the annotation %q, want %q", f.name, got, f.path)
+		}
+	}
 }
 
 // TestFlagDefaultsAreThePolicys checks, for every command, that each flag bound to a policy field
@@ -42,7 +168,7 @@ next:
 // api/v1alpha1/defaults.go.
 func TestFlagDefaultsAreThePolicys(t *testing.T) {
 	def := v1alpha1.Default()
-	for _, cmd := range []*cobra.Command{newRunCommand(), newCheckCommand(), newPlanCommand(), newLintCommand()} {
+	for _, cmd := range []*cobra.Command{newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newLintCommand()} {
 		n := 0
 		cmd.Flags().VisitAll(func(f *pflag.Flag) {
 			path := map[string]string{}
