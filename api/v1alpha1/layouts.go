@@ -8,8 +8,8 @@ type Layout string
 const (
 	// LayoutNone sets nothing: the fields keep the policy's own defaults.
 	LayoutNone Layout = ""
-	// LayoutSeed is seed 000's operator: one StatefulSet per shard, pods labelled
-	// cloud.netease.com/cluster-name.
+	// LayoutSeed is the operator the HA rules were first written for: one StatefulSet per shard,
+	// pods labelled cloud.netease.com/cluster-name.
 	LayoutSeed Layout = "seed"
 	// LayoutBitnami is the Bitnami redis-cluster chart: one StatefulSet holds every node of the
 	// cluster (shards only Redis knows), pods labelled app.kubernetes.io/instance=<release>, the

@@ -1,6 +1,6 @@
-// Package window holds maintenance windows (SPEC "Safe disruption" step 1): when `run` may
-// disrupt pods. A window opens at each activation of a cron expression and stays open for its
-// duration; a run acts only while some window is open and has time left for the next move.
+// Package window holds maintenance windows: when `run` may disrupt pods. A window opens at each
+// activation of a cron expression and stays open for its duration; a run acts only while some
+// window is open and has time left for the next move.
 //
 // Expressions use robfig/cron/v3's standard parser: five fields (minute hour day-of-month month
 // day-of-week), the descriptors @yearly, @monthly, @weekly, @daily, @hourly, and an optional
