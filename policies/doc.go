@@ -27,7 +27,8 @@
 // meta/v1; kube-scheduler's own helpers in k8s.io/component-helpers (node affinity, taints and
 // tolerations, pod requests, PersistentVolume node affinity), so that the filter computes what the
 // scheduler computes; klog only for the logger those helpers take; k8s.io/utils/ptr. Nothing that
-// talks to an API server (client-go), and no package of this module.
+// talks to an API server (client-go). Of this module, api/v1alpha1 only: the policy's defaults
+// and the shard source's text form (ParseShardSource).
 //
 // # Layout
 //

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
 // Snapshot is the state of a Kubernetes cluster that the rules are evaluated on: what
@@ -42,8 +44,9 @@ const (
 	// LabelZoneLegacy is the deprecated zone key that older operators still write; read when
 	// LabelZone is absent.
 	LabelZoneLegacy = corev1.LabelFailureDomainBetaZone
-	// DefaultClusterLabel is the pod label whose value names a pod's Redis cluster.
-	DefaultClusterLabel = "app.kubernetes.io/instance"
+	// DefaultClusterLabel is the pod label whose value names a pod's Redis cluster (the policy's,
+	// v1alpha1.DefaultClusterLabel).
+	DefaultClusterLabel = v1alpha1.DefaultClusterLabel
 	// StatefulSetPodNameLabel is set by the StatefulSet controller on each pod.
 	StatefulSetPodNameLabel = appsv1.StatefulSetPodNameLabel
 )

@@ -26,6 +26,7 @@
 // REPLICATE) is test-only and lives in test/redistest, which also starts real redis-server
 // clusters on loopback for tests.
 //
-// It may import go-redis, k8s.io/apimachinery's wait and klog; nothing of this module (the
-// rebalancer imports it, not the reverse).
+// It may import go-redis, k8s.io/apimachinery's wait and klog, and of this module only
+// api/v1alpha1 (the policy's defaults, which its own zero values take); the rebalancer imports
+// it, not the reverse.
 package redisctl

@@ -6,18 +6,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
 // estimates keeps the durations this run has measured per step (over every cluster), for the
 // p95 estimate of a move's duration.
 type estimates struct {
-	mode window.StepEstimate
+	mode v1alpha1.StepEstimate
 	mu   sync.Mutex
 	seen map[string][]time.Duration
 }
 
-func newEstimates(mode window.StepEstimate) *estimates {
+func newEstimates(mode v1alpha1.StepEstimate) *estimates {
 	return &estimates{mode: mode, seen: map[string][]time.Duration{}}
 }
 
@@ -28,7 +28,7 @@ func (e *estimates) record(name string, d time.Duration) {
 }
 
 // expected returns how long steps are expected to take: the sum of their bounds, or, with
-// window.EstimateP95, of the 95th percentile (nearest rank) of each step's measured durations,
+// v1alpha1.StepEstimateP95, of the 95th percentile (nearest rank) of each step's measured durations,
 // its bound when none was measured yet.
 func (e *estimates) expected(steps []step) time.Duration {
 	e.mu.Lock()
@@ -36,7 +36,7 @@ func (e *estimates) expected(steps []step) time.Duration {
 	var sum time.Duration
 	for _, s := range steps {
 		ds := e.seen[s.name]
-		if e.mode != window.EstimateP95 || len(ds) == 0 {
+		if e.mode != v1alpha1.StepEstimateP95 || len(ds) == 0 {
 			sum += s.bound
 			continue
 		}

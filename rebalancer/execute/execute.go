@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
@@ -43,25 +44,25 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
-// Defaults of Config, used when a field is 0.
+// Defaults of Config, used when a field is 0: the policy's (api/v1alpha1), but the poll interval.
 const (
 	// DefaultMaxMoves is Config.MaxMoves: evictions per Redis cluster in one run.
-	DefaultMaxMoves = 10
+	DefaultMaxMoves = v1alpha1.DefaultMaxMovesPerCluster
 	// DefaultMaxParallelClusters is Config.MaxParallelClusters.
-	DefaultMaxParallelClusters = 1
+	DefaultMaxParallelClusters = v1alpha1.DefaultMaxParallelClusters
 	// DefaultFailoverTimeout is Config.FailoverTimeout.
-	DefaultFailoverTimeout = 30 * time.Second
+	DefaultFailoverTimeout = v1alpha1.DefaultFailoverTimeout
 	// DefaultDrainQuiet and DefaultDrainTimeout are Config.DrainQuiet and Config.DrainTimeout.
-	DefaultDrainQuiet   = time.Second
-	DefaultDrainTimeout = 15 * time.Second
+	DefaultDrainQuiet   = v1alpha1.DefaultDrainQuiet
+	DefaultDrainTimeout = v1alpha1.DefaultDrainTimeout
 	// DefaultHealthTimeout is Config.HealthTimeout.
-	DefaultHealthTimeout = 2 * time.Minute
+	DefaultHealthTimeout = v1alpha1.DefaultHealthTimeout
 	// DefaultRecreateTimeout is Config.RecreateTimeout.
-	DefaultRecreateTimeout = 5 * time.Minute
+	DefaultRecreateTimeout = v1alpha1.DefaultRecreateTimeout
 	// DefaultRejoinTimeout is Config.RejoinTimeout.
-	DefaultRejoinTimeout = 5 * time.Minute
+	DefaultRejoinTimeout = v1alpha1.DefaultRejoinTimeout
 	// DefaultRequestTimeout is Config.RequestTimeout.
-	DefaultRequestTimeout = 30 * time.Second
+	DefaultRequestTimeout = v1alpha1.DefaultRequestTimeout
 	// DefaultPollInterval is Config.PollInterval.
 	DefaultPollInterval = 500 * time.Millisecond
 )
@@ -239,8 +240,8 @@ func New(cfg Config) (*Executor, error) {
 
 // MoveBound returns the longest one eviction move may take with the Executor's timeouts: the
 // sum of its steps' bounds (each wait's timeout; RequestTimeout for a step without one). With
-// window.EstimateBound, such a move starts only when the open window has this much time left (a
-// failover step of a plan, which moves no pod, has fewer steps and needs less).
+// v1alpha1.StepEstimateBound, such a move starts only when the open window has this much time
+// left (a failover step of a plan, which moves no pod, has fewer steps and needs less).
 func (e *Executor) MoveBound() time.Duration {
 	cr := &clusterRun{run: &run{Executor: e}}
 	var sum time.Duration

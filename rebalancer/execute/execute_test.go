@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
@@ -899,8 +900,8 @@ func TestPollDropsARoundRefusedBeforeTheDeadline(t *testing.T) {
 // measured.
 func TestEstimates(t *testing.T) {
 	steps := []step{{name: "a", bound: 10 * time.Second}, {name: "b", bound: time.Minute}}
-	bound := newEstimates(window.EstimateBound)
-	p95 := newEstimates(window.EstimateP95)
+	bound := newEstimates(v1alpha1.StepEstimateBound)
+	p95 := newEstimates(v1alpha1.StepEstimateP95)
 	for i := 1; i <= 20; i++ {
 		bound.record("a", time.Duration(i)*time.Millisecond)
 		p95.record("a", time.Duration(i)*time.Millisecond)

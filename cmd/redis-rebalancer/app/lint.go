@@ -55,8 +55,11 @@ there are findings, 1 on error.`,
 			}
 			// Templates carry no roles: lint asks Redis (unless --redis-roles=false) only for
 			// the shards, when they come from nowhere else.
-			src, _ := policies.ParseShardSource(p.Selection.ShardSource) // validated with the policy
-			m, rc, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, o.model.snapshot.redisRoles && src.Kind == policies.ShardRedis)
+			opts, err := rules(p)
+			if err != nil {
+				return &exitError{ExitError, err}
+			}
+			m, rc, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, o.model.snapshot.redisRoles && opts.ShardSource.Kind == policies.ShardRedis)
 			if err != nil {
 				return &exitError{ExitError, err}
 			}

@@ -156,7 +156,10 @@ func (o *modelOptions) addFlags(fs *pflag.FlagSet, releaseUsage string) {
 // Redis with (live with readRedis only; nil otherwise) is returned open, for the caller's further
 // reads (check's health) and to close.
 func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, readRedis bool) (*policies.Model, *redisctl.Client, error) {
-	opts := rules(p)
+	opts, err := rules(p)
+	if err != nil {
+		return nil, nil, err
+	}
 	sel, err := selection(&p.Selection)
 	if err != nil {
 		return nil, nil, err
