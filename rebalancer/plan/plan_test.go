@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 func TestPlanScenarios(t *testing.T) {
