@@ -115,7 +115,7 @@ var registry = []RuleInfo{
 		Name:        Unschedulable,
 		AppliesWhen: "always",
 		Description: "no pod is Pending as Unschedulable, and no move leaves a pod without a node",
-		Fix:         "moves that free a node the Pending pod fits (check lists the fewest); otherwise more nodes or capacity",
+		Fix:         "moves that free a node the Pending pod fits (check's pending list names the fewest); otherwise more nodes or capacity",
 		check:       func(c *Cluster, a *ruleArgs) []Violation { return c.unschedulable(a.p, a.brief) },
 	},
 	{

@@ -2,7 +2,9 @@
 // the defaults of api/v1alpha1/defaults.go: docs/policy.md (every field: type, default, the flags
 // that override it, its documentation, and the complete default policy) and
 // api/v1alpha1/zz_generated.default.yaml (the complete default policy with every field's
-// documentation as YAML comments, which `redis-rebalancer policy default` prints). Run it with
+// documentation as YAML comments, which `redis-rebalancer policy default` prints); and, from the
+// rule registry (policies.Rules), docs/rules.md and README.md's rule table (between the
+// <!-- rules:begin --> and <!-- rules:end --> markers; rules.go). Run it with
 // `go generate ./api/v1alpha1` or `make generate`; TestGeneratedFilesAreCurrent fails when the
 // files on disk differ from what it would write.
 package main
@@ -89,7 +91,7 @@ func generate(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{yamlFile: y, policyDocs: g.markdown(fields, y)}, nil
+	return addRuleFiles(root, map[string][]byte{yamlFile: y, policyDocs: g.markdown(fields, y)})
 }
 
 // typeDoc is a type's doc comment and its fields' (by JSON name).
