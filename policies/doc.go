@@ -12,8 +12,9 @@
 // # What it owns
 //
 // The package owns the model (Snapshot and RedisNode, what it reads of CLUSTER NODES, in; Model,
-// Cluster, Shard, Member and Placement out), the rules (Evaluate, EvaluateHard, NodeLimit,
-// ZoneLimit), the filter (Candidates, CandidatesIn, Fits, Explain), the quick infeasibility count (StaticInfeasibility), the node classes the planner
+// Cluster, Shard, Member and Placement out; Snapshot.Objects walks a snapshot's objects), the rules
+// (Evaluate, EvaluateHard, NodeLimit, ZoneLimit) and their registry (Rules, LookupRule: each
+// rule's name, hard or soft, scope, description and fix, which help, metrics and docs read), the filter (Candidates, CandidatesIn, Fits, Explain), the quick infeasibility count (StaticInfeasibility), the node classes the planner
 // groups interchangeable nodes by (NodeClass), and State: a placement whose rules' and filter's
 // counts are kept up to date per move, which the planner searches on. It does not read a live cluster, talk to Redis,
 // plan or evict: the rebalancer does, on top of it. The seed's constraint generator lives in
@@ -22,8 +23,8 @@
 //
 // # What it may import
 //
-// The standard library; the API types (k8s.io/api) and apimachinery's labels, selection, sets and
-// meta/v1; kube-scheduler's own helpers in k8s.io/component-helpers (node affinity, taints and
+// The standard library; the API types (k8s.io/api) and apimachinery's labels, selection, sets,
+// meta/v1 and runtime (Snapshot.Objects); kube-scheduler's own helpers in k8s.io/component-helpers (node affinity, taints and
 // tolerations, pod requests, PersistentVolume node affinity), so that the filter computes what the
 // scheduler computes; klog only for the logger those helpers take; k8s.io/utils/ptr. Nothing that
 // talks to an API server (client-go), and no package of this module.
