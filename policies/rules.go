@@ -476,8 +476,7 @@ func (c *Cluster) unschedulable(p Placement, brief bool) []Violation {
 }
 
 // nodeSpread (soft, Z ≥ 2): inside each allowed zone, over its usable nodes (those passing
-// cordon, taints and node affinity for some member) and the nodes holding pods, counts within 1
-// (seed 000 §一 "单个AZ内尽可能分散部署实例Pod到不同的Node节点").
+// cordon, taints and node affinity for some member) and the nodes holding pods, counts within 1.
 func (c *Cluster) nodeSpread(g *grouping) []Violation {
 	if c.Z() < 2 {
 		return nil
@@ -516,8 +515,8 @@ func (c *Cluster) nodeSpread(g *grouping) []Violation {
 	return out
 }
 
-// zoneBalance (soft, Z ≥ 2): over the allowed zones, counts within 1 ("应避免不同机房部署同一Redis
-// 集群的Pod数量出现极端差异").
+// zoneBalance (soft, Z ≥ 2): over the allowed zones, counts within 1, so that no zone holds far
+// more of the cluster's pods than another.
 func (c *Cluster) zoneBalance(g *grouping) []Violation {
 	if c.Z() < 2 {
 		return nil
