@@ -29,7 +29,7 @@ type RuleInfo struct {
 	lowerBound func(lb int) string
 	// check returns the rule's violations under a placement, without Pods and Message when
 	// brief; Soft is set by the caller from the entry.
-	check func(c *Cluster, a *ruleArgs) []Violation
+	check func(c *Cluster, a ruleArgs) []Violation
 }
 
 // ruleArgs is what a rule's check reads: the placement, its grouping by node and zone, the
@@ -62,7 +62,7 @@ var registry = []RuleInfo{
 		lowerBound: func(lb int) string {
 			return fmt.Sprintf("%d pods share a node or zone with a pod of their shard, one eviction each", lb)
 		},
-		check: func(c *Cluster, a *ruleArgs) []Violation { return c.shardSeparation(a.p, a.brief) },
+		check: func(c *Cluster, a ruleArgs) []Violation { return c.shardSeparation(a.p, a.brief) },
 	},
 	{
 		Name:        MaxPodsPerNode,
@@ -72,7 +72,7 @@ var registry = []RuleInfo{
 		lowerBound: func(lb int) string {
 			return fmt.Sprintf("%d pods above the per-node limit, one eviction each", lb)
 		},
-		check: func(c *Cluster, a *ruleArgs) []Violation { return c.maxPerNode(a.g, a.brief) },
+		check: func(c *Cluster, a ruleArgs) []Violation { return c.maxPerNode(a.g, a.brief) },
 	},
 	{
 		Name:        ZoneEvenSplit,
@@ -82,7 +82,7 @@ var registry = []RuleInfo{
 		lowerBound: func(int) string {
 			return "the two zones' pod counts differ too much, and one eviction narrows the difference by at most 2"
 		},
-		check: func(c *Cluster, a *ruleArgs) []Violation { return c.zoneEvenSplit(a.g, a.brief) },
+		check: func(c *Cluster, a ruleArgs) []Violation { return c.zoneEvenSplit(a.g, a.brief) },
 	},
 	{
 		Name:        MaxPodsPerZone,
@@ -92,7 +92,7 @@ var registry = []RuleInfo{
 		lowerBound: func(lb int) string {
 			return fmt.Sprintf("%d pods above the per-zone limit, one eviction each", lb)
 		},
-		check: func(c *Cluster, a *ruleArgs) []Violation { return c.maxPerZone(a.g, a.brief) },
+		check: func(c *Cluster, a ruleArgs) []Violation { return c.maxPerZone(a.g, a.brief) },
 	},
 	{
 		Name:        AllowedZones,
@@ -102,28 +102,28 @@ var registry = []RuleInfo{
 		lowerBound: func(lb int) string {
 			return fmt.Sprintf("%d pods run outside the allowed zones, one eviction each", lb)
 		},
-		check: func(c *Cluster, a *ruleArgs) []Violation { return c.allowedZones(a.g, a.brief) },
+		check: func(c *Cluster, a ruleArgs) []Violation { return c.allowedZones(a.g, a.brief) },
 	},
 	{
 		Name:        TopologySpread,
 		AppliesWhen: "a pod carries a DoNotSchedule topology spread constraint",
 		Description: "every DoNotSchedule constraint holds as kube-scheduler counts it: count − global minimum ≤ maxSkew in every eligible domain",
 		Fix:         "moves: evict pods from the domains whose skew exceeds maxSkew",
-		check:       func(c *Cluster, a *ruleArgs) []Violation { return c.topologySpread(a.p, a.brief) },
+		check:       func(c *Cluster, a ruleArgs) []Violation { return c.topologySpread(a.p, a.brief) },
 	},
 	{
 		Name:        Unschedulable,
 		AppliesWhen: "always",
 		Description: "no pod is Pending as Unschedulable, and no move leaves a pod without a node",
 		Fix:         "moves that free a node the Pending pod fits (check's pending list names the fewest); otherwise more nodes or capacity",
-		check:       func(c *Cluster, a *ruleArgs) []Violation { return c.unschedulable(a.p, a.brief) },
+		check:       func(c *Cluster, a ruleArgs) []Violation { return c.unschedulable(a.p, a.brief) },
 	},
 	{
 		Name:        MasterQuorum,
 		AppliesWhen: "the roles are known (Redis live, --role-label offline)",
 		Description: "with M the masters serving slots, no node holds M/2 or more of them, nor (Z ≥ 3) a zone; where no placement can, the masters spread evenly",
 		Fix:         "failovers: CLUSTER FAILOVER to a replica elsewhere (no pod moves, nothing is evicted)",
-		check:       func(c *Cluster, a *ruleArgs) []Violation { return c.masterQuorum(a.p, a.ms, a.brief) },
+		check:       func(c *Cluster, a ruleArgs) []Violation { return c.masterQuorum(a.p, a.ms, a.brief) },
 	},
 	{
 		Name:        NodeSpread,
@@ -131,7 +131,7 @@ var registry = []RuleInfo{
 		AppliesWhen: "Z ≥ 2",
 		Description: "inside each zone, the pods spread over its usable nodes within 1",
 		Fix:         "nothing: reported only",
-		check:       func(c *Cluster, a *ruleArgs) []Violation { return c.nodeSpread(a.g) },
+		check:       func(c *Cluster, a ruleArgs) []Violation { return c.nodeSpread(a.g) },
 	},
 	{
 		Name:        ZoneBalance,
@@ -139,7 +139,7 @@ var registry = []RuleInfo{
 		AppliesWhen: "Z ≥ 2",
 		Description: "the pods spread over the allowed zones within 1",
 		Fix:         "nothing: reported only",
-		check:       func(c *Cluster, a *ruleArgs) []Violation { return c.zoneBalance(a.g) },
+		check:       func(c *Cluster, a ruleArgs) []Violation { return c.zoneBalance(a.g) },
 	},
 }
 
@@ -159,7 +159,7 @@ func LookupRule(r Rule) (RuleInfo, bool) {
 
 // evaluate runs the registered checks (the hard ones only when hardOnly) under a, and marks each
 // violation Soft as its rule is.
-func (c *Cluster) evaluate(a *ruleArgs, hardOnly bool) []Violation {
+func (c *Cluster) evaluate(a ruleArgs, hardOnly bool) []Violation {
 	var out []Violation
 	for i := range registry {
 		r := &registry[i]

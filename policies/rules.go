@@ -93,7 +93,7 @@ func (c *Cluster) Evaluate(p Placement) []Violation { return c.EvaluateWith(p, c
 // (or a Pending pod, wherever placed) counts with its own labels and constraints; a member placed
 // elsewhere has been re-created and counts with its template's.
 func (c *Cluster) EvaluateWith(p Placement, ms Masters) []Violation {
-	out := c.evaluate(&ruleArgs{p: p, g: c.group(p), ms: ms}, false)
+	out := c.evaluate(ruleArgs{p: p, g: c.group(p), ms: ms}, false)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Soft != out[j].Soft {
 			return !out[i].Soft
@@ -110,7 +110,7 @@ func (c *Cluster) EvaluateWith(p Placement, ms Masters) []Violation {
 // Pods and Message and in no particular order: the cheap form (Rule, Domain, TopologyKey, Count,
 // Limit) the planner's search evaluates millions of placements with.
 func (c *Cluster) EvaluateHard(p Placement) []Violation {
-	return c.evaluate(&ruleArgs{p: p, g: c.group(p), ms: c.CurrentMasters(), brief: true}, true)
+	return c.evaluate(ruleArgs{p: p, g: c.group(p), ms: c.CurrentMasters(), brief: true}, true)
 }
 
 // Hard returns the hard violations of vs.
