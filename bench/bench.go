@@ -1,4 +1,4 @@
-// Package bench is the scale benchmark (issue 3, item 8): redis-rebalancer's analysis and planner
+// Package bench is the scale benchmark: redis-rebalancer's analysis and planner
 // on a synthetic snapshot (test/synth: 5,000 nodes, 150,000 pods, 1,000 Redis clusters at
 // full size), measured side by side with the descheduler's
 // RemovePodsViolatingTopologySpreadConstraint plugin run in dry-run mode on the same objects

@@ -24,7 +24,7 @@ const (
 	// ShardRedis: Redis's CLUSTER NODES (a master and the replicas whose master it is). Until
 	// Redis is read, every pod's shard is unknown.
 	ShardRedis ShardSourceKind = "redis"
-	// ShardOwner: the pod's controller (one StatefulSet per shard, seed 000's layout and ucloud's
+	// ShardOwner: the pod's controller (one StatefulSet per shard, the seed layout and ucloud's
 	// operator; KubeBlocks' one InstanceSet per shard); a pod without one is a shard of its own.
 	ShardOwner ShardSourceKind = "owner"
 	// ShardLabel: the value of a pod label (ShardSource.Key); a pod without it falls back to its

@@ -9,7 +9,7 @@
 //   - Topology: ParseClusterNodes reads CLUSTER NODES (Redis 3 to 7 formats, hostnames,
 //     importing/migrating slots); Client.Topology merges the views of every reachable node and
 //     lists where they disagree; Topology.NodeByIP maps a pod to its node.
-//   - Health gate (SPEC "Safe disruption" step 2): Client.CheckHealth returns a *HealthError
+//   - Health gate (before any disruption): Client.CheckHealth returns a *HealthError
 //     with every precise reason (cluster_state, slots not served, fail/pfail flags, unreachable
 //     nodes, masters without a connected replica, open slot migrations, disagreeing views,
 //     replicas out of sync by master_link_status, offset lag in bytes, or

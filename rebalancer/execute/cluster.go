@@ -149,7 +149,7 @@ func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error)
 	clk := cr.cfg.Clock
 	start := clk.Now()
 	ns, name, _ := strings.Cut(cr.key, "/")
-	rep := report.ClusterRun{Namespace: ns, Name: name, Moves: []report.Move{}}
+	rep := report.ClusterRun{Namespace: ns, Name: name, Moves: []report.MoveResult{}}
 	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
 	var firstErr error
 	stop := func(by, reason string, err error) {

@@ -24,14 +24,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 func TestNew(t *testing.T) {
@@ -104,7 +104,7 @@ func runExecutor(t *testing.T, tb *testbed, change func(*Config)) (*report.Run, 
 }
 
 // stepNames returns the names of m's steps and the outcome of each.
-func stepNames(m report.Move) []string {
+func stepNames(m report.MoveResult) []string {
 	var out []string
 	for _, s := range m.Steps {
 		out = append(out, s.Name+" "+s.Outcome)
@@ -1019,12 +1019,12 @@ func TestFailoverSteps(t *testing.T) {
 	})
 }
 
-// pendingStepBed lays out issue 12's Pending-step case (N = 4 in two zones of three nodes, each
-// shard's pods in one zone): the plan with Pending steps evicts redis-s1-1, which waits Pending
-// (no node fits it), then redis-s0-1, after which the scheduler places redis-s1-1 on n2. The fake
-// scheduler does that: the re-created redis-s1-1 stays Pending (Unschedulable) until redis-s0-1
-// is evicted; while it is, Redis reports its old node failing and its master without a replica.
-// extra, when set, also changes the pods when redis-s1-1 is re-created.
+// pendingStepBed lays out the Pending-step case (scenario.PendingStep: N = 4 in two zones of three
+// nodes, each shard's pods in one zone): the plan with Pending steps evicts redis-s1-1, which waits
+// Pending (no node fits it), then redis-s0-1, after which the scheduler places redis-s1-1 on n2.
+// The fake scheduler does that: the re-created redis-s1-1 stays Pending (Unschedulable) until
+// redis-s0-1 is evicted; while it is, Redis reports its old node failing and its master without a
+// replica. extra, when set, also changes the pods when redis-s1-1 is re-created.
 func pendingStepBed(t *testing.T, extra func(tb *testbed)) *testbed {
 	t.Helper()
 	tb := newTestbed(t, scenario.PendingStep())

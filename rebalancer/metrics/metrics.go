@@ -151,7 +151,7 @@ func (m *Metrics) Eviction(_ string, r execute.EvictionResult) {
 }
 
 // Move counts a move by result: done, skipped or aborted.
-func (m *Metrics) Move(_ string, mv report.Move) {
+func (m *Metrics) Move(_ string, mv report.MoveResult) {
 	m.moves.WithLabelValues(moveResult(mv.Outcome)).Inc()
 }
 

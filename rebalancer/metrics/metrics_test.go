@@ -24,8 +24,8 @@ func TestMetrics(t *testing.T) {
 	m.Step("redis/a", report.Step{Name: report.StepRecreate, Outcome: report.OutcomeContinue, Seconds: 3})
 	m.Failover("redis/a", execute.FailoverSucceeded)
 	m.Eviction("redis/a", execute.EvictionEvicted)
-	m.Move("redis/a", report.Move{Outcome: report.OutcomeContinue})
-	m.Move("redis/a", report.Move{Outcome: report.OutcomeSkip})
+	m.Move("redis/a", report.MoveResult{Outcome: report.OutcomeContinue})
+	m.Move("redis/a", report.MoveResult{Outcome: report.OutcomeSkip})
 	m.Cluster(report.ClusterRun{Namespace: "redis", Name: "a",
 		Before: []policies.Violation{{Rule: policies.MaxPodsPerNode}, {Rule: policies.MaxPodsPerNode}, {Rule: policies.NodeSpread, Soft: true}},
 		After:  []policies.Violation{{Rule: policies.NodeSpread, Soft: true}},
