@@ -1,9 +1,8 @@
-// Package policies judges the placement of Redis Cluster pods on Kubernetes: the HA rules
-// (ShardSeparation, MaxPodsPerNode, ZoneEvenSplit, MaxPodsPerZone, AllowedZones), the
-// pods' own topology spread constraints with kube-scheduler's semantics (TopologySpread), Pending
-// pods (Unschedulable), where the masters are (MasterQuorum: no node, nor with 3 zones or more a
-// zone, may hold half of the masters serving slots; quorum.go), the soft NodeSpread and
-// ZoneBalance rules, and a feasibility filter that says where a re-created pod may be placed.
+// Package policies judges the placement of Redis Cluster pods on Kubernetes against the rules of
+// its rule registry (Rules, registry.go: how many pods a node or a zone may hold, shards kept
+// apart, allowed zones, the pods' own topology spread constraints with kube-scheduler's
+// semantics, Pending pods, where the masters are, and two soft spread rules), and holds a
+// feasibility filter that says where a re-created pod may be placed.
 //
 // API objects are converted once (Build) into a Model of indexed nodes and Redis clusters; rules and
 // the filter then only read the model and a Placement (member index → node index), so a planner can

@@ -21,16 +21,20 @@ const (
 )
 
 // addRuleFiles adds to files docs/rules.md and README.md with its rules block rewritten from the
-// rule registry. It fails when README.md has no block between rulesBegin and rulesEnd.
-func addRuleFiles(root string, files map[string][]byte) (map[string][]byte, error) {
-	readme, err := os.ReadFile(filepath.Join(root, readmeFile))
-	if err != nil {
-		return nil, err
+// rule registry (README.md as files holds it, else as on disk). It fails when README.md has no
+// block between rulesBegin and rulesEnd.
+func addRuleFiles(root string, files map[string][]byte) error {
+	readme, ok := files[readmeFile]
+	if !ok {
+		var err error
+		if readme, err = os.ReadFile(filepath.Join(root, readmeFile)); err != nil {
+			return err
+		}
 	}
 	before, rest, ok := bytes.Cut(readme, []byte(rulesBegin))
 	_, after, ok2 := bytes.Cut(rest, []byte(rulesEnd))
 	if !ok || !ok2 {
-		return nil, fmt.Errorf("%s: no rules block (%s … %s) to write the rule table into", readmeFile, rulesBegin, rulesEnd)
+		return fmt.Errorf("%s: no rules block (%s … %s) to write the rule table into", readmeFile, rulesBegin, rulesEnd)
 	}
 	var b bytes.Buffer
 	b.Write(before)
@@ -40,12 +44,12 @@ func addRuleFiles(root string, files map[string][]byte) (map[string][]byte, erro
 	for _, r := range policies.Rules() {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.Name, kind(r), r.AppliesWhen, r.Description)
 	}
-	fmt.Fprintf(&b, "\n%s N is the number of the cluster's pods, Z the number of zones its pods may use. What fixes each rule: [%s](%s).\n", kindOfRules, rulesDocs, rulesDocs)
+	fmt.Fprintf(&b, "\n%s Z is the number of zones the cluster's pods may use. What fixes each rule: [%s](%s).\n", kindOfRules, rulesDocs, rulesDocs)
 	b.WriteString(rulesEnd)
 	b.Write(after)
 	files[readmeFile] = b.Bytes()
 	files[rulesDocs] = rulesMarkdown()
-	return files, nil
+	return nil
 }
 
 // kind is "hard" or "soft".
@@ -64,7 +68,7 @@ func rulesMarkdown() []byte {
 	b.WriteString("# Rules\n\n")
 	b.WriteString("Every rule redis-rebalancer checks a Redis cluster's placement against, by its stable name: " +
 		"the name violations carry (`rule` in the JSON output) and the `rule` label of the `redis_rebalancer_violations` metric. " +
-		kindOfRules + " N is the number of the cluster's pods, Z the number of zones its pods may use, M the number of masters serving slots.\n\n")
+		kindOfRules + " N is the cluster's size (the sum of its StatefulSets' replicas), Z the number of zones its pods may use, M the number of masters serving slots.\n\n")
 	b.WriteString("Generated from the rule registry (`" + registryGo + "`) by `go generate ./api/v1alpha1` (`make generate`); `go test ./hack/gendocs` fails when this file is stale.\n\n")
 	b.WriteString("| Rule | Kind | Applies when | Holds when | Fixed by |\n|---|---|---|---|---|\n")
 	for _, r := range policies.Rules() {
