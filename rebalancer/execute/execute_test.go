@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -103,6 +104,23 @@ func runExecutor(t *testing.T, tb *testbed, change func(*Config)) (*report.Run, 
 	return rep, err
 }
 
+// tickingClock is the real clock, but every reading is step later than the one before, so that
+// durations measured over a fake run that takes microseconds are whole milliseconds.
+type tickingClock struct {
+	clock.RealClock
+	mu      sync.Mutex
+	step, n time.Duration
+}
+
+func (c *tickingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n += c.step
+	return c.RealClock.Now().Add(c.n)
+}
+
+func (c *tickingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
 // stepNames returns the names of m's steps and the outcome of each.
 func stepNames(m report.MoveResult) []string {
 	var out []string
@@ -142,7 +160,8 @@ var failoverStepNames = []string{
 // healthy.
 func TestRunMovesAMasterSafely(t *testing.T) {
 	tb := newTestbed(t, scenario.PostScaleDown())
-	rep, err := runExecutor(t, tb, nil)
+	clk := &tickingClock{step: time.Millisecond}
+	rep, err := runExecutor(t, tb, func(c *Config) { c.Clock = clk })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +183,10 @@ func TestRunMovesAMasterSafely(t *testing.T) {
 		if f.Kind != plan.KindFailover || f.Evicted || f.Failover == nil || f.Failover.OldMaster != podName(f.Pod) || f.To != "" {
 			t.Errorf("failover step: %+v", f)
 		}
+	}
+	// The cluster's time spans its moves' (a deferred assignment once left it at 0 in the report).
+	if cr.Seconds < m.Seconds || m.Seconds <= 0 {
+		t.Errorf("cluster seconds %v, first move's %v: want the cluster's ≥ the move's > 0", cr.Seconds, m.Seconds)
 	}
 	if got, want := tb.evicted(), []string{podName(m.Pod)}; !cmp.Equal(got, want) {
 		t.Errorf("evicted %v, want %v", got, want)
