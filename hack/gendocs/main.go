@@ -5,6 +5,8 @@
 //     default policy with every field's documentation as YAML comments, which `redis-rebalancer
 //     policy default` prints);
 //   - from the cobra commands, docs/cli.md (cli.go);
+//   - from the rule registry (policies.Rules), docs/rules.md and README.md's rule table, between
+//     the <!-- rules:begin --> and <!-- rules:end --> markers (rules.go);
 //   - from the package doc comments and imports, the folder table of docs/architecture.md
 //     (packages.go);
 //   - in README.md and docs/*.md, every command output shown after an `output:` marker
@@ -99,6 +101,9 @@ func generate(root string) (map[string][]byte, error) {
 		return nil, err
 	}
 	files := map[string][]byte{yamlFile: y, policyDocs: g.markdown(fields, y)}
+	if err := addRuleFiles(root, files); err != nil {
+		return nil, err
+	}
 	if err := addReferenceDocs(root, files); err != nil {
 		return nil, err
 	}

@@ -85,8 +85,8 @@ redis_rebalancer_leader 1
 	if got := testutil.CollectAndCount(m.stepSeconds); got != 2 {
 		t.Errorf("step histogram series = %d, want 2 (failover, recreate)", got)
 	}
-	if got := testutil.CollectAndCount(m.violations); got != 2*len(rules) {
-		t.Errorf("violation series = %d, want %d", got, 2*len(rules))
+	if got, want := testutil.CollectAndCount(m.violations), 2*len(policies.Rules()); got != want {
+		t.Errorf("violation series = %d, want %d (every registered rule, before and after)", got, want)
 	}
 
 	// A second pass: the gauges follow it.
