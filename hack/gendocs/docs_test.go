@@ -451,8 +451,8 @@ func TestTestingPageNamesRealTests(t *testing.T) {
 }
 
 // TestImportRules checks the import rules docs/architecture.md states: no product package imports
-// test support, policies and rebalancer/window import no package of the module, and the
-// top-level folders import each other without a cycle.
+// test support, api/v1alpha1 imports no package of the module, policies and rebalancer/window
+// import none but the API, and the top-level folders import each other without a cycle.
 func TestImportRules(t *testing.T) {
 	root := moduleRootForTest(t)
 	pkgs, err := modulePackages(root, "github.com/redis-rebalancer/redis-rebalancer")
@@ -475,8 +475,15 @@ func TestImportRules(t *testing.T) {
 				folders[from][to] = true
 			}
 		}
-		if (p.dir == "policies" || p.dir == "rebalancer/window") && len(p.imports) > 0 {
-			t.Errorf("%s imports %v; it imports no package of the module", p.dir, p.imports)
+		switch p.dir {
+		case "api/v1alpha1":
+			if len(p.imports) > 0 {
+				t.Errorf("%s imports %v; it imports no package of the module", p.dir, p.imports)
+			}
+		case "policies", "rebalancer/window":
+			if len(p.imports) != 1 || p.imports[0] != "api/v1alpha1" {
+				t.Errorf("%s imports %v; it imports no package of the module but api/v1alpha1", p.dir, p.imports)
+			}
 		}
 	}
 	// A depth-first search for a cycle among the top-level folders.
