@@ -154,18 +154,23 @@ func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
 	return &v
 }
 
+// wantPodFailurePolicy is every Job's (and CronJob's Job's) podFailurePolicy: an error or a
+// cluster that needs attention fails the Job at once, the rebalancer's own pod disrupted is run
+// again (docs/operations.md).
+var wantPodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+	{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget}}},
+	{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+		ContainerName: ptr.To("redis-rebalancer"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{app.ExitError, app.ExitViolations},
+	}},
+}}
+
 // checkRendering checks one rendering's RBAC and workloads: the ClusterRole's rules are exactly
-// wantClusterRules; every Role grants either a Secret by name (get only) or the Lease (and the
-// Lease only where serve runs); every pod runs as non-root with a read-only root filesystem, no
-// capabilities, seccomp RuntimeDefault; the CronJob never runs two passes at once.
+// wantClusterRules; every Role grants either a Secret by name (get only) or the Lease, and every
+// rendering has the Lease's Role (run and serve hold the same Lease); every pod runs as non-root
+// with a read-only root filesystem, no capabilities, seccomp RuntimeDefault; the CronJob never
+// runs two passes at once; every Job has wantPodFailurePolicy and backoffLimit 0.
 func checkRendering(t *testing.T, r rendering) {
 	t.Helper()
-	serve := false
-	for _, o := range r.objs {
-		if o.GetKind() == "Deployment" {
-			serve = true
-		}
-	}
 	leaseRole := false
 	for _, o := range r.objs {
 		switch o.GetKind() {
@@ -207,6 +212,10 @@ func checkRendering(t *testing.T, r rendering) {
 				cj.Spec.SuccessfulJobsHistoryLimit == nil || cj.Spec.FailedJobsHistoryLimit == nil || cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds == nil {
 				t.Errorf("%s: CronJob %s: want concurrencyPolicy Forbid, startingDeadlineSeconds, both history limits and the Job's activeDeadlineSeconds; got %+v", r.name, cj.Name, cj.Spec)
 			}
+			checkJobSpec(t, r.name+" CronJob "+cj.Name, cj.Spec.JobTemplate.Spec)
+		case "Job":
+			j := convert[batchv1.Job](t, o)
+			checkJobSpec(t, r.name+" Job "+j.Name, j.Spec)
 		case "Deployment":
 			d := convert[appsv1.Deployment](t, o)
 			if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 || !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--leader-elect=true") {
@@ -214,8 +223,19 @@ func checkRendering(t *testing.T, r rendering) {
 			}
 		}
 	}
-	if leaseRole != serve {
-		t.Errorf("%s: a Lease Role: %v; a Deployment (serve): %v. The Lease is for serve only", r.name, leaseRole, serve)
+	if !leaseRole {
+		t.Errorf("%s: no Role on the Lease: run and serve both hold it", r.name)
+	}
+}
+
+// checkJobSpec checks a Job's podFailurePolicy (wantPodFailurePolicy) and that it is not retried.
+func checkJobSpec(t *testing.T, what string, spec batchv1.JobSpec) {
+	t.Helper()
+	if diff := cmp.Diff(wantPodFailurePolicy, spec.PodFailurePolicy); diff != "" {
+		t.Errorf("%s: podFailurePolicy (-want +got):\n%s", what, diff)
+	}
+	if spec.BackoffLimit == nil || *spec.BackoffLimit != 0 {
+		t.Errorf("%s: backoffLimit %v, want 0", what, spec.BackoffLimit)
 	}
 }
 
@@ -392,7 +412,7 @@ func TestDeploy(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "update", Resource: "statefulsets", Group: "apps"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "events", Group: "events.k8s.io"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
-		// The Lease: in the rebalancer's namespace only (the deployment overlay's Role), by name.
+		// The Lease: in the rebalancer's namespace only (the base's Role), by name.
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "leases", Group: "coordination.k8s.io"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "create", Resource: "leases", Group: "coordination.k8s.io"}, true},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, true},

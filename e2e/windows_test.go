@@ -36,7 +36,7 @@ func TestFaultOutsideWindow(t *testing.T) {
 	}
 
 	run := startCLI(t, nil, runArgs(f.Env, "--window", fmt.Sprintf("0 %d * * *|1h", hour))...)
-	rep, cr, _ := waitStopped(t, run, app.ExitOutsideWindow, report.StepWindow, "maintenance window: closed; next window opens at "+next.Format(time.RFC3339)+" (in ")
+	rep, cr, _ := waitStopped(t, run, app.ExitOK, report.StepWindow, "maintenance window: closed; next window opens at "+next.Format(time.RFC3339)+" (in ")
 	if rep.Window.Open || rep.Window.NextOpen == nil || !rep.Window.NextOpen.Equal(next) {
 		t.Errorf("report's window %+v, want closed, next opening at %s", rep.Window, next.Format(time.RFC3339))
 	}
@@ -124,7 +124,7 @@ func TestFaultWindowRunsOut(t *testing.T) {
 	run := startCLI(t, nil, runArgs(f.Env, append(flags, "--window", schedule)...)...)
 	run.waitLineWith(3*time.Minute, "move skipped at "+report.StepWindow)
 	refused := time.Now()
-	rep, cr, got := waitStopped(t, run, app.ExitOutsideWindow, report.StepWindow, fmt.Sprintf("maintenance window: closes at %s, in ", end.Format(time.RFC3339)))
+	rep, cr, got := waitStopped(t, run, app.ExitOK, report.StepWindow, fmt.Sprintf("maintenance window: closes at %s, in ", end.Format(time.RFC3339)))
 	if want := fmt.Sprintf("; the move needs up to %s (bound estimate)", bound); !strings.HasSuffix(got, want) {
 		t.Errorf("reason %q does not end with %q", got, want)
 	}

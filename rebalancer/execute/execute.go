@@ -263,7 +263,7 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	start := clk.Now()
 	rn := e.newRun(ctx)
 	defer rn.close()
-	rep := &report.Run{Window: rn.windowState(start), Clusters: []report.ClusterRun{}, Limits: report.Limits{
+	rep := &report.Run{Started: start.UTC(), Window: rn.windowState(start), Clusters: []report.ClusterRun{}, Limits: report.Limits{
 		MaxPodsToEvictPerNode: e.cfg.MaxPodsToEvictPerNode, MaxPodsToEvictPerNamespace: e.cfg.MaxPodsToEvictPerNamespace,
 		MaxPodsToEvictTotal: e.cfg.MaxPodsToEvictTotal, MaxParallelClusters: e.cfg.MaxParallelClusters,
 	}}
@@ -272,7 +272,9 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 
 	model, err := observe.Live(ctx, e.cfg.Client, e.cfg.Policy, e.cfg.Selection)
 	if err != nil {
-		return rep, fmt.Errorf("execute: %w", err)
+		err = fmt.Errorf("execute: %w", err)
+		rep.Classify(err)
+		return rep, err
 	}
 	var keys []string
 	for _, c := range model.Clusters {
@@ -330,7 +332,9 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	if e.cfg.Requests != nil {
 		rep.APIRequests = e.cfg.Requests.Counts()
 	}
-	return rep, errors.Join(errs...)
+	err = errors.Join(errs...)
+	rep.Classify(err)
+	return rep, err
 }
 
 // printWindow says whether the run may act, and why.

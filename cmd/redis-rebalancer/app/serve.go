@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	componentbaseconfig "k8s.io/component-base/config"
 	leoptions "k8s.io/component-base/config/options"
 	"k8s.io/klog/v2"
@@ -115,11 +113,9 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	}
 	identity := ""
 	if le.LeaderElect {
-		host, err := os.Hostname()
-		if err != nil {
-			return &exitError{ExitError, fmt.Errorf("identity: %w", err)}
+		if identity, err = leaseIdentity(); err != nil {
+			return &exitError{ExitError, err}
 		}
-		identity = host + "_" + string(uuid.NewUUID())
 	}
 	l, err := net.Listen("tcp", o.listenAddress)
 	if err != nil {
@@ -132,13 +128,12 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 		Pass: func(ctx context.Context, _ <-chan struct{}) {
 			start := time.Now()
 			rep, runErr := ex.Run(ctx)
-			code := o.run.report(cmd, p, rep, runErr)
-			outcome := outcomeOf(code)
-			m.RunDone(time.Now(), time.Since(start), outcome)
+			o.run.report(cmd, p, rep, runErr)
+			m.RunDone(time.Now(), time.Since(start), rep.Outcome)
 			if runErr != nil {
 				klog.ErrorS(runErr, "Pass ended with an error")
 			}
-			klog.InfoS("Pass ended", "outcome", outcome, "clusters", len(rep.Clusters), "evictions", rep.Moves(), "seconds", rep.Seconds)
+			klog.InfoS("Pass ended", "outcome", rep.Outcome, "clusters", len(rep.Clusters), "evictions", rep.Moves(), "seconds", rep.Seconds)
 		},
 	})
 	if err != nil {
@@ -146,17 +141,4 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 		return &exitError{ExitError, err}
 	}
 	return nil
-}
-
-// outcomeOf names run's exit status as the metrics' outcome label does.
-func outcomeOf(code int) metrics.Outcome {
-	switch code {
-	case ExitOK:
-		return metrics.OutcomeCompliant
-	case ExitViolations:
-		return metrics.OutcomeViolations
-	case ExitOutsideWindow:
-		return metrics.OutcomeOutsideWindow
-	}
-	return metrics.OutcomeError
 }
