@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +41,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
@@ -335,7 +338,9 @@ func serviceAccountKubeconfig(t *testing.T, env *harness.Env, ns, name string) (
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["bed"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: ca}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "bed", AuthInfo: name}
+	// The context's namespace is the ServiceAccount's, as a pod's in-cluster configuration has it:
+	// run's and serve's Lease default to it.
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "bed", AuthInfo: name, Namespace: ns}
 	kc.CurrentContext = name
 	path := filepath.Join(t.TempDir(), "sa.kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
@@ -455,8 +460,15 @@ func TestDeploy(t *testing.T) {
 		t.Errorf("get secret redis/redis-password as the ServiceAccount: %v, want it read", err)
 	}
 
-	// The whole scenario as the ServiceAccount (a later --kubeconfig wins).
-	run := startCLI(t, nil, runArgs(f.Env, "--kubeconfig", kubeconfig)...)
+	// The whole scenario as the ServiceAccount, with the cronjob overlay's arguments (a later flag
+	// wins: the test's policy, kubeconfig, namespace and Redis port), the Lease in the
+	// ServiceAccount's namespace as in a pod.
+	cronArgs := overlayArgs(t, rs, "kustomize overlays/cronjob", "CronJob")
+	deployArgs := overlayArgs(t, rs, "kustomize overlays/deployment", "Deployment")
+	asPod := func(args []string, extra ...string) []string {
+		return append(append(append([]string(nil), args...), cliArgs("", f.Env)[1:]...), append([]string{"--kubeconfig", kubeconfig}, extra...)...)
+	}
+	run := startCLI(t, nil, asPod(cronArgs)...)
 	code := run.wait(4 * time.Minute)
 	rep := run.report()
 	assertExit(t, code, app.ExitOK, run)
@@ -500,4 +512,72 @@ func TestDeploy(t *testing.T) {
 			t.Errorf("no %s event from %s on pod %s", reason, execute.EventSource, pod)
 		}
 	}
+	if rep.Lease == nil || rep.Lease.Namespace != "redis-rebalancer" || rep.Lease.Name != "redis-rebalancer" {
+		t.Errorf("the run's Lease %+v, want redis-rebalancer/redis-rebalancer (the ServiceAccount's namespace)", rep.Lease)
+	}
+
+	// The deployment overlay beside the cronjob overlay: serve (the Deployment's arguments) leads
+	// on the same Lease, and a run (the CronJob's) then waits for it, gives up without acting
+	// (leaseHeld, exit 0), and acts once serve has released the Lease (graceful stop).
+	srv := startCLI(t, nil, asPod(deployArgs, "--listen-address", "127.0.0.1:0", "--pass-on-start=false")...)
+	leading := srv.waitLine(`"Leading`, time.Minute)
+	identity := jsonField(t, leading, "identity")
+	held := startCLI(t, nil, asPod(cronArgs, "--lease-wait", "3s")...)
+	code = held.wait(time.Minute)
+	assertExit(t, code, app.ExitOK, held)
+	hrep := held.report()
+	if hrep.Outcome != report.OutcomeLeaseHeld || len(hrep.Clusters) != 0 || hrep.Lease == nil || hrep.Lease.Holder != identity {
+		t.Errorf("run beside serve: outcome %s, %d clusters, Lease %+v; want leaseHeld, nothing read, held by serve (%s)", hrep.Outcome, len(hrep.Clusters), hrep.Lease, identity)
+	}
+	held.waitLine(`"Lease held by another process: waiting"`, time.Second)
+	if err := syscall.Kill(srv.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := srv.wait(time.Minute); code != app.ExitOK {
+		t.Errorf("serve exited %d after SIGTERM, want 0", code)
+	}
+	after := startCLI(t, nil, asPod(cronArgs, "--lease-wait", "30s")...)
+	assertExit(t, after.wait(2*time.Minute), app.ExitOK, after)
+	if arep := after.report(); arep.Outcome != report.OutcomeCompliant || arep.Lease == nil || arep.Lease.Holder == identity {
+		t.Errorf("run after serve released the Lease: outcome %s, Lease %+v; want compliant, held by the run", arep.Outcome, arep.Lease)
+	}
+}
+
+// overlayArgs returns the container arguments of the workload of kind in the rendering named
+// name, without --policy (the test gives its own policy file).
+func overlayArgs(t *testing.T, rs []rendering, name, kind string) []string {
+	t.Helper()
+	for _, r := range rs {
+		if r.name != name {
+			continue
+		}
+		for _, o := range r.objs {
+			if o.GetKind() != kind {
+				continue
+			}
+			var args []string
+			for _, a := range podSpecs(t, o)[0].Containers[0].Args {
+				if !strings.HasPrefix(a, "--policy") {
+					args = append(args, a)
+				}
+			}
+			return args
+		}
+	}
+	t.Fatalf("no %s in %s", kind, name)
+	return nil
+}
+
+// jsonField returns the string value of key in a JSON log line.
+func jsonField(t *testing.T, line, key string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("log line %q: %v", line, err)
+	}
+	v, _ := m[key].(string)
+	if v == "" {
+		t.Fatalf("log line %q has no %s", line, key)
+	}
+	return v
 }

@@ -23,8 +23,8 @@ import (
 // read in UTC; these tests build them from the wall clock and never wait for a minute to turn.
 
 // TestFaultOutsideWindow: the only window opens daily 11–12 hours from now. The run observes,
-// plans and reports, changes nothing, and says when the window opens next: exit 4, stoppedBy
-// window.
+// plans and reports, changes nothing, and says when the window opens next: outcome
+// outsideWindow, exit 0, stoppedBy window.
 func TestFaultOutsideWindow(t *testing.T) {
 	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, false)
 	roles, pods := rolesOf(t, f.Env), podsOf(t, f.Env)
@@ -80,8 +80,8 @@ var windowRunTimeouts = []struct {
 // every re-created pod takes windowReadyDelay to start, so the first move outlasts the slack.
 // The first move is made, each of its steps through the pod's return and the re-observation
 // (nothing interrupts it); the second is refused at its window step, before the window's end,
-// before any failover or eviction: the window would close before it could end. Exit 4,
-// stoppedBy window; the master stays where it is, a master. With the bound estimate a window
+// before any failover or eviction: the window would close before it could end. Outcome
+// outsideWindow, exit 0, stoppedBy window; the master stays where it is, a master. With the bound estimate a window
 // cannot close inside a move (no move starts without its bound left); the close inside a step,
 // between a verified failover and the pod's return, is execute's TestWindows (its clock).
 func TestFaultWindowRunsOut(t *testing.T) {
