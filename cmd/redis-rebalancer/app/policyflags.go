@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
@@ -299,6 +300,7 @@ func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 		}
 	}
 	var errs []error
+	var zeros field.ErrorList    // fields of v1alpha1.PositiveFields a flag gave as 0
 	given := map[string]string{} // field path → flag
 	fs.Visit(func(f *pflag.Flag) {
 		pf, ok := o.bound[f.Name]
@@ -309,11 +311,14 @@ func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 		if err := pf.apply(o, p); err != nil {
 			errs = append(errs, err)
 		}
+		if v1alpha1.IsPositiveField(pf.path) && isZeroValue(pf.field(p)) {
+			zeros = append(zeros, field.Invalid(field.NewPath(pf.path), f.Value.String(), v1alpha1.PositiveMessage+" (leave the flag out for its default)"))
+		}
 	})
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if fe := v1alpha1.ValidateRebalancerPolicy(p); len(fe) > 0 {
+	if fe := append(zeros, v1alpha1.ValidateRebalancerPolicy(p)...); len(fe) > 0 {
 		for _, e := range fe {
 			if name := flagOf(given, e.Field); name != "" {
 				e.Field += " (--" + name + ")"
@@ -324,6 +329,20 @@ func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 	v1alpha1.SetDefaults(p)
 	v1alpha1.ApplyLayout(p)
 	return p, nil
+}
+
+// isZeroValue reports whether a policy field a flag is bound to (what policyFlag.field returns)
+// holds a zero count or duration.
+func isZeroValue(v any) bool {
+	switch x := v.(type) {
+	case *int32:
+		return *x == 0
+	case *int64:
+		return *x == 0
+	case *time.Duration:
+		return *x == 0
+	}
+	return false
 }
 
 // flagOf returns the flag that set the field at path or one of its parents ("" when none did).

@@ -63,6 +63,7 @@ func (o *runOptions) addLeaseFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&le.RenewDeadline.Duration, "leader-elect-renew-deadline", le.RenewDeadline.Duration, "how long run retries renewing the Lease before it stops acting at once (exit 1)")
 	fs.DurationVar(&le.RetryPeriod.Duration, "leader-elect-retry-period", le.RetryPeriod.Duration, "the period of the attempts to take and renew the Lease")
 	fs.DurationVar(&o.leaseWait, "lease-wait", o.leaseWait, "how long to wait while another run or serve holds the Lease, with a progress line every 10s; then run gives up without acting (outcome leaseHeld, exit 0). 0: give up after the first attempt")
+	zeroMeans(fs, "lease-wait")
 }
 
 // leaseConfig is the Lease run holds, on client: the Lease's namespace defaults to the pod's
@@ -115,7 +116,24 @@ func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 	if p.Rules.ReleaseReplicaClaims {
 		return nil, errReleaseReplicaClaims
 	}
+	if le := o.leaderElection; le.LeaderElect && !o.dryRun {
+		if err := validateLease(le); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// validateLease checks the Lease's flags before anything is read (the namespace, which may come
+// from the kubeconfig later, aside).
+func validateLease(le componentbaseconfig.LeaderElectionConfiguration) error {
+	if le.ResourceNamespace == "" {
+		le.ResourceNamespace = "namespace-filled-in-later"
+	}
+	if err := lease.ValidateLeaderElection(le); err != nil {
+		return fmt.Errorf("--leader-elect-*: %w", err)
+	}
+	return nil
 }
 
 // executor connects to Redis through client (reading the policy's Redis Secret, when it names

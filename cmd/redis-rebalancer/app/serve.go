@@ -92,6 +92,11 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
+	if o.leaderElection.LeaderElect {
+		if err := validateLease(o.leaderElection); err != nil {
+			return &exitError{ExitError, err}
+		}
+	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
 	m := metrics.New(Version)
