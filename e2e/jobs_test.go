@@ -99,15 +99,19 @@ func TestJobOutcomes(t *testing.T) {
 	realRun(report.OutcomeDryRun, "--dry-run")
 	realRun(report.OutcomeOutsideWindow, "--window", closedWindow)
 
-	// Another process holds the Lease of env's namespace (runArgs) and keeps it fresh.
+	// Another process holds the Lease of env's namespace (runArgs; the run outside the window
+	// created it and released it) for an hour.
+	leases := client.CoordinationV1().Leases(env.Namespace)
+	l, err := leases.Get(ctx, "redis-rebalancer", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	renewed := metav1.NewMicroTime(time.Now())
-	if _, err := client.CoordinationV1().Leases(env.Namespace).Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "redis-rebalancer"},
-		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity: ptr.To("another-rebalancer"), LeaseDurationSeconds: ptr.To(int32(3600)),
-			AcquireTime: &renewed, RenewTime: &renewed,
-		},
-	}, metav1.CreateOptions{}); err != nil {
+	l.Spec = coordinationv1.LeaseSpec{
+		HolderIdentity: ptr.To("another-rebalancer"), LeaseDurationSeconds: ptr.To(int32(3600)),
+		AcquireTime: &renewed, RenewTime: &renewed,
+	}
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	realRun(report.OutcomeLeaseHeld, "--lease-wait", "1s")

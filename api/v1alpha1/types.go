@@ -86,6 +86,11 @@ type Selection struct {
 	// no controller, is reported and never evicted. Empty: the layout's (without one,
 	// StatefulSets only).
 	RecreatingOwners []string `json:"recreatingOwners"`
+	// allowEmpty makes a selection that matches no Redis cluster no error, for namespaces that
+	// may legitimately have none yet. Without it, every command that reads clusters fails
+	// (exit 1) when the selection matches none, saying what matched nothing (a namespace, the
+	// cluster label or the label selector): a typo is not taken for compliance.
+	AllowEmpty bool `json:"allowEmpty"`
 }
 
 // The shard sources selection.shardSource names. Its text form is one of them, or label:KEY for

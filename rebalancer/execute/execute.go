@@ -270,7 +270,15 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
 	e.printWindow(rep.Window)
 
-	model, err := observe.Live(ctx, e.cfg.Client, e.cfg.Policy, e.cfg.Selection)
+	snap, err := observe.ReadSnapshot(ctx, e.cfg.Client, e.cfg.Selection.Namespace)
+	var model *policies.Model
+	if err == nil {
+		model, err = observe.Model(snap, e.cfg.Policy, e.cfg.Selection)
+	}
+	if err == nil {
+		// A selection that matches nothing is an error (a typo), unless allowed.
+		err = e.cfg.Selection.Check(snap, e.cfg.Policy, model)
+	}
 	if err != nil {
 		err = fmt.Errorf("execute: %w", err)
 		rep.Classify(err)
@@ -286,7 +294,7 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 		if sel := e.cfg.Selection.Selector; sel != nil && !sel.Empty() {
 			fmt.Fprintf(e.cfg.Out, " and matching %s", sel)
 		}
-		fmt.Fprintln(e.cfg.Out, ")")
+		fmt.Fprintln(e.cfg.Out, "): nothing to do (allowEmpty)")
 	}
 	rep.Clusters = make([]report.ClusterRun, len(keys))
 	errs := make([]error, len(keys))

@@ -40,7 +40,7 @@ func selection(s *v1alpha1.Selection) (observe.Selection, error) {
 	if err != nil {
 		return observe.Selection{}, fmt.Errorf("selection.labelSelector: %w", err)
 	}
-	out := observe.Selection{Selector: sel, ExcludeNamespaces: s.Namespaces.Exclude}
+	out := observe.Selection{Selector: sel, ExcludeNamespaces: s.Namespaces.Exclude, AllowEmpty: s.AllowEmpty}
 	if len(s.Namespaces.Include) == 1 {
 		out.Namespace = s.Namespaces.Include[0]
 	} else {

@@ -192,6 +192,9 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 		if m, err = observe.Model(snap, opts, sel); err != nil {
 			return nil, nil, err
 		}
+		if err := sel.Check(snap, opts, m); err != nil {
+			return nil, nil, err
+		}
 		for _, k := range observe.ApplyRedisNodes(m, nodes) {
 			fmt.Fprintf(errOut, "note: --redis-nodes: no selected Redis cluster %s in the snapshot; its file is not used\n", k)
 		}
@@ -212,6 +215,9 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 		return nil, nil, err
 	}
 	if m, err = observe.Model(snap, opts, sel); err != nil {
+		return nil, nil, err
+	}
+	if err := sel.Check(snap, opts, m); err != nil {
 		return nil, nil, err
 	}
 	if !readRedis {
