@@ -114,7 +114,7 @@ func ValidateRebalancerPolicy(p *RebalancerPolicy) field.ErrorList {
 	errs = append(errs, validateRedis(&p.Redis, field.NewPath("redis"))...)
 	errs = append(errs, validateWindows(&p.Windows, field.NewPath("windows"))...)
 	if p.Schedule != "" {
-		if _, err := cron.ParseStandard(p.Schedule); err != nil {
+		if _, err := parseCron(cron.ParseStandard, p.Schedule); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("schedule"), p.Schedule, err.Error()))
 		}
 	}
@@ -198,7 +198,7 @@ var windowScheduleReference = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // expression that never fires. The error does not repeat the expression. rebalancer/window
 // compiles the windows with it.
 func ParseWindowSchedule(spec string) (*cron.SpecSchedule, error) {
-	s, err := windowScheduleParser.Parse(spec)
+	s, err := parseCron(windowScheduleParser.Parse, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +210,15 @@ func ParseWindowSchedule(spec string) (*cron.SpecSchedule, error) {
 		return nil, errors.New("never fires")
 	}
 	return ss, nil
+}
+
+// parseCron parses spec with parse (robfig/cron/v3), refusing first what makes that parser
+// panic: a CRON_TZ= or TZ= prefix with nothing after the zone (it slices up to the first space).
+func parseCron(parse func(string) (cron.Schedule, error), spec string) (cron.Schedule, error) {
+	if (strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=")) && !strings.Contains(spec, " ") {
+		return nil, errors.New("a time zone prefix (CRON_TZ=<zone>) must be followed by a space and the schedule")
+	}
+	return parse(spec)
 }
 
 // kindName is what a Kubernetes kind looks like (InstanceSet, RedisCluster).

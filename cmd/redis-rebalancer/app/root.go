@@ -62,11 +62,15 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 	logging := logsapi.NewLoggingConfiguration()
 	logsapi.AddFlags(logging, root.PersistentFlags())
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		// The flags first: a logging flag's bad value is then named as a flag.
+		if err := validateFlags(cmd.Flags()); err != nil {
+			return err
+		}
 		if err := applyLogging(logging, cmd.ErrOrStderr()); err != nil {
 			return err
 		}
 		setGCPercent()
-		return validateFlags(cmd.Flags())
+		return nil
 	}
 	root.AddCommand(newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newPolicyCommand(), newVersionCommand())
 	return root
