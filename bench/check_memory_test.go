@@ -38,6 +38,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,10 +51,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/proc"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
 // snapshotServerEnv, when set in a process of this test binary, makes TestMain serve the
@@ -200,8 +201,9 @@ func listHandler(snap *policies.Snapshot) http.Handler {
 		"/apis/policy/v1/poddisruptionbudgets": {len(snap.PodDisruptionBudgets), func(lo, hi int) runtime.Object {
 			return &policyv1.PodDisruptionBudgetList{Items: page(snap.PodDisruptionBudgets, lo, hi)}
 		}},
-		"/api/v1/persistentvolumeclaims": {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeClaimList{} }},
-		"/api/v1/persistentvolumes":      {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeList{} }},
+		"/api/v1/persistentvolumeclaims":   {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeClaimList{} }},
+		"/api/v1/persistentvolumes":        {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeList{} }},
+		"/apis/storage.k8s.io/v1/csinodes": {0, func(int, int) runtime.Object { return &storagev1.CSINodeList{} }},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, ok := resources[r.URL.Path]

@@ -81,7 +81,7 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		m.pvs[pv.Name] = pv
 	}
 	// Requests, by position in snap.Pods, computed in parallel.
-	reqs := make([]resources, len(snap.Pods))
+	reqs := make([]podRequests, len(snap.Pods))
 	parallel(len(snap.Pods), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if p := snap.Pods[i]; !isFinished(p) {
@@ -116,9 +116,11 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		m.pods = append(m.pods, p)
 		m.podNode = append(m.podNode, int32(ni))
 		*lastNSPods = append(*lastNSPods, k)
-		m.usedByAll[ni] = m.usedByAll[ni].add(reqs[i])
+		m.usedByAll[ni] = m.usedByAll[ni].add(reqs[i].resources)
+		m.addRare(k, p, reqs[i].scalars)
 		m.anti.add(k, p)
 	}
+	m.buildCSI(snap.CSINodes)
 	for ns, pods := range nsPods {
 		m.podsInNS[ns] = *pods
 	}
@@ -126,6 +128,37 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// addRare records what scheduled pod k (pods[k], on podNode[k]) gives the plugins few pods need:
+// its scalar requests (NodeResourcesFit), host ports (NodePorts) and inline disks
+// (VolumeRestrictions).
+func (m *Model) addRare(k int32, p *corev1.Pod, scalars []scalarRequest) {
+	n := m.podNode[k]
+	if scalars != nil {
+		if m.usedScalar == nil {
+			m.usedScalar = make([]map[corev1.ResourceName]int64, len(m.Nodes))
+		}
+		if m.usedScalar[n] == nil {
+			m.usedScalar[n] = map[corev1.ResourceName]int64{}
+		}
+		for _, r := range scalars {
+			m.usedScalar[n][r.name] += r.qty
+		}
+	}
+	for _, hp := range hostPortsOf(p) {
+		if m.hostPorts == nil {
+			m.hostPorts = map[portKey][]portUse{}
+		}
+		key := portKey{hp.protocol, hp.port}
+		m.hostPorts[key] = append(m.hostPorts[key], portUse{k, hp.ip})
+	}
+	for k2 := range p.Spec.Volumes {
+		if needsDiskCheck(&p.Spec.Volumes[k2]) {
+			m.diskPods = append(m.diskPods, k)
+			break
+		}
+	}
 }
 
 func isFinished(p *corev1.Pod) bool {
@@ -154,7 +187,7 @@ func parallel(n int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
+func (m *Model) buildClusters(snap *Snapshot, reqs []podRequests) error {
 	key := m.Options.ClusterLabel
 	type ck struct{ ns, name string }
 	byCluster := map[ck]*Cluster{}
@@ -367,7 +400,7 @@ func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
 	c.memberUse = map[int]resources{}
 	for _, mem := range c.Members {
 		if mem.Node >= 0 && !mem.Terminating {
-			c.memberUse[mem.Node] = c.memberUse[mem.Node].add(mem.req)
+			c.memberUse[mem.Node] = c.memberUse[mem.Node].add(mem.req.resources)
 		}
 	}
 	if err := c.buildSpecs(); err != nil {

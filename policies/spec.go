@@ -36,8 +36,29 @@ type podSpec struct {
 	extAnti []domainRef
 	// volume[n] is fitOK when every bound PersistentVolume of the pod allows node n (VolumeBinding,
 	// VolumeZone), otherwise the reason; nil when no volume restricts.
-	volume   []reasonCode
+	volume []reasonCode
+	// requests are NodeResourcesFit's basic amounts, scalars its scalar resources (nil when none).
 	requests resources
+	scalars  []scalarRequest
+	// nodeName is the node a template names (NodeName), "" for none and for every running or
+	// Pending pod.
+	nodeName string
+	// NodePorts: the pod's host ports (nil when none), and per node whether a non-member binds a
+	// conflicting one (nil when none does anywhere).
+	ports    []hostPort
+	portMask []bool
+	// VolumeRestrictions: the pod's inline disks (nil when none) and per node whether a
+	// non-member uses one of them (nil when none does anywhere); its ReadWriteOncePod claims (nil
+	// when none), and whether a non-member mounts one of them.
+	disks     []corev1.Volume
+	diskMask  []bool
+	rwop      []string
+	rwopInUse bool
+	// csi are the volumes NodeVolumeLimits counts (nil when none, or when no node has a limit).
+	csi []csiVolume
+	// rare is set when the pod has any of scalars, ports, disks, rwop, csi: the plugins few pods
+	// need, whose state the fitter counts member by member (fitter.addRare).
+	rare bool
 	// zoneList and zoneKey: the zones the pod's node affinity lists (nil without a list) and the
 	// zone key its constraints use ("" when none).
 	zoneList []string
@@ -72,12 +93,13 @@ func (c *Cluster) buildSpecs() error {
 			// The template first: its parts are memoized by address, and the running pod's parts
 			// that equal them reuse their ids.
 			tmpl := &mem.sts.Spec.Template
+			req := c.b.templateRequests(mem.Template)
 			if first := byTemplate[tmpl]; first != nil && sameLabelKeys(mem.Template, first.pod) {
-				if mem.next, err = c.derivedSpec(mem.Template, first.requests, first); err != nil {
+				if mem.next, err = c.derivedSpec(mem.Template, req, first); err != nil {
 					return fmt.Errorf("template of pod %s: %w", mem.Key(), err)
 				}
 			} else {
-				if mem.next, err = c.newPodSpec(mem.Template, c.b.templateRequests(mem.Template), true, sibling, seen); err != nil {
+				if mem.next, err = c.newPodSpec(mem.Template, req, true, sibling, seen); err != nil {
 					return fmt.Errorf("template of pod %s: %w", mem.Key(), err)
 				}
 				if first == nil {
@@ -146,7 +168,7 @@ func (c *Cluster) sameScheduling(p *corev1.Pod, t *podSpec) bool {
 		return false
 	}
 	// Volumes: a template takes the pod's volumes (plus template volumes the pod lacks).
-	return sameVolumes(p, tp)
+	return sameVolumes(p, tp) && slices.Equal(hostPortsOf(p), t.ports)
 }
 
 // sameLabelKeys reports whether templates a and b of one StatefulSet carry the same values for
@@ -176,23 +198,67 @@ func sameLabelKeys(a, b *corev1.Pod) bool {
 
 // derivedSpec returns the spec of pod p (requests req) that schedules exactly as spec t: a running
 // pod as its template (sameScheduling), or a template as another template of its StatefulSet
-// (sameLabelKeys). It is t's parts with p's labels and requests, and the anti-affinity of other
-// pods against p's labels.
-func (c *Cluster) derivedSpec(p *corev1.Pod, req resources, t *podSpec) (*podSpec, error) {
+// (sameLabelKeys). It is t's parts with p's labels, requests, host ports and volumes, and the
+// anti-affinity of other pods against p's labels.
+func (c *Cluster) derivedSpec(p *corev1.Pod, req podRequests, t *podSpec) (*podSpec, error) {
 	s := *t
 	s.pod = p
 	s.labels = labels.Set(p.Labels)
-	s.requests = req
+	s.requests, s.scalars = req.resources, req.scalars
 	if !sameMap(s.labels, t.labels) {
 		s.extAnti = c.model.anti.against(c, p)
 	}
+	if !sameContainers(p, t.pod) {
+		c.portsOf(&s, p)
+	}
 	if !sameVolumes(p, t.pod) {
-		var err error
-		if s.volume, err = c.b.volumeMask(p); err != nil {
+		if err := c.volumesOf(&s, p); err != nil {
 			return nil, err
 		}
 	}
+	s.rare = s.scalars != nil || s.ports != nil || s.disks != nil || s.rwop != nil || s.csi != nil
 	return &s, nil
+}
+
+// sameContainers reports whether a and b share their container lists.
+func sameContainers(a, b *corev1.Pod) bool {
+	x, y := a.Spec.Containers, b.Spec.Containers
+	ix, iy := a.Spec.InitContainers, b.Spec.InitContainers
+	return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0]) && len(ix) == len(iy) && (len(ix) == 0 || &ix[0] == &iy[0])
+}
+
+// portsOf sets the spec's host ports and the nodes where non-members bind conflicting ones
+// (NodePorts).
+func (c *Cluster) portsOf(s *podSpec, p *corev1.Pod) {
+	s.ports = hostPortsOf(p)
+	s.portMask = nil
+	if s.ports != nil {
+		s.portMask = c.portMask(s.ports)
+	}
+}
+
+// volumesOf sets what the spec's volumes restrict: the bound PersistentVolumes' node affinity
+// and zone (VolumeBinding, VolumeZone), the inline disks and ReadWriteOncePod claims
+// (VolumeRestrictions), and the volumes NodeVolumeLimits counts.
+func (c *Cluster) volumesOf(s *podSpec, p *corev1.Pod) error {
+	m := c.model
+	var err error
+	if s.volume, err = c.b.volumeMask(p); err != nil {
+		return err
+	}
+	s.disks, s.diskMask = diskVolumesOf(p), nil
+	if s.disks != nil {
+		s.diskMask = c.diskMask(s.disks)
+	}
+	s.rwop, s.rwopInUse = m.readWriteOncePodClaims(p), false
+	if s.rwop != nil {
+		s.rwopInUse = c.claimInUse(p.Namespace, s.rwop)
+	}
+	s.csi = nil
+	if m.csi != nil {
+		s.csi = m.csiVolumesOf(p)
+	}
+	return nil
 }
 
 // sameVolumes reports whether a and b share their volume list.
@@ -206,17 +272,20 @@ func sameVolumes(a, b *corev1.Pod) bool {
 // taken from it instead of being looked up again. The API server has not seen a template yet, so
 // the matchLabelKeys and mismatchLabelKeys of its affinity terms are merged here as the API server
 // merges them at creation.
-func (c *Cluster) newPodSpec(p *corev1.Pod, req resources, template bool, hint *podSpec, seen map[string]int) (*podSpec, error) {
+func (c *Cluster) newPodSpec(p *corev1.Pod, req podRequests, template bool, hint *podSpec, seen map[string]int) (*podSpec, error) {
 	m := c.model
-	s := &podSpec{pod: p, labels: labels.Set(p.Labels), requests: req}
-	if hint != nil && equalTolerations(p.Spec.Tolerations, hint.pod.Spec.Tolerations) && equalNodeAffinity(p, hint.pod) {
+	s := &podSpec{pod: p, labels: labels.Set(p.Labels), requests: req.resources, scalars: req.scalars}
+	if template {
+		s.nodeName = p.Spec.NodeName
+	}
+	if hint != nil && s.nodeName == hint.nodeName && equalTolerations(p.Spec.Tolerations, hint.pod.Spec.Tolerations) && equalNodeAffinity(p, hint.pod) {
 		s.aff, s.tol = hint.aff, hint.tol
 		s.static, s.affinityMask = hint.static, hint.affinityMask
 	} else {
 		s.aff = c.b.affinityID(p, template)
 		s.tol = c.b.tolerationsID(p, template)
 		s.affinityMask = c.b.ids.affinity[s.aff].mask
-		s.static = c.b.staticMask(p, s.aff, s.tol)
+		s.static = c.b.staticMask(p, s.aff, s.tol, s.nodeName)
 	}
 	if hint != nil && s.aff == hint.aff && s.tol == hint.tol && sameSpread(p, hint.pod) {
 		s.spread = hint.spread
@@ -253,11 +322,15 @@ func (c *Cluster) newPodSpec(p *corev1.Pod, req resources, template bool, hint *
 		}
 	}
 	s.extAnti = m.anti.against(c, p)
-	vol, err := c.b.volumeMask(p)
-	if err != nil {
+	if hint != nil && sameContainers(p, hint.pod) {
+		s.ports, s.portMask = hint.ports, hint.portMask
+	} else {
+		c.portsOf(s, p)
+	}
+	if err := c.volumesOf(s, p); err != nil {
 		return nil, err
 	}
-	s.volume = vol
+	s.rare = s.scalars != nil || s.ports != nil || s.disks != nil || s.rwop != nil || s.csi != nil
 	return s, nil
 }
 

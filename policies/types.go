@@ -8,12 +8,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Snapshot is the state of a Kubernetes cluster that the rules are evaluated on: what
-// `kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A` returns. Slices may be in
-// any order; objects are read, never modified.
+// `kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv,csinodes -A` returns. Slices
+// may be in any order; objects are read, never modified.
 type Snapshot struct {
 	// Nodes are every node of the cluster (the topology domains come from their labels).
 	Nodes []*corev1.Node
@@ -27,6 +28,9 @@ type Snapshot struct {
 	// PersistentVolumeClaims and PersistentVolumes give the volume topology of the pods' claims.
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
+	// CSINodes give each node's CSI attach limits (spec.drivers[].allocatable.count), which
+	// NodeVolumeLimits checks; a node without one has no limit.
+	CSINodes []*storagev1.CSINode
 	// Namespaces, when given, supply the labels a pod affinity term's namespaceSelector is matched
 	// against; without them a namespace is assumed to carry only the kubernetes.io/metadata.name
 	// label the API server sets.
@@ -149,7 +153,15 @@ type Model struct {
 
 	allocatable []resources
 	usedByAll   []resources // requests of pods, per node
-	zoneKey     string      // LabelZone, or LabelZoneLegacy when no node has LabelZone
+	// usedScalar[n] sums the scalar resources the pods of node n request (nil when none do).
+	usedScalar []map[corev1.ResourceName]int64
+	// hostPorts lists the host ports the scheduled pods bind, by protocol and port (NodePorts).
+	hostPorts map[portKey][]portUse
+	// diskPods are the scheduled pods with an inline disk VolumeRestrictions checks.
+	diskPods []int32
+	// csi is NodeVolumeLimits' view, nil when no CSINode reports a limit.
+	csi     *csiModel
+	zoneKey string // LabelZone, or LabelZoneLegacy when no node has LabelZone
 	// zoneNames[0] reads a node's zone from LabelZone first, zoneNames[1] from LabelZoneLegacy
 	// first (each falling back to the other key).
 	zoneNames [2][]string
@@ -226,10 +238,15 @@ type Cluster struct {
 	usable    [][]reasonCode
 	usableIn  map[string]int
 	memberUse map[int]resources // node index → requests of the members bound to it
-	classOnce sync.Once
-	classes   []uint64 // node index → NodeClass, built on first use
-	stateOnce sync.Once
-	stateIdx  *stateIndex // what States share, built on first use
+	// scalars and csiIdx are NodeResourcesFit's scalar resources and NodeVolumeLimits' counts for
+	// the members, built on first use by a pod that needs them.
+	scalarOnce, csiOnce sync.Once
+	scalars             *scalarIndex
+	csiIdx              *csiIndex
+	classOnce           sync.Once
+	classes             []uint64 // node index → NodeClass, built on first use
+	stateOnce           sync.Once
+	stateIdx            *stateIndex // what States share, built on first use
 	// quorumNodeCount is the number of nodes masters may be on (quorumNodes), counted once.
 	quorumOnce      sync.Once
 	quorumNodeCount int
@@ -304,7 +321,7 @@ type Member struct {
 	Unschedulable bool
 
 	sts       *appsv1.StatefulSet
-	req       resources // the pod's requests
+	req       podRequests // the pod's requests
 	cur, next *podSpec
 	// ownerWhy says why the pod's owner never re-creates it ("" when it does); shardWhy why its
 	// shard is unknown ("" when it is known).
