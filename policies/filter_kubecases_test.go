@@ -135,23 +135,23 @@ func TestKubeSchedulerNodeResourcesFitCases(t *testing.T) {
 		{name: "equal edge case for init container", allocatable: a, in: []fixture.PodOption{containers(req("cpu=4m", "memory=1")), initContainers(req("cpu=5m", "memory=1"))}, objs: []any{onNode("e", req("cpu=5m", "memory=19"))}},
 		{name: "extended resource fits", allocatable: a, in: []fixture.PodOption{containers(req(aaa + "=1"))}, objs: []any{onNode("e", req())}},
 		{name: "extended resource fits for init container", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req(aaa + "=1"))}, objs: []any{onNode("e", req())}},
-		{name: "extended resource capacity enforced", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", aaa+"=10"))}, objs: []any{onNode("e", req(aaa + "=0"))}, want: []string{ins(aaa)}},
-		{name: "extended resource capacity enforced for init container", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", aaa+"=10"))}, objs: []any{onNode("e", req(aaa + "=0"))}, want: []string{ins(aaa)}},
-		{name: "extended resource allocatable enforced", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", aaa+"=1"))}, objs: []any{onNode("e", req(aaa + "=5"))}, want: []string{ins(aaa)}},
-		{name: "extended resource allocatable enforced for init container", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", aaa+"=1"))}, objs: []any{onNode("e", req(aaa + "=5"))}, want: []string{ins(aaa)}},
-		{name: "extended resource allocatable enforced for multiple containers", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", aaa+"=3"), req("cpu=1m", "memory=1", aaa+"=3"))}, objs: []any{onNode("e", req(aaa + "=2"))}, want: []string{ins(aaa)}},
-		{name: "extended resource allocatable admits multiple init containers", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", aaa+"=3"), req("cpu=1m", "memory=1", aaa+"=3"))}, objs: []any{onNode("e", req(aaa + "=2"))}},
-		{name: "extended resource allocatable enforced for multiple init containers", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", aaa+"=6"), req("cpu=1m", "memory=1", aaa+"=3"))}, objs: []any{onNode("e", req(aaa + "=2"))}, want: []string{ins(aaa)}},
+		{name: "extended resource capacity enforced", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", aaa+"=10"))}, objs: []any{onNode("e", req(aaa+"=0"))}, want: []string{ins(aaa)}},
+		{name: "extended resource capacity enforced for init container", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", aaa+"=10"))}, objs: []any{onNode("e", req(aaa+"=0"))}, want: []string{ins(aaa)}},
+		{name: "extended resource allocatable enforced", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", aaa+"=1"))}, objs: []any{onNode("e", req(aaa+"=5"))}, want: []string{ins(aaa)}},
+		{name: "extended resource allocatable enforced for init container", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", aaa+"=1"))}, objs: []any{onNode("e", req(aaa+"=5"))}, want: []string{ins(aaa)}},
+		{name: "extended resource allocatable enforced for multiple containers", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", aaa+"=3"), req("cpu=1m", "memory=1", aaa+"=3"))}, objs: []any{onNode("e", req(aaa+"=2"))}, want: []string{ins(aaa)}},
+		{name: "extended resource allocatable admits multiple init containers", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", aaa+"=3"), req("cpu=1m", "memory=1", aaa+"=3"))}, objs: []any{onNode("e", req(aaa+"=2"))}},
+		{name: "extended resource allocatable enforced for multiple init containers", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", aaa+"=6"), req("cpu=1m", "memory=1", aaa+"=3"))}, objs: []any{onNode("e", req(aaa+"=2"))}, want: []string{ins(aaa)}},
 		{name: "extended resource allocatable enforced for unknown resource", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", bbb+"=1"))}, objs: []any{onNode("e", req())}, want: []string{ins(bbb)}},
 		{name: "extended resource allocatable enforced for unknown resource for init container", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", bbb+"=1"))}, objs: []any{onNode("e", req())}, want: []string{ins(bbb)}},
 		{name: "kubernetes.io resource capacity enforced", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", "kubernetes.io/something=10"))}, objs: []any{onNode("e", req())}, want: []string{ins("kubernetes.io/something")}},
 		{name: "kubernetes.io resource capacity enforced for init container", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", "subdomain.kubernetes.io/something=10"))}, objs: []any{onNode("e", req())}, want: []string{ins("subdomain.kubernetes.io/something")}},
-		{name: "hugepages resource capacity enforced", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", hp+"=10"))}, objs: []any{onNode("e", req(hp + "=0"))}, want: []string{ins(hp)}},
-		{name: "hugepages resource capacity enforced for init container", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", hp+"=10"))}, objs: []any{onNode("e", req(hp + "=0"))}, want: []string{ins(hp)}},
-		{name: "hugepages resource allocatable enforced for multiple containers", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", hp+"=3"), req("cpu=1m", "memory=1", hp+"=3"))}, objs: []any{onNode("e", req(hp + "=2"))}, want: []string{ins(hp)}},
+		{name: "hugepages resource capacity enforced", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", hp+"=10"))}, objs: []any{onNode("e", req(hp+"=0"))}, want: []string{ins(hp)}},
+		{name: "hugepages resource capacity enforced for init container", allocatable: a, in: []fixture.PodOption{containers(req()), initContainers(req("cpu=1m", "memory=1", hp+"=10"))}, objs: []any{onNode("e", req(hp+"=0"))}, want: []string{ins(hp)}},
+		{name: "hugepages resource allocatable enforced for multiple containers", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", hp+"=3"), req("cpu=1m", "memory=1", hp+"=3"))}, objs: []any{onNode("e", req(hp+"=2"))}, want: []string{ins(hp)}},
 		{name: "resources + pod overhead fits", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1")), fixture.WithOverhead("cpu=3m", "memory=13")}, objs: []any{onNode("e", req("cpu=5m", "memory=5"))}},
 		{name: "requests + overhead does not fit for memory", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1")), fixture.WithOverhead("cpu=1m", "memory=15")}, objs: []any{onNode("e", req("cpu=5m", "memory=5"))}, want: []string{rMemory}},
-		{name: "skip checking extended resource request with quantity zero via resource groups", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", aaa+"=0"))}, objs: []any{onNode("e", req(aaa + "=6"))}},
+		{name: "skip checking extended resource request with quantity zero via resource groups", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", aaa+"=0"))}, objs: []any{onNode("e", req(aaa+"=6"))}},
 		{name: "skip checking resource request with quantity zero", allocatable: a, in: []fixture.PodOption{containers(req(aaa + "=1"))}, objs: []any{onNode("e", req("cpu=20m", "memory=30", aaa+"=1"))}},
 		{name: "both pod-level and container-level resources fit", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1")), fixture.WithPodResources("cpu=1m", "memory=2")}, objs: []any{onNode("e", req("cpu=5m", "memory=5"))}},
 		{name: "pod-level cpu resource not fit", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1")), fixture.WithPodResources("cpu=7m", "memory=2")}, objs: []any{onNode("e", req("cpu=5m", "memory=5"))}, want: []string{rCPU}},
@@ -164,7 +164,7 @@ func TestKubeSchedulerNodeResourcesFitCases(t *testing.T) {
 		{name: "extended resource backed by DRA, nil draManager", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", aaa+"=1"))}, objs: []any{onNode("e", req())}},
 		{name: "extended resource backed by DRA not enabled", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", "extended.resource.dra.io/something=1"))}, objs: []any{onNode("e", req())}, want: []string{ins("extended.resource.dra.io/something")}},
 		{name: "extended resource NOT backed by DRA", allocatable: a, in: []fixture.PodOption{containers(req("cpu=1m", "memory=1", bbb+"=1"))}, objs: []any{onNode("e", req())}, want: []string{ins(bbb)}},
-		{name: "extended resource was backed by Device Plugin (Allocatable: 0), global cache", allocatable: a, in: []fixture.PodOption{containers(req(aaa + "=1"))}, objs: []any{onNode("e", req(aaa + "=0"))}},
+		{name: "extended resource was backed by Device Plugin (Allocatable: 0), global cache", allocatable: a, in: []fixture.PodOption{containers(req(aaa + "=1"))}, objs: []any{onNode("e", req(aaa+"=0"))}},
 	}
 	// TestNotEnoughRequests: makeAllocatableResources(10, 20, 1, 0, 0, 0), one pod already there.
 	one := []string{"cpu=10m", "memory=20", "pods=1", "example.com/aaa=0", "ephemeral-storage=0", "hugepages-2Mi=0"}
@@ -184,7 +184,9 @@ func TestKubeSchedulerNodeResourcesFitCases(t *testing.T) {
 	// TestRestartableInitContainers (SidecarContainers on): makeAllocatableResources(2, 0, 1, 0,
 	// 0, 0), no pod on the node.
 	small := []string{"cpu=2m", "memory=0", "pods=1", "example.com/aaa=0", "ephemeral-storage=0", "hugepages-2Mi=0"}
-	sidecar := func(reqs ...string) fixture.PodOption { return fixture.WithInitContainer("restartable-init", true, reqs...) }
+	sidecar := func(reqs ...string) fixture.PodOption {
+		return fixture.WithInitContainer("restartable-init", true, reqs...)
+	}
 	cases = append(cases,
 		kubeCase{name: "allow pod without restartable init containers if sidecar containers is enabled", allocatable: small, in: []fixture.PodOption{containers(req())}},
 		kubeCase{name: "allow pod with restartable init containers if sidecar containers is enabled", allocatable: small, in: []fixture.PodOption{containers(req()), sidecar()}},
