@@ -81,11 +81,23 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		m.pvs[pv.Name] = pv
 	}
 	// Requests, by position in snap.Pods, computed in parallel.
-	reqs := make([]podRequests, len(snap.Pods))
+	// Requests, by position in snap.Pods, computed in parallel; the scalar resources of the few
+	// pods requesting any in Model.podScalars.
+	reqs := make([]resources, len(snap.Pods))
+	var scalarsMu sync.Mutex
 	parallel(len(snap.Pods), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if p := snap.Pods[i]; !isFinished(p) {
-				reqs[i] = requestsOf(p)
+				r := requestsOf(p)
+				reqs[i] = r.resources
+				if r.scalars != nil {
+					scalarsMu.Lock()
+					if m.podScalars == nil {
+						m.podScalars = map[*corev1.Pod][]scalarRequest{}
+					}
+					m.podScalars[p] = r.scalars
+					scalarsMu.Unlock()
+				}
 			}
 		}
 	})
@@ -116,8 +128,8 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		m.pods = append(m.pods, p)
 		m.podNode = append(m.podNode, int32(ni))
 		*lastNSPods = append(*lastNSPods, k)
-		m.usedByAll[ni] = m.usedByAll[ni].add(reqs[i].resources)
-		m.addRare(k, p, reqs[i].scalars)
+		m.usedByAll[ni] = m.usedByAll[ni].add(reqs[i])
+		m.addRare(k, p, m.podScalars[p])
 		m.anti.add(k, p)
 	}
 	m.buildCSI(snap.CSINodes)
@@ -187,7 +199,7 @@ func parallel(n int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-func (m *Model) buildClusters(snap *Snapshot, reqs []podRequests) error {
+func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 	key := m.Options.ClusterLabel
 	type ck struct{ ns, name string }
 	byCluster := map[ck]*Cluster{}
@@ -400,7 +412,7 @@ func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
 	c.memberUse = map[int]resources{}
 	for _, mem := range c.Members {
 		if mem.Node >= 0 && !mem.Terminating {
-			c.memberUse[mem.Node] = c.memberUse[mem.Node].add(mem.req.resources)
+			c.memberUse[mem.Node] = c.memberUse[mem.Node].add(mem.req)
 		}
 	}
 	if err := c.buildSpecs(); err != nil {

@@ -201,7 +201,7 @@ func (c *Cluster) buildScalarIndex() {
 		// The members' own requests, where the snapshot has them, are not the non-members'.
 		for _, mem := range c.Members {
 			if mem.Node >= 0 && !mem.Terminating {
-				for _, r := range mem.req.scalars {
+				for _, r := range m.podScalars[mem.Pod] {
 					if r.name == name {
 						free[mem.Node] += r.qty
 					}

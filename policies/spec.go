@@ -37,9 +37,26 @@ type podSpec struct {
 	// volume[n] is fitOK when every bound PersistentVolume of the pod allows node n (VolumeBinding,
 	// VolumeZone), otherwise the reason; nil when no volume restricts.
 	volume []reasonCode
-	// requests are NodeResourcesFit's basic amounts, scalars its scalar resources (nil when none).
+	// requests are NodeResourcesFit's basic amounts.
 	requests resources
-	scalars  []scalarRequest
+	// rare is set when the pod needs one of the plugins few pods need (rareSpec: scalar
+	// resources, host ports, inline disks, ReadWriteOncePod claims, CSI volumes), whose state the
+	// fitter counts member by member (fitter.addRare).
+	rare bool
+	// *rareSpec holds those plugins' parts: the shared empty noRare for the many pods that need
+	// none, so that they cost a pointer.
+	*rareSpec
+	// zoneList and zoneKey: the zones the pod's node affinity lists (nil without a list) and the
+	// zone key its constraints use ("" when none).
+	zoneList []string
+	zoneKey  string
+}
+
+// rareSpec is what a pod gives the plugins few pods need, and NodeName. Shared between specs, it
+// is never changed once set (podSpec.setRare replaces it).
+type rareSpec struct {
+	// scalars are NodeResourcesFit's scalar resources (nil when none).
+	scalars []scalarRequest
 	// nodeName is the node a template names (NodeName), "" for none and for every running or
 	// Pending pod.
 	nodeName string
@@ -56,13 +73,20 @@ type podSpec struct {
 	rwopInUse bool
 	// csi are the volumes NodeVolumeLimits counts (nil when none, or when no node has a limit).
 	csi []csiVolume
-	// rare is set when the pod has any of scalars, ports, disks, rwop, csi: the plugins few pods
-	// need, whose state the fitter counts member by member (fitter.addRare).
-	rare bool
-	// zoneList and zoneKey: the zones the pod's node affinity lists (nil without a list) and the
-	// zone key its constraints use ("" when none).
-	zoneList []string
-	zoneKey  string
+}
+
+// noRare is the rareSpec of every spec that needs none of its plugins.
+var noRare = &rareSpec{}
+
+// setRare gives the spec r (noRare when r is empty) and sets podSpec.rare.
+func (s *podSpec) setRare(r rareSpec) {
+	s.rare = r.scalars != nil || r.ports != nil || r.disks != nil || r.rwop != nil || r.csi != nil
+	if !s.rare && r.nodeName == "" {
+		s.rareSpec = noRare
+		return
+	}
+	s.rareSpec = new(rareSpec)
+	*s.rareSpec = r
 }
 
 // usesCur reports whether member j, placed as p[j], runs with its current pod's spec: it stays on
@@ -89,17 +113,18 @@ func (c *Cluster) buildSpecs() error {
 	var sibling *podSpec // a template spec of another shard: its parts are likely equal
 	for _, mem := range c.Members {
 		var err error
+		req := podRequests{mem.req, c.model.podScalars[mem.Pod]}
 		if mem.Template != mem.Pod {
 			// The template first: its parts are memoized by address, and the running pod's parts
 			// that equal them reuse their ids.
 			tmpl := &mem.sts.Spec.Template
-			req := c.b.templateRequests(mem.Template)
+			treq := c.b.templateRequests(mem.Template)
 			if first := byTemplate[tmpl]; first != nil && sameLabelKeys(mem.Template, first.pod) {
-				if mem.next, err = c.derivedSpec(mem.Template, req, first); err != nil {
+				if mem.next, err = c.derivedSpec(mem.Template, treq, first); err != nil {
 					return fmt.Errorf("template of pod %s: %w", mem.Key(), err)
 				}
 			} else {
-				if mem.next, err = c.newPodSpec(mem.Template, req, true, sibling, seen); err != nil {
+				if mem.next, err = c.newPodSpec(mem.Template, treq, true, sibling, seen); err != nil {
 					return fmt.Errorf("template of pod %s: %w", mem.Key(), err)
 				}
 				if first == nil {
@@ -109,10 +134,10 @@ func (c *Cluster) buildSpecs() error {
 			}
 		}
 		if mem.next != nil && c.sameScheduling(mem.Pod, mem.next) {
-			if mem.cur, err = c.derivedSpec(mem.Pod, mem.req, mem.next); err != nil {
+			if mem.cur, err = c.derivedSpec(mem.Pod, req, mem.next); err != nil {
 				return fmt.Errorf("pod %s: %w", mem.Key(), err)
 			}
-		} else if mem.cur, err = c.newPodSpec(mem.Pod, mem.req, false, mem.next, seen); err != nil {
+		} else if mem.cur, err = c.newPodSpec(mem.Pod, req, false, mem.next, seen); err != nil {
 			return fmt.Errorf("pod %s: %w", mem.Key(), err)
 		}
 		if mem.next == nil {
@@ -204,19 +229,21 @@ func (c *Cluster) derivedSpec(p *corev1.Pod, req podRequests, t *podSpec) (*podS
 	s := *t
 	s.pod = p
 	s.labels = labels.Set(p.Labels)
-	s.requests, s.scalars = req.resources, req.scalars
+	s.requests = req.resources
+	r := *t.rareSpec
+	r.scalars = req.scalars
 	if !sameMap(s.labels, t.labels) {
 		s.extAnti = c.model.anti.against(c, p)
 	}
 	if !sameContainers(p, t.pod) {
-		c.portsOf(&s, p)
+		c.portsOf(&r, p)
 	}
 	if !sameVolumes(p, t.pod) {
-		if err := c.volumesOf(&s, p); err != nil {
+		if err := c.volumesOf(&s, &r, p); err != nil {
 			return nil, err
 		}
 	}
-	s.rare = s.scalars != nil || s.ports != nil || s.disks != nil || s.rwop != nil || s.csi != nil
+	s.setRare(r)
 	return &s, nil
 }
 
@@ -229,34 +256,34 @@ func sameContainers(a, b *corev1.Pod) bool {
 
 // portsOf sets the spec's host ports and the nodes where non-members bind conflicting ones
 // (NodePorts).
-func (c *Cluster) portsOf(s *podSpec, p *corev1.Pod) {
-	s.ports = hostPortsOf(p)
-	s.portMask = nil
-	if s.ports != nil {
-		s.portMask = c.portMask(s.ports)
+func (c *Cluster) portsOf(r *rareSpec, p *corev1.Pod) {
+	r.ports = hostPortsOf(p)
+	r.portMask = nil
+	if r.ports != nil {
+		r.portMask = c.portMask(r.ports)
 	}
 }
 
 // volumesOf sets what the spec's volumes restrict: the bound PersistentVolumes' node affinity
 // and zone (VolumeBinding, VolumeZone), the inline disks and ReadWriteOncePod claims
 // (VolumeRestrictions), and the volumes NodeVolumeLimits counts.
-func (c *Cluster) volumesOf(s *podSpec, p *corev1.Pod) error {
+func (c *Cluster) volumesOf(s *podSpec, r *rareSpec, p *corev1.Pod) error {
 	m := c.model
 	var err error
 	if s.volume, err = c.b.volumeMask(p); err != nil {
 		return err
 	}
-	s.disks, s.diskMask = diskVolumesOf(p), nil
-	if s.disks != nil {
-		s.diskMask = c.diskMask(s.disks)
+	r.disks, r.diskMask = diskVolumesOf(p), nil
+	if r.disks != nil {
+		r.diskMask = c.diskMask(r.disks)
 	}
-	s.rwop, s.rwopInUse = m.readWriteOncePodClaims(p), false
-	if s.rwop != nil {
-		s.rwopInUse = c.claimInUse(p.Namespace, s.rwop)
+	r.rwop, r.rwopInUse = m.readWriteOncePodClaims(p), false
+	if r.rwop != nil {
+		r.rwopInUse = c.claimInUse(p.Namespace, r.rwop)
 	}
-	s.csi = nil
+	r.csi = nil
 	if m.csi != nil {
-		s.csi = m.csiVolumesOf(p)
+		r.csi = m.csiVolumesOf(p)
 	}
 	return nil
 }
@@ -274,18 +301,19 @@ func sameVolumes(a, b *corev1.Pod) bool {
 // merges them at creation.
 func (c *Cluster) newPodSpec(p *corev1.Pod, req podRequests, template bool, hint *podSpec, seen map[string]int) (*podSpec, error) {
 	m := c.model
-	s := &podSpec{pod: p, labels: labels.Set(p.Labels), requests: req.resources, scalars: req.scalars}
+	s := &podSpec{pod: p, labels: labels.Set(p.Labels), requests: req.resources}
+	r := rareSpec{scalars: req.scalars}
 	if template {
-		s.nodeName = p.Spec.NodeName
+		r.nodeName = p.Spec.NodeName
 	}
-	if hint != nil && s.nodeName == hint.nodeName && equalTolerations(p.Spec.Tolerations, hint.pod.Spec.Tolerations) && equalNodeAffinity(p, hint.pod) {
+	if hint != nil && r.nodeName == hint.nodeName && equalTolerations(p.Spec.Tolerations, hint.pod.Spec.Tolerations) && equalNodeAffinity(p, hint.pod) {
 		s.aff, s.tol = hint.aff, hint.tol
 		s.static, s.affinityMask = hint.static, hint.affinityMask
 	} else {
 		s.aff = c.b.affinityID(p, template)
 		s.tol = c.b.tolerationsID(p, template)
 		s.affinityMask = c.b.ids.affinity[s.aff].mask
-		s.static = c.b.staticMask(p, s.aff, s.tol, s.nodeName)
+		s.static = c.b.staticMask(p, s.aff, s.tol, r.nodeName)
 	}
 	if hint != nil && s.aff == hint.aff && s.tol == hint.tol && sameSpread(p, hint.pod) {
 		s.spread = hint.spread
@@ -323,14 +351,14 @@ func (c *Cluster) newPodSpec(p *corev1.Pod, req podRequests, template bool, hint
 	}
 	s.extAnti = m.anti.against(c, p)
 	if hint != nil && sameContainers(p, hint.pod) {
-		s.ports, s.portMask = hint.ports, hint.portMask
+		r.ports, r.portMask = hint.ports, hint.portMask
 	} else {
-		c.portsOf(s, p)
+		c.portsOf(&r, p)
 	}
-	if err := c.volumesOf(s, p); err != nil {
+	if err := c.volumesOf(s, &r, p); err != nil {
 		return nil, err
 	}
-	s.rare = s.scalars != nil || s.ports != nil || s.disks != nil || s.rwop != nil || s.csi != nil
+	s.setRare(r)
 	return s, nil
 }
 

@@ -153,6 +153,8 @@ type Model struct {
 
 	allocatable []resources
 	usedByAll   []resources // requests of pods, per node
+	// podScalars are the scalar resources of the pods requesting any (requestsOf).
+	podScalars map[*corev1.Pod][]scalarRequest
 	// usedScalar[n] sums the scalar resources the pods of node n request (nil when none do).
 	usedScalar []map[corev1.ResourceName]int64
 	// hostPorts lists the host ports the scheduled pods bind, by protocol and port (NodePorts).
@@ -321,7 +323,7 @@ type Member struct {
 	Unschedulable bool
 
 	sts       *appsv1.StatefulSet
-	req       podRequests // the pod's requests
+	req       resources // the pod's requests (its scalar resources: Model.podScalars)
 	cur, next *podSpec
 	// ownerWhy says why the pod's owner never re-creates it ("" when it does); shardWhy why its
 	// shard is unknown ("" when it is known).
