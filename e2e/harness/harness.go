@@ -39,10 +39,10 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/redistest"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // ManualScheduler is the scheduler name the scenario's pods are first created with: no scheduler
@@ -79,6 +79,9 @@ type Options struct {
 	// scheduler (updateStrategy OnDelete keeps the pods as they are). It lays out pods that
 	// differ from their templates, as after an operator changed the templates.
 	RunningPods func(*corev1.PodTemplateSpec)
+	// Templates, when set, changes the scenario's pod templates, for the pods laid out and for the
+	// StatefulSets that re-create them: requests, ports, volumes.
+	Templates func(*corev1.PodTemplateSpec)
 	// RecordStops makes the environment ask each pod's Redis node for its ROLE just before the
 	// runtime stops its server because the pod is going away (Env.Stops).
 	RecordStops bool
@@ -288,7 +291,7 @@ func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns 
 			return nil, fmt.Errorf("harness: %w", err)
 		}
 	}
-	if err := e.layOut(ctx, opts.PodAnnotations, opts.RunningPods); err != nil {
+	if err := e.layOut(ctx, opts.PodAnnotations, opts.Templates, opts.RunningPods); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	opCtx, opCancel := context.WithCancel(context.Background())
@@ -361,7 +364,7 @@ func (e *Env) WaitHealthy(ctx context.Context, timeout time.Duration) (*redisctl
 
 // layOut creates the scenario's objects, binds its pods, forms the Redis Cluster and hands the
 // StatefulSets over to the default scheduler.
-func (e *Env) layOut(ctx context.Context, annotations map[string]string, runningPods func(*corev1.PodTemplateSpec)) error {
+func (e *Env) layOut(ctx context.Context, annotations map[string]string, tmpl, runningPods func(*corev1.PodTemplateSpec)) error {
 	sc := e.Scenario
 	client := e.Cluster.Client()
 	for _, pdb := range sc.PodDisruptionBudgets() {
@@ -378,6 +381,9 @@ func (e *Env) layOut(ctx context.Context, annotations map[string]string, running
 		s.UID = ""
 		for k, v := range annotations {
 			metav1.SetMetaDataAnnotation(&s.Spec.Template.ObjectMeta, k, v)
+		}
+		if tmpl != nil {
+			tmpl(&s.Spec.Template)
 		}
 		templates[s.Name] = s.Spec.Template.DeepCopy()
 		templates[s.Name].Spec.SchedulerName = corev1.DefaultSchedulerName
