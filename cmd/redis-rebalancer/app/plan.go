@@ -40,7 +40,7 @@ When no plan exists, it says why: no placement can comply, or which bound stoppe
 Live (kubeconfig) or offline (--snapshot FILE). Exit status: 0 when every cluster complies or
 has a plan that reaches compliance, 3 when some cluster has none, 1 on error.`,
 		Example: `  redis-rebalancer plan -n redis
-  kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A -o yaml > snap.yaml
+  kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv,csinodes -A -o yaml > snap.yaml
   redis-rebalancer plan --snapshot snap.yaml --role-label redis.rebalancer.io/role -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
