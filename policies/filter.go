@@ -67,8 +67,10 @@ var reasonText = [...]string{
 // claims are not checked (VolumeBinding's provisioning, and NodeVolumeLimits' count of a claim
 // through its StorageClass); VolumeAttachments without a pod on the node are not counted;
 // NodeResourcesFit does not hand extended resources to DRA (DeviceClasses are not read); and
-// nothing outside the scheduler's filters is: ResourceQuota and LimitRange admission, DRA
-// claims, scoring.
+// nothing outside the scheduler's filters is checked: ResourceQuota, DRA claims, scoring. A
+// re-created pod has the resources of the pod it replaces when that pod is of the StatefulSet's
+// update revision (admission's LimitRange defaults and injected sidecars included), else the
+// template's (Member.Template).
 func (c *Cluster) Candidates(p Placement, i int) []int {
 	f := c.newFitter(p, i)
 	var out []int

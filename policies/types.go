@@ -293,8 +293,11 @@ type Member struct {
 	Pod *corev1.Pod
 	// Template is the pod as its StatefulSet would re-create it now: the current template's
 	// labels (plus the controller's pod-name, pod-index and controller-revision-hash labels),
-	// scheduling constraints, tolerations and resources, with the pod's name, namespace and
-	// volumes. Equal to Pod when there is no StatefulSet (another owner, one of
+	// scheduling constraints (spec.nodeName included), tolerations and resources, with the pod's
+	// name, namespace and volumes. Its containers, overhead and pod-level resources are the pod's
+	// own when the pod is of the update revision (as admitted: LimitRange defaults, injected
+	// sidecars), else the template's with the API server's pod defaults (requests default to
+	// limits; with hostNetwork, container ports are host ports). Equal to Pod when there is no StatefulSet (another owner, one of
 	// Options.RecreatingOwners, is taken to re-create the pod as it is).
 	Template *corev1.Pod
 	// Shard is the shard's name, ShardIndex its position in Cluster.Shards.
