@@ -1,7 +1,7 @@
 package bench
 
 // The check command's memory and time on the scale benchmark's snapshot, read the two ways a user
-// reads it (issue 12, item 5): live, from an API server that serves the objects in pages as
+// reads it: live, from an API server that serves the objects in pages as
 // kube-apiserver does, and offline, from the `kubectl get ... -o yaml` (and -o json) dump of the
 // same objects. Each iteration runs the real command in this process, `redis-rebalancer check
 // --role-label ... -o json`, so what is measured is the command's own path: the paged LISTs or

@@ -27,7 +27,7 @@ type redisCluster struct {
 	shards, perShard int
 	zones            []string // allowed zones written into node affinity (zone-<z>)
 	legacyZoneKey    bool     // write failure-domain.beta.kubernetes.io/zone instead
-	relaxed          bool     // seed 000 §四's relaxed maxSkew
+	relaxed          bool     // the relaxed ("at most") maxSkew
 	// place[shard][ordinal] is the node the pod runs on; "" leaves it Pending (Unschedulable),
 	// "-" does not create it.
 	place [][]string

@@ -24,7 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/pager"
 	"sigs.k8s.io/yaml"
@@ -43,8 +42,9 @@ func ReadSnapshot(ctx context.Context, client kubernetes.Interface, namespace st
 
 // ReadSnapshotPaged lists what the rules need from the API server: every node, PersistentVolume
 // and CSINode (storage.k8s.io/v1: the nodes' CSI attach limits), and the pods, StatefulSets,
-// PodDisruptionBudgets and PersistentVolumeClaims of namespace (all namespaces when ""). Pods are listed whole (not by a Redis selector) because
-// a topology spread constraint counts every matching pod in its namespace.
+// PodDisruptionBudgets and PersistentVolumeClaims of namespace (all namespaces when ""). Pods
+// are listed whole (not by a Redis selector) because a topology spread constraint counts every
+// matching pod in its namespace.
 //
 // Each resource is listed once, in pages of pageSize objects (client-go's pager; 0: one
 // request), and each object is trimmed (see Trim) as its page arrives, so memory grows with what
@@ -161,33 +161,14 @@ func CheckSnapshot(snap *policies.Snapshot) error {
 }
 
 // EncodeSnapshot writes snap as one YAML List, the form `kubectl get -o yaml` prints and
-// DecodeSnapshot reads.
+// DecodeSnapshot reads: every object of snap (policies.Snapshot.Objects, in its order), copied
+// with its apiVersion and kind set.
 func EncodeSnapshot(w io.Writer, snap *policies.Snapshot) error {
 	var items []any
-	add := func(obj runtime.Object, apiVersion, kind string) {
-		obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(apiVersion, kind))
+	for gvk, o := range snap.Objects() {
+		obj := o.DeepCopyObject()
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
 		items = append(items, obj)
-	}
-	for _, o := range snap.Nodes {
-		add(o.DeepCopy(), "v1", "Node")
-	}
-	for _, o := range snap.PersistentVolumes {
-		add(o.DeepCopy(), "v1", "PersistentVolume")
-	}
-	for _, o := range snap.PersistentVolumeClaims {
-		add(o.DeepCopy(), "v1", "PersistentVolumeClaim")
-	}
-	for _, o := range snap.CSINodes {
-		add(o.DeepCopy(), "storage.k8s.io/v1", "CSINode")
-	}
-	for _, o := range snap.StatefulSets {
-		add(o.DeepCopy(), "apps/v1", "StatefulSet")
-	}
-	for _, o := range snap.PodDisruptionBudgets {
-		add(o.DeepCopy(), "policy/v1", "PodDisruptionBudget")
-	}
-	for _, o := range snap.Pods {
-		add(o.DeepCopy(), "v1", "Pod")
 	}
 	b, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 	if err != nil {

@@ -156,7 +156,10 @@ func (o *modelOptions) addFlags(fs *pflag.FlagSet, releaseUsage string) {
 // Redis with (live with readRedis only; nil otherwise) is returned open, for the caller's further
 // reads (check's health) and to close.
 func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, readRedis bool) (*policies.Model, *redisctl.Client, error) {
-	opts := rules(p)
+	opts, err := rules(p)
+	if err != nil {
+		return nil, nil, err
+	}
 	sel, err := selection(&p.Selection)
 	if err != nil {
 		return nil, nil, err
@@ -250,7 +253,7 @@ func shardsRead(m *policies.Model, why, fix string) error {
 // command unless the GOGC environment variable sets one. A command's heap is mostly the snapshot
 // and the model, built once and then read: collecting when the heap has grown by half its live
 // size instead of all of it keeps the peak of `check` on the scale benchmark's 5,000 nodes under
-// 1 GiB (issue 12), for about a quarter more CPU.
+// 1 GiB, for about a quarter more CPU.
 const defaultGCPercent = 50
 
 // setGCPercent applies defaultGCPercent unless GOGC is set.
