@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Nodes that leave: a drain (`kubectl drain` of a node or of every node of a zone, a node-pool
@@ -143,4 +145,39 @@ func (c *Cluster) quorumOver(m int, leaving Leaving) Quorum {
 		}
 	}
 	return QuorumFor(m, zones, nodes)
+}
+
+// Without returns a copy of snap without the named nodes: the cluster as it would be with them
+// gone (drained for maintenance, or lost). Only the node list is copied; every object is shared.
+// Pods bound to those nodes stay: Build places them nowhere (Member.Node -1), and MarkLost tells
+// the planner that their controller re-creates them.
+func (s *Snapshot) Without(nodes []string) *Snapshot {
+	gone := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		gone[n] = true
+	}
+	out := *s
+	out.Nodes = make([]*corev1.Node, 0, len(s.Nodes))
+	for _, n := range s.Nodes {
+		if !gone[n.Name] {
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	return &out
+}
+
+// MarkLost marks the members bound to a node the model does not hold (Snapshot.Without) as lost
+// with their node: their controller re-creates them from their template, so the planner places
+// them again where the filter lets it, and one that fits no node stays Pending as Unschedulable
+// (Member.Unschedulable is set). Their Redis role is what the caller says (a master handed off
+// first is a replica). It returns their indexes, in order; call it before the cluster is read.
+func (c *Cluster) MarkLost() []int {
+	var out []int
+	for i, mem := range c.Members {
+		if mem.Node < 0 && !mem.Terminating && mem.Pod.Spec.NodeName != "" {
+			mem.Unschedulable = true
+			out = append(out, i)
+		}
+	}
+	return out
 }
