@@ -11,10 +11,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 var update = flag.Bool("update", false, "rewrite examples/*.yaml from test/scenario's suite")
@@ -37,8 +37,8 @@ type exampleWant struct {
 	// "from → to" failovers in order, MasterQuorum holding over the nodes that stay.
 	drain   string
 	handOff []string
-	opts       policies.Options
-	popts      plan.Options
+	opts    policies.Options
+	popts   plan.Options
 }
 
 var exampleWants = map[string]exampleWant{
