@@ -101,7 +101,8 @@ func (w tlog) Write(p []byte) (int, error) {
 // MasterQuorum holding afterwards. It cordons a node of the shared bed, so it runs alone.
 func TestPrepareDrainThenDrain(t *testing.T) {
 	f := newFaultEnv(t, scenario.Rebalanced(), harness.Options{}, true)
-	wantHandOff := []string{"redis/redis-s1-0 → redis/redis-s1-1", "redis/redis-s0-0 → redis/redis-s0-1"}
+	ns := f.Namespace + "/"
+	wantHandOff := []string{ns + "redis-s1-0 → " + ns + "redis-s1-1", ns + "redis-s0-0 → " + ns + "redis-s0-1"}
 
 	dry, code := drainReport(t, f.Env, "n1", "--dry-run")
 	if code != app.ExitOK || !dry.Safe || !dry.DryRun || len(dry.Clusters) != 1 {
@@ -126,7 +127,7 @@ func TestPrepareDrainThenDrain(t *testing.T) {
 			t.Errorf("move %+v: want a failover step, nothing evicted", m)
 			continue
 		}
-		made = append(made, "redis/"+m.Failover.OldMaster+" → redis/"+m.Failover.NewMaster)
+		made = append(made, ns+m.Failover.OldMaster+" → "+ns+m.Failover.NewMaster)
 	}
 	if !equalStrings(made, wantHandOff) {
 		t.Errorf("failovers made %v, want %v", made, wantHandOff)
