@@ -126,7 +126,7 @@ func (cr *clusterRun) printf(format string, args ...any) {
 // returns the cluster (roles unknown) with the error.
 func (cr *clusterRun) observe(ctx context.Context) (*policies.Cluster, error) {
 	ns, _, _ := strings.Cut(cr.key, "/")
-	model, err := observe.Live(ctx, cr.cfg.Client, cr.cfg.Policy, observe.Selection{Namespace: ns})
+	model, err := observe.LiveFrom(ctx, cr.cfg.Source, cr.cfg.Policy, observe.Selection{Namespace: ns})
 	if err != nil {
 		return nil, err
 	}

@@ -166,6 +166,9 @@ type Config struct {
 	// StoppedBy report.StoppedGracefulStop. Cancelling Run's context is the hard stop: every
 	// step in flight is cut short. Nil: never.
 	Stop <-chan struct{}
+	// Source is where observations read the API server's objects (observe.Lister on Client, a
+	// LIST per resource and observation, when nil; serve gives its watched cache).
+	Source observe.Source
 	// Goal is what the run works toward (Compliance when nil): when a cluster is done, and the
 	// plan its next move is taken from.
 	Goal Goal
@@ -214,6 +217,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Goal == nil {
 		c.Goal = Compliance{}
+	}
+	if c.Source == nil {
+		c.Source = observe.Lister{Client: c.Client}
 	}
 	return c, nil
 }
@@ -272,7 +278,7 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
 	e.printWindow(rep.Window)
 
-	model, err := observe.Live(ctx, e.cfg.Client, e.cfg.Policy, e.cfg.Selection)
+	model, err := observe.LiveFrom(ctx, e.cfg.Source, e.cfg.Policy, e.cfg.Selection)
 	if err != nil {
 		return rep, fmt.Errorf("execute: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/descheduler/pkg/descheduler/evictions"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -63,7 +64,7 @@ func gateKey(text string) string {
 func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster, first []*corev1.Pod) (observe.Health, gateStatus, error) {
 	var h observe.Health
 	met := map[[2]string]bool{} // (viewer, node ID) pairs reintroduced (reintroduce)
-	sel := metav1.ListOptions{LabelSelector: c.Model().Options.ClusterLabel + "=" + c.Name}
+	sel := labels.SelectorFromSet(labels.Set{c.Model().Options.ClusterLabel: c.Name})
 	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.HealthTimeout, sameGate, func(s gateStatus) {
 		cr.printf("    … waiting for a healthy cluster: %s\n", s.text)
 	}, func(ctx context.Context) (bool, gateStatus) {
@@ -71,13 +72,9 @@ func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster, firs
 		if first != nil {
 			first = nil
 		} else {
-			list, err := cr.cfg.Client.CoreV1().Pods(c.Namespace).List(ctx, sel)
-			if err != nil {
-				return false, gateStatus{text: "list pods: " + err.Error(), apiErr: true}
-			}
-			pods = make([]*corev1.Pod, len(list.Items))
-			for i := range list.Items {
-				pods[i] = &list.Items[i]
+			var err error
+			if pods, err = cr.cfg.Source.Pods(ctx, c.Namespace, sel); err != nil {
+				return false, gateStatus{text: err.Error(), apiErr: true}
 			}
 		}
 		got := observe.JudgeHealthExpecting(ctx, cr.cfg.Redis, c, pods, cr.pending)
@@ -173,7 +170,7 @@ func (cr *clusterRun) healthGate(ctx context.Context, m *move) result {
 // passes the filter on at least one node now (a node cordoned since the plan, for instance,
 // would leave it Pending and its shard without a replica).
 func (cr *clusterRun) placeable(ctx context.Context, m *move) result {
-	model, err := observe.Live(ctx, cr.cfg.Client, cr.cfg.Policy, observe.Selection{Namespace: m.c.Namespace})
+	model, err := observe.LiveFrom(ctx, cr.cfg.Source, cr.cfg.Policy, observe.Selection{Namespace: m.c.Namespace})
 	if err != nil {
 		return abort(fmt.Errorf("placeability: %w", err))
 	}
@@ -498,6 +495,12 @@ func (cr *clusterRun) rejoin(ctx context.Context, m *move) result {
 // it is healthy again, so that the next move, or the run's verdict, sees it settled.
 func (cr *clusterRun) reobserve(ctx context.Context, m *move) result {
 	octx, cancel := context.WithTimeout(ctx, cr.cfg.RequestTimeout)
+	if w, ok := cr.cfg.Source.(observe.PodWaiter); ok && m.recreated != nil {
+		if err := w.WaitForPod(octx, m.recreated); err != nil {
+			cancel()
+			return abort(fmt.Errorf("re-observe: the watched cache did not see %s re-created: %w", m.recreated.Name, err))
+		}
+	}
 	after, err := cr.observe(octx)
 	cancel()
 	if err != nil {
