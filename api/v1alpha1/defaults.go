@@ -7,8 +7,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/cache"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
@@ -60,6 +62,10 @@ const (
 	DefaultDialTimeout     = redisctl.DefaultDialTimeout
 	DefaultReadTimeout     = redisctl.DefaultReadTimeout
 	DefaultWriteTimeout    = redisctl.DefaultWriteTimeout
+	// DefaultRolesInterval and DefaultQuorumPassInterval are watch.rolesInterval and
+	// watch.quorumPassInterval.
+	DefaultRolesInterval      = cache.DefaultRolesInterval
+	DefaultQuorumPassInterval = serve.DefaultTriggerMinInterval
 )
 
 // SetDefaults fills every field of p left at its zero value that has a default (the Default…
@@ -107,6 +113,8 @@ func SetDefaults(p *RebalancerPolicy) {
 	if p.Output == "" {
 		p.Output = DefaultOutput
 	}
+	setDuration(&p.Watch.RolesInterval, DefaultRolesInterval)
+	setDuration(&p.Watch.QuorumPassInterval, DefaultQuorumPassInterval)
 }
 
 // ApplyLayout fills the fields a layout sets that p leaves empty: first with selection.layout's

@@ -246,6 +246,12 @@ func (o *policyOptions) addScheduleFlag(fs *pflag.FlagSet) {
 	policyFlag(o, fs.StringVar, "schedule", func(p *policy) *string { return &p.Schedule }, `when passes start: a cron expression (5 fields, @hourly/@daily/..., @every DURATION, optional CRON_TZ=<zone> prefix; UTC without one); a pass still running at the next tick skips it`)
 }
 
+// addWatchFlags binds serve's watch flags.
+func (o *policyOptions) addWatchFlags(fs *pflag.FlagSet) {
+	policyFlag(o, fs.DurationVar, "roles-interval", func(p *policy) *time.Duration { return &p.Watch.RolesInterval.Duration }, "how often every selected Redis cluster's roles are read between passes (a role change that breaks MasterQuorum starts a pass off the schedule)")
+	policyFlag(o, fs.DurationVar, "quorum-pass-interval", func(p *policy) *time.Duration { return &p.Watch.QuorumPassInterval.Duration }, "least time between two passes a broken MasterQuorum starts off the schedule")
+}
+
 // addOutputFlag binds -o; usage is its help.
 func (o *policyOptions) addOutputFlag(fs *pflag.FlagSet, usage string) {
 	o.output = string(o.flags.Output)
