@@ -205,7 +205,9 @@ func TestCacheGeneration(t *testing.T) {
 	if g1 == g {
 		t.Errorf("generation unchanged after n1 became Ready (a kept condition)")
 	}
-	update(func(n *corev1.Node) { n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Now().Add(time.Minute)) })
+	update(func(n *corev1.Node) {
+		n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Now().Add(time.Minute))
+	})
 	if g2 := c.Generation(); g2 != g1 {
 		t.Errorf("generation %d → %d after a heartbeat only: trimming drops it", g1, g2)
 	}

@@ -345,7 +345,7 @@ func TestTrigger(t *testing.T) {
 			Client: fake.NewClientset(), Schedule: "0 0 1 1 *", Listener: l,
 			Metrics: metrics.New("test"), Stop: stop,
 			Trigger: trigger, TriggerMinInterval: 700 * time.Millisecond,
-			Pass:    func(context.Context, <-chan struct{}) { passes.Add(1) },
+			Pass: func(context.Context, <-chan struct{}) { passes.Add(1) },
 		})
 	}()
 	send := func() {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 	componentbaseconfig "k8s.io/component-base/config"
 	leoptions "k8s.io/component-base/config/options"
 	"k8s.io/klog/v2"
