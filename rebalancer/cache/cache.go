@@ -40,6 +40,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
@@ -47,8 +48,9 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultRolesInterval is Options.RolesInterval: how often the roles are read again.
-	DefaultRolesInterval = 5 * time.Second
+	// DefaultRolesInterval is Options.RolesInterval: how often the roles are read again (the
+	// policy's watch.rolesInterval).
+	DefaultRolesInterval = v1alpha1.DefaultRolesInterval
 	// DefaultRolesTimeout is Options.RolesTimeout: the bound on one read of one Redis cluster.
 	DefaultRolesTimeout = 5 * time.Second
 	// DefaultRolesParallel is Options.RolesParallel: Redis clusters read at once.

@@ -145,11 +145,11 @@ func (cr *clusterRun) observe(ctx context.Context) (*policies.Cluster, error) {
 // judges its placement and health. The error is the first real one (a step that aborted, or an
 // observation that failed); a final observation that fails after it is reported beside it
 // (ObserveAfterError), never instead.
-func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error) {
+func (cr *clusterRun) runCluster(ctx context.Context) (rep report.ClusterRun, _ error) {
 	clk := cr.cfg.Clock
 	start := clk.Now()
 	ns, name, _ := strings.Cut(cr.key, "/")
-	rep := report.ClusterRun{Namespace: ns, Name: name, Moves: []report.Move{}}
+	rep = report.ClusterRun{Namespace: ns, Name: name, Moves: []report.MoveResult{}}
 	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
 	var firstErr error
 	stop := func(by, reason string, err error) {

@@ -11,8 +11,8 @@
 // fails to renew its Lease stops acting at once (the pass's context ends) and Run returns
 // ErrLeaseLost: the process exits and is restarted, as kube-scheduler's and the descheduler's are.
 //
-// It imports client-go (leader election), robfig/cron/v3 and rebalancer/metrics; cmd/redis-rebalancer/app
-// wires it.
+// It imports client-go (leader election), robfig/cron/v3, golang.org/x/time/rate, api/v1alpha1
+// (its defaults) and rebalancer/metrics; cmd/redis-rebalancer/app wires it.
 package serve
 
 import (
@@ -34,6 +34,7 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/klog/v2"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
 )
 
@@ -49,8 +50,9 @@ const (
 	DefaultRetryPeriod   = 2 * time.Second
 	// DefaultShutdownTimeout bounds the listener's shutdown.
 	DefaultShutdownTimeout = 5 * time.Second
-	// DefaultTriggerMinInterval is Config.TriggerMinInterval.
-	DefaultTriggerMinInterval = time.Minute
+	// DefaultTriggerMinInterval is Config.TriggerMinInterval (the policy's
+	// watch.quorumPassInterval).
+	DefaultTriggerMinInterval = v1alpha1.DefaultQuorumPassInterval
 )
 
 // ErrLeaseLost is returned by Run when this process led and failed to renew its Lease.

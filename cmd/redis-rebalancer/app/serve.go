@@ -46,7 +46,6 @@ func newServeOptions() *serveOptions {
 func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	o.run.addFlags(fs)
 	o.run.policy.addScheduleFlag(fs)
-	o.run.policy.addWatchFlags(fs)
 	fs.BoolVar(&o.passOnStart, "pass-on-start", o.passOnStart, "start a pass as soon as this process leads, then on the schedule")
 	fs.StringVar(&o.listenAddress, "listen-address", o.listenAddress, "address of the HTTP listener serving /healthz, /readyz and /metrics")
 	leoptions.BindLeaderElectionFlags(&o.leaderElection, fs)
@@ -186,6 +185,10 @@ func (o *serveOptions) watch(ctx context.Context, client kubernetes.Interface, p
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	opts, err := rules(p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	rc, err := redisClient(ctx, client, &p.Redis)
 	if err != nil {
 		return nil, nil, nil, err
@@ -196,7 +199,7 @@ func (o *serveOptions) watch(ctx context.Context, client kubernetes.Interface, p
 		RolesInterval: p.Watch.RolesInterval.Duration,
 	})
 	trigger := make(chan string, 1)
-	c.QuorumWatch(rules(p), func(key string, vs []policies.Violation) {
+	c.QuorumWatch(opts, func(key string, vs []policies.Violation) {
 		why := fmt.Sprintf("%s: %s", key, vs[0].Message)
 		klog.InfoS("MasterQuorum broken", "cluster", key, "violations", len(vs), "first", vs[0].Message)
 		select {
