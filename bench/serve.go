@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -64,42 +63,67 @@ func (w *Watched) Lists() int64 { return w.lists.Load() }
 // Close stops the cache's informers.
 func (w *Watched) Close() { w.cancel() }
 
-// ServePass is what one serve pass computes before it acts, read from the watched cache: the
-// snapshot of every namespace (observe.LiveFrom on the cache: no request), the model, every
-// cluster's verdict and a plan for each non-compliant one (what the plan command computes; the
-// executor plans each cluster it acts on the same way). It returns the figures and the LIST
-// requests the pass made.
-func ServePass(w *Watched, opts policies.Options, popts plan.Options) (*policies.Model, Planning, int64, error) {
-	before := w.Lists()
-	snap, err := w.Cache.Snapshot(context.Background(), "")
-	if err != nil {
-		return nil, Planning{}, 0, err
-	}
-	m, p, err := Plan(snap, opts, popts, nil)
-	return m, p, w.Lists() - before, err
+// PassFigures are what one ServePass did.
+type PassFigures struct {
+	// Clusters is the number of Redis clusters looked at; NonCompliant those breaking a hard
+	// rule, each planned.
+	Clusters, NonCompliant int
+	// Built is the number of namespace models the cache built (0 when nothing changed since the
+	// last pass); Models the time the cluster's models took to get (built or kept).
+	Built  int
+	Models time.Duration
+	// Evaluate is the time every verdict took; Plans the time the plans took (clusters in
+	// parallel, as plan.ComputeAll plans them).
+	Evaluate, Plans time.Duration
+	// Moves and Failovers sum the plans' steps.
+	Moves, Failovers int
+	// Lists is the number of LIST requests the pass made.
+	Lists int64
 }
 
-// ObserveEach is the executor's first observation of each cluster in one pass, read from the
-// watched cache: the model of the cluster's namespace (observe.LiveFrom with the namespace), built
-// once per cluster as execute's clusterRun.observe builds it. It returns the clusters observed,
-// the total time, and the LIST requests made.
-func ObserveEach(w *Watched, opts policies.Options) (clusters int, took time.Duration, lists int64, err error) {
+// ServePass is what one serve pass computes before it acts, read from the watched cache as the
+// executor reads it (observe.ClusterObserver): the selected Redis clusters' keys, each cluster from
+// its namespace's model the cache keeps (Cache.Model: built on the first pass after start-up,
+// then reused while nothing it was built from changes), every cluster's verdict, and a plan for
+// each non-compliant one. The roles are the role label's (no Redis: the executor would also read
+// each cluster's roles from Redis, and its health). seen carries the models of the previous pass,
+// to count the models built.
+func ServePass(w *Watched, opts policies.Options, popts plan.Options, seen map[string]*policies.Model) (PassFigures, error) {
+	var f PassFigures
 	before := w.Lists()
 	start := time.Now()
-	for _, key := range w.Cache.Clusters() {
-		ns, name, _ := strings.Cut(key, "/")
-		m, err := observe.LiveFrom(context.Background(), w.Cache, opts, observe.Selection{Namespace: ns})
+	var todo []*policies.Cluster
+	var clusters []*policies.Cluster
+	for _, key := range w.Cache.ClusterKeys(observe.Selection{}) {
+		ns, _, _ := strings.Cut(key, "/")
+		m, err := w.Cache.Model(opts, ns)
 		if err != nil {
-			return clusters, time.Since(start), w.Lists() - before, err
+			return f, err
 		}
-		found := false
+		if seen[ns] != m {
+			seen[ns] = m
+			f.Built++
+		}
 		for _, c := range m.Clusters {
-			found = found || c.Name == name
+			if c.Key() == key {
+				clusters = append(clusters, c)
+			}
 		}
-		if !found {
-			return clusters, time.Since(start), w.Lists() - before, fmt.Errorf("cluster %s not in its namespace's model", key)
-		}
-		clusters++
 	}
-	return clusters, time.Since(start), w.Lists() - before, nil
+	f.Models = time.Since(start)
+	start = time.Now()
+	for _, c := range clusters {
+		if len(policies.Hard(c.Evaluate(c.Current()))) > 0 {
+			todo = append(todo, c)
+		}
+	}
+	f.Evaluate = time.Since(start)
+	start = time.Now()
+	for _, r := range plan.ComputeAll(todo, popts) {
+		f.Moves += r.Plan.Evictions
+		f.Failovers += r.Plan.Failovers
+	}
+	f.Plans = time.Since(start)
+	f.Clusters, f.NonCompliant, f.Lists = len(clusters), len(todo), w.Lists()-before
+	return f, nil
 }

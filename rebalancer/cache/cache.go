@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -125,16 +126,23 @@ type Roles struct {
 type Cache struct {
 	opts    Options
 	factory informers.SharedInformerFactory
-	// The informers, in the order of a snapshot's fields.
+	// The informers, in the order of a snapshot's fields, and whether the cache's own handlers
+	// have seen each one's first list.
 	nodes, pods, statefulSets, budgets, claims, volumes toolscache.SharedIndexInformer
+	handled                                             []toolscache.InformerSynced
 	// generation counts the changes the model can see (an update that changes only what trimming
-	// drops, such as a node's heartbeat, is none).
-	generation atomic.Uint64
-	synced     atomic.Bool
+	// drops, such as a node's heartbeat, is none); clusterScoped those of nodes and
+	// PersistentVolumes.
+	generation, clusterScoped atomic.Uint64
+	synced                    atomic.Bool
 
 	mu       sync.Mutex
 	roles    map[string]Roles // by ClusterKey
 	handlers []func(key string, r Roles)
+	// changes counts, by namespace, the changes of its objects and of its clusters' roles
+	// (models' validity, models.go); models are the models kept by namespace.
+	changes map[string]uint64
+	models  map[string]*namespaceModel
 }
 
 // ClusterKey returns the key of a Redis cluster in ClusterIndex and Roles: "namespace/name".
@@ -149,7 +157,7 @@ func New(client kubernetes.Interface, opts Options) *Cache {
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, fopts...)
 	c := &Cache{
-		opts: opts, factory: f, roles: map[string]Roles{},
+		opts: opts, factory: f, roles: map[string]Roles{}, changes: map[string]uint64{}, models: map[string]*namespaceModel{},
 		nodes:        f.Core().V1().Nodes().Informer(),
 		pods:         f.Core().V1().Pods().Informer(),
 		statefulSets: f.Apps().V1().StatefulSets().Informer(),
@@ -173,17 +181,37 @@ func New(client kubernetes.Interface, opts Options) *Cache {
 		// Informers not started yet: SetTransform cannot fail. Each informer calls its transform
 		// from one goroutine at a time (its queue's lock), so one Trimmer each is safe.
 		_ = inf.SetTransform(func(obj any) (any, error) { return t.Trim(obj), nil })
-		_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { c.generation.Add(1) },
-			DeleteFunc: func(any) { c.generation.Add(1) },
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    c.changed,
+			DeleteFunc: c.changed,
 			UpdateFunc: func(old, new any) {
 				if !sameIgnoringVersion(old, new) {
-					c.generation.Add(1)
+					c.changed(new)
 				}
 			},
 		})
+		if err == nil { // an informer not started yet takes every handler
+			c.handled = append(c.handled, reg.HasSynced)
+		}
 	}
 	return c
+}
+
+// changed counts a change of obj: in the generation, and in its namespace's count (a namespaced
+// object) or the cluster-scoped count (nodes, PersistentVolumes).
+func (c *Cache) changed(obj any) {
+	c.generation.Add(1)
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetNamespace() == "" {
+		c.clusterScoped.Add(1)
+		return
+	}
+	c.mu.Lock()
+	c.changes[m.GetNamespace()]++
+	c.mu.Unlock()
 }
 
 func (c *Cache) informers() []toolscache.SharedIndexInformer {
@@ -250,26 +278,23 @@ func (c *Cache) Start(ctx context.Context) {
 	}()
 }
 
-// WaitForSync waits until every informer has listed its objects once (Synced), or ctx ends.
+// WaitForSync waits until every informer has listed its objects once and the cache has counted
+// them (Synced), or ctx ends.
 func (c *Cache) WaitForSync(ctx context.Context) error {
-	var has []toolscache.InformerSynced
-	for _, inf := range c.informers() {
-		has = append(has, inf.HasSynced)
-	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), has...) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.handled...) {
 		return fmt.Errorf("cache: informers not synced: %w", context.Cause(ctx))
 	}
 	c.synced.Store(true)
 	return nil
 }
 
-// Synced reports whether every informer has listed its objects once.
+// Synced reports whether every informer has listed its objects once, and the cache counted them.
 func (c *Cache) Synced() bool {
 	if c.synced.Load() {
 		return true
 	}
-	for _, inf := range c.informers() {
-		if !inf.HasSynced() {
+	for _, has := range c.handled {
+		if !has() {
 			return false
 		}
 	}
@@ -493,6 +518,9 @@ func (c *Cache) readRoles(ctx context.Context, key string) Roles {
 	if err == nil {
 		nodes := observe.RedisNodes(topo.Nodes)
 		r = Roles{Nodes: nodes, Topology: topo, Read: c.opts.Clock.Now(), Changed: !had || !sameRoles(prev.Nodes, nodes)}
+		if r.Changed {
+			c.changes[ns]++
+		}
 	} else {
 		klog.V(2).InfoS("Redis roles not read", "cluster", key, "err", err)
 	}
@@ -529,10 +557,24 @@ func sameRoles(a, b []policies.RedisNode) bool {
 	return true
 }
 
-// selected reports whether Options.Selection selects the Redis cluster of key: its namespace,
-// and one of its pods matching the label selector.
-func (c *Cache) selected(key string) bool {
-	sel := c.opts.Selection
+// selected reports whether Options.Selection selects the Redis cluster of key.
+func (c *Cache) selected(key string) bool { return c.selects(c.opts.Selection, key) }
+
+// ClusterKeys returns the keys of the Redis clusters sel selects, sorted:
+// observe.ClusterObserver.
+func (c *Cache) ClusterKeys(sel observe.Selection) []string {
+	var out []string
+	for _, k := range c.Clusters() {
+		if c.selects(sel, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// selects reports whether sel selects the Redis cluster of key: its namespace, and one of its
+// pods matching the label selector (observe.Selection.Matches).
+func (c *Cache) selects(sel observe.Selection, key string) bool {
 	ns, name, _ := strings.Cut(key, "/")
 	if sel.Namespace != "" && ns != sel.Namespace {
 		return false

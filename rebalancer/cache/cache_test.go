@@ -300,3 +300,107 @@ func TestQuorumWatch(t *testing.T) {
 		t.Errorf("broken reported %d more times after MasterQuorum held again", got-settled)
 	}
 }
+
+// TestModelKept checks the models the cache keeps per namespace: handed out again while nothing
+// changes; built again after a change in the namespace (a pod's label), a node's change, or new
+// roles of one of its Redis clusters (then applied); not after a change in another namespace; and
+// ObserveCluster reads the roles now and gives the cluster with them.
+func TestModelKept(t *testing.T) {
+	sc := scenario.Rebalanced()
+	b := newBed(t, sc)
+	other := scenario.RoleOnly()
+	other.Namespace = "other"
+	for _, obj := range other.MustSnapshot().Objects() {
+		if _, ok := obj.(*corev1.Node); ok {
+			continue
+		}
+		if err := b.client.Tracker().Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &fakeRedis{sc: sc, masters: map[int]int{}}
+	c := b.start(t, Options{Redis: r, RolesInterval: time.Hour})
+	opts := policies.Options{}
+	model := func() *policies.Model {
+		t.Helper()
+		m, err := c.Model(opts, "redis")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	// waitFor waits until the cache holds the change cond looks for (the informer's event).
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("the cache never saw %s", what)
+		}
+	}
+	// The roles are read once as soon as the informers have synced.
+	waitFor("the first read of the roles", func() bool { _, ok := c.Roles("redis", "redis"); return ok })
+	m1 := model()
+	if m2 := model(); m2 != m1 {
+		t.Error("a second Model without any change built another model")
+	}
+	if !m1.Clusters[0].RolesKnown() || m1.Clusters[0].Members[0].Role != policies.RoleMaster {
+		t.Errorf("the model lacks the roles read: %s is %s", m1.Clusters[0].Members[0].Name(), m1.Clusters[0].Members[0].Role)
+	}
+	p, err := b.client.CoreV1().Pods("other").Get(t.Context(), "redis-s0-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Labels["extra"] = "1"
+	if _, err := b.client.CoreV1().Pods("other").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the other namespace's pod label", func() bool { q, _ := c.Pod("other", "redis-s0-1"); return q.Labels["extra"] == "1" })
+	if model() != m1 {
+		t.Error("a change in another namespace built the model again")
+	}
+	p, err = b.client.CoreV1().Pods("redis").Get(t.Context(), "redis-s0-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Labels["extra"] = "1"
+	if _, err := b.client.CoreV1().Pods("redis").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the namespace's pod label", func() bool { q, _ := c.Pod("redis", "redis-s0-1"); return q.Labels["extra"] == "1" })
+	m3 := model()
+	if m3 == m1 {
+		t.Error("a change in the namespace kept the old model")
+	}
+	cl, err := c.ObserveCluster(t.Context(), opts, "redis/redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.Model() != m3 {
+		t.Error("ObserveCluster with the same roles built another model")
+	}
+	r.setMaster(0, 1)
+	moved, err := c.ObserveCluster(t.Context(), opts, "redis/redis")
+	if err != nil || moved == cl {
+		t.Fatalf("ObserveCluster after a failover kept the old model (%v)", err)
+	}
+	for _, mem := range moved.Members {
+		want := map[string]policies.Role{"redis-s0-0": policies.RoleReplica, "redis-s0-1": policies.RoleMaster}[mem.Name()]
+		if want != "" && mem.Role != want {
+			t.Errorf("%s is %s after the failover, want %s", mem.Name(), mem.Role, want)
+		}
+	}
+	n, _ := b.client.CoreV1().Nodes().Get(t.Context(), "n6", metav1.GetOptions{})
+	n.Spec.Unschedulable = true
+	if _, err := b.client.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("n6 cordoned", func() bool { q, _ := c.Node("n6"); return q.Spec.Unschedulable })
+	if model() == moved.Model() {
+		t.Error("a node's change kept the old model")
+	}
+	if b.lists.Load() != 6 {
+		t.Errorf("%d LISTs, want the informers' 6", b.lists.Load())
+	}
+	if got := c.ClusterKeys(observe.Selection{Namespace: "redis"}); !cmp.Equal(got, []string{"redis/redis"}) {
+		t.Errorf("ClusterKeys(namespace redis) = %v", got)
+	}
+}

@@ -1,19 +1,17 @@
 package cache
 
 import (
-	"context"
 	"strings"
 	"sync"
 
 	"k8s.io/klog/v2"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 )
 
 // QuorumWatch evaluates MasterQuorum after each read of a Redis cluster's roles that changed
 // them, or that follows an evaluation that found the rule broken: on the model of the cluster's
-// namespace built from the cache (opts: the rules' options) with the roles read. While the rule is
+// namespace the cache keeps (Model, opts: the rules' options), with the roles read. While the rule is
 // broken, broken is called with the cluster's key and its MasterQuorum violations after every
 // read (the caller rate-limits what it does about them); once it holds again, the cluster is no
 // longer evaluated until its roles change. Reads that fail are skipped. It issues no request to
@@ -27,7 +25,7 @@ func (c *Cache) QuorumWatch(opts policies.Options, broken func(key string, vs []
 		if r.Err != nil || !r.Changed && !known[key] {
 			return
 		}
-		vs, err := c.quorumViolations(key, opts, r)
+		vs, err := c.quorumViolations(key, opts)
 		if err != nil {
 			klog.V(2).InfoS("MasterQuorum not evaluated", "cluster", key, "err", err)
 			return
@@ -44,11 +42,11 @@ func (c *Cache) QuorumWatch(opts policies.Options, broken func(key string, vs []
 	})
 }
 
-// quorumViolations returns the MasterQuorum violations of Redis cluster key under roles r, on the
-// model of its namespace from the cache.
-func (c *Cache) quorumViolations(key string, opts policies.Options, r Roles) ([]policies.Violation, error) {
+// quorumViolations returns the MasterQuorum violations of Redis cluster key under its roles as
+// last read, on the kept model of its namespace (Model).
+func (c *Cache) quorumViolations(key string, opts policies.Options) ([]policies.Violation, error) {
 	ns, _, _ := strings.Cut(key, "/")
-	m, err := observe.LiveFrom(context.Background(), c, opts, observe.Selection{Namespace: ns})
+	m, err := c.Model(opts, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +55,6 @@ func (c *Cache) quorumViolations(key string, opts policies.Options, r Roles) ([]
 		if cl.Key() != key {
 			continue
 		}
-		cl.ApplyRedis(r.Nodes)
 		for _, v := range policies.Hard(cl.Evaluate(cl.Current())) {
 			if v.Rule == policies.MasterQuorum {
 				out = append(out, v)

@@ -125,6 +125,13 @@ func (cr *clusterRun) printf(format string, args ...any) {
 // roles from Redis. An error from the API server returns a nil cluster; an error from Redis
 // returns the cluster (roles unknown) with the error.
 func (cr *clusterRun) observe(ctx context.Context) (*policies.Cluster, error) {
+	if o, ok := cr.cfg.Source.(observe.ClusterObserver); ok {
+		c, err := o.ObserveCluster(ctx, cr.cfg.Policy, cr.key)
+		if c != nil && err != nil {
+			err = fmt.Errorf("roles: %w", err)
+		}
+		return c, err
+	}
 	ns, _, _ := strings.Cut(cr.key, "/")
 	model, err := observe.LiveFrom(ctx, cr.cfg.Source, cr.cfg.Policy, observe.Selection{Namespace: ns})
 	if err != nil {

@@ -22,6 +22,7 @@
 package execute
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -282,17 +283,12 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
 	e.printWindow(rep.Window)
 
-	model, err := observe.LiveFrom(ctx, e.cfg.Source, e.cfg.Policy, e.cfg.Selection)
+	keys, err := e.clusterKeys(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("execute: %w", err)
 	}
-	var keys []string
-	for _, c := range model.Clusters {
-		keys = append(keys, c.Key())
-	}
-	sort.Strings(keys)
 	if len(keys) == 0 {
-		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", model.Options.ClusterLabel)
+		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", cmp.Or(e.cfg.Policy.ClusterLabel, policies.DefaultClusterLabel))
 		if sel := e.cfg.Selection.Selector; sel != nil && !sel.Empty() {
 			fmt.Fprintf(e.cfg.Out, " and matching %s", sel)
 		}
@@ -343,6 +339,24 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 		rep.APIRequests = e.cfg.Requests.Counts()
 	}
 	return rep, errors.Join(errs...)
+}
+
+// clusterKeys returns the keys of the Redis clusters the run looks at, sorted: from the Source
+// when it keeps them (observe.ClusterObserver), else from a model of the selection.
+func (e *Executor) clusterKeys(ctx context.Context) ([]string, error) {
+	if o, ok := e.cfg.Source.(observe.ClusterObserver); ok {
+		return o.ClusterKeys(e.cfg.Selection), nil
+	}
+	model, err := observe.LiveFrom(ctx, e.cfg.Source, e.cfg.Policy, e.cfg.Selection)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, c := range model.Clusters {
+		keys = append(keys, c.Key())
+	}
+	sort.Strings(keys)
+	return keys, nil
 }
 
 // printWindow says whether the run may act, and why.

@@ -77,3 +77,17 @@ func LiveFrom(ctx context.Context, src Source, opts policies.Options, sel Select
 	}
 	return Model(snap, opts, sel)
 }
+
+// ClusterObserver is a Source that also observes Redis clusters itself (a watched cache that
+// keeps models and roles): the executor asks it instead of building a model and reading the
+// roles per observation.
+type ClusterObserver interface {
+	// ClusterKeys returns the keys ("namespace/name") of the Redis clusters sel selects, sorted.
+	ClusterKeys(sel Selection) []string
+	// ObserveCluster returns Redis cluster key as it is now, its roles read from Redis now: the
+	// cluster of its namespace's model built with opts (shared with other callers: read it,
+	// never ApplyRedis it). An error from the API server's side returns a nil cluster; a
+	// failed read of the roles returns the cluster (roles as last read, unknown when never)
+	// with the error.
+	ObserveCluster(ctx context.Context, opts policies.Options, key string) (*policies.Cluster, error)
+}
