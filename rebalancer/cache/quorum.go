@@ -13,8 +13,8 @@ import (
 // them, or that follows an evaluation that found the rule broken: on the model of the cluster's
 // namespace the cache keeps (Model, opts: the rules' options), with the roles read. While the rule is
 // broken, broken is called with the cluster's key and its MasterQuorum violations after every
-// read (the caller rate-limits what it does about them); once it holds again, the cluster is no
-// longer evaluated until its roles change. Reads that fail are skipped. It issues no request to
+// read (the caller rate-limits what it does about them; the log says so once); once it holds
+// again, the cluster is no longer evaluated until its roles change. Reads that fail are skipped. It issues no request to
 // the API server.
 func (c *Cache) QuorumWatch(opts policies.Options, broken func(key string, vs []policies.Violation)) {
 	var mu sync.Mutex
@@ -36,6 +36,9 @@ func (c *Cache) QuorumWatch(opts policies.Options, broken func(key string, vs []
 			}
 			delete(known, key)
 			return
+		}
+		if !known[key] {
+			klog.InfoS("MasterQuorum broken", "cluster", key, "violations", len(vs), "first", vs[0].Message)
 		}
 		known[key] = true
 		broken(key, vs)

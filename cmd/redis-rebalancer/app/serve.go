@@ -201,7 +201,6 @@ func (o *serveOptions) watch(ctx context.Context, client kubernetes.Interface, p
 	trigger := make(chan string, 1)
 	c.QuorumWatch(opts, func(key string, vs []policies.Violation) {
 		why := fmt.Sprintf("%s: %s", key, vs[0].Message)
-		klog.InfoS("MasterQuorum broken", "cluster", key, "violations", len(vs), "first", vs[0].Message)
 		select {
 		case trigger <- why:
 		default: // a reason is pending already
