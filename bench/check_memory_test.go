@@ -253,7 +253,7 @@ func page[T any](objs []*T, lo, hi int) []T {
 }
 
 // kubectlOrder returns the objects in the order `kubectl get nodes,pods,statefulsets,
-// poddisruptionbudgets,pvc,pv -A` prints them, with their kinds set.
+// poddisruptionbudgets,pvc,pv,csinodes -A` prints them, with their kinds set.
 func kubectlOrder(snap *policies.Snapshot) []runtime.Object {
 	var items []runtime.Object
 	add := func(o runtime.Object, gvk schema.GroupVersionKind) {
