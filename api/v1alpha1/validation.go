@@ -30,6 +30,7 @@ var PositiveFields = []string{
 	"timeouts.healthGate", "timeouts.recreate", "timeouts.rejoin", "timeouts.request",
 	"redis.port", "redis.dialTimeout", "redis.readTimeout", "redis.writeTimeout", "redis.maxLagBytes", "redis.maxLastIOSeconds",
 	"windows.windows[].duration",
+	"watch.rolesInterval", "watch.quorumPassInterval",
 }
 
 // PositiveMessage is the validation message of a field of PositiveFields given as 0; what
@@ -119,6 +120,8 @@ func ValidateRebalancerPolicy(p *RebalancerPolicy) field.ErrorList {
 		}
 	}
 	errs = append(errs, validateEnum(field.NewPath("output"), p.Output, OutputText, OutputTable, OutputJSON)...)
+	errs = append(errs, validateDuration(p.Watch.RolesInterval, field.NewPath("watch", "rolesInterval"))...)
+	errs = append(errs, validateDuration(p.Watch.QuorumPassInterval, field.NewPath("watch", "quorumPassInterval"))...)
 	return errs
 }
 

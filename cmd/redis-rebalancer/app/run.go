@@ -21,6 +21,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/lease"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
 )
@@ -42,6 +43,8 @@ type runOptions struct {
 	// serve acts at a time); LeaderElect false takes none. leaseWait bounds the wait for it.
 	leaderElection componentbaseconfig.LeaderElectionConfiguration
 	leaseWait      time.Duration
+	// source, when set, is where the executor observes the cluster (serve's watched cache).
+	source observe.Source
 }
 
 func newRunOptions() *runOptions {
@@ -137,9 +140,9 @@ func validateLease(le componentbaseconfig.LeaderElectionConfiguration) error {
 }
 
 // executor connects to Redis through client (reading the policy's Redis Secret, when it names
-// one) and returns the executor of p on client, with its progress written to out; closeRedis
-// closes its Redis client.
-func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, p *policy, out io.Writer, stop <-chan struct{}) (ex *execute.Executor, closeRedis func(), err error) {
+// one) and returns the executor of p on client working toward goal (nil: compliance), with its
+// progress written to out; closeRedis closes its Redis client.
+func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, p *policy, out io.Writer, stop <-chan struct{}, goal execute.Goal) (ex *execute.Executor, closeRedis func(), err error) {
 	cfg, err := executorConfig(p)
 	if err != nil {
 		return nil, nil, err
@@ -150,7 +153,7 @@ func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, 
 	}
 	cfg.Client, cfg.Redis, cfg.Out, cfg.Requests = client, rc, out, o.kube.requests
 	cfg.DryRun, cfg.IgnoreWindows = o.dryRun, o.ignoreWindows
-	cfg.Stop = stop
+	cfg.Stop, cfg.Goal, cfg.Source = stop, goal, o.source
 	if o.observer != nil {
 		cfg.Observer = o.observer
 	}
@@ -287,7 +290,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 		return &exitError{ExitError, err}
 	}
 	out := progressOut(cmd, p)
-	ex, closeRedis, err := o.executor(ctx, client, p, out, stop)
+	ex, closeRedis, err := o.executor(ctx, client, p, out, stop, nil)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
