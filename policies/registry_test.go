@@ -100,13 +100,20 @@ func TestRegistryNamesEveryRule(t *testing.T) {
 }
 
 // TestEvaluatedRulesAreRegistered evaluates the scenario suite and random small Redis clusters
-// (with roles, so that MasterQuorum is checked) on random placements: every violation's rule is
+// (with roles, so that MasterQuorum is checked, and every optional rule enabled) on random
+// placements: every violation's rule is
 // registered and carries its Soft mark, every registered rule is broken somewhere (so none is
 // registered without being evaluated), and every rule that sets a State's lower bound has the
 // words the planner gives for it.
 func TestEvaluatedRulesAreRegistered(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 4))
 	seen := map[policies.Rule]int{}
+	opts := policies.Options{RoleLabel: scenario.RoleLabel, Rules: map[policies.Rule]policies.RuleSetting{}}
+	for _, info := range policies.Rules() {
+		if info.Optional {
+			opts.Rules[info.Name] = policies.RuleSetting{Enabled: true, Soft: info.Soft}
+		}
+	}
 	check := func(c *policies.Cluster, what string) {
 		p := c.Current()
 		for k := 0; k < 20; k++ {
@@ -134,7 +141,7 @@ func TestEvaluatedRulesAreRegistered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel})
+		m, err := policies.Build(snap, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +153,7 @@ func TestEvaluatedRulesAreRegistered(t *testing.T) {
 		sc, tweak := randomRedis(r)
 		snap := sc.MustSnapshot()
 		tweak(snap)
-		m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel})
+		m, err := policies.Build(snap, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

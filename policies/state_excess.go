@@ -53,9 +53,9 @@ func (st *State) Excess() Excess {
 	return Excess{Node: st.nodeExcess, Zone: st.zoneExcess, Shard: st.shardExcess, Outside: st.outside, Split: st.split()}
 }
 
-// split returns ZoneEvenSplit's half excess (Z = 2), 0 when the rule holds.
+// split returns ZoneEvenSplit's half excess (Z = 2), 0 when the rule holds or is not enforced.
 func (st *State) split() int {
-	if st.c.Z() != 2 {
+	if st.c.Z() != 2 || !st.x.splitOn {
 		return 0
 	}
 	a, b := st.zoneCountOf(st.x.z2[0]), st.zoneCountOf(st.x.z2[1])
@@ -100,7 +100,7 @@ func (st *State) MemberExcess(j int) Excess {
 			e.Shard = b2i(g.count > 1)
 		}
 	}
-	if c.ZoneList && !x.zoneAllowed[z] {
+	if x.outsideOn && c.ZoneList && !x.zoneAllowed[z] {
 		e.Outside = 1
 	}
 	if st.split() > 0 {
@@ -136,6 +136,9 @@ func (st *State) Involved(j int) bool {
 		}
 	}
 	c := st.c
+	if !st.x.spreadOn {
+		return false
+	}
 	for idx, in := range c.spread {
 		if st.effect[idx] == 0 || !in.eligible[n] || !c.counted(in, j, st.p) {
 			continue
@@ -176,11 +179,11 @@ func (st *State) Summary() Summary {
 	if e.Split > 0 {
 		s.Violations++
 	}
-	if st.unsched > 0 {
+	if st.unsched > 0 && st.x.unschedOn {
 		s.Violations++
 	}
 	for idx := range st.inst {
-		if st.effect[idx] > 0 {
+		if st.effect[idx] > 0 && st.x.spreadOn {
 			s.Violations += st.spreadOver(idx)
 		}
 	}
