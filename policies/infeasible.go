@@ -233,6 +233,13 @@ func (c *Cluster) pinnedByVolumes(z int) []string {
 // constraints in effect whatever the plan are judged (surelyInEffect), and only when the
 // members' labels match the constraint's selector alike before and after a re-creation.
 func (c *Cluster) spreadInfeasibility() []string {
+	evictable := false
+	for _, mem := range c.Members {
+		evictable = evictable || mem.NotEvictable() == ""
+	}
+	if !evictable {
+		return nil // the planner says so in its own words: no pod may be evicted
+	}
 	var why []string
 	for idx, in := range c.spread {
 		if !c.surelyInEffect(idx) {

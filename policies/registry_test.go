@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
@@ -72,6 +73,13 @@ func TestRegistryNamesEveryRule(t *testing.T) {
 	want, got := slices.Sorted(slices.Values(declared)), slices.Sorted(slices.Values(registered))
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("registered rules (-declared +registered):\n%s", diff)
+	}
+	var api []policies.Rule
+	for _, n := range v1alpha1.RuleNames {
+		api = append(api, policies.Rule(n))
+	}
+	if diff := cmp.Diff(registered, api); diff != "" {
+		t.Errorf("the policy's rule names, v1alpha1.RuleNames (-registry +api):\n%s", diff)
 	}
 	if len(declared) < 10 {
 		t.Errorf("found %d Rule constants, want at least 10: %v", len(declared), declared)

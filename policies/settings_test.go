@@ -1,7 +1,6 @@
 package policies_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -127,19 +126,14 @@ func TestRuleSettings(t *testing.T) {
 	}
 }
 
-// descheduledPods returns pods pod-0, pod-1, … of cluster "tsc" in the fixture's namespace, count
-// per node as counts gives them, each labelled foo=bar, controlled by ReplicaSet rs (taken to
-// re-create them: Options.RecreatingOwners) and carrying opts: the shape of the descheduler's
-// RemovePodsViolatingTopologySpreadConstraint test pods.
+// descheduledPods returns fixture.ReplicaSetPods for counts per node (nodes in order) of Redis
+// cluster "tsc", each labelled foo=bar and carrying opts.
 func descheduledPods(counts map[string]int, nodes []string, opts ...fixture.PodOption) []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, n := range nodes {
-		for k := 0; k < counts[n]; k++ {
-			o := append([]fixture.PodOption{fixture.On(n), fixture.WithLabels("foo", "bar", policies.DefaultClusterLabel, "tsc"), fixture.ControlledBy("apps/v1", "ReplicaSet", "rs")}, opts...)
-			out = append(out, fixture.Pod(fmt.Sprintf("pod-%d", len(out)), o...))
-		}
+	var n []int
+	for _, node := range nodes {
+		n = append(n, counts[node])
 	}
-	return out
+	return fixture.ReplicaSetPods(nodes, n, append([]fixture.PodOption{fixture.WithLabels("foo", "bar", policies.DefaultClusterLabel, "tsc")}, opts...)...)
 }
 
 // TestSpreadInfeasibility checks that counting alone (StaticInfeasibility, no search) rules
