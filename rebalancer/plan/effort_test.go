@@ -61,23 +61,31 @@ func TestSoftFix(t *testing.T) {
 		before, after int      // soft excess
 	}{
 		{
-			name:    "ScheduleAnyway [3,1], one soft eviction allowed: one pod of zoneA moves, [2,2]",
-			cluster: func(t *testing.T) *policies.Cluster { return cluster(t, twoZones, fixture.ReplicaSetPods([]string{"n1", "n2"}, []int{3, 1}, anyway), settings(policies.SoftTopologySpread)) },
+			name: "ScheduleAnyway [3,1], one soft eviction allowed: one pod of zoneA moves, [2,2]",
+			cluster: func(t *testing.T) *policies.Cluster {
+				return cluster(t, twoZones, fixture.ReplicaSetPods([]string{"n1", "n2"}, []int{3, 1}, anyway), settings(policies.SoftTopologySpread))
+			},
 			softEvictions: 1, want: []string{"redis/pod-0"}, before: 1, after: 0,
 		},
 		{
-			name:    "ScheduleAnyway [3,1] without soft evictions: reported only",
-			cluster: func(t *testing.T) *policies.Cluster { return cluster(t, twoZones, fixture.ReplicaSetPods([]string{"n1", "n2"}, []int{3, 1}, anyway), settings(policies.SoftTopologySpread)) },
+			name: "ScheduleAnyway [3,1] without soft evictions: reported only",
+			cluster: func(t *testing.T) *policies.Cluster {
+				return cluster(t, twoZones, fixture.ReplicaSetPods([]string{"n1", "n2"}, []int{3, 1}, anyway), settings(policies.SoftTopologySpread))
+			},
 			before: 1, after: 1,
 		},
 		{
-			name:    "ScheduleAnyway [5,0], one soft eviction allowed of the three needed: [4,1]",
-			cluster: func(t *testing.T) *policies.Cluster { return cluster(t, twoZones, fixture.ReplicaSetPods([]string{"n1"}, []int{5}, anyway), settings(policies.SoftTopologySpread)) },
+			name: "ScheduleAnyway [5,0], one soft eviction allowed of the three needed: [4,1]",
+			cluster: func(t *testing.T) *policies.Cluster {
+				return cluster(t, twoZones, fixture.ReplicaSetPods([]string{"n1"}, []int{5}, anyway), settings(policies.SoftTopologySpread))
+			},
 			softEvictions: 1, want: []string{"redis/pod-0"}, before: 4, after: 2,
 		},
 		{
-			name:    "ScheduleAnyway [5,0], three soft evictions allowed: [3,2]",
-			cluster: func(t *testing.T) *policies.Cluster { return cluster(t, twoZones, fixture.ReplicaSetPods([]string{"n1"}, []int{5}, anyway), settings(policies.SoftTopologySpread)) },
+			name: "ScheduleAnyway [5,0], three soft evictions allowed: [3,2]",
+			cluster: func(t *testing.T) *policies.Cluster {
+				return cluster(t, twoZones, fixture.ReplicaSetPods([]string{"n1"}, []int{5}, anyway), settings(policies.SoftTopologySpread))
+			},
 			softEvictions: 3, want: []string{"redis/pod-0", "redis/pod-1"}, before: 4, after: 0,
 		},
 		{
