@@ -148,7 +148,9 @@ func dsCases() []dsCase {
 	arm := func(name, zone string) dsNode {
 		return dsNode{name: name, milliCPU: 1000, pods: 9, labels: map[string]string{"zone": zone, corev1.LabelArchStable: "arm64"}}
 	}
-	ignoreAffinity := func(c *corev1.TopologySpreadConstraint) { c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore) }
+	ignoreAffinity := func(c *corev1.TopologySpreadConstraint) {
+		c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore)
+	}
 	return []dsCase{
 		{name: "2 domains, sizes [2,1], maxSkew=1, move 0 pods", nodes: zones("zoneA", "zoneB"),
 			pods: []dsPods{{count: 1, node: "n1", labels: fooBar, constraints: dsSpread(1)}, {count: 1, node: "n1", labels: fooBar}, {count: 1, node: "n2", labels: fooBar}}},
