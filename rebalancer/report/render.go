@@ -198,15 +198,24 @@ func softMark(mv plan.Move) string {
 	return ""
 }
 
-// PenaltyText says a best-effort penalty in words: "2 pods without a node, excess 3".
+// PenaltyText says a best-effort penalty in words: "excess 3 over the hard rules' limits", with
+// "2 pods without a node, " before it when there are.
 func PenaltyText(p policies.Penalty) string {
-	return fmt.Sprintf("%s without a node, excess %d over the hard rules' limits", plural(p.Unplaceable, "pod"), p.Excess)
+	s := fmt.Sprintf("excess %d over the hard rules' limits", p.Excess)
+	if p.Unplaceable > 0 {
+		s = plural(p.Unplaceable, "pod") + " without a node, " + s
+	}
+	return s
 }
 
-// BestEffortText says what a best-effort plan reaches: "best effort: from 0 pods without a node,
-// excess 3 … to …".
+// BestEffortText says what a best-effort plan reaches: "best effort: excess over the hard rules'
+// limits 5 → 1", and "; pods without a node 2 → 0" when there are any.
 func BestEffortText(b plan.BestEffort) string {
-	return fmt.Sprintf("best effort: from %s to %s", PenaltyText(b.Before), PenaltyText(b.After))
+	s := fmt.Sprintf("best effort: excess over the hard rules' limits %d → %d", b.Before.Excess, b.After.Excess)
+	if b.Before.Unplaceable+b.After.Unplaceable > 0 {
+		s += fmt.Sprintf("; pods without a node %d → %d", b.Before.Unplaceable, b.After.Unplaceable)
+	}
+	return s
 }
 
 // SoftFixText says what a plan's soft fix does ("; then 1 soft eviction: soft excess 2 → 0"),
