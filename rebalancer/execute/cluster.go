@@ -125,8 +125,15 @@ func (cr *clusterRun) printf(format string, args ...any) {
 // roles from Redis. An error from the API server returns a nil cluster; an error from Redis
 // returns the cluster (roles unknown) with the error.
 func (cr *clusterRun) observe(ctx context.Context) (*policies.Cluster, error) {
+	if o, ok := cr.cfg.Source.(observe.ClusterObserver); ok {
+		c, err := o.ObserveCluster(ctx, cr.cfg.Policy, cr.key)
+		if c != nil && err != nil {
+			err = fmt.Errorf("roles: %w", err)
+		}
+		return c, err
+	}
 	ns, _, _ := strings.Cut(cr.key, "/")
-	model, err := observe.Live(ctx, cr.cfg.Client, cr.cfg.Policy, observe.Selection{Namespace: ns})
+	model, err := observe.LiveFrom(ctx, cr.cfg.Source, cr.cfg.Policy, observe.Selection{Namespace: ns})
 	if err != nil {
 		return nil, err
 	}
@@ -241,18 +248,14 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 		cr.notePending(c, false)
 		opts := cr.cfg.Plan
 		opts.SoftEvictions = max(opts.SoftEvictions-softEvictions, 0)
-		now := c.Evaluate(c.Current())
-		if len(policies.Hard(now)) == 0 && (opts.SoftEvictions == 0 || policies.SoftExcess(now) == 0) {
+		p, done := cr.cfg.Goal.Next(c, opts)
+		if done {
 			return c
 		}
 		if cr.stopping() {
 			stop(report.StoppedGracefulStop, "graceful stop: no further move started", nil)
 			cr.printf("stopping: %s\n", rep.Stopped)
 			return c
-		}
-		p := plan.Compute(c, opts)
-		if len(policies.Hard(now)) == 0 && len(p.Moves) == 0 {
-			return c // no soft eviction lowers the soft violations
 		}
 		if before >= 0 && p.Infeasible == "" && p.Minimal && p.Evictions >= before {
 			last := &rep.Moves[len(rep.Moves)-1]
