@@ -180,14 +180,15 @@ func TestSpreadInfeasibility(t *testing.T) {
 			want: "(at most 6 fit within it): zoneA at least 0, at most 2; zoneB at least 0, at most 8",
 		},
 		{
-			name:  "pods of the cluster without owners stay: counted where they are",
+			name:  "three pods without owners stay in zoneA, one may move: the skew stays above maxSkew",
 			nodes: []*corev1.Node{fixture.Node("n1", zone("zoneA")), fixture.Node("n2", zone("zoneB"))},
 			pods: []*corev1.Pod{
 				fixture.Pod("pod-0", fixture.On("n1"), fixture.WithLabels("foo", "bar", policies.DefaultClusterLabel, "tsc"), spread),
 				fixture.Pod("pod-1", fixture.On("n1"), fixture.WithLabels("foo", "bar", policies.DefaultClusterLabel, "tsc"), spread),
 				fixture.Pod("pod-2", fixture.On("n1"), fixture.WithLabels("foo", "bar", policies.DefaultClusterLabel, "tsc"), spread),
+				fixture.Pod("pod-3", fixture.On("n1"), fixture.WithLabels("foo", "bar", policies.DefaultClusterLabel, "tsc"), fixture.ControlledBy("apps/v1", "ReplicaSet", "rs"), spread),
 			},
-			want: "(pods that cannot leave their domain skew it already): zoneA at least 3, at most 3; zoneB at least 0, at most 0",
+			want: "(pods that cannot leave their domain skew it already): zoneA at least 3, at most 4; zoneB at least 0, at most 1",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
