@@ -88,6 +88,15 @@ func (c *Cluster) quorumOf(m int) Quorum {
 	return c.QuorumOf(m)
 }
 
+// enforcedQuorum returns quorumOf(m) when MasterQuorum is enforced (judged as a hard rule), and
+// otherwise a Quorum that does not apply: the planner then fails no master over for it.
+func (c *Cluster) enforcedQuorum(m int) Quorum {
+	if !c.model.enforced(MasterQuorum) {
+		return Quorum{Masters: m, Zones: c.Z(), Note: "MasterQuorum not enforced by the policy"}
+	}
+	return c.quorumOf(m)
+}
+
 // QuorumOf returns what MasterQuorum asks of the cluster with m masters serving slots, whatever
 // its roles (lint asks it of one master per shard, templates carrying no roles).
 func (c *Cluster) QuorumOf(m int) Quorum { return QuorumFor(m, c.Z(), c.quorumNodes()) }

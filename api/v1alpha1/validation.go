@@ -100,14 +100,16 @@ func isZero(v any) bool {
 // ValidateRebalancerPolicy checks p as a file gives it (before defaults) or as flags left it,
 // and returns every problem, each with its field path ("limits.maxMovesPerCluster"). A zero value
 // means the default and is valid (a file or a flag that gives one of PositiveFields as 0 is
-// refused by Decode and by the command line, which see what was given); negative counts and durations, unknown enumeration values
-// (selection.layout, failover.mode, windows.stepEstimate, output), a shard source that does not
+// refused by Decode and by the command line, which see what was given); negative counts and
+// durations, unknown enumeration values (selection.layout, failover.mode, windows.stepEstimate,
+// output, the rule names of rules), a shard source that does not
 // parse, owner kinds that are no kind names, cron expressions that do not parse or never fire,
 // malformed label keys, selectors and names, and credentials given twice are not. apiVersion and
 // kind are the decoder's to check.
 func ValidateRebalancerPolicy(p *RebalancerPolicy) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateSelection(&p.Selection, field.NewPath("selection"))...)
+	errs = append(errs, validateRules(&p.Rules, field.NewPath("rules"))...)
 	errs = append(errs, validatePlan(&p.Plan, field.NewPath("plan"))...)
 	errs = append(errs, validateLimits(&p.Limits, field.NewPath("limits"))...)
 	errs = append(errs, validateFailover(&p.Failover, field.NewPath("failover"))...)
@@ -231,6 +233,38 @@ func validatePlan(p *Plan, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, apivalidation.ValidateNonnegativeField(int64(p.MaxMoves), path.Child("maxMoves"))...)
 	errs = append(errs, apivalidation.ValidateNonnegativeField(int64(p.MaxStates), path.Child("maxStates"))...)
+	errs = append(errs, apivalidation.ValidateNonnegativeField(int64(p.SoftEvictions), path.Child("softEvictions"))...)
+	return errs
+}
+
+// validateRules checks that rules.enabled, rules.disabled and rules.soft name rules (RuleNames;
+// "*" in disabled only), each once, and that no rule is both enabled and disabled.
+func validateRules(r *Rules, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, list := range []struct {
+		name  string
+		names []string
+		all   bool
+	}{{"enabled", r.Enabled, false}, {"disabled", r.Disabled, true}, {"soft", r.Soft, false}} {
+		seen := map[string]bool{}
+		for i, n := range list.names {
+			p := path.Child(list.name).Index(i)
+			switch {
+			case seen[n]:
+				errs = append(errs, field.Duplicate(p, n))
+			case n == AllRules && !list.all:
+				errs = append(errs, field.Invalid(p, n, `"*" is accepted in rules.disabled only`))
+			case n != AllRules && !slices.Contains(RuleNames, n):
+				errs = append(errs, field.NotSupported(p, n, RuleNames))
+			}
+			seen[n] = true
+		}
+	}
+	for i, n := range r.Enabled {
+		if slices.Contains(r.Disabled, n) {
+			errs = append(errs, field.Invalid(path.Child("enabled").Index(i), n, "also listed in rules.disabled"))
+		}
+	}
 	return errs
 }
 

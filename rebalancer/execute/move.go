@@ -58,7 +58,10 @@ func (cr *clusterRun) newMoveRun(c *policies.Cluster, p plan.Plan) *moveRun {
 	}
 	m := &moveRun{
 		c: c, mv: mv, plan: p, pod: mem.Pod, addr: cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP),
-		rep:   &report.MoveResult{Kind: kind, Pod: mv.Pod, From: mv.Node, Expected: mv.Expected, WaitsPending: mv.WaitsPending, Steps: []report.Step{}},
+		rep: &report.MoveResult{
+			Kind: kind, Pod: mv.Pod, From: mv.Node, Expected: mv.Expected, WaitsPending: mv.WaitsPending,
+			Soft: mv.Soft, BestEffort: p.BestEffort != nil, Steps: []report.Step{},
+		},
 		steps: cr.steps(mv),
 	}
 	if mv.WaitsPending {

@@ -239,6 +239,12 @@ type MoveResult struct {
 	// evictions as the plan before it: the scheduler chose a node off the plan's track (To is
 	// not among the on-track candidates), undoing the move's progress.
 	OffTrack bool `json:"offTrack,omitempty"`
+	// Soft is true for an eviction of the soft fix (--soft-evictions): every hard rule held
+	// before it and was planned to hold after it; it lowers the soft violations.
+	Soft bool `json:"soft,omitempty"`
+	// BestEffort is true for a move of a best-effort plan (--best-effort): no plan reached
+	// compliance, and the move leads toward the placement with the fewest violations.
+	BestEffort bool `json:"bestEffort,omitempty"`
 	// Outcome is the last step's outcome: OutcomeContinue when the move completed.
 	Outcome string `json:"outcome"`
 	// Skipped says why the move was not made ("" when it was, or when it was aborted): the
