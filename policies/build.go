@@ -234,6 +234,10 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 		}
 		if why := m.notMember(p, kind, owner, sts); why != "" {
 			c.NotMembers = append(c.NotMembers, NotMember{Pod: p, Why: why})
+			if c.notMember == nil {
+				c.notMember = map[*corev1.Pod]bool{}
+			}
+			c.notMember[p] = true
 			continue
 		}
 		mem := &Member{Pod: p, Node: -1, Ordinal: -1, Terminating: p.DeletionTimestamp != nil, req: reqs[pi], sts: sts}
@@ -306,13 +310,39 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 	return nil
 }
 
-// memberOf reports whether pod p (scheduled, unfinished) is a member of cluster c.
+// memberOf reports whether pod p (scheduled, unfinished) is a member of cluster c: the rules
+// count it through the cluster's placement, and other pods (NotMembers among them) as the model
+// has them.
 func (c *Cluster) memberOf(p *corev1.Pod) bool {
 	if p.Namespace != c.Namespace {
 		return false
 	}
 	v, ok := p.Labels[c.model.Options.ClusterLabel]
-	return ok && v == c.Name
+	return ok && v == c.Name && !c.notMember[p]
+}
+
+// Admits reports whether pod p, listed afresh, is one of the cluster's pods by the rules Build
+// picks members with: it carries the cluster label's value in the cluster's namespace, is not
+// finished, and a workload of the cluster owns it (not a Job's pod, nor another app's of the same
+// Helm release). The executor filters the pods it lists by the cluster label with it.
+func (c *Cluster) Admits(p *corev1.Pod) bool {
+	m := c.model
+	if p.Namespace != c.Namespace || p.Labels[m.Options.ClusterLabel] != c.Name || isFinished(p) {
+		return false
+	}
+	var kind, owner string
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		kind, owner = ref.Kind, ref.Name
+	}
+	var sts *appsv1.StatefulSet
+	if kind == "StatefulSet" {
+		for _, s := range c.StatefulSets {
+			if s.Name == owner {
+				sts = s
+			}
+		}
+	}
+	return m.notMember(p, kind, owner, sts) == ""
 }
 
 // isUnschedulable reports a Pending pod the scheduler could not place.

@@ -228,10 +228,11 @@ type Cluster struct {
 	// could not be matched to one pod. Sorted.
 	Warnings []string
 
-	model   *Model
-	b       *builder // during Build only
-	allowed map[string]bool
-	zones   []string // node index → zone name for the rules (model.zoneNames[x])
+	model     *Model
+	notMember map[*corev1.Pod]bool // the pods of NotMembers
+	b         *builder             // during Build only
+	allowed   map[string]bool
+	zones     []string // node index → zone name for the rules (model.zoneNames[x])
 	// zoneID numbers zones (model.zoneIDs[x]), zoneName maps the numbers back to the names, and
 	// allowedID tells the allowed zones by number.
 	zoneID    []int32

@@ -42,7 +42,8 @@ func gateKey(text string) string {
 }
 
 // waitHealthy waits up to HealthTimeout until every pod of c is Ready and Redis is healthy
-// (observe.JudgeHealthExpecting on a fresh list of the pods, the planned Pending pods accepted),
+// (observe.JudgeHealthExpecting on a fresh list of the pods c admits, the planned Pending pods
+// accepted),
 // reintroducing nodes that lost each other's address meanwhile. The first round judges first
 // when given (the pods of an observation just made: they are not listed again), the others a
 // fresh list. On timeout it returns the last whole round's status with the error.
@@ -61,9 +62,11 @@ func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster, firs
 			if err != nil {
 				return false, gateStatus{text: "list pods: " + err.Error(), apiErr: true}
 			}
-			pods = make([]*corev1.Pod, len(list.Items))
+			pods = make([]*corev1.Pod, 0, len(list.Items))
 			for i := range list.Items {
-				pods[i] = &list.Items[i]
+				if c.Admits(&list.Items[i]) { // not a Job's pod, nor another app's of the release
+					pods = append(pods, &list.Items[i])
+				}
 			}
 		}
 		got := observe.JudgeHealthExpecting(ctx, cr.cfg.Redis, c, pods, cr.pending)
