@@ -7,13 +7,14 @@ import (
 	"strings"
 )
 
-// Rule is a stable rule name (SPEC "HA rules").
+// Rule is a stable rule name: it appears in reports, metrics labels and policies, and never changes.
 type Rule string
 
 // The rules. Hard rules decide compliance; NodeSpread and ZoneBalance are soft and only reported.
 // The registry (Rules, registry.go) says which is which and holds each rule's check.
 const (
-	// ShardSeparation: no two pods of one shard share a node (Z≤1) or a zone (Z≥2) (seed 000 §一).
+	// ShardSeparation: no two pods of one shard share a node (Z≤1) or a zone (Z≥2): losing one
+	// node or zone must never take a shard's master and its replicas together.
 	// A node without a zone label is in no zone, as for the operator's zone anti-affinity: only
 	// sharing that very node counts.
 	ShardSeparation Rule = "ShardSeparation"
@@ -65,8 +66,8 @@ type Violation struct {
 	Message string `json:"message"`
 }
 
-// NodeLimit returns the most pods of a cluster of size n one node may hold: fewer than n/3
-// (seed 000 §一 "单个Node节点部署同一个集群的实例Pod数必须少于1/3"), or at most n/3 when relaxed.
+// NodeLimit returns the most pods of a cluster of size n one node may hold: fewer than n/3, so
+// that losing any one node leaves more than two thirds of the pods; at most n/3 when relaxed.
 func NodeLimit(n int, relaxed bool) int {
 	if relaxed {
 		return n / 3
@@ -74,8 +75,8 @@ func NodeLimit(n int, relaxed bool) int {
 	return (n - 1) / 3 // largest c with 3c < n
 }
 
-// ZoneLimit returns the most pods of a cluster of size n one zone may hold (Z≥3): fewer than n/2
-// (seed 000 §一), or at most n/2 when relaxed.
+// ZoneLimit returns the most pods of a cluster of size n one zone may hold (Z≥3): fewer than n/2,
+// so that losing any one zone leaves a majority of the pods; at most n/2 when relaxed.
 func ZoneLimit(n int, relaxed bool) int {
 	if relaxed {
 		return n / 2

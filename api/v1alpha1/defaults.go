@@ -73,6 +73,12 @@ const (
 	DefaultReadTimeout = 3 * time.Second
 	// DefaultWriteTimeout is redis.writeTimeout: writing one command.
 	DefaultWriteTimeout = 3 * time.Second
+	// DefaultRolesInterval is watch.rolesInterval: how often serve reads every Redis cluster's
+	// roles between passes.
+	DefaultRolesInterval = 5 * time.Second
+	// DefaultQuorumPassInterval is watch.quorumPassInterval: the least time between two passes a
+	// broken MasterQuorum starts off the schedule.
+	DefaultQuorumPassInterval = time.Minute
 )
 
 // SetDefaults fills every field of p left at its zero value that has a default (the Default…
@@ -120,6 +126,8 @@ func SetDefaults(p *RebalancerPolicy) {
 	if p.Output == "" {
 		p.Output = DefaultOutput
 	}
+	setDuration(&p.Watch.RolesInterval, DefaultRolesInterval)
+	setDuration(&p.Watch.QuorumPassInterval, DefaultQuorumPassInterval)
 }
 
 // ApplyLayout fills the fields a layout sets that p leaves empty: first with selection.layout's

@@ -43,6 +43,22 @@ type RebalancerPolicy struct {
 	// output is the report's format: text (human-readable; table is the same) or json (the JSON
 	// contract of the README).
 	Output OutputFormat `json:"output"`
+	// watch tunes what serve watches between its passes. Used by serve only.
+	Watch Watch `json:"watch"`
+}
+
+// Watch tunes serve's watched view between its passes: informers keep the objects the rules read
+// (a pass lists nothing), and every Redis cluster's roles are read again on an interval, so that
+// a role change that breaks MasterQuorum (Redis's own promotions after a node loss) starts a pass
+// without waiting for the schedule.
+type Watch struct {
+	// rolesInterval is how often serve reads every selected Redis cluster's roles (CLUSTER
+	// NODES) between passes.
+	RolesInterval metav1.Duration `json:"rolesInterval"`
+	// quorumPassInterval is the least time between two passes that a broken MasterQuorum starts
+	// off the schedule (each waits at its health gate for Redis to settle, and respects the
+	// maintenance windows, as every pass does).
+	QuorumPassInterval metav1.Duration `json:"quorumPassInterval"`
 }
 
 // Selection picks Redis clusters: those of the selected namespaces that have a pod the label

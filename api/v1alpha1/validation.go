@@ -39,6 +39,8 @@ func ValidateRebalancerPolicy(p *RebalancerPolicy) field.ErrorList {
 		}
 	}
 	errs = append(errs, validateEnum(field.NewPath("output"), p.Output, OutputText, OutputTable, OutputJSON)...)
+	errs = append(errs, validateDuration(p.Watch.RolesInterval, field.NewPath("watch", "rolesInterval"))...)
+	errs = append(errs, validateDuration(p.Watch.QuorumPassInterval, field.NewPath("watch", "quorumPassInterval"))...)
 	return errs
 }
 

@@ -203,6 +203,7 @@ func TestReadmeFirstScreen(t *testing.T) {
 var jsonRoots = map[string]reflect.Type{
 	"Analysis": reflect.TypeFor[report.Analysis](), // check -o json, plan -o json
 	"Run":      reflect.TypeFor[report.Run](),      // run -o json
+	"Drain":    reflect.TypeFor[report.Drain](),    // prepare-drain -o json
 }
 
 // jsonObjects walks t and returns, by path ("." for t itself, "clusters[]", "clusters[].moves[]",

@@ -125,8 +125,15 @@ func (cr *clusterRun) printf(format string, args ...any) {
 // roles from Redis. An error from the API server returns a nil cluster; an error from Redis
 // returns the cluster (roles unknown) with the error.
 func (cr *clusterRun) observe(ctx context.Context) (*policies.Cluster, error) {
+	if o, ok := cr.cfg.Source.(observe.ClusterObserver); ok {
+		c, err := o.ObserveCluster(ctx, cr.cfg.Policy, cr.key)
+		if c != nil && err != nil {
+			err = fmt.Errorf("roles: %w", err)
+		}
+		return c, err
+	}
 	ns, _, _ := strings.Cut(cr.key, "/")
-	model, err := observe.Live(ctx, cr.cfg.Client, cr.cfg.Policy, observe.Selection{Namespace: ns})
+	model, err := observe.LiveFrom(ctx, cr.cfg.Source, cr.cfg.Policy, observe.Selection{Namespace: ns})
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +245,8 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 	before, offTrack := -1, 0
 	for moves, evictions, failovers := 0, 0, 0; ; {
 		cr.notePending(c, false)
-		if len(policies.Hard(c.Evaluate(c.Current()))) == 0 {
+		p, done := cr.cfg.Goal.Next(c, cr.cfg.Plan)
+		if done {
 			return c
 		}
 		if cr.stopping() {
@@ -246,7 +254,6 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 			cr.printf("stopping: %s\n", rep.Stopped)
 			return c
 		}
-		p := plan.Compute(c, cr.cfg.Plan)
 		if before >= 0 && p.Infeasible == "" && p.Minimal && p.Evictions >= before {
 			last := &rep.Moves[len(rep.Moves)-1]
 			last.OffTrack = true

@@ -22,6 +22,7 @@
 package execute
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -171,6 +172,12 @@ type Config struct {
 	// StoppedBy report.StoppedGracefulStop. Cancelling Run's context is the hard stop: every
 	// step in flight is cut short. Nil: never.
 	Stop <-chan struct{}
+	// Source is where observations read the API server's objects (observe.Lister on Client, a
+	// LIST per resource and observation, when nil; serve gives its watched cache).
+	Source observe.Source
+	// Goal is what the run works toward (Compliance when nil): when a cluster is done, and the
+	// plan its next move is taken from.
+	Goal Goal
 	// Requests, when set, counts Client's API requests (observe.RequestCounter.Wrap on its
 	// rest.Config); Run's report then holds the counts.
 	Requests *observe.RequestCounter
@@ -213,6 +220,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Observer == nil {
 		c.Observer = noObserver{}
+	}
+	if c.Goal == nil {
+		c.Goal = Compliance{}
+	}
+	if c.Source == nil {
+		c.Source = observe.Lister{Client: c.Client}
 	}
 	return c, nil
 }
@@ -271,21 +284,12 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
 	e.printWindow(rep.Window)
 
-	model, err := observe.Live(ctx, e.cfg.Client, e.cfg.Policy, e.cfg.Selection)
+	keys, notRedis, err := e.clusterKeys(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("execute: %w", err)
 	}
-	var notRedis []string
-	if !observe.NamesWorkloads(e.cfg.Policy) {
-		notRedis = e.dropNotRedis(ctx, model)
-	}
-	var keys []string
-	for _, c := range model.Clusters {
-		keys = append(keys, c.Key())
-	}
-	sort.Strings(keys)
 	if len(keys) == 0 {
-		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", model.Options.ClusterLabel)
+		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", cmp.Or(e.cfg.Policy.ClusterLabel, policies.DefaultClusterLabel))
 		if sel := e.cfg.Selection.Selector; sel != nil && !sel.Empty() {
 			fmt.Fprintf(e.cfg.Out, " and matching %s", sel)
 		}
@@ -339,6 +343,28 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 		rep.APIRequests = e.cfg.Requests.Counts()
 	}
 	return rep, errors.Join(errs...)
+}
+
+// clusterKeys returns the keys of the Redis clusters the run looks at, sorted: from the Source
+// when it keeps them (observe.ClusterObserver), else from a model of the selection, without the
+// clusters left out as no Redis Cluster (dropNotRedis, when the policy names no workload), whose
+// keys it returns second.
+func (e *Executor) clusterKeys(ctx context.Context) (keys, notRedis []string, err error) {
+	if o, ok := e.cfg.Source.(observe.ClusterObserver); ok {
+		return o.ClusterKeys(e.cfg.Selection), nil, nil
+	}
+	model, err := observe.LiveFrom(ctx, e.cfg.Source, e.cfg.Policy, e.cfg.Selection)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !observe.NamesWorkloads(e.cfg.Policy) {
+		notRedis = e.dropNotRedis(ctx, model)
+	}
+	for _, c := range model.Clusters {
+		keys = append(keys, c.Key())
+	}
+	sort.Strings(keys)
+	return keys, notRedis, nil
 }
 
 // printWindow says whether the run may act, and why.

@@ -62,7 +62,7 @@ const (
 	// executeGroup: limits, failover, timeouts and maintenance windows of a pass that acts (run,
 	// serve).
 	executeGroup
-	// scheduleGroup: serve's schedule.
+	// scheduleGroup: serve's schedule and watch.
 	scheduleGroup
 	// outputGroup: -o.
 	outputGroup
@@ -230,6 +230,9 @@ var policyFlagTable = []policyFlag{
 
 	valueFlag(scheduleGroup, "schedule", "", "schedule", func(p *policy) *string { return &p.Schedule }, stringFlag, `when passes start: a cron expression (5 fields, @hourly/@daily/..., @every DURATION, optional CRON_TZ=<zone> prefix; UTC without one); a pass still running at the next tick skips it`),
 
+	valueFlag(scheduleGroup, "roles-interval", "", "watch.rolesInterval", func(p *policy) *time.Duration { return &p.Watch.RolesInterval.Duration }, durationFlag, "how often every selected Redis cluster's roles are read between passes (a role change that breaks MasterQuorum starts a pass off the schedule)"),
+	valueFlag(scheduleGroup, "quorum-pass-interval", "", "watch.quorumPassInterval", func(p *policy) *time.Duration { return &p.Watch.QuorumPassInterval.Duration }, durationFlag, "least time between two passes a broken MasterQuorum starts off the schedule"),
+
 	valueFlag(outputGroup, "output", "o", "output", func(p *policy) *string { return (*string)(&p.Output) }, stringFlag, contractUsage),
 }
 
@@ -286,7 +289,7 @@ func (o *policyOptions) addExecuteFlags(fs *pflag.FlagSet) {
 	o.bindGroup(fs, executeGroup, nil)
 }
 
-// addScheduleFlag binds --schedule (serve's).
+// addScheduleFlag binds --schedule and the watch's flags (serve's).
 func (o *policyOptions) addScheduleFlag(fs *pflag.FlagSet) {
 	o.bindGroup(fs, scheduleGroup, nil)
 }

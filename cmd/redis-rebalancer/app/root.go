@@ -1,4 +1,4 @@
-// Package cli implements the redis-rebalancer command line: the cobra commands, their flags, and
+// Package app implements the redis-rebalancer command line: the cobra commands, their flags, and
 // the wiring from flags to the rebalancer/observe, plan, report and execute packages, policies and
 // redisctl. One file per command (check.go, plan.go, run.go, lint.go, constraints.go, version.go),
 // each with an options struct bound to its flags; options.go holds the option groups they share.
@@ -69,7 +69,7 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 		setGCPercent()
 		return validateFlags(cmd.Flags())
 	}
-	root.AddCommand(newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newPolicyCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newPrepareDrainCommand(), newConstraintsCommand(), newLintCommand(), newPolicyCommand(), newVersionCommand())
 	return root
 }
 

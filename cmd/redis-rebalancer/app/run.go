@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
 
@@ -32,6 +33,8 @@ type runOptions struct {
 	dryRun, ignoreWindows bool
 	// observer, when set, is told what each run does (serve's metrics).
 	observer execute.Observer
+	// source, when set, is where the executor observes the cluster (serve's watched cache).
+	source observe.Source
 }
 
 func newRunOptions() *runOptions {
@@ -64,9 +67,9 @@ func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 }
 
 // executor connects to Redis through client (reading the policy's Redis Secret, when it names
-// one) and returns the executor of p on client, with its progress written to out; closeRedis
-// closes its Redis client.
-func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, p *policy, out io.Writer, stop <-chan struct{}) (ex *execute.Executor, closeRedis func(), err error) {
+// one) and returns the executor of p on client working toward goal (nil: compliance), with its
+// progress written to out; closeRedis closes its Redis client.
+func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, p *policy, out io.Writer, stop <-chan struct{}, goal execute.Goal) (ex *execute.Executor, closeRedis func(), err error) {
 	cfg, err := executorConfig(p)
 	if err != nil {
 		return nil, nil, err
@@ -77,7 +80,7 @@ func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, 
 	}
 	cfg.Client, cfg.Redis, cfg.Out, cfg.Requests = client, rc, out, o.kube.requests
 	cfg.DryRun, cfg.IgnoreWindows = o.dryRun, o.ignoreWindows
-	cfg.Stop = stop
+	cfg.Stop, cfg.Goal, cfg.Source = stop, goal, o.source
 	if o.observer != nil {
 		cfg.Observer = o.observer
 	}
@@ -196,7 +199,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	ex, closeRedis, err := o.executor(ctx, client, p, progressOut(cmd, p), stop)
+	ex, closeRedis, err := o.executor(ctx, client, p, progressOut(cmd, p), stop, nil)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
