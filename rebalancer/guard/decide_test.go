@@ -86,9 +86,11 @@ func TestDecide(t *testing.T) {
 			says:  "i/o timeout",
 		},
 		{
-			name:  "role unknown, pod not Ready → allowed: it serves nothing",
-			state: replicaState(func(s *State) { s.Role, s.RoleErr, s.PodReady, s.Master = policies.RoleUnknown, "connection refused", false, nil }),
-			want:  want{true, ReasonNotServing},
+			name: "role unknown, pod not Ready → allowed: it serves nothing",
+			state: replicaState(func(s *State) {
+				s.Role, s.RoleErr, s.PodReady, s.Master = policies.RoleUnknown, "connection refused", false, nil
+			}),
+			want: want{true, ReasonNotServing},
 		},
 		{
 			name:  "a replica whose master serves, sole replica of its shard → allowed",

@@ -24,8 +24,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 )
 
 const testLabel = "app.kubernetes.io/instance"
@@ -251,8 +251,10 @@ func TestReview(t *testing.T) {
 			events: noEvents,
 		},
 		{
-			name:   "a pod of no Redis cluster → allowed",
-			mut:    func(objs *[]runtime.Object) { *objs = append(*objs, fixture.Pod("web", fixture.InNamespace("redis"), fixture.On("n1"))) },
+			name: "a pod of no Redis cluster → allowed",
+			mut: func(objs *[]runtime.Object) {
+				*objs = append(*objs, fixture.Pod("web", fixture.InNamespace("redis"), fixture.On("n1")))
+			},
 			review: evictionReview("web"),
 			want:   allowed,
 			events: noEvents,
@@ -413,5 +415,3 @@ func reviewJSON(t *testing.T, req *admissionv1.AdmissionRequest) string {
 	}
 	return buf.String()
 }
-
-
