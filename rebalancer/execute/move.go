@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/descheduler/pkg/descheduler/evictions"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
@@ -230,6 +231,10 @@ func (cr *clusterRun) pdbDryRun(ctx context.Context, m *move) result {
 	switch {
 	case err == nil:
 		return proceed("eviction dry run accepted: the PodDisruptionBudget allows it")
+	case apierrors.IsTooManyRequests(err) && guard.Denied(err.Error(), guard.ReasonMaster):
+		// The eviction guard holds a master's eviction until its failover, which comes next;
+		// it answers before the PodDisruptionBudget is asked, so the eviction itself asks it.
+		return proceed("the eviction guard holds %s's eviction while it is a master (the failover comes next); the PodDisruptionBudget is asked at the eviction", pod.Name)
 	case apierrors.IsTooManyRequests(err):
 		return skip("PodDisruptionBudget forbids evicting %s now: %v", pod.Name, err)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
@@ -274,11 +279,14 @@ func (cr *clusterRun) failover(ctx context.Context, m *move) result {
 		return abort(fmt.Errorf("failover: %w", err))
 	}
 	cr.cfg.Observer.Failover(cr.key, FailoverSucceeded)
-	why := "before its eviction"
-	if m.mv.Kind == plan.KindFailover {
+	why, reason := "before its eviction", ReasonFailover
+	switch {
+	case cr.handOff != "":
+		why, reason = "before a disruption another tool makes: "+cr.handOff, ReasonHandOff
+	case m.mv.Kind == plan.KindFailover:
 		why = "so that no node or zone holds half of the masters (MasterQuorum); no pod moves"
 	}
-	cr.events.pod(m.pod, corev1.EventTypeNormal, ReasonFailover, ActionFailover, "master %s failed over to its in-sync replica %s (verified in %.3fs) %s", fo.OldMaster, fo.NewMaster, fo.Seconds, why)
+	cr.events.pod(m.pod, corev1.EventTypeNormal, reason, ActionFailover, "master %s failed over to its in-sync replica %s (verified in %.3fs) %s", fo.OldMaster, fo.NewMaster, fo.Seconds, why)
 	m.rep.Failover = fo
 	m.masterID = newMasterID
 	return proceed("verified in %s: %s is master, %s its replica", time.Duration(fo.Seconds*float64(time.Second)).Round(time.Millisecond), fo.NewMaster, fo.OldMaster)

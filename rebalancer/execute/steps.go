@@ -270,6 +270,8 @@ func (e *estimates) expected(steps []step) time.Duration {
 // window opens or how much time is left against how much the steps need.
 func (cr *clusterRun) windowCheck(m *move, from int, what string) result {
 	switch {
+	case cr.handOff != "":
+		return proceed("a hand-off before a disruption another tool makes (%s): maintenance windows do not apply", cr.handOff)
 	case cr.windows.Always():
 		return proceed("no maintenance window configured")
 	case cr.cfg.IgnoreWindows:
