@@ -25,6 +25,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -217,6 +218,31 @@ func (c Config) withDefaults() (Config, error) {
 type Executor struct {
 	cfg     Config
 	windows *window.Schedule
+	// locks keeps one disruption in flight per Redis cluster across Run and HandOff: each move
+	// holds its cluster's lock from its first step to its last.
+	locks keyedMutex
+}
+
+// keyedMutex is a mutex per key (a Redis cluster's "namespace/name"), made on first use.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+// lock locks key's mutex and returns its unlock.
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*sync.Mutex{}
+	}
+	l, ok := k.m[key]
+	if !ok {
+		l = &sync.Mutex{}
+		k.m[key] = l
+	}
+	k.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // New returns an Executor for cfg, defaults filled. It fails when a required field is missing,

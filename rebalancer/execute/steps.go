@@ -128,10 +128,12 @@ var failoverStep = map[string]bool{
 	report.StepDrain: true, report.StepReobserve: true,
 }
 
-// move carries out the first move of plan p: its steps in order until one does not continue. It
-// returns the move as it happened, the cluster observed at its end (nil unless every step
+// move carries out the first move of plan p: its steps in order until one does not continue,
+// holding the cluster's lock (one disruption in flight per Redis cluster, with Executor.HandOff
+// too). It returns the move as it happened, the cluster observed at its end (nil unless every step
 // continued), and the last step's result.
 func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, p plan.Plan) (report.Move, *policies.Cluster, result) {
+	defer cr.locks.lock(cr.key)()
 	mv := p.Moves[0]
 	clk := cr.cfg.Clock
 	start := clk.Now()

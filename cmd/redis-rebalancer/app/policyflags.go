@@ -246,6 +246,12 @@ func (o *policyOptions) addScheduleFlag(fs *pflag.FlagSet) {
 	policyFlag(o, fs.StringVar, "schedule", func(p *policy) *string { return &p.Schedule }, `when passes start: a cron expression (5 fields, @hourly/@daily/..., @every DURATION, optional CRON_TZ=<zone> prefix; UTC without one); a pass still running at the next tick skips it`)
 }
 
+// addGuardFlags binds --guard and --guard-max-hold (serve's eviction guard).
+func (o *policyOptions) addGuardFlags(fs *pflag.FlagSet) {
+	policyFlag(o, fs.BoolVar, "guard", func(p *policy) *bool { return &p.Guard.Enabled }, "serve the eviction guard (a validating admission webhook on pod evictions, on --guard-listen-address) and hand the masters it holds, and those on nodes being emptied, off to replicas")
+	policyFlag(o, fs.DurationVar, "guard-max-hold", func(p *policy) *time.Duration { return &p.Guard.MaxHold.Duration }, "the longest the guard holds one pod's eviction; later evictions of the pod are admitted with a Warning Event")
+}
+
 // addOutputFlag binds -o; usage is its help.
 func (o *policyOptions) addOutputFlag(fs *pflag.FlagSet, usage string) {
 	o.output = string(o.flags.Output)
@@ -336,6 +342,7 @@ func PolicyFlags() map[string][]string {
 	o.addPlanFlags(fs, "")
 	o.addExecuteFlags(fs)
 	o.addScheduleFlag(fs)
+	o.addGuardFlags(fs)
 	o.addOutputFlag(fs, "")
 	return o.flagsByField()
 }

@@ -14,6 +14,7 @@ import (
 	leoptions "k8s.io/component-base/config/options"
 	"k8s.io/klog/v2"
 
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
 )
@@ -28,6 +29,7 @@ type serveOptions struct {
 	passOnStart    bool
 	listenAddress  string
 	leaderElection componentbaseconfig.LeaderElectionConfiguration
+	guard          guardOptions
 }
 
 func newServeOptions() *serveOptions {
@@ -36,6 +38,7 @@ func newServeOptions() *serveOptions {
 		// The Lease's namespace is filled in when the command runs (the kubeconfig's namespace,
 		// or the pod's own in a cluster) unless --leader-elect-resource-namespace is given.
 		leaderElection: serve.DefaultLeaderElection(""),
+		guard:          newGuardOptions(),
 	}
 }
 
@@ -45,6 +48,8 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.passOnStart, "pass-on-start", o.passOnStart, "start a pass as soon as this process leads, then on the schedule")
 	fs.StringVar(&o.listenAddress, "listen-address", o.listenAddress, "address of the HTTP listener serving /healthz, /readyz and /metrics")
 	leoptions.BindLeaderElectionFlags(&o.leaderElection, fs)
+	o.run.policy.addGuardFlags(fs)
+	o.guard.addFlags(fs)
 }
 
 func newServeCommand() *cobra.Command {
@@ -126,7 +131,7 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 		return &exitError{ExitError, fmt.Errorf("--listen-address: %w", err)}
 	}
 	defer l.Close()
-	err = serve.Run(ctx, serve.Config{
+	scfg := serve.Config{
 		Client: client, Schedule: p.Schedule, PassOnStart: o.passOnStart,
 		LeaderElection: le, Identity: identity, Listener: l, Metrics: m, Stop: stop,
 		Pass: func(ctx context.Context, _ <-chan struct{}) {
@@ -140,7 +145,20 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 			}
 			klog.InfoS("Pass ended", "outcome", outcome, "clusters", len(rep.Clusters), "evictions", rep.Moves(), "seconds", rep.Seconds)
 		},
-	})
+	}
+	if p.Guard.Enabled {
+		gr, err := o.startGuard(ctx, client, p, ex, o.run.redis, m, o.run.dryRun)
+		if err != nil {
+			return &exitError{ExitError, err}
+		}
+		defer gr.close()
+		defer gr.listener.Close()
+		scfg.GuardListener, scfg.Guard, scfg.GuardPath = gr.listener, gr.guard, guard.Path
+		if gr.handOff != nil {
+			scfg.Leading = append(scfg.Leading, gr.handOff.Run)
+		}
+	}
+	err = serve.Run(ctx, scfg)
 	if err != nil {
 		// serve.ErrLeaseLost included: the process exits and is restarted.
 		return &exitError{ExitError, err}
