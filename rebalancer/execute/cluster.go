@@ -241,7 +241,8 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 	before, offTrack := -1, 0
 	for moves, evictions, failovers := 0, 0, 0; ; {
 		cr.notePending(c, false)
-		if len(policies.Hard(c.Evaluate(c.Current()))) == 0 {
+		p, done := cr.cfg.Goal.Next(c, cr.cfg.Plan)
+		if done {
 			return c
 		}
 		if cr.stopping() {
@@ -249,7 +250,6 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 			cr.printf("stopping: %s\n", rep.Stopped)
 			return c
 		}
-		p := plan.Compute(c, cr.cfg.Plan)
 		if before >= 0 && p.Infeasible == "" && p.Minimal && p.Evictions >= before {
 			last := &rep.Moves[len(rep.Moves)-1]
 			last.OffTrack = true

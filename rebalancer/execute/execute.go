@@ -167,6 +167,9 @@ type Config struct {
 	// StoppedBy report.StoppedGracefulStop. Cancelling Run's context is the hard stop: every
 	// step in flight is cut short. Nil: never.
 	Stop <-chan struct{}
+	// Goal is what the run works toward (Compliance when nil): when a cluster is done, and the
+	// plan its next move is taken from.
+	Goal Goal
 	// Requests, when set, counts Client's API requests (observe.RequestCounter.Wrap on its
 	// rest.Config); Run's report then holds the counts.
 	Requests *observe.RequestCounter
@@ -209,6 +212,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Observer == nil {
 		c.Observer = noObserver{}
+	}
+	if c.Goal == nil {
+		c.Goal = Compliance{}
 	}
 	return c, nil
 }

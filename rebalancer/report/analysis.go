@@ -75,6 +75,30 @@ type ClusterAnalysis struct {
 	WithPendingSteps *plan.Alternative `json:"withPendingSteps,omitempty"`
 	// Searched is the number of placements the planner evaluated (plan only).
 	Searched int `json:"searched,omitempty"`
+	// Without is set by `plan --without`: the nodes taken away and the hand-off made before they
+	// go. Every other field is then about the cluster without those nodes, its masters handed off
+	// and the pods that ran there lost with them (re-created, placed by the plan or Pending).
+	Without *WhatIf `json:"without,omitempty"`
+}
+
+// WhatIf is what `plan --without NODE,...|zone=ZONE` asks: the cluster as if those nodes were
+// gone (drained for maintenance, or lost), after the hand-off that takes every master off them.
+type WhatIf struct {
+	// Nodes are the nodes taken away, sorted.
+	Nodes []string `json:"nodes"`
+	// HandOff are the failover steps made before they go (plan.HandOff): the fewest that take
+	// every master off them while MasterQuorum holds over the nodes that stay.
+	HandOff []plan.Move `json:"handOff"`
+	// MasterQuorum is what MasterQuorum asks over the nodes that stay, and QuorumHolds whether
+	// the hand-off keeps it.
+	MasterQuorum policies.Quorum `json:"masterQuorum"`
+	QuorumHolds  bool            `json:"quorumHolds"`
+	// Stuck are the masters on those nodes that no replica on a node that stays can take over
+	// from: their slots fail until Redis promotes a replica that comes back.
+	Stuck []string `json:"stuck,omitempty"`
+	// Lost are the cluster's pods that ran on those nodes ("namespace/name"), re-created by their
+	// controllers: the plan places them, or they stay Pending.
+	Lost []string `json:"lost"`
 }
 
 // Analyze evaluates every cluster of m and, when withPlans is true, plans each non-compliant one
@@ -132,10 +156,11 @@ func (a *Analysis) Compliant() bool {
 	return true
 }
 
-// Planned reports whether every cluster complies or has a plan that reaches compliance.
+// Planned reports whether every cluster complies or has a plan that reaches compliance (and,
+// with Without, no master is stuck on the nodes taken away).
 func (a *Analysis) Planned() bool {
 	for _, c := range a.Clusters {
-		if !c.CompliantAfter {
+		if !c.CompliantAfter || c.Without != nil && len(c.Without.Stuck) > 0 {
 			return false
 		}
 	}

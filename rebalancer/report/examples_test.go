@@ -11,10 +11,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 var update = flag.Bool("update", false, "rewrite examples/*.yaml from test/scenario's suite")
@@ -33,8 +33,12 @@ type exampleWant struct {
 	pendingSteps int
 	// infeasible, when set, is a phrase the reason for "no plan" must contain.
 	infeasible string
-	opts       policies.Options
-	popts      plan.Options
+	// drain, when set, is a node whose drain's hand-off (plan.HandOff) must be handOff:
+	// "from → to" failovers in order, MasterQuorum holding over the nodes that stay.
+	drain   string
+	handOff []string
+	opts    policies.Options
+	popts   plan.Options
 }
 
 var exampleWants = map[string]exampleWant{
@@ -72,6 +76,8 @@ var exampleWants = map[string]exampleWant{
 	// same plan.
 	"bitnami-post-scale-down": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
 	"ot-post-scale-down":      {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
+	// Compliant; draining n1 (prepare-drain n1) makes room in zone-b, then hands n1's master off.
+	"rebalanced": {drain: "n1", handOff: []string{"redis/redis-s1-0 → redis/redis-s1-1", "redis/redis-s0-0 → redis/redis-s0-1"}},
 }
 
 // redisNodesFile returns the --redis-nodes file of a suite case of the Bitnami or OT layout.
@@ -190,6 +196,20 @@ func TestExamples(t *testing.T) {
 				}
 				if want.firstPod != "" && ca.Moves[0].Pod != want.firstPod {
 					t.Errorf("first move evicts %s, want %s", ca.Moves[0].Pod, want.firstPod)
+				}
+				if want.drain != "" {
+					leaving, err := m.LeavingNodes([]string{want.drain}, "")
+					if err != nil {
+						t.Fatal(err)
+					}
+					h := plan.HandOff(m.Clusters[0], leaving)
+					var got []string
+					for _, mv := range h.Moves {
+						got = append(got, mv.From+" → "+mv.To)
+					}
+					if diff := cmp.Diff(want.handOff, got); diff != "" || !h.QuorumHolds || len(h.Stuck) > 0 {
+						t.Errorf("hand-off of a drain of %s (-want +got):\n%s\nquorum holds %v, stuck %v", want.drain, diff, h.QuorumHolds, h.Stuck)
+					}
 				}
 				for _, mv := range ca.Moves {
 					if mv.Kind == plan.KindFailover {

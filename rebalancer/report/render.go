@@ -141,6 +141,9 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 		}
 		c := byKey[ca.Namespace+"/"+ca.Name]
 		fmt.Fprintf(w, "Redis cluster %s/%s: %d pods (N=%d), %d shards, zones [%s]\n", ca.Namespace, ca.Name, ca.Pods, ca.N, len(c.Shards), strings.Join(ca.AllowedZones, " "))
+		if ca.Without != nil {
+			RenderWhatIf(w, ca.Without)
+		}
 		RenderShards(w, c)
 		RenderMap(w, c, c.Current())
 		RenderViolations(w, ca.Violations)
@@ -163,6 +166,8 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 		switch {
 		case ca.Infeasible != "":
 			fmt.Fprintf(w, "  no plan: %s\n", ca.Infeasible)
+		case len(ca.Moves) == 0 && !ca.Compliant:
+			fmt.Fprintf(w, "  no move: the scheduler places the Pending pods by itself; compliant after: %v\n", ca.CompliantAfter)
 		case len(ca.Moves) == 0:
 			fmt.Fprintln(w, "  nothing to do")
 		default:
@@ -173,6 +178,42 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 			RenderExposure(w, ca.PendingSteps)
 		}
 	}
+}
+
+// RenderWhatIf writes what `plan --without` assumes: the nodes taken away, the hand-off made
+// before they go, the masters no replica can take over from, and the pods lost with the nodes.
+func RenderWhatIf(w io.Writer, wi *WhatIf) {
+	fmt.Fprintf(w, "  as if %s were gone; MasterQuorum over the nodes that stay: %s\n", strings.Join(wi.Nodes, ", "), quorumLimits(wi.MasterQuorum))
+	if len(wi.HandOff) == 0 {
+		fmt.Fprintln(w, "  hand-off first: none (no master there)")
+	}
+	for i, mv := range wi.HandOff {
+		if i == 0 {
+			fmt.Fprintf(w, "  hand-off first: %s\n", plural(len(wi.HandOff), "failover"))
+		}
+		fmt.Fprintf(w, "    %s\n", MoveText(mv))
+	}
+	if !wi.QuorumHolds {
+		fmt.Fprintln(w, "  ! no failovers keep MasterQuorum over the nodes that stay")
+	}
+	for _, s := range wi.Stuck {
+		fmt.Fprintf(w, "  ! master %s: no replica on a node that stays can take over; its slots fail when its node goes\n", s)
+	}
+	if len(wi.Lost) > 0 {
+		fmt.Fprintf(w, "  pods lost with the nodes, re-created by their controllers: %s\n", strings.Join(wi.Lost, ", "))
+	}
+	fmt.Fprintln(w, "  without them:")
+}
+
+// quorumLimits is MasterQuorum's limits in words ("not checked" when the rule does not apply).
+func quorumLimits(q policies.Quorum) string {
+	switch {
+	case !q.Applies:
+		return "not checked (roles unknown)"
+	case q.ZoneLimit > 0:
+		return fmt.Sprintf("at most %d of %d masters per node, %d per zone", q.NodeLimit, q.Masters, q.ZoneLimit)
+	}
+	return fmt.Sprintf("at most %d of %d masters per node", q.NodeLimit, q.Masters)
 }
 
 // Outcome says where a move's pod goes: the expected node and the nodes the scheduler may choose

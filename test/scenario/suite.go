@@ -49,6 +49,7 @@ func Suite() []Case {
 		{Scenario: RoleOnly()},
 		{Scenario: BitnamiPostScaleDown()},
 		{Scenario: OTPostScaleDown()},
+		{Scenario: Rebalanced()},
 	}
 	for i := range cases {
 		cases[i].RoleLabels = cases[i].Layout == LayoutSeed
@@ -242,6 +243,20 @@ func RoleOnly() Scenario {
 		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
 	}.Placed([][]string{
 		{"n1", "n3"}, {"n1", "n5"}, {"n1", "n4"}, {"n3", "n6"}, {"n6", "n2"},
+	})
+}
+
+// Rebalanced is a compliant 5 shards × 2 pods (N = 10) on 3 zones × 2 nodes, one master per node
+// but n6 (zone-a and zone-b hold 2 masters each): the cluster a drain starts from. Draining n1
+// hands s0's master to its replica on n3, which would leave n3 2 and zone-b 3 of the 5 masters:
+// s1's master on n3 hands off to its replica on n5 first. Two failovers, no eviction.
+func Rebalanced() Scenario {
+	return Scenario{
+		Name:        "rebalanced",
+		Description: "Compliant, one master per node but n6: draining n1 takes 2 failovers (room in zone-b first, then n1's master).",
+		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n3", "n5"}, {"n5", "n1"}, {"n2", "n4"}, {"n4", "n6"},
 	})
 }
 

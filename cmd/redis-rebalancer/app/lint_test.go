@@ -7,7 +7,7 @@ import (
 )
 
 func TestLintCommand(t *testing.T) {
-	out, _, code := runCLI(t, "lint", "--snapshot", "../../examples/seed-deadlock.yaml", "-o", "json")
+	out, _, code := runCLI(t, "lint", "--snapshot", "../../../examples/seed-deadlock.yaml", "-o", "json")
 	if code != ExitViolations {
 		t.Fatalf("exit %d, want %d", code, ExitViolations)
 	}
@@ -20,12 +20,12 @@ func TestLintCommand(t *testing.T) {
 	if len(doc.Findings) != 3 || doc.Findings[0].Kind != "DeadlockRisk" {
 		t.Errorf("findings: %+v", doc.Findings)
 	}
-	if _, _, code := runCLI(t, "lint", "--snapshot", "../../examples/post-scale-down.yaml"); code != ExitOK {
+	if _, _, code := runCLI(t, "lint", "--snapshot", "../../../examples/post-scale-down.yaml"); code != ExitOK {
 		t.Errorf("post-scale-down lint exit %d, want 0", code)
 	}
 	// 4 shards in 2 zones: the loss of a zone cannot be survived, said once for the cluster; the
 	// note on roles comes once too.
-	out, _, code = runCLI(t, "lint", "--snapshot", "../../examples/two-zones.yaml", "-o", "json")
+	out, _, code = runCLI(t, "lint", "--snapshot", "../../../examples/two-zones.yaml", "-o", "json")
 	var doc2 struct {
 		Findings []struct{ Kind, StatefulSet, Message string }
 		Notes    []string

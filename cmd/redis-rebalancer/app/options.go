@@ -156,19 +156,27 @@ func (o *modelOptions) addFlags(fs *pflag.FlagSet, releaseUsage string) {
 // Redis with (live with readRedis only; nil otherwise) is returned open, for the caller's further
 // reads (check's health) and to close.
 func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, readRedis bool) (*policies.Model, *redisctl.Client, error) {
-	opts := rules(p)
-	sel, err := selection(&p.Selection)
+	snap, err := o.readSnapshot(ctx, errOut, p)
 	if err != nil {
 		return nil, nil, err
 	}
-	var m *policies.Model
+	return o.build(ctx, errOut, p, snap, readRedis)
+}
+
+// readSnapshot loads the snapshot from the file (checked: CheckSnapshot; the kinds it skipped
+// noted on errOut) or lists it from the API server (the namespace p selects).
+func (o *modelOptions) readSnapshot(ctx context.Context, errOut io.Writer, p *policy) (*policies.Snapshot, error) {
+	sel, err := selection(&p.Selection)
+	if err != nil {
+		return nil, err
+	}
 	if o.snapshot.file != "" {
 		snap, skipped, err := observe.LoadSnapshotFile(o.snapshot.file)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if err := observe.CheckSnapshot(snap); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if len(skipped) > 0 {
 			var kinds []string
@@ -178,14 +186,37 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 			sort.Strings(kinds)
 			fmt.Fprintf(errOut, "note: %s skipped (not used by the rules)\n", strings.Join(kinds, ", "))
 		}
+		return snap, nil
+	}
+	if o.snapshot.redisNodes != "" {
+		return nil, errors.New("--redis-nodes needs --snapshot: live, Redis is read")
+	}
+	client, err := o.kube.client()
+	if err != nil {
+		return nil, err
+	}
+	return observe.ReadSnapshotPaged(ctx, client, sel.Namespace, o.snapshot.chunkSize)
+}
+
+// build builds the model of snap with p's rules, keeps the clusters p selects and reads the roles
+// and shards: offline from --redis-nodes' files, live from Redis when readRedis is set (model's
+// Redis client returned open).
+func (o *modelOptions) build(ctx context.Context, errOut io.Writer, p *policy, snap *policies.Snapshot, readRedis bool) (*policies.Model, *redisctl.Client, error) {
+	opts := rules(p)
+	sel, err := selection(&p.Selection)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := observe.Model(snap, opts, sel)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.snapshot.file != "" {
 		var nodes map[string][]policies.RedisNode
 		if o.snapshot.redisNodes != "" {
 			if nodes, err = observe.LoadRedisNodes(o.snapshot.redisNodes); err != nil {
 				return nil, nil, err
 			}
-		}
-		if m, err = observe.Model(snap, opts, sel); err != nil {
-			return nil, nil, err
 		}
 		for _, k := range observe.ApplyRedisNodes(m, nodes) {
 			fmt.Fprintf(errOut, "note: --redis-nodes: no selected Redis cluster %s in the snapshot; its file is not used\n", k)
@@ -195,25 +226,15 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 		}
 		return m, nil, nil
 	}
-	if o.snapshot.redisNodes != "" {
-		return nil, nil, errors.New("--redis-nodes needs --snapshot: live, Redis is read")
-	}
-	client, err := o.kube.client()
-	if err != nil {
-		return nil, nil, err
-	}
-	snap, err := observe.ReadSnapshotPaged(ctx, client, sel.Namespace, o.snapshot.chunkSize)
-	if err != nil {
-		return nil, nil, err
-	}
-	if m, err = observe.Model(snap, opts, sel); err != nil {
-		return nil, nil, err
-	}
 	if !readRedis {
 		if err := shardsRead(m, "Redis is not read (--redis-roles=false)", "give --redis-roles"); err != nil {
 			return nil, nil, err
 		}
 		return m, nil, nil
+	}
+	client, err := o.kube.client()
+	if err != nil {
+		return nil, nil, err
 	}
 	rc, err := redisClient(ctx, client, &p.Redis)
 	if err != nil {

@@ -47,7 +47,7 @@ items:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	example := "../../examples/post-scale-down.yaml"
+	example := "../../../examples/post-scale-down.yaml"
 	runExitCases(t, []exitCase{
 		{name: "empty snapshot file → 1, empty input", args: []string{"check", "--snapshot", empty}, wantCode: ExitError, wantErr: []string{"snapshot: empty input"}},
 		{name: "plan on an empty snapshot → 1, empty input", args: []string{"plan", "--snapshot", empty}, wantCode: ExitError, wantErr: []string{"empty input"}},

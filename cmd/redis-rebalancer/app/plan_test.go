@@ -11,23 +11,23 @@ import (
 
 func TestPlanExitCodes(t *testing.T) {
 	runExitCases(t, []exitCase{
-		{name: "plan on the seed deadlock → 0, evict redis-s1-1", args: []string{"plan", "--snapshot", "../../examples/seed-deadlock.yaml", "--role-label", roleLabel}, wantCode: ExitOK, wantOut: []string{"evict redis/redis-s1-1 from n2", "compliant after: true", "evicting redis/redis-s1-1 unblocks it"}},
-		{name: "plan on too few nodes → 3 with the reason", args: []string{"plan", "--snapshot", "../../examples/too-few-nodes.yaml"}, wantCode: ExitViolations, wantOut: []string{"no plan: N=6 pods at most 1 per node"}},
-		{name: "plan on zonal volumes → 3, the volumes keep the pods", args: []string{"plan", "--snapshot", "../../examples/zonal-volumes.yaml"}, wantCode: ExitViolations, wantOut: []string{"zonal PersistentVolumes keep them there"}},
-		{name: "plan --release-replica-claims on zonal volumes → 0, moves a replica", args: []string{"plan", "--snapshot", "../../examples/zonal-volumes.yaml", "--role-label", roleLabel, "--release-replica-claims"}, wantCode: ExitOK, wantOut: []string{"evict redis/redis-s3-1", "compliant after: true"}},
-		{name: "plan on the role-only case → 0, one failover and no eviction", args: []string{"plan", "--snapshot", "../../examples/role-only.yaml", "--role-label", roleLabel}, wantCode: ExitOK,
+		{name: "plan on the seed deadlock → 0, evict redis-s1-1", args: []string{"plan", "--snapshot", "../../../examples/seed-deadlock.yaml", "--role-label", roleLabel}, wantCode: ExitOK, wantOut: []string{"evict redis/redis-s1-1 from n2", "compliant after: true", "evicting redis/redis-s1-1 unblocks it"}},
+		{name: "plan on too few nodes → 3 with the reason", args: []string{"plan", "--snapshot", "../../../examples/too-few-nodes.yaml"}, wantCode: ExitViolations, wantOut: []string{"no plan: N=6 pods at most 1 per node"}},
+		{name: "plan on zonal volumes → 3, the volumes keep the pods", args: []string{"plan", "--snapshot", "../../../examples/zonal-volumes.yaml"}, wantCode: ExitViolations, wantOut: []string{"zonal PersistentVolumes keep them there"}},
+		{name: "plan --release-replica-claims on zonal volumes → 0, moves a replica", args: []string{"plan", "--snapshot", "../../../examples/zonal-volumes.yaml", "--role-label", roleLabel, "--release-replica-claims"}, wantCode: ExitOK, wantOut: []string{"evict redis/redis-s3-1", "compliant after: true"}},
+		{name: "plan on the role-only case → 0, one failover and no eviction", args: []string{"plan", "--snapshot", "../../../examples/role-only.yaml", "--role-label", roleLabel}, wantCode: ExitOK,
 			wantOut: []string{"MasterQuorum: node n1 holds 3 of the 5 masters", "plan: 0 evictions, 1 failover, minimal; compliant after: true", "1. fail redis/redis-s2-0 (n1) over to redis/redis-s2-1 (n4): no pod moves"}},
-		{name: "check on the role-only case without --role-label → 0, MasterQuorum skipped with a note", args: []string{"check", "--snapshot", "../../examples/role-only.yaml"}, wantCode: ExitOK,
+		{name: "check on the role-only case without --role-label → 0, MasterQuorum skipped with a note", args: []string{"check", "--snapshot", "../../../examples/role-only.yaml"}, wantCode: ExitOK,
 			wantOut: []string{"every hard rule holds", "note: MasterQuorum not checked: the members' Redis roles are unknown"}},
-		{name: "check on the role-only case with --role-label → 3, MasterQuorum n1 and zone-a", args: []string{"check", "--snapshot", "../../examples/role-only.yaml", "--role-label", roleLabel}, wantCode: ExitViolations,
+		{name: "check on the role-only case with --role-label → 3, MasterQuorum n1 and zone-a", args: []string{"check", "--snapshot", "../../../examples/role-only.yaml", "--role-label", roleLabel}, wantCode: ExitViolations,
 			wantOut: []string{"MasterQuorum: node n1 holds 3 of the 5 masters", "MasterQuorum: zone zone-a holds 3 of the 5 masters"}},
-		{name: "bad output format → 1", args: []string{"plan", "--snapshot", "../../examples/excluded-zone.yaml", "-o", "yaml"}, wantCode: ExitError, wantErr: []string{`output (--output): Unsupported value: "yaml"`}},
+		{name: "bad output format → 1", args: []string{"plan", "--snapshot", "../../../examples/excluded-zone.yaml", "-o", "yaml"}, wantCode: ExitError, wantErr: []string{`output (--output): Unsupported value: "yaml"`}},
 	})
 }
 
 // TestPlanJSONContract checks the JSON fields the README documents.
 func TestPlanJSONContract(t *testing.T) {
-	out, _, code := runCLI(t, "plan", "--snapshot", "../../examples/post-scale-down.yaml", "--role-label", roleLabel, "-o", "json")
+	out, _, code := runCLI(t, "plan", "--snapshot", "../../../examples/post-scale-down.yaml", "--role-label", roleLabel, "-o", "json")
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}

@@ -70,7 +70,7 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 		setGCPercent()
 		return validateFlags(cmd.Flags())
 	}
-	root.AddCommand(newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newConstraintsCommand(), newLintCommand(), newPolicyCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newPrepareDrainCommand(), newConstraintsCommand(), newLintCommand(), newPolicyCommand(), newVersionCommand())
 	return root
 }
 

@@ -67,9 +67,9 @@ func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 }
 
 // executor connects to Redis through client (reading the policy's Redis Secret, when it names
-// one) and returns the executor of p on client, with its progress written to out; closeRedis
-// closes its Redis client.
-func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, p *policy, out io.Writer, stop <-chan struct{}) (ex *execute.Executor, closeRedis func(), err error) {
+// one) and returns the executor of p on client working toward goal (nil: compliance), with its
+// progress written to out; closeRedis closes its Redis client.
+func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, p *policy, out io.Writer, stop <-chan struct{}, goal execute.Goal) (ex *execute.Executor, closeRedis func(), err error) {
 	cfg, err := executorConfig(p)
 	if err != nil {
 		return nil, nil, err
@@ -80,7 +80,7 @@ func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, 
 	}
 	cfg.Client, cfg.Redis, cfg.Out, cfg.Requests = client, rc, out, o.kube.requests
 	cfg.DryRun, cfg.IgnoreWindows = o.dryRun, o.ignoreWindows
-	cfg.Stop = stop
+	cfg.Stop, cfg.Goal = stop, goal
 	if o.observer != nil {
 		cfg.Observer = o.observer
 	}
@@ -200,7 +200,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	ex, closeRedis, err := o.executor(ctx, client, p, progressOut(cmd, p), stop)
+	ex, closeRedis, err := o.executor(ctx, client, p, progressOut(cmd, p), stop, nil)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}

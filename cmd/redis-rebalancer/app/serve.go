@@ -107,7 +107,7 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	ex, closeRedis, err := o.run.executor(ctx, client, p, progressOut(cmd, p), stop)
+	ex, closeRedis, err := o.run.executor(ctx, client, p, progressOut(cmd, p), stop, nil)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}

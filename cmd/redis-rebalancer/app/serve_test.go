@@ -62,6 +62,6 @@ func TestGracefulSignals(t *testing.T) {
 // Helm chart's rendered one).
 func TestDeployPolicyIsValid(t *testing.T) {
 	runExitCases(t, []exitCase{
-		{name: "deploy/base/policy.yaml → 0", args: []string{"policy", "validate", "../../deploy/base/policy.yaml"}, wantCode: ExitOK},
+		{name: "deploy/base/policy.yaml → 0", args: []string{"policy", "validate", "../../../deploy/base/policy.yaml"}, wantCode: ExitOK},
 	})
 }
