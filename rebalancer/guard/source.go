@@ -167,10 +167,8 @@ func NodeReady(node *corev1.Node) (bool, string) {
 	if node == nil {
 		return false, "node not found"
 	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady {
-			return false, "taint " + t.Key
-		}
+	if tainted, why := NodeTaintedNotReady(node); tainted {
+		return false, why
 	}
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -181,6 +179,18 @@ func NodeReady(node *corev1.Node) (bool, string) {
 		}
 	}
 	return false, "no Ready condition"
+}
+
+// NodeTaintedNotReady reports whether node carries the node lifecycle controller's
+// node.kubernetes.io/unreachable or node.kubernetes.io/not-ready taint, and which: what tells a
+// node that is not Ready from a model whose nodes are trimmed of their conditions.
+func NodeTaintedNotReady(node *corev1.Node) (bool, string) {
+	for _, t := range node.Spec.Taints {
+		if t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady {
+			return true, "taint " + t.Key
+		}
+	}
+	return false, ""
 }
 
 // NodeLeaving reports whether node is being emptied: cordoned (spec.unschedulable), or carrying a

@@ -100,7 +100,7 @@ type Config struct {
 	// MaxHold is guard.maxHold: a hold older than this is not handed off any more (the guard
 	// admits its eviction).
 	MaxHold time.Duration
-	// Planner plans the failovers (GreedyPlanner when nil).
+	// Planner plans the failovers (DrainPlanner when nil).
 	Planner Planner
 	// Workers is how many Redis clusters are handed off at once (1 when 0); one disruption at a
 	// time per cluster.
@@ -140,7 +140,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, errors.New("handoff: a client, a source, holds, an executor and a Redis reader are required")
 	}
 	if cfg.Planner == nil {
-		cfg.Planner = GreedyPlanner
+		cfg.Planner = DrainPlanner
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1
@@ -376,8 +376,10 @@ func (c *Controller) handOff(ctx context.Context, key string) (bool, string, err
 	l := Leaving{Nodes: map[string]string{}, Members: map[int]string{}}
 	var sig []string
 	for _, n := range model.Nodes {
-		ready, _ := guard.NodeReady(n.Obj)
-		if leaving, why := guard.NodeLeaving(n.Obj, c.cfg.DrainTaints); leaving && ready {
+		// The model's nodes are trimmed of their conditions: a node not Ready is told by the
+		// node lifecycle controller's taints (its Redis nodes are gone; Redis promotes).
+		notReady, _ := guard.NodeTaintedNotReady(n.Obj)
+		if leaving, why := guard.NodeLeaving(n.Obj, c.cfg.DrainTaints); leaving && !notReady {
 			l.Nodes[n.Name] = why
 			sig = append(sig, "node "+n.Name+" "+why)
 		}

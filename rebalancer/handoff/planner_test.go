@@ -48,7 +48,7 @@ func failoverText(p plan.Plan) []string {
 	return out
 }
 
-func TestGreedyPlanner(t *testing.T) {
+func TestDrainPlanner(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		sc      scenario.Scenario
@@ -68,10 +68,22 @@ func TestGreedyPlanner(t *testing.T) {
 			},
 		},
 		{
-			name:  "role-only, n1 emptied → its 3 masters leave; the masters on n3 and n6 stay",
+			name:  "role-only, n1 emptied → room made first on n3 and n6 (plan.HandOff), then its 3 masters leave",
 			sc:    scenario.RoleOnly(),
 			nodes: []string{"n1"},
 			want: []string{
+				"redis/redis-s3-0 (n3) → redis/redis-s3-1 (n6)", "redis/redis-s4-0 (n6) → redis/redis-s4-1 (n2)",
+				"redis/redis-s0-0 (n1) → redis/redis-s0-1 (n3)", "redis/redis-s1-0 (n1) → redis/redis-s1-1 (n5)",
+				"redis/redis-s2-0 (n1) → redis/redis-s2-1 (n4)",
+			},
+		},
+		{
+			name:    "role-only, n1 emptied and redis-s3-0's eviction held too → the node's hand-off covers it once",
+			sc:      scenario.RoleOnly(),
+			nodes:   []string{"n1"},
+			members: []string{"redis-s3-0"},
+			want: []string{
+				"redis/redis-s3-0 (n3) → redis/redis-s3-1 (n6)", "redis/redis-s4-0 (n6) → redis/redis-s4-1 (n2)",
 				"redis/redis-s0-0 (n1) → redis/redis-s0-1 (n3)", "redis/redis-s1-0 (n1) → redis/redis-s1-1 (n5)",
 				"redis/redis-s2-0 (n1) → redis/redis-s2-1 (n4)",
 			},
@@ -92,7 +104,7 @@ func TestGreedyPlanner(t *testing.T) {
 			sc:         scenario.PostScaleDown(),
 			nodes:      []string{"n1", "n3"},
 			want:       []string{"redis/redis-s2-0 (n1) → redis/redis-s2-1 (n4)", "redis/redis-s3-0 (n1) → redis/redis-s3-1 (n4)"},
-			infeasible: "master redis/redis-s0-0 (node n1 is being emptied (cordoned)) has no replica on a node that stays; master redis/redis-s1-0",
+			infeasible: "master redis/redis-s0-0 has no replica on a node that stays; master redis/redis-s1-0 has no replica on a node that stays",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,7 +116,7 @@ func TestGreedyPlanner(t *testing.T) {
 			for _, m := range tc.members {
 				l.Members[memberOf(t, c, m)] = "the guard held its eviction"
 			}
-			p := GreedyPlanner(c, l)
+			p := DrainPlanner(c, l)
 			if diff := cmp.Diff(tc.want, failoverText(p)); diff != "" {
 				t.Errorf("failovers (-want +got):\n%s", diff)
 			}
