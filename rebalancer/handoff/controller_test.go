@@ -267,4 +267,3 @@ func TestControllerHandsOffHeldEvictions(t *testing.T) {
 		})
 	}
 }
-
