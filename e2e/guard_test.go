@@ -275,7 +275,6 @@ func TestGuardForgedReviewAndGuardDown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-
 	review := admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{
