@@ -39,20 +39,6 @@ import (
 // EvictErrorRetryDelay). The writer writes 250 writes/s throughout; every pod's role is recorded
 // as its redis-server stops.
 
-// twoMastersOnN1 is a compliant 5 shards × 2 pods on 3 zones × 2 nodes where n1 holds the most
-// masters, 2 of the 5 (s0's and s1's; their replicas on n3 and n5). Draining n1 hands s0's
-// master to n3, which would leave zone-b 3 of 5: s3's master on n4 makes room first (to n2), and
-// s1's goes to n5. Three failovers, then n1's two pods leave as replicas.
-func twoMastersOnN1() scenario.Scenario {
-	return scenario.Scenario{
-		Name:        "two-masters-on-n1",
-		Description: "Compliant; n1 holds 2 of the 5 masters, the most of any node.",
-		Zones:       scenario.ThreeZones(), Shards: 5, PodsPerShard: 2,
-	}.Placed([][]string{
-		{"n1", "n3"}, {"n1", "n5"}, {"n3", "n6"}, {"n4", "n2"}, {"n6", "n2"},
-	})
-}
-
 // slowStart makes every (re-)created pod take 5 s to start: longer than the bed's Redis
 // cluster-node-timeout (2 s), so that a master evicted without a failover is gone long enough for
 // Redis to notice (on the instant bed it would be back first, and its writes would not fail).
@@ -167,7 +153,7 @@ func (g *guardedEnv) t() *testing.T { return g.serves[0].t }
 // node of the shared bed, so they run alone.
 func TestGuardDrain(t *testing.T) {
 	t.Run("without the guard → masters evicted, writes fail", func(t *testing.T) {
-		f := newFaultEnv(t, twoMastersOnN1(), harness.Options{PodAnnotations: slowStart}, true)
+		f := newFaultEnv(t, scenario.TwoMastersOnN1(), harness.Options{PodAnnotations: slowStart}, true)
 		kubectlDrain(t, f.Env, "n1", f.Namespace, time.Second)
 		stats := f.drain(t) // no acknowledged write lost
 		masters := 0
@@ -182,7 +168,7 @@ func TestGuardDrain(t *testing.T) {
 		}
 	})
 	t.Run("with the guard → the masters handed off first, 0 failed writes, MasterQuorum holds", func(t *testing.T) {
-		f := newFaultEnv(t, twoMastersOnN1(), harness.Options{PodAnnotations: slowStart}, true)
+		f := newFaultEnv(t, scenario.TwoMastersOnN1(), harness.Options{PodAnnotations: slowStart}, true)
 		g := startGuard(t, f, 1, admissionregistrationv1.Ignore)
 		phase := startPhase(f.writer)
 		start := time.Now()
@@ -198,7 +184,7 @@ func TestGuardDrain(t *testing.T) {
 // eviction; every pod evicted is a replica, no write fails or is lost, and no node that stays
 // holds half of the masters (with zone-a gone, 2 zones stay: MasterQuorum checks nodes).
 func TestGuardZoneDrain(t *testing.T) {
-	f := newFaultEnv(t, twoMastersOnN1(), harness.Options{}, true)
+	f := newFaultEnv(t, scenario.TwoMastersOnN1(), harness.Options{}, true)
 	startGuard(t, f, 1, admissionregistrationv1.Ignore)
 	kubectlDrainNodes(t, f.Env, []string{"n1", "n2"}, f.Namespace, time.Second)
 	assertDrained(t, f, []string{"n1", "n2"}, 4)
@@ -208,7 +194,7 @@ func TestGuardZoneDrain(t *testing.T) {
 // down (ToBeDeletedByClusterAutoscaler, NoSchedule): the leader hands n1's masters off before any
 // eviction arrives; nothing is evicted, no write fails.
 func TestGuardClusterAutoscalerTaint(t *testing.T) {
-	f := newFaultEnv(t, twoMastersOnN1(), harness.Options{}, true)
+	f := newFaultEnv(t, scenario.TwoMastersOnN1(), harness.Options{}, true)
 	startGuard(t, f, 1, admissionregistrationv1.Ignore)
 	taintNode(t, f, "n1", corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler", Value: fmt.Sprint(time.Now().Unix()), Effect: corev1.TaintEffectNoSchedule})
 	start := time.Now()
@@ -234,7 +220,7 @@ func TestGuardClusterAutoscalerTaint(t *testing.T) {
 // replica keeps answering the reviews, takes the Lease over and hands the rest off; the drain
 // completes, every pod evicted is a replica, no acknowledged write is lost.
 func TestGuardLeaderKilledMidDrain(t *testing.T) {
-	f := newFaultEnv(t, twoMastersOnN1(), harness.Options{}, true)
+	f := newFaultEnv(t, scenario.TwoMastersOnN1(), harness.Options{}, true)
 	g := startGuard(t, f, 2, admissionregistrationv1.Ignore)
 	lead := g.leader(time.Minute)
 	done := make(chan struct{})
@@ -266,7 +252,7 @@ func TestGuardLeaderKilledMidDrain(t *testing.T) {
 // verified. Then serve stops: with failurePolicy Ignore kube-apiserver lets an eviction through,
 // with Fail it refuses it (500), which a drain does not retry.
 func TestGuardForgedReviewAndGuardDown(t *testing.T) {
-	f := newFaultEnv(t, twoMastersOnN1(), harness.Options{}, false)
+	f := newFaultEnv(t, scenario.TwoMastersOnN1(), harness.Options{}, false)
 	g := startGuard(t, f, 1, admissionregistrationv1.Ignore)
 	byNode, _ := masterPlaces(t, f)
 	master := byNode["n1"][0]

@@ -49,11 +49,19 @@ import (
 // instant test bed a master evicted without a failover is back before Redis notices
 // (cluster-node-timeout), which flatters any tool that does so.
 
-// Tool names.
+// Tool names. The guard's rows run `redis-rebalancer serve --guard` beside the tool, behind a
+// ValidatingWebhookConfiguration on the scenario's evictions (kube-apiserver calls it at
+// https://127.0.0.1:PORT).
 const (
-	toolRebalancer  = "redis-rebalancer"
-	toolDescheduler = "descheduler"
+	toolRebalancer       = "redis-rebalancer"
+	toolDescheduler      = "descheduler"
+	toolDeschedulerGuard = "descheduler + guard"
+	toolDrain            = "kubectl drain"
+	toolDrainGuard       = "kubectl drain + guard"
 )
+
+// defaultTools are the tools a scenario runs with unless it names its own.
+var defaultTools = []string{toolRebalancer, toolDescheduler}
 
 // redisNodeTimeout is the test bed's cluster-node-timeout (test/redisserver's default).
 const redisNodeTimeout = 2 * time.Second
@@ -120,12 +128,23 @@ type compareScenario struct {
 	runningPods func(*corev1.PodTemplateSpec)
 	// pending names a pod that must be Unschedulable before the tool starts.
 	pending func(scenario.Scenario) string
+	// tools are the tools compared (defaultTools when nil).
+	tools []string
+	// drain names the node the drain rows drain.
+	drain string
 }
 
 var scenarios = map[string]compareScenario{
 	"post-scale-down": {
-		what: "5 shards × 2 pods after a scale-down, 4 masters on n1 (node maxSkew 3 broken)",
-		make: scenario.PostScaleDown,
+		what:  "5 shards × 2 pods after a scale-down, 4 masters on n1 (node maxSkew 3 broken)",
+		make:  scenario.PostScaleDown,
+		tools: []string{toolRebalancer, toolDescheduler, toolDeschedulerGuard},
+	},
+	"drain": {
+		what:  "a compliant 5 shards × 2 pods, n1 holding the most masters (2 of 5): `kubectl drain n1` (k8s.io/kubectl/pkg/drain, retry every 5 s)",
+		make:  scenario.TwoMastersOnN1,
+		tools: []string{toolDrain, toolDrainGuard},
+		drain: "n1",
 	},
 	"seed-deadlock": {
 		what:    "seed 000's deadlock: shard 2's replica Pending forever",
@@ -144,7 +163,7 @@ var scenarios = map[string]compareScenario{
 }
 
 func scenarioNames() []string {
-	return []string{"post-scale-down", "seed-deadlock", "template-only-constraints"}
+	return []string{"post-scale-down", "seed-deadlock", "template-only-constraints", "drain"}
 }
 
 // Result is what one tool did on one scenario.
@@ -189,7 +208,11 @@ func run(ctx context.Context, cfg Config) ([]Result, error) {
 	defer bed.Stop()
 	var results []Result
 	for _, name := range cfg.Scenarios {
-		for _, tool := range []string{toolRebalancer, toolDescheduler} {
+		tools := scenarios[name].tools
+		if tools == nil {
+			tools = defaultTools
+		}
+		for _, tool := range tools {
 			fmt.Fprintf(cfg.Out, "compare: %s with %s ...\n", name, tool)
 			r := runOne(ctx, cfg, bed, name, tool, log)
 			fmt.Fprintf(cfg.Out, "compare: %s with %s: %s\n", name, tool, r.summary())
@@ -244,13 +267,23 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 		return res
 	}
 
+	if tool == toolDeschedulerGuard || tool == toolDrainGuard {
+		stop, err := startGuard(ctx, cfg, env, log)
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		defer stop()
+	}
 	began := time.Now()
 	mon := startMonitor(ctx, env, sc.N(), began)
 	switch tool {
 	case toolRebalancer:
 		res.ToolExit, err = runRebalancer(ctx, cfg, env, mon, log)
-	case toolDescheduler:
+	case toolDescheduler, toolDeschedulerGuard:
 		res.ToolExit, err = runDescheduler(ctx, cfg, env, mon, log)
+	case toolDrain, toolDrainGuard:
+		res.ToolExit, err = runDrain(ctx, cfg, env, cs.drain, mon, log)
 	}
 	mon.stop(ctx)
 	if err != nil {
