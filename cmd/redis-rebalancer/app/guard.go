@@ -33,7 +33,7 @@ import (
 // Defaults of serve's guard flags.
 const (
 	defaultGuardListenAddress = ":9443"
-	defaultGuardCertDir       = "/etc/redis-rebalancer/guard-tls"
+	defaultGuardCertDir       = "/var/run/secrets/redis-rebalancer/guard-tls"
 	defaultGuardCertSecret    = "redis-rebalancer-guard-tls"
 	defaultGuardService       = "redis-rebalancer-guard"
 	// guardCacheSyncTimeout bounds the first listing of pods and nodes.
