@@ -135,4 +135,3 @@ func BenchmarkReviewAt1000PerSecond(b *testing.B) {
 		rate, b.N, took.Round(time.Millisecond), float64(b.N)/took.Seconds(), allowedN, b.N-allowedN-failed, failed,
 		q(0.50).Round(time.Microsecond), q(0.90).Round(time.Microsecond), q(0.99).Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
 }
-
