@@ -9,6 +9,10 @@
 // fails to renew its Lease stops acting at once (the pass's context ends) and Run returns
 // ErrLeaseLost: the process exits and is restarted, as kube-scheduler's and the descheduler's are.
 //
+// With Config.GuardListener it also serves the eviction guard's admission webhook (any
+// http.Handler: rebalancer/guard's) on that TLS listener, whether it leads or not, and runs
+// Config.Leading (the guard's hand-off) while it leads.
+//
 // It imports client-go (leader election), robfig/cron/v3 and rebalancer/metrics; cmd/redis-rebalancer/app
 // wires it.
 package serve

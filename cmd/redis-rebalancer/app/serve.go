@@ -76,7 +76,18 @@ released so that another replica takes over at once, then serve exits 0. A secon
 every step at once.
 
 The policy (--policy) and every flag of run apply to each pass; -o json prints one JSON report per
-pass on stdout.`,
+pass on stdout.
+
+With --guard (guard.enabled) every replica also serves the eviction guard on a TLS listener
+(--guard-listen-address, path /guard/evictions; certificate from --guard-cert-dir, or issued and
+rotated here with --guard-self-signed): kube-apiserver sends it the evictions of the Redis
+namespaces (a ValidatingWebhookConfiguration on CREATE pods/eviction; deploy/overlays/guard), and
+it denies with 429 the eviction of a master serving slots, or of a replica whose shard would be
+left without a serving master or an in-sync replica, for at most guard.maxHold. The leader fails
+each held master, and every master on a node being emptied (cordoned, or tainted with one of
+guard.drainTaints), over to an in-sync replica on a node that stays, one at a time per Redis
+cluster (health gate, verified failover, client drain); the evictor's retry then passes. The
+guard never evicts. deploy/README.md "The eviction guard" has the details and the security model.`,
 		Example: `  # the policy's schedule and windows, leader-elected (deploy/overlays/deployment)
   redis-rebalancer serve --policy /etc/redis-rebalancer/policy.yaml
   # a pass every night at 02:00 Paris time, acting only in a 2h window
