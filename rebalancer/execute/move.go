@@ -400,8 +400,9 @@ func (cr *clusterRun) roleCheck(ctx context.Context, m *move) result {
 const evictionRefusedPrefix = "error when evicting pod (ignoring)"
 
 // evict is SPEC step 5: the run's PodEvictor evicts the pod through the policy/v1 Eviction API
-// (it records an event on the pod and counts the eviction against the limits). A 429 skips: the
-// pod is never deleted instead. Any other error aborts.
+// (it records an event on the pod and counts the eviction against the limits). A 429 skips (a
+// PodDisruptionBudget's, or the eviction guard's, named as such): the pod is never deleted
+// instead. Any other error aborts.
 func (cr *clusterRun) evict(ctx context.Context, m *move) result {
 	// The PodEvictor records the eviction's event (reason EvictionStrategy); the move's reason is
 	// in the run's report and progress, not in the event's reason, which must be a short word.
@@ -428,6 +429,9 @@ func (cr *clusterRun) evict(ctx context.Context, m *move) result {
 		r := skip("eviction limit: %v", err)
 		r.stoppedBy = report.StoppedEvictionLimit
 		return r
+	case strings.HasPrefix(err.Error(), evictionRefusedPrefix) && strings.Contains(err.Error(), guard.MessagePrefix):
+		cr.cfg.Observer.Eviction(cr.key, EvictionRefused)
+		return skip("the eviction guard refused the eviction of %s: %v", m.pod.Name, err)
 	case strings.HasPrefix(err.Error(), evictionRefusedPrefix):
 		cr.cfg.Observer.Eviction(cr.key, EvictionRefused)
 		return skip("PodDisruptionBudget refused the eviction of %s: %v", m.pod.Name, err)
