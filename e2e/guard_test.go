@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -453,4 +454,74 @@ func (r *cliRun) exited() bool {
 	default:
 		return false
 	}
+}
+
+// TestGuardSelfSignedCertificate runs serve with --guard-self-signed: it issues a CA and a serving
+// certificate (open-policy-agent/cert-controller) into an empty Secret in its namespace, writes
+// them to its certificate directory and the CA bundle into the webhook configuration, which
+// names https://localhost:PORT (the certificate's extra DNS name); kube-apiserver then trusts it,
+// and a dry-run eviction of a master is the guard's 429.
+func TestGuardSelfSignedCertificate(t *testing.T) {
+	f := newFaultEnv(t, scenario.TwoMastersOnN1(), harness.Options{}, false)
+	ctx := t.Context()
+	ns, secret, name := "default", "guard-tls-"+f.Namespace, "guard-"+f.Namespace
+	_, err := f.Client().CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: ns}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: {}, corev1.TLSPrivateKeyKey: {}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Client().CoreV1().Secrets(ns).Delete(context.Background(), secret, metav1.DeleteOptions{}) })
+	port := freePort(t)
+	w := harness.GuardWebhook{Name: name, Namespace: f.Namespace, URL: fmt.Sprintf("https://localhost:%d%s", port, guard.Path)}
+	if err := w.Install(ctx, f.Client()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Uninstall(context.Background(), f.Client()) })
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte(e2ePolicy+"guard: {webhookConfigurationName: "+name+"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startCLI(t, nil, append(serveArgs(t, f.Env), "--policy", policy, "--pass-on-start=false", "--schedule", "@yearly",
+		"--guard", "--guard-listen-address", fmt.Sprintf("127.0.0.1:%d", port), "--guard-cert-dir", filepath.Join(dir, "certs"),
+		"--guard-self-signed", "--guard-cert-secret", secret, "--guard-extra-dns-names", "localhost")...)
+	r.waitLine(`"msg":"Guard certificate issued"`, 2*time.Minute)
+	r.waitLine(`"msg":"Serving the eviction guard"`, time.Minute)
+	byNode, _ := masterPlaces(t, f)
+	if err := harness.WaitDryRunEviction(ctx, f.Client(), f.Namespace, byNode["n1"][0], time.Minute, guardHeld(guard.ReasonMaster)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.Client().AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil || len(got.Webhooks) != 1 || len(got.Webhooks[0].ClientConfig.CABundle) == 0 {
+		t.Errorf("webhook configuration %v, %v: want the CA bundle serve wrote", got, err)
+	}
+	s, err := f.Client().CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
+	if err != nil || len(s.Data[corev1.TLSCertKey]) == 0 || len(s.Data["ca.crt"]) == 0 {
+		t.Errorf("Secret %s/%s after serve issued its certificate: %v, keys %v", ns, secret, err, keysOf(s))
+	}
+	f.finish(t)
+}
+
+// freePort returns a TCP port free on 127.0.0.1 now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func keysOf(s *corev1.Secret) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for k := range s.Data {
+		out = append(out, k)
+	}
+	return out
 }
