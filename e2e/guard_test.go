@@ -472,7 +472,9 @@ func TestGuardSelfSignedCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = f.Client().CoreV1().Secrets(ns).Delete(context.Background(), secret, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = f.Client().CoreV1().Secrets(ns).Delete(context.Background(), secret, metav1.DeleteOptions{})
+	})
 	port := freePort(t)
 	w := harness.GuardWebhook{Name: name, Namespace: f.Namespace, URL: fmt.Sprintf("https://localhost:%d%s", port, guard.Path)}
 	if err := w.Install(ctx, f.Client()); err != nil {
