@@ -457,10 +457,11 @@ func (r *cliRun) exited() bool {
 }
 
 // TestGuardSelfSignedCertificate runs serve with --guard-self-signed: it issues a CA and a serving
-// certificate (open-policy-agent/cert-controller) into an empty Secret in its namespace, writes
-// them to its certificate directory and the CA bundle into the webhook configuration, which
-// names https://localhost:PORT (the certificate's extra DNS name); kube-apiserver then trusts it,
-// and a dry-run eviction of a master is the guard's 429.
+// certificate (open-policy-agent/cert-controller) into an empty Secret in its namespace (the test
+// projects the Secret into serve's certificate directory, as the kubelet does with a Secret
+// volume) and writes the CA bundle into the webhook configuration, which names
+// https://localhost:PORT (the certificate's extra DNS name); kube-apiserver then trusts it, and a
+// dry-run eviction of a master is the guard's 429.
 func TestGuardSelfSignedCertificate(t *testing.T) {
 	f := newFaultEnv(t, scenario.TwoMastersOnN1(), harness.Options{}, false)
 	ctx := t.Context()
@@ -481,15 +482,34 @@ func TestGuardSelfSignedCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Uninstall(context.Background(), f.Client()) })
-	dir := t.TempDir()
+	dir, certs := t.TempDir(), t.TempDir()
 	policy := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(policy, []byte(e2ePolicy+"guard: {webhookConfigurationName: "+name+"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := startCLI(t, nil, append(serveArgs(t, f.Env), "--policy", policy, "--pass-on-start=false", "--schedule", "@yearly",
-		"--guard", "--guard-listen-address", fmt.Sprintf("127.0.0.1:%d", port), "--guard-cert-dir", filepath.Join(dir, "certs"),
+		"--guard", "--guard-listen-address", fmt.Sprintf("127.0.0.1:%d", port), "--guard-cert-dir", certs,
 		"--guard-self-signed", "--guard-cert-secret", secret, "--guard-extra-dns-names", "localhost")...)
+	// The kubelet's part: project the Secret, once filled, into the certificate directory.
+	projected := make(chan error, 1)
+	go func() {
+		projected <- wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			s, err := f.Client().CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
+			if err != nil || len(s.Data[corev1.TLSCertKey]) == 0 {
+				return false, nil
+			}
+			for k, v := range s.Data {
+				if err := os.WriteFile(filepath.Join(certs, k), v, 0o600); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		})
+	}()
 	r.waitLine(`"msg":"Guard certificate issued"`, 2*time.Minute)
+	if err := <-projected; err != nil {
+		t.Fatal(err)
+	}
 	r.waitLine(`"msg":"Serving the eviction guard"`, time.Minute)
 	byNode, _ := masterPlaces(t, f)
 	if err := harness.WaitDryRunEviction(ctx, f.Client(), f.Namespace, byNode["n1"][0], time.Minute, guardHeld(guard.ReasonMaster)); err != nil {

@@ -60,7 +60,7 @@ func newGuardOptions() guardOptions {
 func (o *guardOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.listenAddress, "guard-listen-address", o.listenAddress, "address of the eviction guard's TLS listener (guard.enabled): kube-apiserver posts its AdmissionReviews there, on "+guard.Path)
 	fs.StringVar(&o.certDir, "guard-cert-dir", o.certDir, "directory holding the guard's serving certificate, tls.crt and tls.key (a mounted Secret: cert-manager's, or the one --guard-self-signed writes); re-read when they change")
-	fs.BoolVar(&o.selfSigned, "guard-self-signed", o.selfSigned, "issue and rotate the guard's serving certificate here (open-policy-agent/cert-controller): a CA and a certificate for the Service, kept in the Secret --guard-cert-secret, written to --guard-cert-dir, and the CA bundle written into the webhook configuration (guard.webhookConfigurationName)")
+	fs.BoolVar(&o.selfSigned, "guard-self-signed", o.selfSigned, "issue and rotate the guard's serving certificate here (open-policy-agent/cert-controller): a CA and a certificate for the Service, kept in the Secret --guard-cert-secret (mount it at --guard-cert-dir: the kubelet projects it there), and the CA bundle written into the webhook configuration (guard.webhookConfigurationName)")
 	fs.StringVar(&o.certSecret, "guard-cert-secret", o.certSecret, "with --guard-self-signed: the Secret, in serve's namespace, the certificate is kept in")
 	fs.StringVar(&o.service, "guard-service", o.service, "with --guard-self-signed: the Service in front of the guard; the certificate names <service>.<namespace>.svc")
 	fs.StringSliceVar(&o.extraDNSNames, "guard-extra-dns-names", o.extraDNSNames, "with --guard-self-signed: further DNS names the certificate carries")
@@ -167,8 +167,9 @@ func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interfa
 
 // selfSign issues the guard's serving certificate with open-policy-agent/cert-controller's
 // rotator on a controller-runtime manager of its own (no metrics, no probes, no leader election:
-// every replica keeps the files it serves up to date), and waits until it is written to
-// --guard-cert-dir and the CA bundle into the webhook configuration.
+// every replica runs it, as Gatekeeper's do; the Secret's updates settle who wrote last) into the
+// Secret --guard-cert-secret, and waits until the certificate is in --guard-cert-dir (the
+// Secret's volume: the kubelet projects it there) and the CA bundle in the webhook configuration.
 func (o *serveOptions) selfSign(ctx context.Context, g *v1alpha1.Guard) error {
 	ns, err := o.run.kube.namespace()
 	if err != nil {
@@ -178,6 +179,7 @@ func (o *serveOptions) selfSign(ctx context.Context, g *v1alpha1.Guard) error {
 	if err != nil {
 		return err
 	}
+	ctrl.SetLogger(klog.NewKlogr().WithName("cert-rotator"))
 	mgr, err := ctrl.NewManager(rcfg, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
