@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -240,7 +241,7 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 	sc := cs.make()
 	env, err := bed.Setup(ctx, sc, harness.Options{
 		Log:            log,
-		Namespace:      fmt.Sprintf("%s-%s", name, tool),
+		Namespace:      namespaceFor(name, tool),
 		PodAnnotations: map[string]string{localcluster.PodReadyDelayAnnotation: cfg.ReadyDelay.String()},
 		RunningPods:    cs.runningPods,
 		RecordStops:    true,
@@ -657,4 +658,21 @@ func survives(ctx context.Context, rc *redisctl.Client, survivors []string, lost
 		}
 	}
 	return ""
+}
+
+// namespaceFor returns the namespace of a scenario's run with a tool: "<scenario>-<tool>", every
+// character a namespace cannot hold a dash ("drain-kubectl-drain-guard").
+func namespaceFor(scenario, tool string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(scenario + "-" + tool) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.Trim(b.String(), "-")
 }

@@ -61,3 +61,15 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("no descheduler: no error")
 	}
 }
+
+func TestNamespaceFor(t *testing.T) {
+	for _, tc := range []struct{ scenario, tool, want string }{
+		{"post-scale-down", toolRebalancer, "post-scale-down-redis-rebalancer"},
+		{"drain", toolDrainGuard, "drain-kubectl-drain-guard"},
+		{"post-scale-down", toolDeschedulerGuard, "post-scale-down-descheduler-guard"},
+	} {
+		if got := namespaceFor(tc.scenario, tc.tool); got != tc.want {
+			t.Errorf("namespaceFor(%q, %q) = %q, want %q", tc.scenario, tc.tool, got, tc.want)
+		}
+	}
+}
