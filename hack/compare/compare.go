@@ -188,6 +188,8 @@ type Result struct {
 	SurviveNote string
 	// ToolExit is the tool's exit status (-1 when stopped by a signal, as the descheduler is).
 	ToolExit int
+	// DrainTook is how long a drain row's drain took (0 for the other rows).
+	DrainTook time.Duration
 	// Err is set when the measurement itself failed.
 	Err error
 }
@@ -276,15 +278,20 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 		}
 		defer stop()
 	}
-	began := time.Now()
-	mon := startMonitor(ctx, env, sc.N(), began)
+	var mon *monitor
 	switch tool {
 	case toolRebalancer:
+		mon = startMonitor(ctx, env, sc.N(), time.Now())
 		res.ToolExit, err = runRebalancer(ctx, cfg, env, mon, log)
 	case toolDescheduler, toolDeschedulerGuard:
+		mon = startMonitor(ctx, env, sc.N(), time.Now())
 		res.ToolExit, err = runDescheduler(ctx, cfg, env, mon, log)
 	case toolDrain, toolDrainGuard:
-		res.ToolExit, err = runDrain(ctx, cfg, env, cs.drain, mon, log)
+		// The placement complies before the drain: compliance is judged from the drain's end
+		// (the node uncordoned), up to 30 s.
+		res.ToolExit, res.DrainTook, err = runDrain(ctx, cfg, env, cs.drain, log)
+		mon = startMonitor(ctx, env, sc.N(), time.Now())
+		mon.waitReached(ctx, 30*time.Second)
 	}
 	mon.stop(ctx)
 	if err != nil {
