@@ -131,7 +131,8 @@ func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interfa
 	if err != nil {
 		return nil, fmt.Errorf("--guard-listen-address: %w", err)
 	}
-	gr.listener = tls.NewListener(l, &tls.Config{GetCertificate: cw.GetCertificate, MinVersion: tls.VersionTLS12})
+	// HTTP/2 (kube-apiserver's webhook client multiplexes its reviews on one connection) or 1.1.
+	gr.listener = tls.NewListener(l, &tls.Config{GetCertificate: cw.GetCertificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
 
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
