@@ -1,4 +1,4 @@
-// Package bench is the scale benchmark (issue 3, item 8): redis-rebalancer's analysis and planner
+// Package bench is the scale benchmark: redis-rebalancer's analysis and planner
 // on a synthetic snapshot (test/synth: 5,000 nodes, 150,000 pods, 1,000 Redis clusters at
 // full size), measured side by side with the descheduler's
 // RemovePodsViolatingTopologySpreadConstraint plugin run in dry-run mode on the same objects
@@ -51,10 +51,10 @@ import (
 	frameworktesting "sigs.k8s.io/descheduler/pkg/framework/testing"
 	frameworktypes "sigs.k8s.io/descheduler/pkg/framework/types"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
-	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 )
 
 // Environment variables the benchmarks read (package doc).
@@ -249,28 +249,19 @@ type Descheduler struct {
 func NewDescheduler(snap *policies.Snapshot) (*Descheduler, error) {
 	start := time.Now()
 	objs := make([]k8sruntime.Object, 0, len(snap.Nodes)+len(snap.Pods)+len(snap.StatefulSets)+len(snap.PodDisruptionBudgets)+64)
+	// The pods' namespaces, unless the snapshot holds them.
 	namespaces := map[string]bool{}
-	var nsOrder []string
+	for _, ns := range snap.Namespaces {
+		namespaces[ns.Name] = true
+	}
 	for _, p := range snap.Pods {
 		if !namespaces[p.Namespace] {
 			namespaces[p.Namespace] = true
-			nsOrder = append(nsOrder, p.Namespace)
+			objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}})
 		}
 	}
-	for _, ns := range nsOrder {
-		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	}
-	for _, n := range snap.Nodes {
-		objs = append(objs, n)
-	}
-	for _, p := range snap.Pods {
-		objs = append(objs, p)
-	}
-	for _, s := range snap.StatefulSets {
-		objs = append(objs, s)
-	}
-	for _, pdb := range snap.PodDisruptionBudgets {
-		objs = append(objs, pdb)
+	for _, o := range snap.Objects() {
+		objs = append(objs, o)
 	}
 	// NewSimpleClientset, as the plugin's own tests use: NewClientset's field-managed tracker
 	// adds nothing the plugin reads and costs more to load 150,000 pods into.

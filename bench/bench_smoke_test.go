@@ -3,8 +3,8 @@ package bench
 import (
 	"testing"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 )
 
 // TestSmoke runs what the benchmarks run on a tiny snapshot, so `make test` keeps them working.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 )
 
 // generated is the generated snapshot, shared by the benchmarks of one run.
@@ -96,7 +96,8 @@ func BenchmarkAnalyse(b *testing.B) {
 	b.ReportMetric(float64(a.Hard), "hard-violations")
 }
 
-// slowPlan is the time above which logSlowPlan prints a plan: issue 12's bound on one cluster.
+// slowPlan is the time above which logSlowPlan prints a plan: the planner's target for one
+// cluster.
 const slowPlan = 50 * time.Millisecond
 
 // logSlowPlan prints the plans that took more than 50 ms (every plan with

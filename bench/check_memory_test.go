@@ -1,7 +1,7 @@
 package bench
 
 // The check command's memory and time on the scale benchmark's snapshot, read the two ways a user
-// reads it (issue 12, item 5): live, from an API server that serves the objects in pages as
+// reads it: live, from an API server that serves the objects in pages as
 // kube-apiserver does, and offline, from the `kubectl get ... -o yaml` (and -o json) dump of the
 // same objects. Each iteration runs the real command in this process, `redis-rebalancer check
 // --role-label ... -o json`, so what is measured is the command's own path: the paged LISTs or
@@ -50,10 +50,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/proc"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
 // snapshotServerEnv, when set in a process of this test binary, makes TestMain serve the

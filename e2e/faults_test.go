@@ -17,17 +17,17 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
-	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
-// The fault matrix (issue 8): each test injects one fault into the post-scale-down scenario (the
+// The fault matrix: each test injects one fault into the post-scale-down scenario (the
 // fix fails a master over and evicts it) with a writer at 250 writes/s, and asserts the exit
 // status, the first line of the reason, what the run did (or did not) do, and faultEnv.finish's
 // invariants (no acknowledged write lost, ≥ 200 writes/s, no master evicted without a failover;
@@ -319,7 +319,7 @@ func TestFaultUnreachablePort(t *testing.T) {
 // freshRunCompletes runs redis-rebalancer again after a fault, as a CronJob's next runs would:
 // every 3 s until one exits 0, for 2 minutes at most (after an API server restart,
 // kube-controller-manager's StatefulSet controller may take 40 s to re-create an evicted pod: its
-// work queue backed off while the API server was down). Compliant means healthy (issue 8 item 3):
+// work queue backed off while the API server was down). Compliant means healthy:
 // each run exits 0 exactly when its report says compliant, a run that does leaves Redis healthy
 // as it exits (read once, at once), and one that does not exits 3 (a cluster still resyncing
 // is reported as such). At the end every hard rule holds, Redis is healthy, and

@@ -13,18 +13,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
-// TestBitnamiPostScaleDown runs issue 2's drift on a cluster laid out as Bitnami's redis-cluster
-// chart lays it out (issue 11): one StatefulSet of 10 pods with the chart's labels only, its
-// release-wide PodDisruptionBudget, the password in the chart's Secret, the seed's spread
+// TestBitnamiPostScaleDown runs the post-scale-down drift on a cluster laid out as Bitnami's
+// redis-cluster chart lays it out: one StatefulSet of 10 pods with the chart's labels only, its
+// release-wide PodDisruptionBudget, the password in the chart's Secret, the recommended spread
 // constraints set through the chart's topologySpreadConstraints value and its soft
 // anti-affinity; masters are ordinals 0..4, as the chart's init makes them. Shards come from
 // Redis alone. Before the run, the plan made offline (a snapshot and the CLUSTER NODES output)
@@ -49,10 +49,10 @@ func TestBitnamiPostScaleDown(t *testing.T) {
 	}, []lint.Kind{lint.SoftAntiAffinity})
 }
 
-// TestOTPostScaleDown runs issue 2's drift on a cluster laid out as OT's redis-operator lays it
-// out (issue 11): StatefulSets redis-cluster-leader and redis-cluster-follower of 5 each, the
+// TestOTPostScaleDown runs the post-scale-down drift on a cluster laid out as OT's redis-operator
+// lays it out: StatefulSets redis-cluster-leader and redis-cluster-follower of 5 each, the
 // operator's labels (role fixed per StatefulSet, redis-role kept in step with Redis by the
-// harness's operator stand-in), a PodDisruptionBudget per role, the seed's spread constraints
+// harness's operator stand-in), a PodDisruptionBudget per role, the recommended spread constraints
 // set through spec.redisLeader/redisFollower; follower i replicates leader i. Shards come from
 // Redis alone, matched to pods by the FQDN each Redis node announces. Before the run, the plan
 // made offline equals the live one, and lint reports the soft anti-affinity and the budgets per

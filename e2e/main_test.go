@@ -20,11 +20,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // The suite's structure.
@@ -160,7 +160,7 @@ func watch(t *testing.T, env *harness.Env) *faultEnv {
 }
 
 // finish lets the writer write 200 more writes, stops it, and asserts what every test must
-// give, whatever the fault (issue 8's fault matrix): no acknowledged write lost, ≥ 200 writes/s,
+// give, whatever the fault (faults_test.go): no acknowledged write lost, ≥ 200 writes/s,
 // and every pod that went away a replica at that moment, as Redis said (no master evicted
 // without a failover). Writes that failed after the client's retries are logged, not failed on:
 // a fault may cost a client an error (the success paths assert none; runScenario). It returns

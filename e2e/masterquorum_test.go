@@ -11,16 +11,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
-	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
-// MasterQuorum end to end (issue 10): Redis promotes a replica only when a majority of the masters
+// MasterQuorum end to end: Redis promotes a replica only when a majority of the masters
 // serving slots vote, so a node or zone holding half of the masters or more takes the whole
 // cluster down when it is lost. The tests stop every redis-server of a node or zone (SIGSTOP: a
 // lost node that keeps its data) with a writer running, and watch whether the survivors heal by
@@ -329,12 +329,12 @@ func TestRoleOnly(t *testing.T) {
 	}
 }
 
-// TestPendingStepRun runs issue 12's Pending-step case with --allow-pending-steps: N = 4 in two
-// zones of three nodes (zone maxSkew 1), each shard's two pods in one zone. The first eviction's
-// pod waits Pending (no node fits it: the run does not wait for it, and the health gate accepts
-// exactly it, and its node gone from Redis); the second eviction frees its room and the scheduler
-// places both. The run reports the exposure. The scenario's nodes differ from the shared test
-// bed's: it gets a bed of its own.
+// TestPendingStepRun runs the Pending-step case (scenario.PendingStep) with --allow-pending-steps:
+// N = 4 in two zones of three nodes (zone maxSkew 1), each shard's two pods in one zone. The first
+// eviction's pod waits Pending (no node fits it: the run does not wait for it, and the health gate
+// accepts exactly it, and its node gone from Redis); the second eviction frees its room and the
+// scheduler places both. The run reports the exposure. The scenario's nodes differ from the shared
+// test bed's: it gets a bed of its own.
 func TestPendingStepRun(t *testing.T) {
 	t.Parallel()
 	f := watch(t, harness.SetupForTest(t, scenario.PendingStep(), harness.Options{RecordStops: true}))

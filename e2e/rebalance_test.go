@@ -1,12 +1,3 @@
-// Package e2e holds the end-to-end tests: redis-rebalancer's commands run against a real
-// control plane with kwok nodes and real redis-servers, set up by e2e/harness from
-// test/scenario's scenarios: the success paths (this file; Bitnami's and OT's layouts in
-// layouts_test.go), the fault matrix (faults_test.go) and the test bed's own check
-// (testbed_test.go). main_test.go
-// describes the structure: one shared test bed, a namespace per test, the CLI as a child
-// process. It owns no support code; it may import e2e/harness, the product packages it drives
-// (cmd/redis-rebalancer/app, policies, rebalancer, redisctl) and the test-support layer (test/scenario,
-// test/redistest).
 package e2e
 
 import (
@@ -17,14 +8,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // result is what one end-to-end run gives the assertions.
@@ -161,8 +152,8 @@ func assertCompliantAndHealthy(t *testing.T, res *result) {
 	}
 }
 
-// TestPostScaleDown runs issue 2's scenario end to end: 5 shards × 2 pods left on 3 zones after
-// a scale-down, four masters on n1. The fix needs a failover and an eviction.
+// TestPostScaleDown runs the post-scale-down scenario end to end: 5 shards × 2 pods left on 3 zones
+// after a scale-down, four masters on n1. The fix needs a failover and an eviction.
 func TestPostScaleDown(t *testing.T) {
 	res := runRebalancer(t, scenario.PostScaleDown(), nil)
 	evictions, failovers := assertSafeAndCompliant(t, res)
@@ -183,7 +174,7 @@ func TestPostScaleDown(t *testing.T) {
 	assertAPIRequests(t, res.report, evictions)
 }
 
-// assertAPIRequests checks the run's API requests (issue 12, item 7): each observation lists
+// assertAPIRequests checks that the run reads the API server sparingly: each observation lists
 // each resource once (the lists of nodes, StatefulSets, PodDisruptionBudgets and volumes are as
 // many as the observations, and pods are listed no fewer times), nothing is read object by
 // object but the pods the executor waits for (at most one GET per poll of a re-creation wait),
@@ -232,8 +223,8 @@ func assertAPIRequests(t *testing.T, rep report.Run, evictions int) {
 	}
 }
 
-// TestSeedDeadlock runs seed 000's deadlock (supplement 2) end to end, five times in a row, each
-// time on a fresh layout (the fault matrix asks for the deadlock resolved 5 times in a row):
+// TestSeedDeadlock runs the 3-shard deadlock (scenario.SeedDeadlock) end to end, five times in a
+// row, each time on a fresh layout (a fix that holds only by chance fails one of them):
 // shard 2's replica is Pending forever until a replica is evicted; the scheduler then places
 // both.
 func TestSeedDeadlock(t *testing.T) {

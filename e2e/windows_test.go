@@ -10,17 +10,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
-	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
-// The maintenance-window rows of the fault matrix (issue 8): a run started outside its window,
-// and a window that runs out during a run. Windows are cron expressions, minute-grained, read
-// in UTC; these tests build them from the wall clock and never wait for a minute to turn.
+// The maintenance-window rows of the fault matrix (faults_test.go): a run started outside its
+// window, and a window that runs out during a run. Windows are cron expressions, minute-grained,
+// read in UTC; these tests build them from the wall clock and never wait for a minute to turn.
 
 // TestFaultOutsideWindow: the only window opens daily 11–12 hours from now. The run observes,
 // plans and reports, changes nothing, and says when the window opens next: exit 4, stoppedBy

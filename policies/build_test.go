@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
 func pdb(name string, sel *metav1.LabelSelector) *policyv1.PodDisruptionBudget {
@@ -289,7 +289,7 @@ func TestStaticInfeasibility(t *testing.T) {
 		want    string // a substring of the reason; "" for none
 	}{
 		{
-			name:    "N=6 at most 1 per node on 5 nodes (seed 000 §四) → needs 6 usable nodes",
+			name:    "N=6 at most 1 per node on 5 nodes (fewer than 6 nodes: the relaxed limit cannot hold) → needs 6 usable nodes",
 			nodes:   fixture.ZonedNodes(5, "a"),
 			cluster: redisCluster{shards: 3, perShard: 2, zones: []string{"a"}, place: [][]string{{"n1", "n2"}, {"n3", "n4"}, {"n5", "n1"}}},
 			want:    "need 6 usable nodes, found 5",
@@ -462,8 +462,8 @@ func TestBuildErrors(t *testing.T) {
 	}
 }
 
-// TestAllowedZones pins how the allowed zones (seed available-zones), ZoneList and ZoneKey are
-// read from the members' required node affinity and nodeSelector.
+// TestAllowedZones pins how the allowed zones (the required node affinity's), ZoneList and ZoneKey
+// are read from the members' required node affinity and nodeSelector.
 func TestAllowedZones(t *testing.T) {
 	ga, legacy := corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaZone
 	nodes := append(fixture.ZonedNodes(1, "a", "b", "c"), fixture.Node("n4", fixture.InZone("zone-d"), fixture.NodeLabel("disk", "ssd")))
@@ -506,7 +506,7 @@ func TestAllowedZones(t *testing.T) {
 					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: ga, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"zone-a"}}}}}}}}
 			}},
 			want: want{[]string{"zone-b", "zone-c", "zone-d"}, false, ga}},
-		{name: "seed 000's legacy key on legacy-labelled nodes → the list, ZoneKey legacy",
+		{name: "the legacy zone key on legacy-labelled nodes → the list, ZoneKey legacy",
 			nodes: legacyZoned(1, "a", "b", "c"), spec: []fixture.PodOption{fixture.RequiredIn(legacy, "zone-a", "zone-b", "zone-c")},
 			want: want{[]string{"zone-a", "zone-b", "zone-c"}, true, legacy}},
 		{name: "legacy-keyed anti-affinity on nodes carrying both labels → ZoneKey legacy (the pods' key)",

@@ -1,9 +1,8 @@
-// Package policies judges the placement of Redis Cluster pods on Kubernetes: the HA rules of
-// seed 000 §一 (ShardSeparation, MaxPodsPerNode, ZoneEvenSplit, MaxPodsPerZone, AllowedZones), the
-// pods' own topology spread constraints with kube-scheduler's semantics (TopologySpread), Pending
-// pods (Unschedulable), where the masters are (MasterQuorum: no node, nor with 3 zones or more a
-// zone, may hold half of the masters serving slots; quorum.go), the soft NodeSpread and
-// ZoneBalance rules, and a feasibility filter that says where a re-created pod may be placed.
+// Package policies judges the placement of Redis Cluster pods on Kubernetes against the rules of
+// its rule registry (Rules, registry.go: how many pods a node or a zone may hold, shards kept
+// apart, allowed zones, the pods' own topology spread constraints with kube-scheduler's
+// semantics, Pending pods, where the masters are, and two soft spread rules), and holds a
+// feasibility filter that says where a re-created pod may be placed.
 //
 // API objects are converted once (Build) into a Model of indexed nodes and Redis clusters; rules and
 // the filter then only read the model and a Placement (member index → node index), so a planner can
@@ -12,26 +11,31 @@
 // # What it owns
 //
 // The package owns the model (Snapshot and RedisNode, what it reads of CLUSTER NODES, in; Model,
-// Cluster, Shard, Member and Placement out), the rules (Evaluate, EvaluateHard, NodeLimit,
-// ZoneLimit), the filter (Candidates, CandidatesIn, Fits, Explain), the quick infeasibility count (StaticInfeasibility), the node classes the planner
-// groups interchangeable nodes by (NodeClass), and State: a placement whose rules' and filter's
-// counts are kept up to date per move, which the planner searches on. It does not read a live cluster, talk to Redis,
-// plan or evict: the rebalancer does, on top of it. The seed's constraint generator lives in
+// Cluster, Shard, Member and Placement out; Snapshot.Objects walks a snapshot's objects), the rules
+// (Evaluate, EvaluateHard, NodeLimit, ZoneLimit) and their registry (Rules, LookupRule: each
+// rule's name, hard or soft, scope, description and fix, which help, metrics and docs read), the
+// filter (Candidates, CandidatesIn, Fits, Explain), the quick infeasibility count
+// (StaticInfeasibility), the node classes the planner groups interchangeable nodes by (NodeClass),
+// and State: a placement whose rules' and filter's counts are kept up to date per move, which the
+// planner searches on. It does not read a live cluster, talk to Redis, plan or evict: the
+// rebalancer does, on top of it. The generator of the recommended constraints lives in
 // policies/constraints and the StatefulSet linter in policies/lint; both build on this package,
 // never the reverse.
 //
 // # What it may import
 //
-// The standard library; the API types (k8s.io/api) and apimachinery's labels, selection, sets and
-// meta/v1; kube-scheduler's own helpers in k8s.io/component-helpers (node affinity, taints and
-// tolerations, pod requests, PersistentVolume node affinity), so that the filter computes what the
-// scheduler computes; klog only for the logger those helpers take; k8s.io/utils/ptr. Nothing that
-// talks to an API server (client-go), and no package of this module.
+// The standard library; the API types (k8s.io/api) and apimachinery's labels, selection, sets,
+// meta/v1 and runtime (Snapshot.Objects); kube-scheduler's own helpers in
+// k8s.io/component-helpers (node affinity, taints and tolerations, pod requests, PersistentVolume
+// node affinity), so that the filter computes what the scheduler computes; klog only for the
+// logger those helpers take; k8s.io/utils/ptr. Nothing that talks to an API server (client-go).
+// Of this module, api/v1alpha1 only: the policy's defaults and the shard source's text form
+// (ParseShardSource).
 //
 // # Layout
 //
 //   - types.go: the public types (Snapshot, Options, Role, Node, Model, Cluster, Shard, Member,
-//     Placement) and their small methods.
+//     Placement) and their small methods; objects.go: Snapshot.Objects.
 //   - build.go: the Build pipeline (pods by cluster, shards, N, PodDisruptionBudgets, each
 //     cluster finished in parallel); shards.go: where shards come from (ShardSource: owner,
 //     label, or Redis's CLUSTER NODES through Cluster.ApplyRedis, nodes matched to pods by
@@ -41,7 +45,8 @@
 //     pod a StatefulSet re-creates; spec.go: a member's scheduling-relevant spec, converted once;
 //     zones.go: zone keys, allowed zones, usable nodes; index.go: pods by label, topology domains,
 //     existing pods' anti-affinity.
-//   - rules.go: the HA rules; quorum.go: MasterQuorum (Masters, Quorum, and QuorumFix, the
+//   - registry.go: the rule registry (Rules: each rule's name, hard or soft, scope, description,
+//     fix and check), which Evaluate runs; rules.go: the HA rules' checks; quorum.go: MasterQuorum (Masters, Quorum, and QuorumFix, the
 //     fewest failovers that satisfy it); spread.go: PodTopologySpread's constraint instances and counts,
 //     shared by the TopologySpread rule and the filter; infeasible.go: StaticInfeasibility;
 //     nodeclass.go: NodeClass; state.go: State, the rules' sums and the filter's PreFilter state

@@ -8,10 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // The table tests build their objects with test/fixture's builders (the descheduler's style:
@@ -26,7 +26,7 @@ type redisCluster struct {
 	shards, perShard int
 	zones            []string // allowed zones written into node affinity (zone-<z>)
 	legacyZoneKey    bool     // write failure-domain.beta.kubernetes.io/zone instead
-	relaxed          bool     // seed 000 §四's relaxed maxSkew
+	relaxed          bool     // the relaxed ("at most") maxSkew
 	// place[shard][ordinal] is the node the pod runs on; "" leaves it Pending (Unschedulable),
 	// "-" does not create it.
 	place [][]string

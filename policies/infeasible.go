@@ -8,13 +8,13 @@ import (
 
 // StaticInfeasibility returns, in words, why no placement of the cluster's N pods that evictions
 // can reach satisfies the hard rules on the nodes that exist (e.g. fewer than 6 nodes for N = 6,
-// seed 000 §四), or "" when this quick count finds no obstacle. A pod that is placed needs a usable
-// node: one that passes the node-level checks (cordon, taints, node affinity) of some member's
-// incoming spec (a Pending pod's own, otherwise its re-creation template's). A pod that stays
-// keeps its node whatever that node's schedulability, so a node that is not usable still holds
-// the members running on it now (up to the node limit). With a zone list (AllowedZones) only
-// nodes of the allowed zones count; without one, nodes without a zone label count too (each its
-// own domain for ShardSeparation, in no zone for the zone rules).
+// where the 1/3 rule cannot hold at all), or "" when this quick count finds no obstacle. A pod that
+// is placed needs a usable node: one that passes the node-level checks (cordon, taints, node
+// affinity) of some member's incoming spec (a Pending pod's own, otherwise its re-creation
+// template's). A pod that stays keeps its node whatever that node's schedulability, so a node that
+// is not usable still holds the members running on it now (up to the node limit). With a zone list
+// (AllowedZones) only nodes of the allowed zones count; without one, nodes without a zone label
+// count too (each its own domain for ShardSeparation, in no zone for the zone rules).
 func (c *Cluster) StaticInfeasibility() string {
 	relaxed := c.model.Options.RelaxedLimits
 	nodeLimit := NodeLimit(c.N, relaxed)

@@ -18,9 +18,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
 // This file is a literal port of the kube-scheduler v1.36.3 filter plugins the feasibility filter

@@ -6,8 +6,8 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // TestMasterQuorum covers the MasterQuorum rule at its boundaries: M odd and even, Z = 2 (node

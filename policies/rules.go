@@ -7,12 +7,14 @@ import (
 	"strings"
 )
 
-// Rule is a stable rule name (SPEC "HA rules").
+// Rule is a stable rule name: it appears in reports, metrics labels and policies, and never changes.
 type Rule string
 
 // The rules. Hard rules decide compliance; NodeSpread and ZoneBalance are soft and only reported.
+// The registry (Rules, registry.go) says which is which and holds each rule's check.
 const (
-	// ShardSeparation: no two pods of one shard share a node (Z≤1) or a zone (Z≥2) (seed 000 §一).
+	// ShardSeparation: no two pods of one shard share a node (Z≤1) or a zone (Z≥2): losing one
+	// node or zone must never take a shard's master and its replicas together.
 	// A node without a zone label is in no zone, as for the operator's zone anti-affinity: only
 	// sharing that very node counts.
 	ShardSeparation Rule = "ShardSeparation"
@@ -64,8 +66,8 @@ type Violation struct {
 	Message string `json:"message"`
 }
 
-// NodeLimit returns the most pods of a cluster of size n one node may hold: fewer than n/3
-// (seed 000 §一 "单个Node节点部署同一个集群的实例Pod数必须少于1/3"), or at most n/3 when relaxed.
+// NodeLimit returns the most pods of a cluster of size n one node may hold: fewer than n/3, so
+// that losing any one node leaves more than two thirds of the pods; at most n/3 when relaxed.
 func NodeLimit(n int, relaxed bool) int {
 	if relaxed {
 		return n / 3
@@ -73,8 +75,8 @@ func NodeLimit(n int, relaxed bool) int {
 	return (n - 1) / 3 // largest c with 3c < n
 }
 
-// ZoneLimit returns the most pods of a cluster of size n one zone may hold (Z≥3): fewer than n/2
-// (seed 000 §一), or at most n/2 when relaxed.
+// ZoneLimit returns the most pods of a cluster of size n one zone may hold (Z≥3): fewer than n/2,
+// so that losing any one zone leaves a majority of the pods; at most n/2 when relaxed.
 func ZoneLimit(n int, relaxed bool) int {
 	if relaxed {
 		return n / 2
@@ -92,8 +94,7 @@ func (c *Cluster) Evaluate(p Placement) []Violation { return c.EvaluateWith(p, c
 // (or a Pending pod, wherever placed) counts with its own labels and constraints; a member placed
 // elsewhere has been re-created and counts with its template's.
 func (c *Cluster) EvaluateWith(p Placement, ms Masters) []Violation {
-	g := c.group(p)
-	out := append(c.hardRules(p, ms, g, false), c.softRules(g)...)
+	out := c.evaluate(ruleArgs{p: p, g: c.group(p), ms: ms}, false)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Soft != out[j].Soft {
 			return !out[i].Soft
@@ -110,20 +111,7 @@ func (c *Cluster) EvaluateWith(p Placement, ms Masters) []Violation {
 // Pods and Message and in no particular order: the cheap form (Rule, Domain, TopologyKey, Count,
 // Limit) the planner's search evaluates millions of placements with.
 func (c *Cluster) EvaluateHard(p Placement) []Violation {
-	return c.hardRules(p, c.CurrentMasters(), c.group(p), true)
-}
-
-// hardRules returns the hard rules' violations under p (grouped as g) with masters ms, without
-// Pods and Message when brief.
-func (c *Cluster) hardRules(p Placement, ms Masters, g *grouping, brief bool) []Violation {
-	var out []Violation
-	out = append(out, c.shardSeparation(p, brief)...)
-	out = append(out, c.masterQuorum(p, ms, brief)...)
-	out = append(out, c.maxPerNode(g, brief)...)
-	out = append(out, c.zoneRules(g, brief)...)
-	out = append(out, c.allowedZones(g, brief)...)
-	out = append(out, c.topologySpread(p, brief)...)
-	return append(out, c.unschedulable(p, brief)...)
+	return c.evaluate(ruleArgs{p: p, g: c.group(p), ms: c.CurrentMasters(), brief: true}, true)
 }
 
 // Hard returns the hard violations of vs.
@@ -345,26 +333,31 @@ func (c *Cluster) maxPerNode(g *grouping, brief bool) []Violation {
 	return out
 }
 
-func (c *Cluster) zoneRules(g *grouping, brief bool) []Violation {
-	z := c.Z()
-	if z < 2 {
+// zoneEvenSplit: with Z = 2, the two zones' counts differ by at most N mod 2.
+func (c *Cluster) zoneEvenSplit(g *grouping, brief bool) []Violation {
+	if c.Z() != 2 {
 		return nil
 	}
-	if z == 2 {
-		a, b := c.AllowedZones[0], c.AllowedZones[1]
-		na, nb := g.zoneCount(a), g.zoneCount(b)
-		if na < nb {
-			a, b, na, nb = b, a, nb, na
-		}
-		if na-nb <= c.N%2 {
-			return nil
-		}
-		zg, _ := g.zoneGroup(a)
-		return []Violation{{
-			Rule: ZoneEvenSplit, Domain: a, TopologyKey: c.ZoneKey, Count: na - nb, Limit: c.N % 2,
-			Pods:    c.namesUnless(brief, g.zoneMembers(zg)),
-			Message: unless(brief, "zones %s and %s hold %d and %d pods; they may differ by at most %d", a, b, na, nb, c.N%2),
-		}}
+	a, b := c.AllowedZones[0], c.AllowedZones[1]
+	na, nb := g.zoneCount(a), g.zoneCount(b)
+	if na < nb {
+		a, b, na, nb = b, a, nb, na
+	}
+	if na-nb <= c.N%2 {
+		return nil
+	}
+	zg, _ := g.zoneGroup(a)
+	return []Violation{{
+		Rule: ZoneEvenSplit, Domain: a, TopologyKey: c.ZoneKey, Count: na - nb, Limit: c.N % 2,
+		Pods:    c.namesUnless(brief, g.zoneMembers(zg)),
+		Message: unless(brief, "zones %s and %s hold %d and %d pods; they may differ by at most %d", a, b, na, nb, c.N%2),
+	}}
+}
+
+// maxPerZone: with Z ≥ 3, every zone holds fewer than N/2 of the pods (at most N/2 relaxed).
+func (c *Cluster) maxPerZone(g *grouping, brief bool) []Violation {
+	if c.Z() < 3 {
+		return nil
 	}
 	relaxed := c.model.Options.RelaxedLimits
 	limit := ZoneLimit(c.N, relaxed)
@@ -483,25 +476,15 @@ func (c *Cluster) unschedulable(p Placement, brief bool) []Violation {
 	return []Violation{v}
 }
 
-// softRules reports, for Z ≥ 2, NodeSpread (inside each allowed zone, over its usable nodes —
-// those passing cordon, taints and node affinity for some member — and the nodes holding pods,
-// counts within 1; seed 000 §一 "单个AZ内尽可能分散部署实例Pod到不同的Node节点") and ZoneBalance
-// (over the allowed zones, counts within 1; "应避免不同机房部署同一Redis集群的Pod数量出现极端差异").
-func (c *Cluster) softRules(g *grouping) []Violation {
+// nodeSpread (soft, Z ≥ 2): inside each allowed zone, over its usable nodes (those passing
+// cordon, taints and node affinity for some member) and the nodes holding pods, counts within 1.
+func (c *Cluster) nodeSpread(g *grouping) []Violation {
 	if c.Z() < 2 {
 		return nil
 	}
 	var out []Violation
-	lo, hi, hiZone := -1, -1, ""
 	for _, zone := range c.AllowedZones {
 		zg, ok := g.zoneGroup(zone)
-		cnt := zg.count
-		if lo < 0 || cnt < lo {
-			lo = cnt
-		}
-		if cnt > hi {
-			hi, hiZone = cnt, zone
-		}
 		if !ok {
 			continue
 		}
@@ -525,16 +508,35 @@ func (c *Cluster) softRules(g *grouping) []Violation {
 		}
 		if nhi-nlo > 1 {
 			out = append(out, Violation{
-				Rule: NodeSpread, Soft: true, Domain: hiNode, TopologyKey: LabelHostname, Count: nhi - nlo, Limit: 1,
+				Rule: NodeSpread, Domain: hiNode, TopologyKey: LabelHostname, Count: nhi - nlo, Limit: 1,
 				Message: fmt.Sprintf("in zone %s, node %s holds %d pods and another node %d", zone, hiNode, nhi, nlo),
 			})
 		}
 	}
-	if hi-lo > 1 {
-		out = append(out, Violation{
-			Rule: ZoneBalance, Soft: true, Domain: hiZone, TopologyKey: c.ZoneKey, Count: hi - lo, Limit: 1,
-			Message: fmt.Sprintf("zone %s holds %d pods and another allowed zone %d", hiZone, hi, lo),
-		})
-	}
 	return out
+}
+
+// zoneBalance (soft, Z ≥ 2): over the allowed zones, counts within 1, so that no zone holds far
+// more of the cluster's pods than another.
+func (c *Cluster) zoneBalance(g *grouping) []Violation {
+	if c.Z() < 2 {
+		return nil
+	}
+	lo, hi, hiZone := -1, -1, ""
+	for _, zone := range c.AllowedZones {
+		cnt := g.zoneCount(zone)
+		if lo < 0 || cnt < lo {
+			lo = cnt
+		}
+		if cnt > hi {
+			hi, hiZone = cnt, zone
+		}
+	}
+	if hi-lo <= 1 {
+		return nil
+	}
+	return []Violation{{
+		Rule: ZoneBalance, Domain: hiZone, TopologyKey: c.ZoneKey, Count: hi - lo, Limit: 1,
+		Message: fmt.Sprintf("zone %s holds %d pods and another allowed zone %d", hiZone, hi, lo),
+	}}
 }

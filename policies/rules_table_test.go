@@ -6,9 +6,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 )
 
 // only keeps the hits of the given rules.
@@ -24,7 +24,7 @@ func only(hs []hit, rules ...policies.Rule) []hit {
 	return out
 }
 
-// TestEvaluateHARules covers the seed's HA rules (seed 000 §一) on clusters built as the operator
+// TestEvaluateHARules covers the HA rules on clusters built as the operator
 // builds them (constraints.Generate), at their boundaries: N divisible by 3 or 2 or not, relaxed
 // limits on and off, Z = 0, 1, 2, 3, 4, the legacy zone label, nodes without a zone label, and N
 // from StatefulSet replicas.
@@ -134,7 +134,7 @@ func TestEvaluateHARules(t *testing.T) {
 			wantZ: 1,
 		},
 		{
-			name:  "N=3 strict: fewer than 1 pod per node, so every occupied node breaks MaxPodsPerNode (seed 000 §四)",
+			name:  "N=3 strict: fewer than 1 pod per node, so every occupied node breaks MaxPodsPerNode (the strict form; relaxed holds)",
 			nodes: oneZone(3),
 			cluster: redisCluster{shards: 1, perShard: 3, zones: []string{"a"},
 				place: [][]string{{"n1", "n2", "n3"}}},
@@ -366,7 +366,8 @@ func legacyZoned(perZone int, zones ...string) []*corev1.Node {
 }
 
 // TestLimits pins NodeLimit and ZoneLimit, and the generator's maxSkew, at the divisibility
-// boundaries (seed 000 §一 "少于1/3", "少于1/2"; §二 "如果Pod总数能够被3整除，则再减1"; §四 relaxed).
+// boundaries: "fewer than N/3" and "fewer than N/2" pods; maxSkew N/3 (N/2) minus 1 when 3 (2)
+// divides N; the relaxed "at most" forms.
 func TestLimits(t *testing.T) {
 	type row struct{ n, node, nodeRelaxed, zone, zoneRelaxed, nodeSkew, nodeSkewRelaxed, zoneSkew, zoneSkewRelaxed int }
 	var got []row
@@ -382,7 +383,7 @@ func TestLimits(t *testing.T) {
 		{3, 0, 1, 1, 1, 1, 1, 1, 1},
 		{4, 1, 1, 1, 2, 1, 1, 1, 2},
 		{5, 1, 1, 2, 2, 1, 1, 2, 2},
-		{6, 1, 2, 2, 3, 1, 2, 2, 3}, // seed 000 example: node maxSkew 1, zone maxSkew 2
+		{6, 1, 2, 2, 3, 1, 2, 2, 3}, // N=6, Z=3: node maxSkew 1, zone maxSkew 2
 		{7, 2, 2, 3, 3, 2, 2, 3, 3},
 		{8, 2, 2, 3, 4, 2, 2, 3, 4},
 		{9, 2, 3, 4, 4, 2, 3, 4, 4},

@@ -8,8 +8,8 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 type ruleHit struct {

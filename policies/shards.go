@@ -9,7 +9,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
 // ShardSourceKind names where a pod's shard comes from (ShardSource).
@@ -20,16 +21,16 @@ const (
 	// ShardAuto: the pod's controller, unless Redis, once read (Cluster.ApplyRedis), groups the
 	// pods otherwise than their controllers do (Bitnami's one StatefulSet for the whole cluster,
 	// OT's leader and follower StatefulSets): then Redis.
-	ShardAuto ShardSourceKind = "auto"
+	ShardAuto ShardSourceKind = v1alpha1.ShardSourceAuto
 	// ShardRedis: Redis's CLUSTER NODES (a master and the replicas whose master it is). Until
 	// Redis is read, every pod's shard is unknown.
-	ShardRedis ShardSourceKind = "redis"
-	// ShardOwner: the pod's controller (one StatefulSet per shard, seed 000's layout and ucloud's
+	ShardRedis ShardSourceKind = v1alpha1.ShardSourceRedis
+	// ShardOwner: the pod's controller (one StatefulSet per shard, the seed layout and ucloud's
 	// operator; KubeBlocks' one InstanceSet per shard); a pod without one is a shard of its own.
-	ShardOwner ShardSourceKind = "owner"
+	ShardOwner ShardSourceKind = v1alpha1.ShardSourceOwner
 	// ShardLabel: the value of a pod label (ShardSource.Key); a pod without it falls back to its
 	// controller.
-	ShardLabel ShardSourceKind = "label"
+	ShardLabel ShardSourceKind = v1alpha1.ShardSourceLabel
 )
 
 // ShardSource says where a pod's shard comes from. Its text form (ParseShardSource, String) is
@@ -41,26 +42,15 @@ type ShardSource struct {
 	Key string
 }
 
-// ParseShardSource reads "auto", "redis", "owner" or "label:KEY" ("" is "auto"). It fails on
-// anything else, naming the choices, and on a KEY that is not a label key.
+// ParseShardSource reads "auto", "redis", "owner" or "label:KEY" ("" is "auto"), the policy's
+// selection.shardSource (v1alpha1.ParseShardSource). It fails on anything else, naming the
+// choices, and on a KEY that is not a label key.
 func ParseShardSource(s string) (ShardSource, error) {
-	kind, key, hasKey := strings.Cut(s, ":")
-	switch ShardSourceKind(kind) {
-	case "", ShardAuto, ShardRedis, ShardOwner:
-		if hasKey {
-			return ShardSource{}, fmt.Errorf("shard source %q: only label takes a key", s)
-		}
-		if kind == "" {
-			kind = string(ShardAuto)
-		}
-		return ShardSource{Kind: ShardSourceKind(kind)}, nil
-	case ShardLabel:
-		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
-			return ShardSource{}, fmt.Errorf("shard source %q: label key: %s", s, strings.Join(msgs, "; "))
-		}
-		return ShardSource{Kind: ShardLabel, Key: key}, nil
+	kind, key, err := v1alpha1.ParseShardSource(s)
+	if err != nil {
+		return ShardSource{}, err
 	}
-	return ShardSource{}, fmt.Errorf("shard source %q: must be auto, redis, owner or label:KEY", s)
+	return ShardSource{Kind: ShardSourceKind(kind), Key: key}, nil
 }
 
 // String returns the text form ParseShardSource reads.

@@ -8,9 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
 var redisPods = map[string]string{scenario.AppLabel: "redis"}
@@ -42,9 +42,10 @@ func incoming(shard string, opts ...fixture.PodOption) *corev1.Pod {
 	return p
 }
 
-// TestTopologySpreadSemantics proves the PodTopologySpread semantics (SPEC "Spread-constraint
-// semantics", kube-scheduler's podtopologyspread plugin) on the same rows for Evaluate (the
-// TopologySpread rule on the current placement) and for the filter (where a Pending member fits).
+// TestTopologySpreadSemantics proves the PodTopologySpread semantics (kube-scheduler's
+// podtopologyspread plugin: eligible domains, the global minimum, minDomains, maxSkew) on the same
+// rows for Evaluate (the TopologySpread rule on the current placement) and for the filter (where a
+// Pending member fits).
 func TestTopologySpreadSemantics(t *testing.T) {
 	zoneKey := corev1.LabelTopologyZone
 	hostKey := corev1.LabelHostname

@@ -10,9 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
 // excessOf returns the sums of Excess computed from Evaluate's hard violations.

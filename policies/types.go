@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
 // Snapshot is the state of a Kubernetes cluster that the rules are evaluated on: what
@@ -39,10 +41,12 @@ const (
 	LabelHostname = corev1.LabelHostname
 	// LabelZone is the zone domain's topology key.
 	LabelZone = corev1.LabelTopologyZone
-	// LabelZoneLegacy is the deprecated zone key that seed 000 uses; read when LabelZone is absent.
+	// LabelZoneLegacy is the deprecated zone key that older operators still write; read when
+	// LabelZone is absent.
 	LabelZoneLegacy = corev1.LabelFailureDomainBetaZone
-	// DefaultClusterLabel is the pod label whose value names a pod's Redis cluster.
-	DefaultClusterLabel = "app.kubernetes.io/instance"
+	// DefaultClusterLabel is the pod label whose value names a pod's Redis cluster (the policy's,
+	// v1alpha1.DefaultClusterLabel).
+	DefaultClusterLabel = v1alpha1.DefaultClusterLabel
 	// StatefulSetPodNameLabel is set by the StatefulSet controller on each pod.
 	StatefulSetPodNameLabel = appsv1.StatefulSetPodNameLabel
 )
@@ -65,8 +69,9 @@ type Options struct {
 	// ("master"/"primary", or "replica"/"slave"/"secondary"); Cluster.ApplyRedis replaces it with
 	// Redis's.
 	RoleLabel string
-	// RelaxedLimits applies seed 000 §四's relaxation of MaxPodsPerNode and MaxPodsPerZone from
-	// "fewer than N/3 (N/2)" to "at most N/3 (N/2)". Off by default.
+	// RelaxedLimits relaxes MaxPodsPerNode and MaxPodsPerZone from "fewer than N/3 (N/2)" to
+	// "at most N/3 (N/2)", where the strict form deadlocks (several zones, 3 shards). Off by
+	// default.
 	RelaxedLimits bool
 	// ReleaseReplicaClaims lets the filter ignore the volume topology of a replica's bound
 	// PersistentVolumes, because the executor may release a replica's claim (its data resyncs from
@@ -179,21 +184,19 @@ type Cluster struct {
 	// Namespace and Name identify the cluster (Name is the cluster label's value).
 	Namespace, Name string
 	// N is the cluster's size for the rules: the sum of its StatefulSets' spec.replicas (Pending
-	// and not yet created pods included), or the number of its pods when it has no StatefulSets
-	// (SPEC "Terms").
+	// and not yet created pods included), or the number of its pods when it has no StatefulSets.
 	N int
 	// Members are the cluster's pods, sorted by shard, then ordinal, then name.
 	Members []*Member
 	// Shards are sorted by name; Shard.Members index Members.
 	Shards []*Shard
 	// ZoneKey is the zone topology key of the cluster: the zone key its pods' node affinity, spread
-	// constraints or anti-affinity name (seed 000 uses LabelZoneLegacy), else LabelZone when some
-	// node has it, else LabelZoneLegacy. A node's zone for the rules is its ZoneKey label, or the
-	// other zone key's label when it lacks that one.
+	// constraints or anti-affinity name (older operators use LabelZoneLegacy), else LabelZone when
+	// some node has it, else LabelZoneLegacy. A node's zone for the rules is its ZoneKey label, or
+	// the other zone key's label when it lacks that one.
 	ZoneKey string
 	// AllowedZones are the zones the members' required node affinity (or nodeSelector) lists for a
-	// zone key (seed "available-zones"), or, without such a list, the zones of the nodes that
-	// affinity matches. Sorted.
+	// zone key, or, without such a list, the zones of the nodes that affinity matches. Sorted.
 	AllowedZones []string
 	// ZoneList reports whether AllowedZones came from an explicit zone list (AllowedZones rule).
 	ZoneList bool
@@ -250,7 +253,7 @@ func (c *Cluster) Key() string { return c.Namespace + "/" + c.Name }
 // zoneOfNode returns node n's zone as the cluster's rules read it ("" without a zone label).
 func (c *Cluster) zoneOfNode(n int) string { return c.zones[n] }
 
-// Shard is one shard of a cluster (SPEC "Terms"): a master serving slots and its replicas. By
+// Shard is one shard of a cluster: a master serving slots and its replicas. By
 // Cluster.ShardSource, the pods of one controller, of one value of a label, or of one master in
 // Redis's CLUSTER NODES. A pod whose shard is unknown is a shard of its own.
 type Shard struct {
@@ -261,7 +264,7 @@ type Shard struct {
 	// Members index Cluster.Members.
 	Members []int
 	// StatefulSet is the StatefulSet whose pods are exactly this shard's (one shard per
-	// StatefulSet, as in seed 000's layout), nil otherwise (Bitnami's one StatefulSet for every
+	// StatefulSet, as in the seed layout), nil otherwise (Bitnami's one StatefulSet for every
 	// shard, OT's leader and follower StatefulSets, other owners).
 	StatefulSet *appsv1.StatefulSet
 }

@@ -163,7 +163,7 @@ func collectZones(mask []bool, zones []string) []string {
 }
 
 // zoneList returns the zones a pod's nodeSelector and required node affinity permit through
-// `In` requirements on a zone key (seed 000's available-zones): per node selector term, the
+// `In` requirements on a zone key (the allowed zones): per node selector term, the
 // intersection of its zone requirements; over the terms, the union; intersected with a zone
 // nodeSelector. It returns ok=false when some term (or the pod as a whole) admits any zone, and
 // the key the list was written with.

@@ -9,7 +9,7 @@
 //   - Topology: ParseClusterNodes reads CLUSTER NODES (Redis 3 to 7 formats, hostnames,
 //     importing/migrating slots); Client.Topology merges the views of every reachable node and
 //     lists where they disagree; Topology.NodeByIP maps a pod to its node.
-//   - Health gate (SPEC "Safe disruption" step 2): Client.CheckHealth returns a *HealthError
+//   - Health gate (before any disruption): Client.CheckHealth returns a *HealthError
 //     with every precise reason (cluster_state, slots not served, fail/pfail flags, unreachable
 //     nodes, masters without a connected replica, open slot migrations, disagreeing views,
 //     replicas out of sync by master_link_status, offset lag in bytes, or
@@ -26,6 +26,7 @@
 // REPLICATE) is test-only and lives in test/redistest, which also starts real redis-server
 // clusters on loopback for tests.
 //
-// It may import go-redis, k8s.io/apimachinery's wait and klog; nothing of this module (the
-// rebalancer imports it, not the reverse).
+// It may import go-redis, k8s.io/apimachinery's wait and klog, and of this module only
+// api/v1alpha1 (the policy's defaults, which its own zero values take); the rebalancer imports
+// it, not the reverse.
 package redisctl

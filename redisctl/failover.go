@@ -185,7 +185,7 @@ func (c *Client) syncOf(ctx context.Context, id, addr, masterID, masterAddr stri
 }
 
 // Failover promotes the replica at replicaAddr to master of its shard with CLUSTER FAILOVER
-// (SPEC "Safe disruption" step 4) and verifies that it really happened.
+// (before its master's pod is disrupted) and verifies that it really happened.
 //
 // Before sending anything, in FailoverDefault mode, it checks that the replica is in sync (as
 // ChooseReplica does) and refuses with an error wrapping ErrNotInSync otherwise; FORCE and

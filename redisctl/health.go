@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// ReasonCode names one way a cluster fails the health gate (SPEC "Safe disruption" step 2).
+// ReasonCode names one way a cluster fails the health gate (CheckHealth).
 type ReasonCode string
 
 // Reason codes reported by CheckHealth, EvaluateHealth and the in-sync checks.
@@ -248,13 +248,13 @@ func (h *Health) Err() error {
 	return &HealthError{Reasons: h.Reasons}
 }
 
-// CheckHealth is the health gate of SPEC "Safe disruption" step 2. It reads the views of addrs
-// (and of every other node they list) and returns the Health, plus a *HealthError (use
-// errors.As) listing every reason when the cluster is not healthy: cluster_state, slots not
-// served, nodes flagged fail/pfail or in handshake, unreachable nodes, masters without a
-// connected replica, open slot migrations, views that disagree, and replicas out of sync
-// (master_link_status, offset lag in bytes, master_last_io_seconds_ago from INFO replication).
-// Other errors (no address, ctx done) are returned as is, with a nil Health.
+// CheckHealth is the health gate a cluster passes before any disruption. It reads the views of
+// addrs (and of every other node they list) and returns the Health, plus a *HealthError (use
+// errors.As) listing every reason when the cluster is not healthy: cluster_state, slots not served,
+// nodes flagged fail/pfail or in handshake, unreachable nodes, masters without a connected replica,
+// open slot migrations, views that disagree, and replicas out of sync (master_link_status, offset
+// lag in bytes, master_last_io_seconds_ago from INFO replication). Other errors (no address, ctx
+// done) are returned as is, with a nil Health.
 func (c *Client) CheckHealth(ctx context.Context, addrs []string, opts HealthOptions) (*Health, error) {
 	opts = opts.withDefaults(c.opts.MaxLagBytes, c.opts.MaxLastIOSeconds)
 	t, err := c.Topology(ctx, addrs)

@@ -10,27 +10,28 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
-// Defaults used when the matching Options or HealthOptions field is zero.
+// Defaults used when the matching Options or HealthOptions field is zero: the policy's
+// (api/v1alpha1, where each is explained), but DefaultMaxConcurrentReads.
 const (
 	// DefaultPort is the Redis client port of a pod (Options.Port).
-	DefaultPort = 6379
+	DefaultPort = v1alpha1.DefaultRedisPort
 	// DefaultDialTimeout bounds opening one TCP (and TLS) connection to a node.
-	DefaultDialTimeout = 2 * time.Second
+	DefaultDialTimeout = v1alpha1.DefaultDialTimeout
 	// DefaultReadTimeout bounds waiting for one reply.
-	DefaultReadTimeout = 3 * time.Second
+	DefaultReadTimeout = v1alpha1.DefaultReadTimeout
 	// DefaultWriteTimeout bounds writing one command.
-	DefaultWriteTimeout = 3 * time.Second
+	DefaultWriteTimeout = v1alpha1.DefaultWriteTimeout
 	// DefaultMaxLagBytes is the largest replication offset lag, in bytes, at which a replica is
 	// still in sync: its master's master_repl_offset minus its own slave_repl_offset
 	// (both from INFO replication).
-	DefaultMaxLagBytes int64 = 1 << 20
+	DefaultMaxLagBytes = v1alpha1.DefaultMaxLagBytes
 	// DefaultMaxLastIOSeconds is the largest master_last_io_seconds_ago (INFO replication, on the
-	// replica) at which a replica is still in sync. A master with no writes pings its replicas only
-	// every repl-ping-replica-period (10 s by default), so values below about 11 need that setting
-	// lowered too.
-	DefaultMaxLastIOSeconds = 15
+	// replica) at which a replica is still in sync.
+	DefaultMaxLastIOSeconds = v1alpha1.DefaultMaxLastIOSeconds
 	// DefaultMaxConcurrentReads is the number of nodes one Client reads at a time, over all
 	// callers (Options.MaxConcurrentReads).
 	DefaultMaxConcurrentReads = 512

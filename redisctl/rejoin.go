@@ -9,13 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// WaitRejoin waits until the node at addr, after its pod came back (possibly on a new IP), is
-// back in the cluster (SPEC "Safe disruption" step 6): it answers, its own CLUSTER NODES shows it
-// a replica of masterID (any master when masterID is ""), its master's view lists it at addr,
-// connected and not flagged fail/fail?, and it is in sync (master_link_status:up, offset lag and
-// master_last_io_seconds_ago within the Client's limits). It polls every 100 ms and calls
-// progress (when not nil) with a one-line status each time the status changes. On timeout the
-// error wraps ErrRejoinTimeout and gives the last status.
+// WaitRejoin waits until the node at addr, after its pod came back (possibly on a new IP), is back
+// in the cluster, before the next disruption of that cluster: it answers, its own CLUSTER NODES
+// shows it a replica of masterID (any master when masterID is ""), its master's view lists it at
+// addr, connected and not flagged fail/fail?, and it is in sync (master_link_status:up, offset lag
+// and master_last_io_seconds_ago within the Client's limits). It polls every 100 ms and calls
+// progress (when not nil) with a one-line status each time the status changes. On timeout the error
+// wraps ErrRejoinTimeout and gives the last status.
 func (c *Client) WaitRejoin(ctx context.Context, addr, masterID string, timeout time.Duration, progress func(string)) error {
 	status := ""
 	set := func(s string) {

@@ -5,43 +5,45 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
-// The defaults of the policy: the one place the command line's defaults are written. Those the
-// library packages also apply to their own zero values are their Default… constants, used here.
+// The defaults of the policy: the one place they are written. The command line's flags show
+// them, and the engine packages that give their own zero values a default (policies, plan,
+// execute, window, redisctl) take it from here.
 const (
-	// DefaultClusterLabel is selection.clusterLabel.
-	DefaultClusterLabel = policies.DefaultClusterLabel
-	// DefaultShardSource is selection.shardSource.
-	DefaultShardSource = string(policies.ShardAuto)
-	// DefaultMaxStates is plan.maxStates.
-	DefaultMaxStates = plan.DefaultMaxStates
-	// DefaultMaxMovesPerCluster is limits.maxMovesPerCluster.
-	DefaultMaxMovesPerCluster = execute.DefaultMaxMoves
+	// DefaultClusterLabel is selection.clusterLabel without a layout: the pod label whose value
+	// names a pod's Redis cluster (the Helm release, for a chart).
+	DefaultClusterLabel = "app.kubernetes.io/instance"
+	// DefaultShardSource is selection.shardSource without a layout.
+	DefaultShardSource = ShardSourceAuto
+	// DefaultMaxStates is plan.maxStates: placements the planner evaluates per Redis cluster.
+	DefaultMaxStates = 200000
+	// DefaultMaxMovesPerCluster is limits.maxMovesPerCluster: evictions per Redis cluster in one
+	// pass.
+	DefaultMaxMovesPerCluster = 10
 	// DefaultMaxParallelClusters is limits.maxParallelClusters.
-	DefaultMaxParallelClusters = execute.DefaultMaxParallelClusters
+	DefaultMaxParallelClusters = 1
 	// DefaultFailoverMode is failover.mode.
 	DefaultFailoverMode = FailoverDefault
 	// DefaultUsernameKey and DefaultPasswordKey are redis.usernameSecretRef.key and
 	// redis.passwordSecretRef.key (the key the Bitnami Redis Cluster chart uses for the password).
 	DefaultUsernameKey = "redis-username"
 	DefaultPasswordKey = "redis-password"
-	// DefaultRedisPort is redis.port.
-	DefaultRedisPort = redisctl.DefaultPort
-	// DefaultMaxLagBytes is redis.maxLagBytes.
-	DefaultMaxLagBytes = redisctl.DefaultMaxLagBytes
-	// DefaultMaxLastIOSeconds is redis.maxLastIOSeconds.
-	DefaultMaxLastIOSeconds = redisctl.DefaultMaxLastIOSeconds
+	// DefaultRedisPort is redis.port: the Redis client port of a pod.
+	DefaultRedisPort = 6379
+	// DefaultMaxLagBytes is redis.maxLagBytes: the largest replication offset lag, in bytes, at
+	// which a replica is still in sync (its master's master_repl_offset minus its own
+	// slave_repl_offset, both from INFO replication).
+	DefaultMaxLagBytes int64 = 1 << 20
+	// DefaultMaxLastIOSeconds is redis.maxLastIOSeconds: the largest master_last_io_seconds_ago
+	// (INFO replication, on the replica) at which a replica is still in sync. A master with no
+	// writes pings its replicas only every repl-ping-replica-period (10 s by default), so values
+	// below about 11 need that setting lowered too.
+	DefaultMaxLastIOSeconds = 15
 	// DefaultStepEstimate is windows.stepEstimate.
-	DefaultStepEstimate = StepEstimate(window.EstimateBound)
-	// DefaultWindowDuration is a window's duration.
-	DefaultWindowDuration = window.DefaultDuration
+	DefaultStepEstimate = StepEstimateBound
+	// DefaultWindowDuration is a maintenance window's duration.
+	DefaultWindowDuration = time.Hour
 	// DefaultOutput is output.
 	DefaultOutput = OutputText
 	// DefaultSchedule is schedule: serve starts a pass every 10 minutes.
@@ -65,18 +67,34 @@ const (
 // scale-down and Karpenter's disruption put on a node before they evict its pods.
 var DefaultGuardDrainTaints = []string{"node.kubernetes.io/unschedulable", "ToBeDeletedByClusterAutoscaler", "karpenter.sh/disrupted"}
 
-// Durations the policy defaults: the executor's and redisctl's.
+// The durations the policy defaults: the waits of a move (failover and timeouts) and Redis's
+// connection timeouts (redis).
 const (
-	DefaultFailoverTimeout = execute.DefaultFailoverTimeout
-	DefaultDrainQuiet      = execute.DefaultDrainQuiet
-	DefaultDrainTimeout    = execute.DefaultDrainTimeout
-	DefaultHealthTimeout   = execute.DefaultHealthTimeout
-	DefaultRecreateTimeout = execute.DefaultRecreateTimeout
-	DefaultRejoinTimeout   = execute.DefaultRejoinTimeout
-	DefaultRequestTimeout  = execute.DefaultRequestTimeout
-	DefaultDialTimeout     = redisctl.DefaultDialTimeout
-	DefaultReadTimeout     = redisctl.DefaultReadTimeout
-	DefaultWriteTimeout    = redisctl.DefaultWriteTimeout
+	// DefaultFailoverTimeout is failover.timeout.
+	DefaultFailoverTimeout = 30 * time.Second
+	// DefaultDrainQuiet and DefaultDrainTimeout are failover.drainQuiet and failover.drainTimeout.
+	DefaultDrainQuiet   = time.Second
+	DefaultDrainTimeout = 15 * time.Second
+	// DefaultHealthTimeout is timeouts.healthGate.
+	DefaultHealthTimeout = 2 * time.Minute
+	// DefaultRecreateTimeout is timeouts.recreate.
+	DefaultRecreateTimeout = 5 * time.Minute
+	// DefaultRejoinTimeout is timeouts.rejoin.
+	DefaultRejoinTimeout = 5 * time.Minute
+	// DefaultRequestTimeout is timeouts.request.
+	DefaultRequestTimeout = 30 * time.Second
+	// DefaultDialTimeout is redis.dialTimeout: opening one TCP (and TLS) connection to a node.
+	DefaultDialTimeout = 2 * time.Second
+	// DefaultReadTimeout is redis.readTimeout: waiting for one reply.
+	DefaultReadTimeout = 3 * time.Second
+	// DefaultWriteTimeout is redis.writeTimeout: writing one command.
+	DefaultWriteTimeout = 3 * time.Second
+	// DefaultRolesInterval is watch.rolesInterval: how often serve reads every Redis cluster's
+	// roles between passes.
+	DefaultRolesInterval = 5 * time.Second
+	// DefaultQuorumPassInterval is watch.quorumPassInterval: the least time between two passes a
+	// broken MasterQuorum starts off the schedule.
+	DefaultQuorumPassInterval = time.Minute
 )
 
 // SetDefaults fills every field of p left at its zero value that has a default (the Default…
@@ -124,6 +142,8 @@ func SetDefaults(p *RebalancerPolicy) {
 	if p.Output == "" {
 		p.Output = DefaultOutput
 	}
+	setDuration(&p.Watch.RolesInterval, DefaultRolesInterval)
+	setDuration(&p.Watch.QuorumPassInterval, DefaultQuorumPassInterval)
 
 	g := &p.Guard
 	setDuration(&g.MaxHold, DefaultGuardMaxHold)

@@ -1,9 +1,5 @@
 package v1alpha1
 
-import (
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
-)
-
 // Layout names a way Redis clusters are deployed on Kubernetes (selection.layout). It sets the
 // defaults of the fields that tell such a deployment's pods apart (LayoutDefaults).
 type Layout string
@@ -12,8 +8,8 @@ type Layout string
 const (
 	// LayoutNone sets nothing: the fields keep the policy's own defaults.
 	LayoutNone Layout = ""
-	// LayoutSeed is seed 000's operator: one StatefulSet per shard, pods labelled
-	// cloud.netease.com/cluster-name.
+	// LayoutSeed is the operator the HA rules were first written for: one StatefulSet per shard,
+	// pods labelled cloud.netease.com/cluster-name.
 	LayoutSeed Layout = "seed"
 	// LayoutBitnami is the Bitnami redis-cluster chart: one StatefulSet holds every node of the
 	// cluster (shards only Redis knows), pods labelled app.kubernetes.io/instance=<release>, the
@@ -54,16 +50,16 @@ type LayoutDefaults struct {
 func DefaultsOf(l Layout) LayoutDefaults {
 	switch l {
 	case LayoutSeed:
-		return LayoutDefaults{ClusterLabel: "cloud.netease.com/cluster-name", ShardSource: string(policies.ShardOwner)}
+		return LayoutDefaults{ClusterLabel: "cloud.netease.com/cluster-name", ShardSource: ShardSourceOwner}
 	case LayoutBitnami:
-		return LayoutDefaults{ClusterLabel: "app.kubernetes.io/instance", ShardSource: string(policies.ShardRedis), PasswordKey: "redis-password"}
+		return LayoutDefaults{ClusterLabel: "app.kubernetes.io/instance", ShardSource: ShardSourceRedis, PasswordKey: "redis-password"}
 	case LayoutOT:
-		return LayoutDefaults{ClusterLabel: "cluster", ShardSource: string(policies.ShardRedis), RoleLabel: "redis-role", PasswordKey: "password"}
+		return LayoutDefaults{ClusterLabel: "cluster", ShardSource: ShardSourceRedis, RoleLabel: "redis-role", PasswordKey: "password"}
 	case LayoutUcloud:
-		return LayoutDefaults{ClusterLabel: "redis.kun/name", ShardSource: string(policies.ShardOwner), PasswordKey: "password"}
+		return LayoutDefaults{ClusterLabel: "redis.kun/name", ShardSource: ShardSourceOwner, PasswordKey: "password"}
 	case LayoutKubeBlocks:
 		return LayoutDefaults{
-			ClusterLabel: "app.kubernetes.io/instance", ShardSource: string(policies.ShardAuto), RoleLabel: "kubeblocks.io/role",
+			ClusterLabel: "app.kubernetes.io/instance", ShardSource: ShardSourceAuto, RoleLabel: "kubeblocks.io/role",
 			RecreatingOwners: []string{"InstanceSet"}, UsernameKey: "username", PasswordKey: "password",
 		}
 	}

@@ -21,7 +21,7 @@ type RebalancerPolicy struct {
 
 	// selection picks the Redis clusters redis-rebalancer looks at.
 	Selection Selection `json:"selection"`
-	// rules tunes the HA rules of seed 000 that judge a placement.
+	// rules tunes the HA rules that judge a placement.
 	Rules Rules `json:"rules"`
 	// plan bounds the planner's search for the fewest evictions.
 	Plan Plan `json:"plan"`
@@ -43,10 +43,26 @@ type RebalancerPolicy struct {
 	// output is the report's format: text (human-readable; table is the same) or json (the JSON
 	// contract of the README).
 	Output OutputFormat `json:"output"`
+	// watch tunes what serve watches between its passes. Used by serve only.
+	Watch Watch `json:"watch"`
 	// guard configures the eviction guard that serve runs: a validating admission webhook on pod
 	// evictions that holds the eviction of a Redis master until it is failed over. Used by serve
 	// only.
 	Guard Guard `json:"guard"`
+}
+
+// Watch tunes serve's watched view between its passes: informers keep the objects the rules read
+// (a pass lists nothing), and every Redis cluster's roles are read again on an interval, so that
+// a role change that breaks MasterQuorum (Redis's own promotions after a node loss) starts a pass
+// without waiting for the schedule.
+type Watch struct {
+	// rolesInterval is how often serve reads every selected Redis cluster's roles (CLUSTER
+	// NODES) between passes.
+	RolesInterval metav1.Duration `json:"rolesInterval"`
+	// quorumPassInterval is the least time between two passes that a broken MasterQuorum starts
+	// off the schedule (each waits at its health gate for Redis to settle, and respects the
+	// maintenance windows, as every pass does).
+	QuorumPassInterval metav1.Duration `json:"quorumPassInterval"`
 }
 
 // Selection picks Redis clusters: those of the selected namespaces that have a pod the label
@@ -60,14 +76,15 @@ type Selection struct {
 	LabelSelector metav1.LabelSelector `json:"labelSelector"`
 	// layout names how the Redis clusters are deployed, and sets for it the defaults of
 	// clusterLabel, shardSource, roleLabel, recreatingOwners and the keys of redis's Secret
-	// references: seed (seed 000's operator: one StatefulSet per shard), bitnami (the Bitnami
+	// references: seed (the operator the HA rules were first written for: one StatefulSet per
+	// shard, pods labelled cloud.netease.com/cluster-name), bitnami (the Bitnami
 	// redis-cluster chart: one StatefulSet for the whole cluster), ot (OT-CONTAINER-KIT's
 	// redis-operator: a leader and a follower StatefulSet), ucloud (ucloud's
 	// redis-cluster-operator: one StatefulSet per shard), kubeblocks (KubeBlocks: one InstanceSet
 	// per shard). A field set in the file or by its flag overrides the layout's. "": none (the
 	// defaults below); the README's table lists what each layout sets and needs.
 	Layout Layout `json:"layout"`
-	// clusterLabel is the pod label whose value names the Redis cluster (the seed's example:
+	// clusterLabel is the pod label whose value names the Redis cluster (the seed layout's:
 	// cloud.netease.com/cluster-name). Pods without it are not Redis pods. "": the layout's
 	// (app.kubernetes.io/instance without one).
 	ClusterLabel string `json:"clusterLabel"`
@@ -91,6 +108,24 @@ type Selection struct {
 	RecreatingOwners []string `json:"recreatingOwners"`
 }
 
+// The shard sources selection.shardSource names. Its text form is one of them, or label:KEY for
+// ShardSourceLabel (ParseShardSource).
+const (
+	// ShardSourceAuto is the pod's controller, unless Redis, once read, groups the pods otherwise
+	// than their controllers do (Bitnami's one StatefulSet for the whole cluster, OT's leader and
+	// follower StatefulSets): then Redis.
+	ShardSourceAuto = "auto"
+	// ShardSourceRedis is Redis's CLUSTER NODES: a master and the replicas whose master it is.
+	// Until Redis is read, every pod's shard is unknown.
+	ShardSourceRedis = "redis"
+	// ShardSourceOwner is the pod's controller (one StatefulSet per shard; KubeBlocks' one
+	// InstanceSet per shard); a pod without one is a shard of its own.
+	ShardSourceOwner = "owner"
+	// ShardSourceLabel is the value of the pod label KEY (label:KEY); a pod without it falls back
+	// to its controller.
+	ShardSourceLabel = "label"
+)
+
 // Namespaces lists the namespaces to include or to exclude (the descheduler's Namespaces).
 type Namespaces struct {
 	// include lists the only namespaces looked at. Empty: all but those excluded.
@@ -99,11 +134,11 @@ type Namespaces struct {
 	Exclude []string `json:"exclude"`
 }
 
-// Rules tunes the HA rules (seed 000) that judge a placement.
+// Rules tunes the HA rules that judge a placement.
 type Rules struct {
-	// relaxedLimits applies seed 000 §四: at most N/3 pods of a cluster per node and N/2 per
-	// zone, instead of fewer than N/3 and N/2. It avoids the deadlock of several zones with
-	// three shards.
+	// relaxedLimits allows at most N/3 pods of a cluster per node and N/2 per zone, instead of
+	// fewer than N/3 and N/2 (MaxPodsPerNode, MaxPodsPerZone): for a three-shard cluster over
+	// several zones, the strict limits can deadlock scheduling (a pod left Pending for good).
 	RelaxedLimits bool `json:"relaxedLimits"`
 	// releaseReplicaClaims lets a plan move a replica away from its zonal PersistentVolume (its
 	// claim is released and it resyncs from its master). check and plan only: run and serve
@@ -161,8 +196,8 @@ const (
 	FailoverTakeover FailoverMode = "takeover"
 )
 
-// Failover says how a master is failed over before its pod is evicted (SPEC "Safe disruption"
-// step 4).
+// Failover says how a master is failed over to an in-sync replica before its pod is evicted, so
+// that the pod leaves as a replica and its shard keeps a master.
 type Failover struct {
 	// mode is the CLUSTER FAILOVER variant: default (loses no acknowledged write), force or
 	// takeover (both can lose writes).
@@ -261,16 +296,17 @@ type RedisTLS struct {
 // window is judged.
 type StepEstimate string
 
-// The step estimates (rebalancer/window's).
+// The step estimates (rebalancer/window judges a window's time left with them).
 const (
-	// StepEstimateBound expects each step to take as long as its timeouts allow.
+	// StepEstimateBound expects each step to take as long as its timeouts allow: a move starts
+	// only when it cannot outlast the window, even if every wait runs to its timeout.
 	StepEstimateBound StepEstimate = "bound"
-	// StepEstimateP95 expects each step to take the 95th percentile of the durations measured
-	// in the pass so far (its bound until measured).
+	// StepEstimateP95 expects each step to take the 95th percentile of the durations this pass
+	// has measured for that step (nearest rank); a step not measured yet counts its bound.
 	StepEstimateP95 StepEstimate = "p95"
 )
 
-// Windows are the maintenance windows (SPEC "Safe disruption" step 1). Outside every window a
+// Windows are the maintenance windows: when a pass may disrupt pods. Outside every window a
 // pass only observes, plans and reports; inside one, a move starts only when its expected
 // duration ends before the window closes.
 type Windows struct {

@@ -1,8 +1,13 @@
 package v1alpha1
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"strings"
+	"time"
+	// Time zones for a schedule's CRON_TZ= prefix even where the system has no zoneinfo.
+	_ "time/tzdata"
 
 	"github.com/robfig/cron/v3"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -10,9 +15,6 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
 )
 
 // ValidateRebalancerPolicy checks p as a file gives it (before defaults) or as flags left it,
@@ -37,6 +39,8 @@ func ValidateRebalancerPolicy(p *RebalancerPolicy) field.ErrorList {
 		}
 	}
 	errs = append(errs, validateEnum(field.NewPath("output"), p.Output, OutputText, OutputTable, OutputJSON)...)
+	errs = append(errs, validateDuration(p.Watch.RolesInterval, field.NewPath("watch", "rolesInterval"))...)
+	errs = append(errs, validateDuration(p.Watch.QuorumPassInterval, field.NewPath("watch", "quorumPassInterval"))...)
 	errs = append(errs, validateGuard(&p.Guard, field.NewPath("guard"))...)
 	return errs
 }
@@ -85,7 +89,7 @@ func validateSelection(s *Selection, path *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validateEnum(path.Child("layout"), s.Layout, Layouts...)...)
 	if s.ShardSource != "" {
-		if _, err := policies.ParseShardSource(s.ShardSource); err != nil {
+		if _, _, err := ParseShardSource(s.ShardSource); err != nil {
 			errs = append(errs, field.Invalid(path.Child("shardSource"), s.ShardSource, err.Error()))
 		}
 	}
@@ -98,6 +102,59 @@ func validateSelection(s *Selection, path *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// ParseShardSource splits selection.shardSource's text form into its source (ShardSourceAuto,
+// ShardSourceRedis, ShardSourceOwner or ShardSourceLabel; "" is ShardSourceAuto) and, for
+// ShardSourceLabel, the label key. It fails on anything else, naming the choices, and on a KEY
+// that is not a label key (a qualified name).
+func ParseShardSource(s string) (source, key string, err error) {
+	source, key, hasKey := strings.Cut(s, ":")
+	switch source {
+	case "", ShardSourceAuto, ShardSourceRedis, ShardSourceOwner:
+		if hasKey {
+			return "", "", fmt.Errorf("shard source %q: only label takes a key", s)
+		}
+		if source == "" {
+			source = ShardSourceAuto
+		}
+		return source, "", nil
+	case ShardSourceLabel:
+		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+			return "", "", fmt.Errorf("shard source %q: label key: %s", s, strings.Join(msgs, "; "))
+		}
+		return source, key, nil
+	}
+	return "", "", fmt.Errorf("shard source %q: must be auto, redis, owner or label:KEY", s)
+}
+
+// windowScheduleParser is robfig/cron/v3's standard parser (five fields) with descriptors; it
+// always accepts the CRON_TZ= and TZ= prefixes.
+var windowScheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// windowScheduleReference is the time a window's schedule must fire after (within cron's
+// five-year search) to be valid: one that never fires from here never fires at all.
+var windowScheduleReference = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ParseWindowSchedule parses a maintenance window's schedule (windows.windows[].schedule): a
+// calendar expression of robfig/cron/v3's standard parser (five fields, or a descriptor such as
+// @daily), with an optional CRON_TZ=<IANA zone> prefix (UTC without one). It refuses @every,
+// which repeats relative to when a job starts and so opens no window at a fixed time, and an
+// expression that never fires. The error does not repeat the expression. rebalancer/window
+// compiles the windows with it.
+func ParseWindowSchedule(spec string) (*cron.SpecSchedule, error) {
+	s, err := windowScheduleParser.Parse(spec)
+	if err != nil {
+		return nil, err
+	}
+	ss, ok := s.(*cron.SpecSchedule)
+	if !ok {
+		return nil, errors.New("@every repeats relative to when a job starts, so it opens no window at a fixed time; use a cron expression or @daily, @weekly, ...")
+	}
+	if ss.Next(windowScheduleReference).IsZero() {
+		return nil, errors.New("never fires")
+	}
+	return ss, nil
 }
 
 // kindName is what a Kubernetes kind looks like (InstanceSet, RedisCluster).
@@ -219,7 +276,7 @@ func validateWindows(w *Windows, path *field.Path) field.ErrorList {
 		p := path.Child("windows").Index(i)
 		if win.Schedule == "" {
 			errs = append(errs, field.Required(p.Child("schedule"), "a cron expression"))
-		} else if err := window.ValidateSchedule(win.Schedule); err != nil {
+		} else if _, err := ParseWindowSchedule(win.Schedule); err != nil {
 			errs = append(errs, field.Invalid(p.Child("schedule"), win.Schedule, err.Error()))
 		}
 		errs = append(errs, validateDuration(win.Duration, p.Child("duration"))...)

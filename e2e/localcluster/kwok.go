@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -81,4 +82,21 @@ func withDelayFrom(data []byte, annotation string) ([]byte, error) {
 		},
 	}
 	return yaml.Marshal(stage)
+}
+
+func (c *Cluster) startKwok(pt ports) (*component, error) {
+	configPath := filepath.Join(c.workDir, "kwok.yaml")
+	if err := writeKwokConfig(configPath, c.cfg.Binaries.KwokStages); err != nil {
+		return nil, fmt.Errorf("localcluster: kwok config: %w", err)
+	}
+	return c.start("kwok", c.cfg.Binaries.Kwok, 5*time.Second,
+		"--kubeconfig="+c.pki.adminKubeconfig,
+		"--config="+configPath,
+		"--manage-all-nodes=true",
+		"--cidr="+c.cfg.PodNetwork+".0.0/16",
+		fmt.Sprintf("--server-address=127.0.0.1:%d", pt.kwok),
+		// A Lease per node, renewed every quarter of its duration, keeps the node lifecycle
+		// controller from marking nodes and their pods NotReady.
+		fmt.Sprintf("--node-lease-duration-seconds=%d", int(c.cfg.NodeLeaseDuration/time.Second)),
+	)
 }

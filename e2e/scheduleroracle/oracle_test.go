@@ -1,15 +1,3 @@
-// Package scheduleroracle checks the feasibility filter (policies: Cluster.Explain, FitReport)
-// against the kube-scheduler binary itself (issue 12, item 9), on a local control plane of its
-// own (e2e/localcluster, pod network 127.61): random small placements with zones, nodes without
-// a zone, taints, cordons, CPU requests, bound and Pending pods, spread constraints and
-// (anti-)affinity; then, for each pod the scheduler is asked to place, the filter's verdict on
-// the state the scheduler sees must agree with what the scheduler does: a pod it binds is bound to
-// a node the filter allows, and a pod it leaves Pending has a FailedScheduling message whose
-// per-reason node counts are the filter's.
-//
-// policies/oracle_test.go checks the filter against a port of kube-scheduler's plugin code; this
-// test checks it, and the whole path from the API objects (observe.ReadSnapshot, trimming
-// included) to the verdict, against the scheduler itself.
 package scheduleroracle
 
 import (
@@ -30,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 )
 
 // Size of the test: cases are placements, each on nodes of its own (nodes are deleted after

@@ -148,7 +148,7 @@ var scenarios = map[string]compareScenario{
 		drain: "n1",
 	},
 	"seed-deadlock": {
-		what:    "seed 000's deadlock: shard 2's replica Pending forever",
+		what:    "the 3-shard deadlock: shard 2's replica Pending forever",
 		make:    scenario.SeedDeadlock,
 		pending: func(sc scenario.Scenario) string { return sc.PodName(2, 1) },
 	},

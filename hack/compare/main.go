@@ -1,6 +1,6 @@
 // Command compare runs the stock descheduler (RemovePodsViolatingTopologySpreadConstraint with
 // the DefaultEvictor) and redis-rebalancer on the same scenarios, in the same harness, with the
-// same writer, and prints what each did: `make compare` (issue 8 item 7). See compare.go for
+// same writer, and prints what each did: `make compare`. See compare.go for
 // what is measured and how.
 //
 //	go run ./hack/compare -rebalancer bin/redis-rebalancer -descheduler <path>

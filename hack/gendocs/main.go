@@ -1,10 +1,21 @@
-// Command gendocs writes the policy reference from the doc comments of api/v1alpha1/types.go and
-// the defaults of api/v1alpha1/defaults.go: docs/policy.md (every field: type, default, the flags
-// that override it, its documentation, and the complete default policy) and
-// api/v1alpha1/zz_generated.default.yaml (the complete default policy with every field's
-// documentation as YAML comments, which `redis-rebalancer policy default` prints). Run it with
-// `go generate ./api/v1alpha1` or `make generate`; TestGeneratedFilesAreCurrent fails when the
-// files on disk differ from what it would write.
+// Command gendocs writes the documentation that is generated from the code:
+//   - from the doc comments of api/v1alpha1/types.go and the defaults of api/v1alpha1/defaults.go,
+//     docs/policy.md (every field: type, default, the flags that override it, its documentation,
+//     and the complete default policy) and api/v1alpha1/zz_generated.default.yaml (the complete
+//     default policy with every field's documentation as YAML comments, which `redis-rebalancer
+//     policy default` prints);
+//   - from the cobra commands, docs/cli.md (cli.go);
+//   - from the rule registry (policies.Rules), docs/rules.md and README.md's rule table, between
+//     the <!-- rules:begin --> and <!-- rules:end --> markers (rules.go);
+//   - from the package doc comments and imports, the folder table of docs/architecture.md
+//     (packages.go);
+//   - in README.md and docs/*.md, every command output shown after an `output:` marker
+//     (outputs.go).
+//
+// Run it with `go generate ./api/v1alpha1` or `make generate`; TestGeneratedFilesAreCurrent fails
+// when the files on disk differ from what it would write, and the tests of docs_test.go check
+// what cannot be generated (links, the JSON reference against the report types, the layouts
+// table against the policy's defaults, the tests the testing page names).
 package main
 
 import (
@@ -89,7 +100,14 @@ func generate(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{yamlFile: y, policyDocs: g.markdown(fields, y)}, nil
+	files := map[string][]byte{yamlFile: y, policyDocs: g.markdown(fields, y)}
+	if err := addRuleFiles(root, files); err != nil {
+		return nil, err
+	}
+	if err := addReferenceDocs(root, files); err != nil {
+		return nil, err
+	}
+	return files, nil
 }
 
 // typeDoc is a type's doc comment and its fields' (by JSON name).

@@ -13,8 +13,9 @@ import (
 	"testing"
 )
 
-// TestGeneratedFilesAreCurrent fails when docs/policy.md or api/v1alpha1/zz_generated.default.yaml
-// differ from what gendocs writes from the current types, doc comments, defaults and flags.
+// TestGeneratedFilesAreCurrent fails when docs/policy.md, api/v1alpha1/zz_generated.default.yaml,
+// docs/rules.md or README.md's rule table differ from what gendocs writes from the current types,
+// doc comments, defaults, flags and rule registry (or when README.md lost its rules block).
 func TestGeneratedFilesAreCurrent(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {

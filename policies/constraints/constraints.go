@@ -1,6 +1,7 @@
-// Package constraints generates the scheduling constraints seed 000 §二 recommends for a Redis
-// cluster's StatefulSet templates: hard topology spread on hostname and zone with the maxSkew the
-// HA rules imply, soft spread, anti-affinity inside a shard and node affinity on the zones. It
+// Package constraints generates the scheduling constraints recommended for a Redis cluster's
+// StatefulSet templates, the ones an operator that runs one StatefulSet per shard writes: hard
+// topology spread on hostname and zone with the maxSkew the HA rules imply (policies.NodeLimit,
+// policies.ZoneLimit), soft spread, anti-affinity inside a shard and node affinity on the zones. It
 // needs no model: the `constraints` command, lint and the test scenarios call it with a cluster's
 // size and zones.
 //
@@ -23,16 +24,17 @@ import (
 const DefaultShardLabel = "redis.rebalancer.io/shard"
 
 // NodeMaxSkew returns the hostname maxSkew the operator writes for a cluster of n pods: n/3
-// (integer division), minus 1 when 3 divides n, at least 1 (seed 000 §二). Relaxed (seed 000 §四)
-// drops the "minus 1". It is the MaxPodsPerNode limit (policies.NodeLimit: the most pods a node may
-// hold, "fewer than n/3", or "at most" when relaxed) raised to 1, the least maxSkew Kubernetes
-// accepts: n/3 − [3 divides n] equals (n−1)/3 for every n ≥ 1.
+// (integer division), minus 1 when 3 divides n, at least 1. Relaxed (the "at most n/3" limit, which
+// avoids the 3-shard deadlock) drops the "minus 1". It is the MaxPodsPerNode limit
+// (policies.NodeLimit: the most pods a node may hold, "fewer than n/3", or "at most" when relaxed)
+// raised to 1, the least maxSkew Kubernetes accepts: n/3 − [3 divides n] equals (n−1)/3 for every n
+// ≥ 1.
 func NodeMaxSkew(n int, relaxed bool) int {
 	return max(policies.NodeLimit(n, relaxed), 1)
 }
 
 // ZoneMaxSkew returns the zone maxSkew the operator writes for n pods with Z≥2: n/2, minus 1
-// when 2 divides n, at least 1 (seed 000 §二). Relaxed drops the "minus 1". It is the
+// when 2 divides n, at least 1. Relaxed drops the "minus 1". It is the
 // MaxPodsPerZone limit (policies.ZoneLimit) raised to 1, as NodeMaxSkew is for nodes.
 func ZoneMaxSkew(n int, relaxed bool) int {
 	return max(policies.ZoneLimit(n, relaxed), 1)
@@ -46,20 +48,22 @@ type Input struct {
 	ShardLabels map[string]string
 	// Shards and PodsPerShard give N = Shards × PodsPerShard.
 	Shards, PodsPerShard int
-	// Zones are the allowed zones (seed available-zones); empty or one zone means single-zone.
+	// Zones are the allowed zones (written as required node affinity); empty or one zone means
+	// single-zone.
 	Zones []string
-	// ZoneKey is the zone topology key (policies.LabelZone when empty; seed 000 uses
+	// ZoneKey is the zone topology key (policies.LabelZone when empty; older operators write
 	// policies.LabelZoneLegacy).
 	ZoneKey string
-	// Relaxed applies seed 000 §四's "at most" form (maxSkew without the "minus 1").
+	// Relaxed applies the "at most" form of the limits (maxSkew without the "minus 1"), which
+	// avoids the 3-shard deadlock.
 	Relaxed bool
 }
 
-// Generate returns what the operator writes into every StatefulSet template of the cluster
-// (seed 000 §二): hard topology spread on hostname (NodeMaxSkew) and, with two or more zones, on
-// the zone (ZoneMaxSkew); soft maxSkew 1 on the same keys; required pod anti-affinity inside the
-// shard on hostname (one zone) or zone; and required node affinity on the zones when listed. It
-// fails when Shards or PodsPerShard is below 1 or the cluster or shard labels are missing.
+// Generate returns what the operator writes into every StatefulSet template of the cluster: hard
+// topology spread on hostname (NodeMaxSkew) and, with two or more zones, on the zone (ZoneMaxSkew);
+// soft maxSkew 1 on the same keys; required pod anti-affinity inside the shard on hostname (one
+// zone) or zone; and required node affinity on the zones when listed. It fails when Shards or
+// PodsPerShard is below 1 or the cluster or shard labels are missing.
 func Generate(in Input) ([]corev1.TopologySpreadConstraint, *corev1.Affinity, error) {
 	if in.Shards < 1 || in.PodsPerShard < 1 {
 		return nil, nil, fmt.Errorf("constraints: shards and pods per shard must be at least 1 (got %d, %d)", in.Shards, in.PodsPerShard)

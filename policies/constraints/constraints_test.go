@@ -9,9 +9,9 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
-// seedMaxSkew is seed 000 §二's wording taken literally: n/d, "minus 1 when d divides n" unless
-// relaxed (§四), at least 1.
-func seedMaxSkew(n, d int, relaxed bool) int {
+// literalMaxSkew is the recommendation's wording taken literally: n/d, "minus 1 when d divides n"
+// unless relaxed, at least 1.
+func literalMaxSkew(n, d int, relaxed bool) int {
 	s := n / d
 	if n%d == 0 && !relaxed {
 		s--
@@ -19,15 +19,15 @@ func seedMaxSkew(n, d int, relaxed bool) int {
 	return max(s, 1)
 }
 
-// TestMaxSkewFollowsTheSeed checks that deriving the maxSkew from the rules' limits gives the
-// seed's formula for every cluster size up to 300.
-func TestMaxSkewFollowsTheSeed(t *testing.T) {
+// TestMaxSkewFollowsTheFormula checks that deriving the maxSkew from the rules' limits gives the
+// written formula (literalMaxSkew) for every cluster size up to 300.
+func TestMaxSkewFollowsTheFormula(t *testing.T) {
 	for n := 0; n <= 300; n++ {
 		for _, relaxed := range []bool{false, true} {
-			if got, want := NodeMaxSkew(n, relaxed), seedMaxSkew(n, 3, relaxed); got != want {
+			if got, want := NodeMaxSkew(n, relaxed), literalMaxSkew(n, 3, relaxed); got != want {
 				t.Errorf("NodeMaxSkew(%d, %v) = %d, want %d", n, relaxed, got, want)
 			}
-			if got, want := ZoneMaxSkew(n, relaxed), seedMaxSkew(n, 2, relaxed); got != want {
+			if got, want := ZoneMaxSkew(n, relaxed), literalMaxSkew(n, 2, relaxed); got != want {
 				t.Errorf("ZoneMaxSkew(%d, %v) = %d, want %d", n, relaxed, got, want)
 			}
 		}

@@ -19,7 +19,8 @@ type Chart string
 
 // Charts lint knows.
 const (
-	// ChartNone: StatefulSets written by some other tool (seed 000's operator, ucloud's); fixes
+	// ChartNone: StatefulSets written by some other tool (an operator with one StatefulSet per
+	// shard, such as ucloud's); fixes
 	// are pod template fields.
 	ChartNone Chart = ""
 	// ChartBitnami: Bitnami's redis-cluster Helm chart (template label helm.sh/chart
@@ -144,7 +145,7 @@ func keepsApart(p *corev1.Pod, key string, c *policies.Cluster, s *policies.Shar
 
 // softAntiAffinity returns the SoftAntiAffinity finding of a cluster written by chart when
 // nothing required keeps a shard's pods off one domain (the node with one zone, the zone with
-// more), with the values that restore what the chart can express of the seed's constraints.
+// more), with the values that restore what the chart can express of the recommended constraints.
 func softAntiAffinity(c *policies.Cluster, chart Chart, relaxed bool) (Finding, bool) {
 	key := policies.LabelHostname
 	if c.Z() >= 2 {
@@ -180,13 +181,13 @@ func softAntiAffinity(c *policies.Cluster, chart Chart, relaxed bool) (Finding, 
 				hard += ", which keeps a shard's pods off one node, not off one zone"
 			}
 		}
-		f.Message = fmt.Sprintf("the chart's redis.podAntiAffinityPreset is soft and nothing required keeps a shard's pods apart: %s. The chart cannot name a shard (its pods carry no shard label), so no value keeps exactly a shard's pods apart; %s. These values restore the seed's other guarantees (spread over nodes and zones, the allowed zones)", risk, hard)
+		f.Message = fmt.Sprintf("the chart's redis.podAntiAffinityPreset is soft and nothing required keeps a shard's pods apart: %s. The chart cannot name a shard (its pods carry no shard label), so no value keeps exactly a shard's pods apart; %s. These values restore the other guarantees of the recommended constraints (spread over nodes and zones, the allowed zones)", risk, hard)
 	case ChartOT:
 		apart := "keeps leader-i and follower-i off one node"
 		if c.Z() >= 2 {
-			apart += "; with several zones the seed keeps a shard's pods in different zones, which no RedisCluster field expresses"
+			apart += "; with several zones the recommended constraints keep a shard's pods in different zones, which no RedisCluster field expresses"
 		}
-		f.Message = fmt.Sprintf("nothing required keeps a leader and its follower apart: %s. The annotation %s: \"true\" on the RedisCluster (its webhook enabled) %s. These RedisCluster fields restore the seed's spread over nodes and zones and the allowed zones", risk, OTAntiAffinityAnnotation, apart)
+		f.Message = fmt.Sprintf("nothing required keeps a leader and its follower apart: %s. The annotation %s: \"true\" on the RedisCluster (its webhook enabled) %s. These RedisCluster fields restore the recommended spread over nodes and zones and the allowed zones", risk, OTAntiAffinityAnnotation, apart)
 	}
 	return f, true
 }
@@ -207,7 +208,7 @@ func allowedNodes(c *policies.Cluster) int {
 }
 
 // chartValues returns, as YAML, the chart's values (Bitnami) or the RedisCluster's fields (OT)
-// that set seed 000 §二's constraints for c (constraints.Generate for N pods, the cluster's zones
+// that set the recommended constraints for c (constraints.Generate for N pods, the cluster's zones
 // and zone key): the spread constraints on the pods the chart selects, the required node affinity
 // on the allowed zones, and what the chart has of the anti-affinity inside a shard.
 func chartValues(c *policies.Cluster, chart Chart, relaxed bool) (string, error) {

@@ -1,12 +1,12 @@
-// Package lint compares the scheduling constraints in a Redis cluster's StatefulSet templates
-// with what seed 000 §二 recommends for the cluster's size and zones (constraints.Generate), flags
-// the templates that can deadlock (seed 000 §四: several zones and 3 shards), the clusters
+// Package lint compares the scheduling constraints in a Redis cluster's StatefulSet templates with
+// the constraints recommended for the cluster's size and zones (constraints.Generate), flags the
+// templates that can deadlock (several zones and 3 shards with the strict limits), the clusters
 // whose shards and zones leave some node or zone loss unsurvivable whatever the placement
 // (MasterQuorum), the PodDisruptionBudgets that let a drain take two pods of one shard
-// (DisruptionBudget), and, for clusters that Bitnami's redis-cluster chart or OT's
-// redis-operator wrote (ChartOf), a shard's pods kept apart by nothing required
-// (SoftAntiAffinity), with the chart's values or the RedisCluster's fields that restore the
-// seed's constraints (Finding.Values). What templates cannot express, it says once (RolesNote).
+// (DisruptionBudget), and, for clusters that Bitnami's redis-cluster chart or OT's redis-operator
+// wrote (ChartOf), a shard's pods kept apart by nothing required (SoftAntiAffinity), with the
+// chart's values or the RedisCluster's fields that restore the recommended constraints
+// (Finding.Values). What templates cannot express, it says once (RolesNote).
 package lint
 
 import (
@@ -38,7 +38,9 @@ const (
 	AntiAffinity Kind = "AntiAffinity"
 	// NodeAffinity: several zones but no required node affinity listing them.
 	NodeAffinity Kind = "NodeAffinity"
-	// DeadlockRisk: several zones and 3 shards with the strict limits (seed 000 §四).
+	// DeadlockRisk: several zones and 3 shards with the strict limits: the hostname maxSkew can
+	// leave a shard's last pod only nodes in zones its shard already holds, which its zone
+	// anti-affinity forbids, so it stays Pending.
 	DeadlockRisk Kind = "DeadlockRisk"
 	// MasterQuorum: with one master per shard, no placement survives the loss of some node or
 	// zone (policies.Quorum's note: M ≤ 2, or ⌈M/Z⌉ ≥ M/2, or 2 zones); reported once per cluster,
@@ -47,7 +49,7 @@ const (
 	// SoftAntiAffinity: a cluster written by a known chart (Bitnami, OT) where no required pod
 	// anti-affinity keeps a shard's pods off one node (one zone) or zone (several): the scheduler
 	// may re-create a replica beside its master. Reported once per cluster, with the values that
-	// restore the seed's constraints as far as the chart can express them.
+	// restore the recommended constraints as far as the chart can express them.
 	SoftAntiAffinity Kind = "SoftAntiAffinity"
 	// DisruptionBudget: the PodDisruptionBudgets let a drain take two pods of one shard at once
 	// (none selects them, a budget per role splits them, or a budget over both allows more than
@@ -75,7 +77,7 @@ func Quorum(c *policies.Cluster) (Finding, bool) {
 }
 
 // Masters returns the number of shards of c, one master each: the shards that are one
-// StatefulSet each (seed 000's layout), else the shards whose pods' shard is known (from a
+// StatefulSet each (the seed layout), else the shards whose pods' shard is known (from a
 // label, or from Redis: Bitnami's and OT's layouts); 0 when none is known (Redis not read).
 func Masters(c *policies.Cluster) int {
 	perSet, known := 0, 0
@@ -110,8 +112,9 @@ type Finding struct {
 }
 
 // Lint checks every StatefulSet of every cluster of m, and each cluster's MasterQuorum with one
-// master per shard (Quorum). relaxed selects the recommendation of seed 000 §四 ("at most" N/3 and
-// N/2). Findings are sorted by namespace, cluster, StatefulSet (a cluster's own first).
+// master per shard (Quorum). relaxed selects the relaxed recommendation ("at most" N/3 and N/2,
+// which avoids the 3-shard deadlock). Findings are sorted by namespace, cluster, StatefulSet (a
+// cluster's own first).
 func Lint(m *policies.Model, relaxed bool) []Finding {
 	var out []Finding
 	for _, c := range m.Clusters {
@@ -147,12 +150,12 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 			}
 			if multiZone && !c.ZoneList {
 				add(NodeAffinity, "required node affinity: "+c.ZoneKey+" In ["+strings.Join(c.AllowedZones, " ")+"]", "none",
-					"no required node affinity lists the zones (seed available-zones); the cluster may spread into any zone")
+					"no required node affinity lists the allowed zones; the cluster may spread into any zone")
 			}
 			if multiZone && shards == 3 && !relaxed {
 				if got, ok := hardSkew(spec, policies.LabelHostname); ok && int(got) == constraints.NodeMaxSkew(c.N, false) {
 					add(DeadlockRisk, fmt.Sprintf("hostname maxSkew %d", constraints.NodeMaxSkew(c.N, true)), fmt.Sprintf("hostname maxSkew %d", got),
-						"3 shards over %d zones with hostname maxSkew %d can deadlock (seed 000 §四, supplement 2); relax it to %d (\"at most N/3\": redis-rebalancer --relaxed-limits, constraints --relaxed-limits)",
+						"3 shards over %d zones with hostname maxSkew %d can deadlock (a shard's last pod can stay Pending for good); relax it to %d (\"at most N/3\": redis-rebalancer --relaxed-limits, constraints --relaxed-limits)",
 						c.Z(), got, constraints.NodeMaxSkew(c.N, true))
 				}
 			}
@@ -161,7 +164,7 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 			if f, ok := softAntiAffinity(c, chart, relaxed); ok {
 				out = append(out, f)
 			} else if len(out) > first {
-				// The templates differ from the seed's constraints: their fix, once, in the
+				// The templates differ from the recommended constraints: their fix, once, in the
 				// chart's terms.
 				if v, err := chartValues(c, chart, relaxed); err == nil {
 					out[first].Values = v
@@ -201,12 +204,12 @@ func checkSkew(spec corev1.PodSpec, key string, action corev1.UnsatisfiableConst
 		}
 		if int(t.MaxSkew) != want {
 			add(MaxSkew, fmt.Sprintf("%s maxSkew %d", key, want), fmt.Sprintf("%s maxSkew %d", key, t.MaxSkew),
-				"%s constraint on %s has maxSkew %d; for N=%d the recommendation is %d (seed 000 §二; a template not updated after a resize?)", action, key, t.MaxSkew, n, want)
+				"%s constraint on %s has maxSkew %d; for N=%d the recommendation is %d (a template not updated after a resize?)", action, key, t.MaxSkew, n, want)
 		}
 		return
 	}
 	add(MissingConstraint, fmt.Sprintf("%s maxSkew %d %s", key, want, action), "none",
-		"no %s topology spread constraint on %s; add maxSkew %d (seed 000 §二)", action, key, want)
+		"no %s topology spread constraint on %s; add maxSkew %d", action, key, want)
 }
 
 // checkAntiAffinity wants a required pod anti-affinity term on the shard's domain key whose

@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
 func TestLint(t *testing.T) {
@@ -103,8 +103,8 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// TestLintCharts checks the findings on clusters that Bitnami's chart and OT's operator wrote:
-// soft anti-affinity with the values that restore the seed's constraints, and budgets that let a
+// TestLintCharts checks the findings on clusters that Bitnami's chart and OT's operator wrote: soft
+// anti-affinity with the values that restore the recommended constraints, and budgets that let a
 // drain take two pods of a shard. Shards come from Redis (the scenario's RedisNodes).
 func TestLintCharts(t *testing.T) {
 	type hit struct {
@@ -127,7 +127,7 @@ func TestLintCharts(t *testing.T) {
 		in []string
 	}{
 		{
-			name: "Bitnami post-scale-down, the seed's spread set through the chart's values → SoftAntiAffinity with values, without podAntiAffinityPreset hard (10 pods, 6 nodes)",
+			name: "Bitnami post-scale-down, the recommended spread set through the chart's values → SoftAntiAffinity with values, without podAntiAffinityPreset hard (10 pods, 6 nodes)",
 			sc:   scenario.BitnamiPostScaleDown(),
 			want: []hit{{"", SoftAntiAffinity, true}},
 			in:   []string{"topologySpreadConstraints:", "maxSkew: 3", "maxSkew: 4", "nodeAffinityPreset:", "would leave 4 Pending"},

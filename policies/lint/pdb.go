@@ -68,8 +68,8 @@ func budgets(c *policies.Cluster) []budget {
 }
 
 // disruptionBudgets returns the DisruptionBudget findings of c: the PodDisruptionBudgets that let a
-// drain take two pods of one shard at once (a master and its replica), which seed 000's one
-// budget per shard (maxUnavailable 1) never does. Two pods of a shard are protected when some
+// drain take two pods of one shard at once (a master and its replica), which one budget per
+// shard (maxUnavailable 1) never does. Two pods of a shard are protected when some
 // budget selects both and lets at most one of its pods be unavailable. Findings are grouped by
 // cause: no budget selects the shard's pods; budgets that split the shard (a budget per role, as
 // OT's leader/follower pair); a budget over both pods that allows more than one (a per-release
@@ -166,7 +166,7 @@ func budgetFix(c *policies.Cluster, chart Chart) string {
 	case ChartOT:
 		return "the RedisCluster's pdb fields make one budget per role, which cannot protect a shard: disable them (spec.redisLeader.pdb.enabled and spec.redisFollower.pdb.enabled false) and create one PodDisruptionBudget for the cluster with maxUnavailable 1 (below)"
 	}
-	return "give each shard a PodDisruptionBudget with maxUnavailable 1 (seed 000), or the cluster one with maxUnavailable 1"
+	return "give each shard a PodDisruptionBudget with maxUnavailable 1, or the cluster one with maxUnavailable 1"
 }
 
 // otBudget returns the PodDisruptionBudget that protects every shard of an OT cluster: one over

@@ -128,8 +128,15 @@ func (cr *clusterRun) printf(format string, args ...any) {
 // roles from Redis. An error from the API server returns a nil cluster; an error from Redis
 // returns the cluster (roles unknown) with the error.
 func (cr *clusterRun) observe(ctx context.Context) (*policies.Cluster, error) {
+	if o, ok := cr.cfg.Source.(observe.ClusterObserver); ok {
+		c, err := o.ObserveCluster(ctx, cr.cfg.Policy, cr.key)
+		if c != nil && err != nil {
+			err = fmt.Errorf("roles: %w", err)
+		}
+		return c, err
+	}
 	ns, _, _ := strings.Cut(cr.key, "/")
-	model, err := observe.Live(ctx, cr.cfg.Client, cr.cfg.Policy, observe.Selection{Namespace: ns})
+	model, err := observe.LiveFrom(ctx, cr.cfg.Source, cr.cfg.Policy, observe.Selection{Namespace: ns})
 	if err != nil {
 		return nil, err
 	}
@@ -148,11 +155,11 @@ func (cr *clusterRun) observe(ctx context.Context) (*policies.Cluster, error) {
 // judges its placement and health. The error is the first real one (a step that aborted, or an
 // observation that failed); a final observation that fails after it is reported beside it
 // (ObserveAfterError), never instead.
-func (cr *clusterRun) runCluster(ctx context.Context) (report.ClusterRun, error) {
+func (cr *clusterRun) runCluster(ctx context.Context) (rep report.ClusterRun, _ error) {
 	clk := cr.cfg.Clock
 	start := clk.Now()
 	ns, name, _ := strings.Cut(cr.key, "/")
-	rep := report.ClusterRun{Namespace: ns, Name: name, Moves: []report.Move{}}
+	rep = report.ClusterRun{Namespace: ns, Name: name, Moves: []report.MoveResult{}}
 	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
 	var firstErr error
 	stop := func(by, reason string, err error) {

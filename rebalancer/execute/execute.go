@@ -1,5 +1,7 @@
 // Package execute carries out plans on a live Kubernetes cluster, one safe move at a time per
-// Redis cluster (SPEC "Safe disruption"). A move is an explicit list of steps (steps.go): window →
+// Redis cluster, so that no write is lost: a master is failed over before its pod is disrupted,
+// pods are evicted through the policy/v1 Eviction API so that PodDisruptionBudgets hold, and only
+// inside maintenance windows. A move is an explicit list of steps (steps.go): window →
 // health gate → placeability check → PodDisruptionBudget dry run → failover of a master (to the
 // replica the plan names) → client drain → role check → eviction → re-creation → rejoin →
 // re-observe; a plan's failover step (MasterQuorum) moves no pod: window → health gate → failover
@@ -9,16 +11,18 @@
 // a pod the plan lets wait Pending is not waited for, and the health gate accepts exactly the
 // planned Pending pods (observe.JudgeHealthExpecting).
 //
-// It owns the Executor and its Config, a cluster's observe–plan–move loop (cluster.go), the
-// steps (steps.go, move.go), the run's eviction limits (limits.go) and the line-prefixed progress
-// output of clusters run in parallel (output.go). It
-// depends on Kubernetes through kubernetes.Interface and on Redis through the Redis interface
+// It owns the Executor and its Config, a cluster's observe–plan–move loop (cluster.go), one
+// move's driver (move.go), the steps (their list and shared state in steps.go; the step funcs in
+// steps_gate.go, steps_failover.go and steps_evict.go; the health wait in health.go), the run's
+// eviction limits (limits.go) and the line-prefixed progress output of clusters run in parallel
+// (output.go). It depends on Kubernetes through kubernetes.Interface and on Redis through the Redis interface
 // declared here. It imports observe (what the cluster looks like now, its health), plan (what to
 // move), report (what it did, and the maps it prints), window (maintenance windows), policies and
 // redisctl; nothing in rebalancer/ imports it.
 package execute
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +37,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
@@ -41,25 +46,25 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
-// Defaults of Config, used when a field is 0.
+// Defaults of Config, used when a field is 0: the policy's (api/v1alpha1), but the poll interval.
 const (
 	// DefaultMaxMoves is Config.MaxMoves: evictions per Redis cluster in one run.
-	DefaultMaxMoves = 10
+	DefaultMaxMoves = v1alpha1.DefaultMaxMovesPerCluster
 	// DefaultMaxParallelClusters is Config.MaxParallelClusters.
-	DefaultMaxParallelClusters = 1
+	DefaultMaxParallelClusters = v1alpha1.DefaultMaxParallelClusters
 	// DefaultFailoverTimeout is Config.FailoverTimeout.
-	DefaultFailoverTimeout = 30 * time.Second
+	DefaultFailoverTimeout = v1alpha1.DefaultFailoverTimeout
 	// DefaultDrainQuiet and DefaultDrainTimeout are Config.DrainQuiet and Config.DrainTimeout.
-	DefaultDrainQuiet   = time.Second
-	DefaultDrainTimeout = 15 * time.Second
+	DefaultDrainQuiet   = v1alpha1.DefaultDrainQuiet
+	DefaultDrainTimeout = v1alpha1.DefaultDrainTimeout
 	// DefaultHealthTimeout is Config.HealthTimeout.
-	DefaultHealthTimeout = 2 * time.Minute
+	DefaultHealthTimeout = v1alpha1.DefaultHealthTimeout
 	// DefaultRecreateTimeout is Config.RecreateTimeout.
-	DefaultRecreateTimeout = 5 * time.Minute
+	DefaultRecreateTimeout = v1alpha1.DefaultRecreateTimeout
 	// DefaultRejoinTimeout is Config.RejoinTimeout.
-	DefaultRejoinTimeout = 5 * time.Minute
+	DefaultRejoinTimeout = v1alpha1.DefaultRejoinTimeout
 	// DefaultRequestTimeout is Config.RequestTimeout.
-	DefaultRequestTimeout = 30 * time.Second
+	DefaultRequestTimeout = v1alpha1.DefaultRequestTimeout
 	// DefaultPollInterval is Config.PollInterval.
 	DefaultPollInterval = 500 * time.Millisecond
 )
@@ -76,17 +81,17 @@ type Redis interface {
 	AddrOf(ip string) string
 	// Topology reads the merged CLUSTER NODES views (the roles).
 	Topology(ctx context.Context, addrs []string) (*redisctl.Topology, error)
-	// CheckHealth is the health gate (SPEC step 2).
+	// CheckHealth is the health gate: Redis healthy before a move disrupts anything.
 	CheckHealth(ctx context.Context, addrs []string, opts redisctl.HealthOptions) (*redisctl.Health, error)
 	// ChooseReplica picks the in-sync replica a master is failed over to.
 	ChooseReplica(ctx context.Context, topo *redisctl.Topology, masterID string, prefer func(redisctl.Node) bool) (redisctl.Node, error)
-	// Failover runs CLUSTER FAILOVER on a replica and verifies the switch (SPEC step 4).
+	// Failover runs CLUSTER FAILOVER on a replica and verifies the switch.
 	Failover(ctx context.Context, replicaAddr string, opts redisctl.FailoverOptions) (*redisctl.FailoverResult, error)
 	// WaitClientsDrained waits until the old master's clients have gone quiet.
 	WaitClientsDrained(ctx context.Context, addr string, quiet, timeout time.Duration) ([]redisctl.ClientConn, error)
 	// Do sends one command (ROLE, for the role check).
 	Do(ctx context.Context, addr string, args ...interface{}) (interface{}, error)
-	// WaitRejoin waits until a re-created pod's node is an in-sync replica again (SPEC step 6).
+	// WaitRejoin waits until a re-created pod's node is an in-sync replica again.
 	WaitRejoin(ctx context.Context, addr, masterID string, timeout time.Duration, progress func(string)) error
 }
 
@@ -167,6 +172,9 @@ type Config struct {
 	// StoppedBy report.StoppedGracefulStop. Cancelling Run's context is the hard stop: every
 	// step in flight is cut short. Nil: never.
 	Stop <-chan struct{}
+	// Source is where observations read the API server's objects (observe.Lister on Client, a
+	// LIST per resource and observation, when nil; serve gives its watched cache).
+	Source observe.Source
 	// Goal is what the run works toward (Compliance when nil): when a cluster is done, and the
 	// plan its next move is taken from.
 	Goal Goal
@@ -216,11 +224,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Goal == nil {
 		c.Goal = Compliance{}
 	}
+	if c.Source == nil {
+		c.Source = observe.Lister{Client: c.Client}
+	}
 	return c, nil
 }
 
 // Executor finds Redis clusters whose placement breaks the rules and fixes them one safe move at
-// a time per cluster (SPEC "Safe disruption").
+// a time per cluster.
 type Executor struct {
 	cfg     Config
 	windows *window.Schedule
@@ -268,8 +279,8 @@ func New(cfg Config) (*Executor, error) {
 
 // MoveBound returns the longest one eviction move may take with the Executor's timeouts: the
 // sum of its steps' bounds (each wait's timeout; RequestTimeout for a step without one). With
-// window.EstimateBound, such a move starts only when the open window has this much time left (a
-// failover step of a plan, which moves no pod, has fewer steps and needs less).
+// v1alpha1.StepEstimateBound, such a move starts only when the open window has this much time
+// left (a failover step of a plan, which moves no pod, has fewer steps and needs less).
 func (e *Executor) MoveBound() time.Duration {
 	cr := &clusterRun{run: &run{Executor: e}}
 	var sum time.Duration
@@ -288,12 +299,12 @@ func (e *Executor) MoveBound() time.Duration {
 // ReasonHandOff. It never evicts. It returns the move as it happened (its Outcome says whether
 // every step continued), the cluster observed at its end (nil unless every step continued), and
 // the error of a step that aborted.
-func (e *Executor) HandOff(ctx context.Context, c *policies.Cluster, mv plan.Move, why string) (report.Move, *policies.Cluster, error) {
+func (e *Executor) HandOff(ctx context.Context, c *policies.Cluster, mv plan.Move, why string) (report.MoveResult, *policies.Cluster, error) {
 	switch {
 	case mv.Kind != plan.KindFailover:
-		return report.Move{}, nil, fmt.Errorf("execute: a hand-off is a failover move, got %q", mv.Kind)
+		return report.MoveResult{}, nil, fmt.Errorf("execute: a hand-off is a failover move, got %q", mv.Kind)
 	case e.cfg.DryRun:
-		return report.Move{}, nil, errors.New("execute: a dry run hands nothing off")
+		return report.MoveResult{}, nil, errors.New("execute: a dry run hands nothing off")
 	}
 	rn := &run{Executor: e, budget: newBudget(e.cfg), estimates: newEstimates(e.windows.StepEstimate()), act: true, handOff: why}
 	if !e.cfg.DryRun {
@@ -328,17 +339,12 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
 	e.printWindow(rep.Window)
 
-	model, err := observe.Live(ctx, e.cfg.Client, e.cfg.Policy, e.cfg.Selection)
+	keys, err := e.clusterKeys(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("execute: %w", err)
 	}
-	var keys []string
-	for _, c := range model.Clusters {
-		keys = append(keys, c.Key())
-	}
-	sort.Strings(keys)
 	if len(keys) == 0 {
-		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", model.Options.ClusterLabel)
+		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", cmp.Or(e.cfg.Policy.ClusterLabel, policies.DefaultClusterLabel))
 		if sel := e.cfg.Selection.Selector; sel != nil && !sel.Empty() {
 			fmt.Fprintf(e.cfg.Out, " and matching %s", sel)
 		}
@@ -389,6 +395,24 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 		rep.APIRequests = e.cfg.Requests.Counts()
 	}
 	return rep, errors.Join(errs...)
+}
+
+// clusterKeys returns the keys of the Redis clusters the run looks at, sorted: from the Source
+// when it keeps them (observe.ClusterObserver), else from a model of the selection.
+func (e *Executor) clusterKeys(ctx context.Context) ([]string, error) {
+	if o, ok := e.cfg.Source.(observe.ClusterObserver); ok {
+		return o.ClusterKeys(e.cfg.Selection), nil
+	}
+	model, err := observe.LiveFrom(ctx, e.cfg.Source, e.cfg.Policy, e.cfg.Selection)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, c := range model.Clusters {
+		keys = append(keys, c.Key())
+	}
+	sort.Strings(keys)
+	return keys, nil
 }
 
 // printWindow says whether the run may act, and why.

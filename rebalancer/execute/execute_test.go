@@ -22,16 +22,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 func TestNew(t *testing.T) {
@@ -103,8 +105,25 @@ func runExecutor(t *testing.T, tb *testbed, change func(*Config)) (*report.Run, 
 	return rep, err
 }
 
+// tickingClock is the real clock, but every reading is step later than the one before, so that
+// durations measured over a fake run that takes microseconds are whole milliseconds.
+type tickingClock struct {
+	clock.RealClock
+	mu      sync.Mutex
+	step, n time.Duration
+}
+
+func (c *tickingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n += c.step
+	return c.RealClock.Now().Add(c.n)
+}
+
+func (c *tickingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
 // stepNames returns the names of m's steps and the outcome of each.
-func stepNames(m report.Move) []string {
+func stepNames(m report.MoveResult) []string {
 	var out []string
 	for _, s := range m.Steps {
 		out = append(out, s.Name+" "+s.Outcome)
@@ -142,7 +161,8 @@ var failoverStepNames = []string{
 // healthy.
 func TestRunMovesAMasterSafely(t *testing.T) {
 	tb := newTestbed(t, scenario.PostScaleDown())
-	rep, err := runExecutor(t, tb, nil)
+	clk := &tickingClock{step: time.Millisecond}
+	rep, err := runExecutor(t, tb, func(c *Config) { c.Clock = clk })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +184,10 @@ func TestRunMovesAMasterSafely(t *testing.T) {
 		if f.Kind != plan.KindFailover || f.Evicted || f.Failover == nil || f.Failover.OldMaster != podName(f.Pod) || f.To != "" {
 			t.Errorf("failover step: %+v", f)
 		}
+	}
+	// The cluster's time spans its moves' (a deferred assignment once left it at 0 in the report).
+	if cr.Seconds < m.Seconds || m.Seconds <= 0 {
+		t.Errorf("cluster seconds %v, first move's %v: want the cluster's ≥ the move's > 0", cr.Seconds, m.Seconds)
 	}
 	if got, want := tb.evicted(), []string{podName(m.Pod)}; !cmp.Equal(got, want) {
 		t.Errorf("evicted %v, want %v", got, want)
@@ -886,8 +910,8 @@ func TestPollDropsARoundRefusedBeforeTheDeadline(t *testing.T) {
 // measured.
 func TestEstimates(t *testing.T) {
 	steps := []step{{name: "a", bound: 10 * time.Second}, {name: "b", bound: time.Minute}}
-	bound := newEstimates(window.EstimateBound)
-	p95 := newEstimates(window.EstimateP95)
+	bound := newEstimates(v1alpha1.StepEstimateBound)
+	p95 := newEstimates(v1alpha1.StepEstimateP95)
 	for i := 1; i <= 20; i++ {
 		bound.record("a", time.Duration(i)*time.Millisecond)
 		p95.record("a", time.Duration(i)*time.Millisecond)
@@ -1029,12 +1053,12 @@ func TestFailoverSteps(t *testing.T) {
 	})
 }
 
-// pendingStepBed lays out issue 12's Pending-step case (N = 4 in two zones of three nodes, each
-// shard's pods in one zone): the plan with Pending steps evicts redis-s1-1, which waits Pending
-// (no node fits it), then redis-s0-1, after which the scheduler places redis-s1-1 on n2. The fake
-// scheduler does that: the re-created redis-s1-1 stays Pending (Unschedulable) until redis-s0-1
-// is evicted; while it is, Redis reports its old node failing and its master without a replica.
-// extra, when set, also changes the pods when redis-s1-1 is re-created.
+// pendingStepBed lays out the Pending-step case (scenario.PendingStep: N = 4 in two zones of three
+// nodes, each shard's pods in one zone): the plan with Pending steps evicts redis-s1-1, which waits
+// Pending (no node fits it), then redis-s0-1, after which the scheduler places redis-s1-1 on n2.
+// The fake scheduler does that: the re-created redis-s1-1 stays Pending (Unschedulable) until
+// redis-s0-1 is evicted; while it is, Redis reports its old node failing and its master without a
+// replica. extra, when set, also changes the pods when redis-s1-1 is re-created.
 func pendingStepBed(t *testing.T, extra func(tb *testbed)) *testbed {
 	t.Helper()
 	tb := newTestbed(t, scenario.PendingStep())

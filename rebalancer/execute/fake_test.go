@@ -22,11 +22,11 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // The unit tests' test bed: a client-go fake clientset holding scenarios' objects, with reactors
@@ -78,17 +78,6 @@ func newTestbed(t *testing.T, scs ...scenario.Scenario) *testbed {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k == 0 {
-			for _, n := range snap.Nodes {
-				objs = append(objs, n)
-			}
-		}
-		for _, s := range snap.StatefulSets {
-			objs = append(objs, s)
-		}
-		for _, b := range snap.PodDisruptionBudgets {
-			objs = append(objs, b)
-		}
 		type pos struct{ shard, ordinal int }
 		where := map[string]pos{}
 		for i := 0; i < sc.Shards; i++ {
@@ -96,9 +85,13 @@ func newTestbed(t *testing.T, scs ...scenario.Scenario) *testbed {
 				where[sc.PodName(i, o)] = pos{i, o}
 			}
 		}
-		for _, p := range snap.Pods {
-			objs = append(objs, p)
-			if p.Spec.NodeName == "" {
+		for _, o := range snap.Objects() {
+			if k > 0 && o.GetNamespace() == "" {
+				continue // the scenarios share the nodes (and every cluster-scoped object)
+			}
+			objs = append(objs, o)
+			p, ok := o.(*corev1.Pod)
+			if !ok || p.Spec.NodeName == "" {
 				continue // Pending: no IP, no Redis node yet
 			}
 			shard, ordinal := where[p.Name].shard, where[p.Name].ordinal

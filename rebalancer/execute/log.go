@@ -28,7 +28,7 @@ func (e *Executor) logWindow(w report.WindowState) {
 
 // logStep logs a step of move m that ended with res after d: a skip or an abort with its reason,
 // a verified failover, an eviction, the move's end; other steps at V(2).
-func (cr *clusterRun) logStep(m *move, name string, res result, d time.Duration) {
+func (cr *clusterRun) logStep(m *moveRun, name string, res result, d time.Duration) {
 	pod := klog.KObj(m.pod)
 	switch {
 	case res.outcome == report.OutcomeSkip:

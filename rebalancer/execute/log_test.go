@@ -11,8 +11,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // captureLogs sends klog's structured lines to a JSON logger for the rest of the test and returns

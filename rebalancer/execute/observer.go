@@ -17,7 +17,7 @@ type Observer interface {
 	// Eviction is called after each eviction tried, with its result.
 	Eviction(cluster string, result EvictionResult)
 	// Move is called after each move, with the move as reported.
-	Move(cluster string, m report.Move)
+	Move(cluster string, m report.MoveResult)
 	// Cluster is called once per cluster at the end of its run, with its report (the violations
 	// before and after, compliance, why it stopped).
 	Cluster(cr report.ClusterRun)
@@ -56,5 +56,5 @@ type noObserver struct{}
 func (noObserver) Step(string, report.Step)        {}
 func (noObserver) Failover(string, FailoverResult) {}
 func (noObserver) Eviction(string, EvictionResult) {}
-func (noObserver) Move(string, report.Move)        {}
+func (noObserver) Move(string, report.MoveResult)  {}
 func (noObserver) Cluster(report.ClusterRun)       {}

@@ -11,11 +11,11 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // TestGracefulStop asks for a graceful stop (Config.Stop) at several points of post-scale-down's
@@ -213,7 +213,7 @@ func (o *observed) Eviction(c string, r EvictionResult) {
 	defer o.mu.Unlock()
 	o.evictions = append(o.evictions, c+" "+string(r))
 }
-func (o *observed) Move(c string, m report.Move) {
+func (o *observed) Move(c string, m report.MoveResult) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.moves = append(o.moves, c+" "+m.Pod+" "+m.Outcome)

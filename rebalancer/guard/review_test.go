@@ -24,6 +24,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/cache"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 )
@@ -90,7 +91,7 @@ func redisPod(name, node, ip string) *corev1.Pod {
 		func(p *corev1.Pod) { p.Status.PodIP = ip })
 }
 
-// bed is a Guard on an informer source over a fake clientset holding pods rc-0 (master, n1) and
+// bed is a Guard on serve's watched cache (rebalancer/cache) over a fake clientset holding pods rc-0 (master, n1) and
 // rc-1 (replica, n2), with a fake clock, recorded Events and OnHold calls.
 type bed struct {
 	g      *Guard
@@ -111,14 +112,11 @@ func newBed(t *testing.T, mut ...func(*[]runtime.Object)) *bed {
 		m(&objs)
 	}
 	client := fake.NewClientset(objs...)
-	src, err := NewInformerSource(client, "", testLabel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
+	src := cache.New(client, cache.Options{ClusterLabel: testLabel})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	src.Start(ctx)
-	if err := src.WaitForSync(ctx, 10*time.Second); err != nil {
+	if err := src.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	b := &bed{
@@ -130,6 +128,7 @@ func newBed(t *testing.T, mut ...func(*[]runtime.Object)) *bed {
 		rec: events.NewFakeRecorder(10),
 	}
 	b.holds = NewHolds(b.clock, 10*time.Minute)
+	var err error
 	b.g, err = New(Config{
 		Source: src, Redis: b.redis, ClusterLabel: testLabel, MaxHold: 5 * time.Minute,
 		DrainTaints: []string{"ToBeDeletedByClusterAutoscaler"}, Holds: b.holds, Recorder: b.rec, Clock: b.clock,

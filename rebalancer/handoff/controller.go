@@ -71,7 +71,7 @@ const (
 
 // Executor is what the hand-off asks of the executor; *execute.Executor implements it.
 type Executor interface {
-	HandOff(ctx context.Context, c *policies.Cluster, mv plan.Move, why string) (report.Move, *policies.Cluster, error)
+	HandOff(ctx context.Context, c *policies.Cluster, mv plan.Move, why string) (report.MoveResult, *policies.Cluster, error)
 }
 
 // Observer is told each hand-off's outcome (the metrics); nil: nothing.
@@ -256,14 +256,21 @@ func (c *Controller) holds() []guard.Hold {
 // settled with the same leaving set within SettledFor, or backing off.
 func (c *Controller) scan(q workqueue.TypedRateLimitingInterface[string]) {
 	sig := map[string][]string{}
+	leaving := map[string]string{} // node → why
 	for _, n := range c.cfg.Source.Nodes() {
-		leaving, why := guard.NodeLeaving(n, c.cfg.DrainTaints)
-		if ready, _ := guard.NodeReady(n); !leaving || !ready {
-			continue
+		is, why := guard.NodeLeaving(n, c.cfg.DrainTaints)
+		if ready, _ := guard.NodeReady(n); is && ready {
+			leaving[n.Name] = why
 		}
-		for _, p := range c.cfg.Source.PodsOnNode(n.Name) {
-			if key, ok := c.clusterKey(p); ok {
-				sig[key] = append(sig[key], "node "+n.Name+" "+why)
+	}
+	if len(leaving) > 0 {
+		for _, key := range c.cfg.Source.Clusters() {
+			ns, name, _ := strings.Cut(key, "/")
+			for _, p := range c.cfg.Source.ClusterPods(ns, name) {
+				why, on := leaving[p.Spec.NodeName]
+				if k, ok := c.clusterKey(p); on && ok {
+					sig[k] = append(sig[k], "node "+p.Spec.NodeName+" "+why)
+				}
 			}
 		}
 	}
@@ -425,7 +432,7 @@ func (c *Controller) observe(outcome string) {
 	}
 }
 
-func lastStep(m report.Move) string {
+func lastStep(m report.MoveResult) string {
 	if len(m.Steps) == 0 {
 		return "start"
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/cache"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
@@ -57,7 +58,7 @@ func (f *fakeRoles) Topology(_ context.Context, _ []string) (*redisctl.Topology,
 	return t, nil
 }
 
-func (f *fakeRoles) HandOff(_ context.Context, c *policies.Cluster, mv plan.Move, why string) (report.Move, *policies.Cluster, error) {
+func (f *fakeRoles) HandOff(_ context.Context, c *policies.Cluster, mv plan.Move, why string) (report.MoveResult, *policies.Cluster, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	from, to := f.AddrOf(c.Members[mv.Member].Pod.Status.PodIP), f.AddrOf(c.Members[mv.FailoverTo].Pod.Status.PodIP)
@@ -69,7 +70,7 @@ func (f *fakeRoles) HandOff(_ context.Context, c *policies.Cluster, mv plan.Move
 	f.master[to], f.master[from] = "", to
 	f.slots[to], f.slots[from] = f.slots[from], nil
 	f.handOff = append(f.handOff, fmt.Sprintf("%s → %s (%s)", mv.From, mv.To, why))
-	return report.Move{Kind: plan.KindFailover, Outcome: report.OutcomeContinue}, nil, nil
+	return report.MoveResult{Kind: plan.KindFailover, Outcome: report.OutcomeContinue}, nil, nil
 }
 
 func (f *fakeRoles) handOffs() []string {
@@ -121,14 +122,11 @@ func handOffBed(t *testing.T, sc scenario.Scenario, node ...fixture.NodeOption) 
 		objs = append(objs, p)
 	}
 	client := fake.NewClientset(objs...)
-	src, err := guard.NewInformerSource(client, "", policies.DefaultClusterLabel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
+	src := cache.New(client, cache.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	src.Start(ctx)
-	if err := src.WaitForSync(ctx, 10*time.Second); err != nil {
+	if err := src.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	holds := guard.NewHolds(nil, time.Hour)
@@ -169,8 +167,8 @@ func TestControllerHandsOffTheMastersOfANodeBeingEmptied(t *testing.T) {
 			name: "n1 cordoned → room on n3 and n6 first, then its 3 masters, one at a time, each once",
 			node: fixture.Cordoned(),
 			want: []string{
-				"redis/redis-s3-0 → redis/redis-s3-1 (MasterQuorum over the nodes that stay (at most 2 of the 5 masters per node and 2 per zone): n3 hands its slots to a replica elsewhere)",
-				"redis/redis-s4-0 → redis/redis-s4-1 (MasterQuorum over the nodes that stay (at most 2 of the 5 masters per node and 2 per zone): n6 hands its slots to a replica elsewhere)",
+				"redis/redis-s3-0 → redis/redis-s3-1 (keeps MasterQuorum over the nodes that stay (at most 2 of the 5 masters per node and 2 per zone) once the masters leave the drained nodes)",
+				"redis/redis-s4-0 → redis/redis-s4-1 (keeps MasterQuorum over the nodes that stay (at most 2 of the 5 masters per node and 2 per zone) once the masters leave the drained nodes)",
 				"redis/redis-s0-0 → redis/redis-s0-1 (node n1 is being emptied (cordoned); master on n1, which the drain empties; MasterQuorum over the nodes that stay: at most 2 of the 5 masters per node and 2 per zone)",
 				"redis/redis-s1-0 → redis/redis-s1-1 (node n1 is being emptied (cordoned); master on n1, which the drain empties; MasterQuorum over the nodes that stay: at most 2 of the 5 masters per node and 2 per zone)",
 				"redis/redis-s2-0 → redis/redis-s2-1 (node n1 is being emptied (cordoned); master on n1, which the drain empties; MasterQuorum over the nodes that stay: at most 2 of the 5 masters per node and 2 per zone)",

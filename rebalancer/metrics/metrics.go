@@ -47,14 +47,6 @@ const (
 // pass's outcome, 0 for the others).
 var Outcomes = []Outcome{OutcomeCompliant, OutcomeError, OutcomeViolations, OutcomeOutsideWindow}
 
-// rules are the rules whose violation series are set on every pass, at 0 when a cluster has
-// none (so that an alert on a rule sees a series); a rule not listed here still gets a series
-// when violated.
-var rules = []policies.Rule{
-	policies.ShardSeparation, policies.MaxPodsPerNode, policies.ZoneEvenSplit, policies.MaxPodsPerZone,
-	policies.AllowedZones, policies.TopologySpread, policies.Unschedulable, policies.NodeSpread, policies.ZoneBalance,
-}
-
 // StepBuckets are the step-duration histogram's buckets (seconds): a role check takes
 // milliseconds, a re-creation or a rejoin minutes.
 var StepBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
@@ -193,7 +185,7 @@ func (m *Metrics) Eviction(_ string, r execute.EvictionResult) {
 }
 
 // Move counts a move by result: done, skipped or aborted.
-func (m *Metrics) Move(_ string, mv report.Move) {
+func (m *Metrics) Move(_ string, mv report.MoveResult) {
 	m.moves.WithLabelValues(moveResult(mv.Outcome)).Inc()
 }
 
@@ -213,9 +205,11 @@ func moveResult(outcome string) string {
 func (m *Metrics) Cluster(cr report.ClusterRun) {
 	m.violations.DeletePartialMatch(prometheus.Labels{"namespace": cr.Namespace, "cluster": cr.Name})
 	for phase, vs := range map[string][]policies.Violation{"before": cr.Before, "after": cr.After} {
+		// Every registered rule has a series, at 0 when the cluster breaks none, so that an alert
+		// on a rule sees one; a rule outside the registry still gets one when violated.
 		count := map[policies.Rule]int{}
-		for _, r := range rules {
-			count[r] = 0
+		for _, r := range policies.Rules() {
+			count[r.Name] = 0
 		}
 		for _, v := range vs {
 			count[v.Rule]++

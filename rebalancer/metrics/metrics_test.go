@@ -24,8 +24,8 @@ func TestMetrics(t *testing.T) {
 	m.Step("redis/a", report.Step{Name: report.StepRecreate, Outcome: report.OutcomeContinue, Seconds: 3})
 	m.Failover("redis/a", execute.FailoverSucceeded)
 	m.Eviction("redis/a", execute.EvictionEvicted)
-	m.Move("redis/a", report.Move{Outcome: report.OutcomeContinue})
-	m.Move("redis/a", report.Move{Outcome: report.OutcomeSkip})
+	m.Move("redis/a", report.MoveResult{Outcome: report.OutcomeContinue})
+	m.Move("redis/a", report.MoveResult{Outcome: report.OutcomeSkip})
 	m.Cluster(report.ClusterRun{Namespace: "redis", Name: "a",
 		Before: []policies.Violation{{Rule: policies.MaxPodsPerNode}, {Rule: policies.MaxPodsPerNode}, {Rule: policies.NodeSpread, Soft: true}},
 		After:  []policies.Violation{{Rule: policies.NodeSpread, Soft: true}},
@@ -85,8 +85,8 @@ redis_rebalancer_leader 1
 	if got := testutil.CollectAndCount(m.stepSeconds); got != 2 {
 		t.Errorf("step histogram series = %d, want 2 (failover, recreate)", got)
 	}
-	if got := testutil.CollectAndCount(m.violations); got != 2*len(rules) {
-		t.Errorf("violation series = %d, want %d", got, 2*len(rules))
+	if got, want := testutil.CollectAndCount(m.violations), 2*len(policies.Rules()); got != want {
+		t.Errorf("violation series = %d, want %d (every registered rule, before and after)", got, want)
 	}
 
 	// A second pass: the gauges follow it.

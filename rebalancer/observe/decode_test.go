@@ -322,28 +322,8 @@ func TestDecodeSnapshotMatchesWhole(t *testing.T) {
 // listItemsOf returns snap's objects with their kinds set, as a List holds them.
 func listItemsOf(snap *policies.Snapshot) []any {
 	var items []any
-	for _, o := range snap.Nodes {
-		o.Kind = "Node"
-		items = append(items, o)
-	}
-	for _, o := range snap.Pods {
-		o.Kind = "Pod"
-		items = append(items, o)
-	}
-	for _, o := range snap.StatefulSets {
-		o.Kind = "StatefulSet"
-		items = append(items, o)
-	}
-	for _, o := range snap.PodDisruptionBudgets {
-		o.Kind = "PodDisruptionBudget"
-		items = append(items, o)
-	}
-	for _, o := range snap.PersistentVolumeClaims {
-		o.Kind = "PersistentVolumeClaim"
-		items = append(items, o)
-	}
-	for _, o := range snap.PersistentVolumes {
-		o.Kind = "PersistentVolume"
+	for gvk, o := range snap.Objects() {
+		o.GetObjectKind().SetGroupVersionKind(gvk)
 		items = append(items, o)
 	}
 	return items

@@ -12,8 +12,8 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
-// HealthState is the verdict on a Redis cluster's health (SPEC "Safe disruption" step 2;
-// "Compliant" means the placement rules hold and the state is HealthHealthy).
+// HealthState is the verdict on a Redis cluster's health, the health gate's before every move
+// ("Compliant" means the placement rules hold and the state is HealthHealthy).
 type HealthState string
 
 const (

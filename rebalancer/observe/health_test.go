@@ -9,10 +9,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // healthReader answers CheckHealth with fixed reasons and topology (or an error with no
@@ -39,8 +39,8 @@ func TestJudgeHealth(t *testing.T) {
 	reason := func(code redisctl.ReasonCode, addr, msg string) redisctl.Reason {
 		return redisctl.Reason{Code: code, Addr: addr, Message: msg}
 	}
-	// Seed 000's deadlock: redis-s2-1 is Pending (Unschedulable); every other pod Ready, pod IP
-	// 10.0.<shard>.<ordinal>.
+	// The 3-shard deadlock (scenario.SeedDeadlock): redis-s2-1 is Pending (Unschedulable); every
+	// other pod Ready, pod IP 10.0.<shard>.<ordinal>.
 	sc := scenario.SeedDeadlock()
 	for _, tc := range []struct {
 		name        string

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 	"github.com/redis-rebalancer/redis-rebalancer/test/redistest"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 )
 
 // hangingClusters returns a model of n Redis clusters (test/synth, 6–12 pods each) whose pods

@@ -6,12 +6,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // twoClusters returns a snapshot with Redis clusters redis/redis (post-scale-down) and
-// cache/sessions (the seed's deadlock, on the same nodes).
+// cache/sessions (the 3-shard deadlock, on the same nodes).
 func twoClusters(t *testing.T) *policies.Snapshot {
 	t.Helper()
 	a := scenario.PostScaleDown().MustSnapshot()

@@ -24,7 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/pager"
 	"sigs.k8s.io/yaml"
@@ -160,30 +159,14 @@ func CheckSnapshot(snap *policies.Snapshot) error {
 }
 
 // EncodeSnapshot writes snap as one YAML List, the form `kubectl get -o yaml` prints and
-// DecodeSnapshot reads.
+// DecodeSnapshot reads: every object of snap (policies.Snapshot.Objects, in its order), copied
+// with its apiVersion and kind set.
 func EncodeSnapshot(w io.Writer, snap *policies.Snapshot) error {
 	var items []any
-	add := func(obj runtime.Object, apiVersion, kind string) {
-		obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(apiVersion, kind))
+	for gvk, o := range snap.Objects() {
+		obj := o.DeepCopyObject()
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
 		items = append(items, obj)
-	}
-	for _, o := range snap.Nodes {
-		add(o.DeepCopy(), "v1", "Node")
-	}
-	for _, o := range snap.PersistentVolumes {
-		add(o.DeepCopy(), "v1", "PersistentVolume")
-	}
-	for _, o := range snap.PersistentVolumeClaims {
-		add(o.DeepCopy(), "v1", "PersistentVolumeClaim")
-	}
-	for _, o := range snap.StatefulSets {
-		add(o.DeepCopy(), "apps/v1", "StatefulSet")
-	}
-	for _, o := range snap.PodDisruptionBudgets {
-		add(o.DeepCopy(), "policy/v1", "PodDisruptionBudget")
-	}
-	for _, o := range snap.Pods {
-		add(o.DeepCopy(), "v1", "Pod")
 	}
 	b, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 	if err != nil {

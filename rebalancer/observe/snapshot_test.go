@@ -16,26 +16,16 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
-// names lists "Kind namespace/name" for every object of snap, in snapshot order.
+// names lists "Kind namespace/name" ("Kind name" for an object without a namespace) for every
+// object of snap, in snapshot order (Objects).
 func names(snap *policies.Snapshot) []string {
 	var out []string
-	for _, o := range snap.Nodes {
-		out = append(out, "Node "+o.Name)
-	}
-	for _, o := range snap.PersistentVolumes {
-		out = append(out, "PersistentVolume "+o.Name)
-	}
-	for _, o := range snap.PersistentVolumeClaims {
-		out = append(out, "PersistentVolumeClaim "+o.Namespace+"/"+o.Name)
-	}
-	for _, o := range snap.StatefulSets {
-		out = append(out, "StatefulSet "+o.Namespace+"/"+o.Name)
-	}
-	for _, o := range snap.PodDisruptionBudgets {
-		out = append(out, "PodDisruptionBudget "+o.Namespace+"/"+o.Name)
-	}
-	for _, o := range snap.Pods {
-		out = append(out, "Pod "+o.Namespace+"/"+o.Name)
+	for gvk, o := range snap.Objects() {
+		name := o.GetName()
+		if ns := o.GetNamespace(); ns != "" {
+			name = ns + "/" + name
+		}
+		out = append(out, gvk.Kind+" "+name)
 	}
 	return out
 }

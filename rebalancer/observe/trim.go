@@ -32,7 +32,8 @@ import (
 //     their persistentVolumeClaim or ephemeral source (VolumeBinding, VolumeZone); status.phase,
 //     podIP and conditions without their times;
 //   - Node: spec.unschedulable and taints; status.allocatable (status.capacity only when
-//     allocatable is missing);
+//     allocatable is missing); the Ready condition's status and reason (no times: a heartbeat
+//     changes nothing kept);
 //   - StatefulSet: spec.replicas, selector and template (its labels, and its spec trimmed as a
 //     pod's); status.updateRevision and currentRevision;
 //   - PodDisruptionBudget: spec; status without conditions and disruptedPods;
@@ -62,6 +63,45 @@ func Trim(snap *policies.Snapshot) *policies.Snapshot {
 		PersistentVolumes:      trimAll(snap.PersistentVolumes, t.persistentVolume),
 		Namespaces:             trimAll(snap.Namespaces, t.namespace),
 	}
+}
+
+// Trimmer trims objects one at a time as ReadSnapshot does (Trim's doc says what each kind
+// keeps), sharing the equal parts of the objects it trims: a watched cache trims each object as
+// it arrives. It is not safe for concurrent use: one per informer.
+type Trimmer struct {
+	t *trimmer
+	// limit is how many shared parts the trimmer keeps before it starts a new table (0: no
+	// limit), so that a long-lived trimmer does not grow with every part it has ever seen.
+	limit int
+}
+
+// NewTrimmer returns a Trimmer that keeps at most limit shared parts before starting afresh (the
+// objects trimmed before keep theirs; 0: no limit).
+func NewTrimmer(limit int) *Trimmer { return &Trimmer{t: newTrimmer(), limit: limit} }
+
+// Trim returns the trimmed copy of a Node, Pod, StatefulSet, PodDisruptionBudget,
+// PersistentVolumeClaim, PersistentVolume or Namespace (pointers), and any other value as it is.
+func (t *Trimmer) Trim(obj any) any {
+	if t.limit > 0 && len(t.t.shared) > t.limit {
+		t.t = newTrimmer()
+	}
+	switch o := obj.(type) {
+	case *corev1.Node:
+		return t.t.node(o)
+	case *corev1.Pod:
+		return t.t.pod(o)
+	case *appsv1.StatefulSet:
+		return t.t.statefulSet(o)
+	case *policyv1.PodDisruptionBudget:
+		return t.t.podDisruptionBudget(o)
+	case *corev1.PersistentVolumeClaim:
+		return t.t.persistentVolumeClaim(o)
+	case *corev1.PersistentVolume:
+		return t.t.persistentVolume(o)
+	case *corev1.Namespace:
+		return t.t.namespace(o)
+	}
+	return obj
 }
 
 // trimAll returns the trimmed copies of objs, in order (nil for none).
@@ -299,6 +339,11 @@ func (t *trimmer) node(n *corev1.Node) *corev1.Node {
 		out.Status.Allocatable = n.Status.Allocatable.DeepCopy()
 	} else {
 		out.Status.Capacity = n.Status.Capacity.DeepCopy()
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, Reason: intern(c.Reason)}}
+		}
 	}
 	return out
 }

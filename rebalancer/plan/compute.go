@@ -208,19 +208,13 @@ func (o outcome) why(pending bool, searched int) (string, string) {
 	return fmt.Sprintf("no sequence of at most %d evictions reaches compliance (%s; searched %d placements)", o.maxMoves, model, searched), LimitMaxMoves
 }
 
-// boundReason says in words why lb moves are needed, rule being the rule whose excess sets it.
+// boundReason says in words why lb moves are needed, rule being the rule whose excess sets it
+// (the registry's words for it, policies.RuleInfo.LowerBoundReason).
 func boundReason(lb int, rule policies.Rule) string {
-	switch rule {
-	case policies.MaxPodsPerNode:
-		return fmt.Sprintf("%d pods above the per-node limit, one eviction each", lb)
-	case policies.MaxPodsPerZone:
-		return fmt.Sprintf("%d pods above the per-zone limit, one eviction each", lb)
-	case policies.ShardSeparation:
-		return fmt.Sprintf("%d pods share a node or zone with a pod of their shard, one eviction each", lb)
-	case policies.AllowedZones:
-		return fmt.Sprintf("%d pods run outside the allowed zones, one eviction each", lb)
-	case policies.ZoneEvenSplit:
-		return "the two zones' pod counts differ too much, and one eviction narrows the difference by at most 2"
+	if info, ok := policies.LookupRule(rule); ok {
+		if why := info.LowerBoundReason(lb); why != "" {
+			return why
+		}
 	}
 	return "some hard rule is broken"
 }

@@ -76,7 +76,7 @@ func HandOff(c *policies.Cluster, leaving policies.Leaving) HandOffPlan {
 			mv.Reason = fmt.Sprintf("master on %s, which the drain empties; MasterQuorum over the nodes that stay: %s", mv.Node, limits)
 			off = append(off, mv)
 		} else {
-			mv.Reason = fmt.Sprintf("MasterQuorum over the nodes that stay (%s): %s hands its slots to a replica elsewhere", limits, mv.Node)
+			mv.Reason = fmt.Sprintf("keeps MasterQuorum over the nodes that stay (%s) once the masters leave the drained nodes", limits)
 			room = append(room, mv)
 		}
 	}

@@ -54,6 +54,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
@@ -234,8 +235,9 @@ const (
 	// DefaultMaxMoves is the longest plan considered when Options.MaxMoves is 0, unless twice the
 	// lower bound on the moves needed is more.
 	DefaultMaxMoves = 12
-	// DefaultMaxStates is Options.MaxStates when 0: placements evaluated.
-	DefaultMaxStates = 200000
+	// DefaultMaxStates is Options.MaxStates when 0: placements evaluated (the policy's,
+	// v1alpha1.DefaultMaxStates).
+	DefaultMaxStates = v1alpha1.DefaultMaxStates
 )
 
 // Options bound the search and choose its model.

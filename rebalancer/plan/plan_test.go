@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 func TestPlanScenarios(t *testing.T) {
@@ -192,6 +192,30 @@ func TestPlanMovesOnlyEvictablePods(t *testing.T) {
 			}
 			if !p.CompliantAfter || p.Evictions != tc.wantMoves {
 				t.Fatalf("compliantAfter %v, %d evictions (%s); want %d", p.CompliantAfter, p.Evictions, p.Infeasible, tc.wantMoves)
+			}
+		})
+	}
+}
+
+// TestBoundReason checks the words a lower bound is explained with, from the rule registry, for
+// every rule whose excess sets it, and the fallback for the others.
+func TestBoundReason(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rule policies.Rule
+		want string
+	}{
+		{"MaxPodsPerNode → pods above the per-node limit", policies.MaxPodsPerNode, "3 pods above the per-node limit, one eviction each"},
+		{"MaxPodsPerZone → pods above the per-zone limit", policies.MaxPodsPerZone, "3 pods above the per-zone limit, one eviction each"},
+		{"ShardSeparation → pods sharing a domain with their shard", policies.ShardSeparation, "3 pods share a node or zone with a pod of their shard, one eviction each"},
+		{"AllowedZones → pods outside the allowed zones", policies.AllowedZones, "3 pods run outside the allowed zones, one eviction each"},
+		{"ZoneEvenSplit → the difference narrowed by 2 per eviction", policies.ZoneEvenSplit, "the two zones' pod counts differ too much, and one eviction narrows the difference by at most 2"},
+		{"TopologySpread (no excess sum) → the fallback", policies.TopologySpread, "some hard rule is broken"},
+		{"no rule → the fallback", "", "some hard rule is broken"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := boundReason(3, tc.rule); got != tc.want {
+				t.Errorf("boundReason(3, %q) = %q, want %q", tc.rule, got, tc.want)
 			}
 		})
 	}

@@ -60,7 +60,7 @@ type planner struct {
 	pending bool
 	movable []bool
 	// order lists the members in the order evictions are tried: replicas before masters, then
-	// the most recently created first (it has run the shortest time; in seed 000's deadlock it
+	// the most recently created first (it has run the shortest time; in the 3-shard deadlock it
 	// is the pod whose placement closed the last free spot).
 	order []int
 	// classes lists, per class of interchangeable nodes (policies.Cluster.NodeClass), its nodes

@@ -1,6 +1,6 @@
 // Package report holds what the commands print: the check/plan analysis, whose JSON form is a
 // stable contract (Analysis, ClusterAnalysis, Analyze; README "JSON output"), the report of a run
-// in the same contract (Run, ClusterRun, Move, Step, Failover; run.go), and their text rendering
+// in the same contract (Run, ClusterRun, MoveResult, Step, Failover; run.go), and their text rendering
 // (the zones × nodes map, the violations, the Redis health, the plan). Rendering writes to an
 // io.Writer and changes nothing.
 //

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 )
 
 func TestCandidatesText(t *testing.T) {

@@ -129,7 +129,7 @@ type ClusterRun struct {
 	// is healthy (a cluster still resyncing does not comply).
 	Compliant bool `json:"compliant"`
 	// Moves are the moves tried, in order.
-	Moves []Move `json:"moves"`
+	Moves []MoveResult `json:"moves"`
 	// Stopped says why the run stopped acting on the cluster before compliance ("" otherwise):
 	// the first real reason; its first line is what an operator reads first.
 	Stopped string `json:"stopped,omitempty"`
@@ -188,8 +188,9 @@ const (
 	OutcomeAbort = "abort"
 )
 
-// Move is one move as it happened (plan.Move is the move as planned).
-type Move struct {
+// MoveResult is one move as it was carried out: its steps and how it ended (plan.Move is the
+// move as planned).
+type MoveResult struct {
 	// Kind is the planned step's kind: plan.KindEvict, or plan.KindFailover (a failover step:
 	// Pod is the master failed over, From its node; nothing is evicted, To stays empty).
 	Kind string `json:"kind"`

@@ -1,15 +1,16 @@
 package window
 
-import "time"
+import "github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 
-// DefaultDuration is a window's duration when its Duration is 0.
-const DefaultDuration = time.Hour
+// DefaultDuration is a window's duration when its Duration is 0 (the policy's,
+// v1alpha1.DefaultWindowDuration).
+const DefaultDuration = v1alpha1.DefaultWindowDuration
 
-// SetDefaults fills the zero fields of c: StepEstimate EstimateBound, each window's Duration
-// DefaultDuration.
+// SetDefaults fills the zero fields of c: StepEstimate v1alpha1.DefaultStepEstimate, each
+// window's Duration DefaultDuration.
 func SetDefaults(c *Config) {
 	if c.StepEstimate == "" {
-		c.StepEstimate = EstimateBound
+		c.StepEstimate = v1alpha1.DefaultStepEstimate
 	}
 	for i := range c.Windows {
 		if c.Windows[i].Duration == 0 {

@@ -1,6 +1,6 @@
-// Package window holds maintenance windows (SPEC "Safe disruption" step 1): when `run` may
-// disrupt pods. A window opens at each activation of a cron expression and stays open for its
-// duration; a run acts only while some window is open and has time left for the next move.
+// Package window holds maintenance windows: when `run` may disrupt pods. A window opens at each
+// activation of a cron expression and stays open for its duration; a run acts only while some
+// window is open and has time left for the next move.
 //
 // Expressions use robfig/cron/v3's standard parser: five fields (minute hour day-of-month month
 // day-of-week), the descriptors @yearly, @monthly, @weekly, @daily, @hourly, and an optional
@@ -8,22 +8,15 @@
 // refused: it repeats relative to when a job starts, so it opens no window at a fixed time.
 //
 // It owns Config (types.go, its defaults in defaults.go, its validation in validation.go) and
-// Schedule, the compiled windows (window.go). It imports robfig/cron/v3 only; execute and the
-// CLI import it.
+// Schedule, the compiled windows (window.go). It imports robfig/cron/v3 and api/v1alpha1 (which
+// defines a schedule's syntax, ParseWindowSchedule, and the defaults); execute and the CLI import
+// it.
 package window
 
-import "time"
+import (
+	"time"
 
-// StepEstimate says how long a move is expected to take when a window's time left is judged.
-type StepEstimate string
-
-const (
-	// EstimateBound expects each step to take as long as its timeouts allow: a move starts only
-	// when it cannot outlast the window, even if every wait runs to its timeout.
-	EstimateBound StepEstimate = "bound"
-	// EstimateP95 expects each step to take the 95th percentile of the durations this run has
-	// measured for that step (nearest rank); a step not measured yet counts its bound.
-	EstimateP95 StepEstimate = "p95"
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
 // Window is one maintenance window: it opens at every activation of Schedule and stays open for
@@ -42,6 +35,6 @@ type Config struct {
 	// Windows are the maintenance windows; a run may act while any of them is open. Empty: always.
 	Windows []Window `json:"windows,omitempty"`
 	// StepEstimate chooses how a move's expected duration is judged against the time left
-	// (EstimateBound when empty).
-	StepEstimate StepEstimate `json:"stepEstimate,omitempty"`
+	// (v1alpha1.StepEstimateBound when empty).
+	StepEstimate v1alpha1.StepEstimate `json:"stepEstimate,omitempty"`
 }

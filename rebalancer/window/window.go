@@ -8,6 +8,8 @@ import (
 	_ "time/tzdata"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
 // Horizon bounds how far Open follows windows that overlap or touch: a union of windows that
@@ -23,7 +25,7 @@ const maxActivations = 100000
 // It is read-only after New (safe for concurrent use).
 type Schedule struct {
 	windows  []compiled
-	estimate StepEstimate
+	estimate v1alpha1.StepEstimate
 }
 
 type compiled struct {
@@ -61,8 +63,9 @@ func (s *Schedule) Windows() []Window {
 	return out
 }
 
-// StepEstimate returns how a move's expected duration is judged (EstimateBound or EstimateP95).
-func (s *Schedule) StepEstimate() StepEstimate { return s.estimate }
+// StepEstimate returns how a move's expected duration is judged (v1alpha1.StepEstimateBound or
+// v1alpha1.StepEstimateP95).
+func (s *Schedule) StepEstimate() v1alpha1.StepEstimate { return s.estimate }
 
 // Open reports whether a window is open at now and, when one is, when the open period closes:
 // the end of the latest opening of every open window, followed through windows that open before

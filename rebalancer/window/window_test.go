@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
 func at(s string) time.Time {
@@ -142,8 +144,8 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.StepEstimate() != EstimateBound {
-		t.Errorf("StepEstimate = %q, want %q", s.StepEstimate(), EstimateBound)
+	if s.StepEstimate() != v1alpha1.StepEstimateBound {
+		t.Errorf("StepEstimate = %q, want %q", s.StepEstimate(), v1alpha1.StepEstimateBound)
 	}
 	if got, want := s.String(), "@daily for 1h0m0s"; got != want {
 		t.Errorf("String = %q, want %q", got, want)

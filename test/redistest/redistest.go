@@ -121,6 +121,10 @@ func Start(t testing.TB, cfg Config) *Cluster {
 	}
 	c := &Cluster{Config: cfg, tb: t, nextIP: 200}
 	c.Subnet = allocSubnet(t)
+	// The test's temporary directory is made before the servers' stop is registered: cleanups run
+	// last-registered first, so the servers stop before their data directories are removed (a
+	// server still rewriting its AOF made the removal fail).
+	root := t.TempDir()
 	t.Cleanup(c.stopAll)
 	c.Options = redisctl.Options{
 		Username:    cfg.Username,
@@ -143,7 +147,6 @@ func Start(t testing.TB, cfg Config) *Cluster {
 	c.Client = cl
 	t.Cleanup(func() { _ = cl.Close() })
 
-	root := t.TempDir()
 	host := 1
 	for k := 0; k < cfg.Shards; k++ {
 		var shard []*Pod

@@ -23,9 +23,9 @@ type Layout string
 
 // Layouts.
 const (
-	// LayoutSeed is seed 000's operator (and ucloud's redis-cluster-operator): one StatefulSet
-	// and one PodDisruptionBudget per shard, pods labelled with the cluster and the shard, pod -0
-	// the master. The zero value.
+	// LayoutSeed is an operator that runs one StatefulSet per shard (as ucloud's
+	// redis-cluster-operator does): one StatefulSet and one PodDisruptionBudget per shard, pods
+	// labelled with the cluster and the shard, pod -0 the master. The zero value.
 	LayoutSeed Layout = ""
 	// LayoutBitnami is Bitnami's redis-cluster chart (bitnami/charts, bitnami/redis-cluster 13.x):
 	// one StatefulSet "<fullname>" holding every node of the cluster, the chart's standard labels
@@ -106,7 +106,7 @@ func (s Scenario) positions() map[string][2]int {
 }
 
 // ShardOf returns the index of the shard the named pod was created in (as the cluster was
-// formed: SPEC's shard, which Redis alone knows in the Bitnami and OT layouts), or -1.
+// formed: a master and its replicas, which Redis alone knows in the Bitnami and OT layouts), or -1.
 func (s Scenario) ShardOf(pod string) int {
 	if pos, ok := s.positions()[pod]; ok {
 		return pos[0]
@@ -149,11 +149,11 @@ func (s Scenario) otPDBLabels(role string) map[string]string {
 	return map[string]string{"app": s.cluster() + "-" + role, OTRoleLabel: role}
 }
 
-// spreadValues returns the seed's spread constraints and required node affinity for the whole
+// spreadValues returns the recommended spread constraints and required node affinity for the whole
 // cluster (constraints.Generate), as a chart's or an operator's values set them: the Bitnami
 // chart's redis.topologySpreadConstraints and redis.nodeAffinityPreset (type hard, the zone key,
 // the zones), OT's spec.redisLeader/redisFollower.topologySpreadConstraints and .affinity. The
-// seed's anti-affinity inside the shard has no such value (no label names the shard), so it is
+// recommended anti-affinity inside the shard has no such value (no label names the shard), so it is
 // left out.
 func (s Scenario) spreadValues() ([]corev1.TopologySpreadConstraint, *corev1.NodeAffinity, error) {
 	spread, aff, err := constraints.Generate(constraints.Input{
@@ -346,10 +346,10 @@ func (s Scenario) BitnamiSecret(password string) *corev1.Secret {
 }
 
 // BitnamiPostScaleDown is PostScaleDown on Bitnami's chart: release "redis-cluster", one
-// StatefulSet of 10 pods, masters redis-cluster-0..4 (0..3 on n1, 4 on n2), replica 5+i of
-// master i, the chart's PodDisruptionBudget, the seed's spread constraints and zones set through
-// the chart's values (redis.topologySpreadConstraints, redis.nodeAffinityPreset) and its default
-// soft anti-affinity.
+// StatefulSet of 10 pods, masters redis-cluster-0..4 (0..3 on n1, 4 on n2), replica 5+i of master
+// i, the chart's PodDisruptionBudget, the recommended spread constraints and zones set through the
+// chart's values (redis.topologySpreadConstraints, redis.nodeAffinityPreset) and its default soft
+// anti-affinity.
 func BitnamiPostScaleDown() Scenario {
 	return postScaleDownAs("bitnami-post-scale-down", LayoutBitnami,
 		"Bitnami redis-cluster chart, 10 nodes (5 masters, 1 replica each) in one StatefulSet after a scale-down: n1 holds 4 masters, zone-a 5 pods.")
@@ -357,7 +357,7 @@ func BitnamiPostScaleDown() Scenario {
 
 // OTPostScaleDown is PostScaleDown on OT's redis-operator: RedisCluster "redis-cluster",
 // StatefulSets redis-cluster-leader and redis-cluster-follower of 5 each, leaders 0..3 on n1 and
-// 4 on n2, follower i replicating leader i, a PodDisruptionBudget per role, the seed's spread
+// 4 on n2, follower i replicating leader i, a PodDisruptionBudget per role, the recommended spread
 // constraints and zones set through spec.redisLeader/redisFollower.
 func OTPostScaleDown() Scenario {
 	return postScaleDownAs("ot-post-scale-down", LayoutOT,

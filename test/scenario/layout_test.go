@@ -111,7 +111,7 @@ func TestLayouts(t *testing.T) {
 				t.Errorf("%s's labels (-want +got):\n%s", tc.shard0[0], diff)
 			}
 
-			// The rules see the seed's drift in every layout.
+			// The rules see the post-scale-down drift in every layout.
 			m, err := policies.Build(snap, policies.Options{ClusterLabel: tc.sc.ClusterLabel()})
 			if err != nil {
 				t.Fatal(err)

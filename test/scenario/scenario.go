@@ -1,12 +1,11 @@
 // Package scenario describes Redis Cluster placements on a set of zoned nodes, and builds the
-// Kubernetes objects for them: nodes, one StatefulSet per shard carrying the seed's constraints
-// (constraints.Generate), a PodDisruptionBudget per shard, and the pods bound as described; or,
-// in the layouts of Bitnami's redis-cluster chart and OT's redis-operator (Layout), their
-// StatefulSets, labels and PodDisruptionBudgets, with the shards only Redis knows. Unit
-// tests use the objects as a policies.Snapshot; the e2e suite and the demo create them on a real
-// API server. It owns the Redis side of the test objects (cluster and shard labels, roles,
-// placements, the suite behind examples/); the objects themselves come from test/fixture's
-// builders.
+// Kubernetes objects for them: nodes, one StatefulSet per shard carrying the recommended
+// constraints (constraints.Generate), a PodDisruptionBudget per shard, and the pods bound as
+// described; or, in the layouts of Bitnami's redis-cluster chart and OT's redis-operator (Layout),
+// their StatefulSets, labels and PodDisruptionBudgets, with the shards only Redis knows. Unit tests
+// use the objects as a policies.Snapshot; the e2e suite and the demo create them on a real API
+// server. It owns the Redis side of the test objects (cluster and shard labels, roles, placements,
+// the suite behind examples/); the objects themselves come from test/fixture's builders.
 //
 // It may import test/fixture, policies and the Kubernetes API types.
 package scenario
@@ -68,7 +67,7 @@ type Scenario struct {
 	Shards, PodsPerShard int
 	// Placement maps a pod name to the node it is bound to; pods not listed are Pending.
 	Placement map[string]string
-	// Relaxed writes seed 000 §四's relaxed maxSkew into the templates.
+	// Relaxed writes the relaxed ("at most") maxSkew into the templates.
 	Relaxed bool
 	// RunningMaxSkew, when set, overrides the hostname and zone maxSkew of the running pods (the
 	// StatefulSet templates keep the generated values): a scale-down where the operator updated
@@ -175,7 +174,8 @@ func (s Scenario) Nodes() []*corev1.Node {
 	return out
 }
 
-// Template returns shard i's pod template: the seed's constraints for N pods (constraints.Generate).
+// Template returns shard i's pod template: the recommended constraints for N pods
+// (constraints.Generate).
 func (s Scenario) Template(i int) (corev1.PodTemplateSpec, error) {
 	shard := map[string]string{ShardLabel: s.ShardName(i)}
 	spread, aff, err := constraints.Generate(constraints.Input{
@@ -365,14 +365,15 @@ func (s Scenario) PlacementOf() map[string][]string {
 	return out
 }
 
-// ThreeZones returns zones a (n1, n2), b (n3, n4), c (n5, n6): seed 000's test topology.
+// ThreeZones returns zones a (n1, n2), b (n3, n4), c (n5, n6): the smallest topology on which
+// every rule applies, and the test bed's.
 func ThreeZones() []Zone {
 	return []Zone{{"zone-a", []string{"n1", "n2"}}, {"zone-b", []string{"n3", "n4"}}, {"zone-c", []string{"n5", "n6"}}}
 }
 
-// PostScaleDown is issue 2's scenario: a cluster scaled down to 5 shards × 2 pods (N = 10) with
-// four masters stacked on n1, breaking MaxPodsPerNode (n1: 4 ≥ 10/3), MaxPodsPerZone (zone-a: 5 ≥
-// 10/2) and TopologySpread on hostname (4 − 0 > 3).
+// PostScaleDown is the post-scale-down drift: a cluster scaled down to 5 shards × 2 pods (N = 10)
+// with four masters stacked on n1, breaking MaxPodsPerNode (n1: 4 ≥ 10/3), MaxPodsPerZone (zone-a:
+// 5 ≥ 10/2) and TopologySpread on hostname (4 − 0 > 3).
 func PostScaleDown() Scenario {
 	return Scenario{
 		Name:        "post-scale-down",
@@ -400,13 +401,14 @@ func TwoMoves() Scenario {
 	})
 }
 
-// SeedDeadlock is seed 000 补充参考 2: 3 shards × 2 pods on 3 zones × 2 nodes, node maxSkew 1;
-// Pod0-0→n1, Pod1-0→n4, Pod2-0→n6, Pod0-1→n3, Pod1-1→n2, and Pod2-1 Pending forever. Evicting
-// Pod1-1 (n2) unblocks it.
+// SeedDeadlock is the 3-shard deadlock: 3 shards × 2 pods on 3 zones × 2 nodes, node maxSkew 1,
+// zone anti-affinity inside each shard; Pod0-0→n1, Pod1-0→n4, Pod2-0→n6, Pod0-1→n3, Pod1-1→n2, and
+// Pod2-1 Pending forever: n5, the only node with no pod, is in zone C beside Pod2-0. Evicting
+// Pod1-1 (n2) unblocks it: Pod2-1 fits n2, then Pod1-1 fits n5.
 func SeedDeadlock() Scenario {
 	return Scenario{
 		Name:        "seed-deadlock",
-		Description: "Seed 000 supplement 2: shard 2's replica is Pending forever; evicting shard 1's replica on n2 unblocks it.",
+		Description: "3 shards × 2 pods on 3 zones × 2 nodes, node maxSkew 1, zone anti-affinity inside each shard: shard 2's replica is Pending forever; evicting shard 1's replica on n2 unblocks it.",
 		Zones:       ThreeZones(), Shards: 3, PodsPerShard: 2,
 	}.Placed([][]string{
 		{"n1", "n3"}, {"n4", "n2"}, {"n6"},

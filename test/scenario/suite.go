@@ -96,11 +96,11 @@ func NodeReadded() Case {
 }
 
 // TooFewNodes: 3 shards × 2 pods (N = 6, at most 1 pod per node) on 5 nodes: no placement can
-// comply (seed 000 §四: "fewer than 6 nodes").
+// comply (with fewer than 6 nodes the 1/3 rule cannot hold at all).
 func TooFewNodes() Case {
 	s := Scenario{
 		Name:        "too-few-nodes",
-		Description: "N=6 on 5 nodes: MaxPodsPerNode cannot hold (seed 000 §四); the plan says why instead of moving pods.",
+		Description: "N=6 on 5 nodes: MaxPodsPerNode cannot hold (fewer than 6 nodes); the plan says why instead of moving pods.",
 		Zones:       []Zone{{"zone-a", []string{"n1", "n2"}}, {"zone-b", []string{"n3", "n4"}}, {"zone-c", []string{"n5"}}},
 		Shards:      3, PodsPerShard: 2,
 	}.Placed([][]string{
@@ -148,7 +148,7 @@ func ExcludedZone() Case {
 		{"n1", "n4"}, {"n3", "n6"}, {"n5", "n1"}, {"n2", "n6"},
 	})
 	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
-		// The operator lists the three zones it may use (seed available-zones).
+		// The operator lists the three zones it may use (required node affinity).
 		allowed := []string{"zone-a", "zone-b", "zone-c"}
 		changeSpecs(snap, func(spec *corev1.PodSpec) {
 			terms := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
@@ -217,7 +217,7 @@ func StayersOnUnusableNodes() Case {
 	}}
 }
 
-// PendingStep is issue 12's Pending-step case: N = 4 in two zones of three nodes (zone maxSkew 1),
+// PendingStep is the Pending-step case: N = 4 in two zones of three nodes (zone maxSkew 1),
 // each shard's two pods in one zone. Every single eviction leaves its pod unplaceable (the other
 // zone would hold 3 pods against 1), so there is no plan in which each evicted pod is placed at
 // once; with one pod waiting Pending for a step, 2 evictions fix it.
@@ -232,7 +232,7 @@ func PendingStep() Scenario {
 	})
 }
 
-// RoleOnly is issue 10's role-only case: 5 shards × 2 pods (N = 10) on 3 zones × 2 nodes whose
+// RoleOnly is the role-only case: 5 shards × 2 pods (N = 10) on 3 zones × 2 nodes whose
 // pods comply with every rule about pods, but n1 holds 3 of the 5 masters (and zone-a 3): losing
 // n1 or zone-a would leave no majority of masters, so no replica would be promoted. One failover
 // (no eviction) fixes it.

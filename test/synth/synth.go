@@ -1,6 +1,6 @@
-// Package synth generates a large synthetic cluster snapshot for the scale benchmark (issue 3,
-// item 8): thousands of zoned nodes, Redis clusters built the way test/scenario builds one
-// (one StatefulSet per shard carrying the seed's constraints from constraints.Generate, a
+// Package synth generates a large synthetic cluster snapshot for the scale benchmark (bench):
+// thousands of zoned nodes, Redis clusters built the way test/scenario builds one (one
+// StatefulSet per shard carrying the recommended constraints from constraints.Generate, a
 // PodDisruptionBudget per shard), and ordinary application pods filling the rest of the cluster.
 //
 // # Shape (Default())
@@ -49,7 +49,7 @@
 //
 // It owns the generator only: Redis clusters come from test/scenario, nodes and application
 // pods from test/fixture's builders. It may import those two, policies (the snapshot type and
-// the seed's limits) and the Kubernetes API types.
+// the rules' limits) and the Kubernetes API types.
 package synth
 
 import (
@@ -95,7 +95,7 @@ type Config struct {
 	DriftFraction float64
 }
 
-// Default returns the benchmark's full-size configuration (issue 3, item 8).
+// Default returns the benchmark's full-size configuration.
 func Default() Config {
 	return Config{
 		Seed: 1, Nodes: 5000, Zones: 3, Namespaces: 100, Pods: 150000, RedisClusters: 1000,

@@ -17,15 +17,13 @@ func newCheckCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Report every Redis cluster whose placement breaks a rule (changes nothing)",
-		Long: `check evaluates every Redis cluster's placement against the HA rules (ShardSeparation,
-MaxPodsPerNode, ZoneEvenSplit, MaxPodsPerZone, AllowedZones, TopologySpread, Unschedulable,
-MasterQuorum; soft: NodeSpread, ZoneBalance) and prints a zones × nodes map with M/R/P marks and
-the violations. MasterQuorum is about roles: with M the masters serving slots, no node may hold M/2
+		Long: fill(`check evaluates every Redis cluster's placement against the HA rules (`+ruleNames(true)+
+			`) and prints a zones × nodes map with M/R/P marks and the violations. MasterQuorum is about roles: with M the masters serving slots, no node may hold M/2
 or more of them, nor (3 zones or more) a zone, or its loss leaves no majority to promote replicas
 and the whole cluster down. Roles come from Redis live and from --role-label offline; without
 them the rule is skipped and a note says so. Where no placement can satisfy it (M ≤ 2, 4 masters
 in 3 zones, 2 zones), a note says once which loss the cluster cannot survive and what would fix
-it, and the rule asks for the masters spread evenly (JSON "masterQuorum").
+it, and the rule asks for the masters spread evenly (JSON "masterQuorum").`, helpWidth) + `
 Live, it also reports Redis's health (JSON "health"): healthy; resyncing (only replicas catching
 up with their master); or unhealthy (pods missing or not Ready, cluster_state, slots, failing or
 unreachable nodes, ...), with the reasons. Offline (--snapshot FILE), or live with

@@ -56,13 +56,13 @@ func newConstraintsOptions() *constraintsOptions {
 func (o *constraintsOptions) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.in.Shards, "shards", o.in.Shards, "number of shards (StatefulSets)")
 	fs.IntVar(&o.in.PodsPerShard, "pods-per-shard", o.in.PodsPerShard, "pods per shard (1 master + replicas)")
-	fs.StringVar(&o.zones, "zones", o.zones, "comma-separated allowed zones (seed available-zones); empty or one zone: single-zone rules")
-	fs.StringVar(&o.in.ZoneKey, "zone-key", o.in.ZoneKey, "zone topology key (seed 000 uses "+policies.LabelZoneLegacy+")")
+	fs.StringVar(&o.zones, "zones", o.zones, "comma-separated allowed zones (written as required node affinity); empty or one zone: single-zone rules")
+	fs.StringVar(&o.in.ZoneKey, "zone-key", o.in.ZoneKey, "zone topology key (older operators use "+policies.LabelZoneLegacy+")")
 	fs.StringVar(&o.clusterLabel, "cluster-label", o.clusterLabel, "pod label naming the Redis cluster")
 	fs.StringVar(&o.clusterName, "cluster-name", o.clusterName, "the Redis cluster's name (the cluster label's value)")
 	fs.StringVar(&o.shardLabel, "shard-label", o.shardLabel, "pod label naming the shard")
 	fs.StringVar(&o.shard, "shard", o.shard, "the shard label's value for this StatefulSet")
-	fs.BoolVar(&o.in.Relaxed, "relaxed-limits", o.in.Relaxed, `seed 000 §四: "at most" N/3 and N/2 (maxSkew without the "minus 1")`)
+	fs.BoolVar(&o.in.Relaxed, "relaxed-limits", o.in.Relaxed, `"at most" N/3 and N/2 (maxSkew without the "minus 1"), which avoids the 3-shard deadlock`)
 }
 
 // input completes the generator's input from the flags; --cluster-name is required.
@@ -83,16 +83,17 @@ func newConstraintsCommand() *cobra.Command {
 	o := newConstraintsOptions()
 	cmd := &cobra.Command{
 		Use:   "constraints",
-		Short: "Print the seed's recommended scheduling constraints for a Redis cluster's StatefulSets",
-		Long: `constraints prints the topologySpreadConstraints, pod anti-affinity and node affinity that seed
-000 §二 recommends for a Redis cluster of --shards × --pods-per-shard pods over --zones, as a
-StatefulSet template fragment (YAML) to merge into each shard's StatefulSet:
+		Short: "Print the recommended scheduling constraints for a Redis cluster's StatefulSets",
+		Long: `constraints prints the topologySpreadConstraints, pod anti-affinity and node affinity
+recommended for a Redis cluster of --shards × --pods-per-shard pods over --zones (the HA rules'
+limits as maxSkew), as a StatefulSet template fragment (YAML) to merge into each shard's
+StatefulSet:
   - hostname: maxSkew N/3 (minus 1 when 3 divides N; at least 1), DoNotSchedule;
   - zone (2+ zones): maxSkew N/2 (minus 1 when 2 divides N; at least 1), DoNotSchedule;
   - soft maxSkew 1 on hostname (and zone), ScheduleAnyway;
   - required anti-affinity inside the shard on hostname (1 zone) or zone (2+ zones);
   - required node affinity on the zones.
---relaxed-limits drops the "minus 1" (seed 000 §四), which avoids the 3-shard deadlock.
+--relaxed-limits drops the "minus 1" ("at most" N/3 and N/2), which avoids the 3-shard deadlock.
 
 These constraints place pods, not roles: kube-scheduler knows no Redis role, so nothing here keeps
 the masters apart, and the operator's pod -0 = master convention drifts after every failover. The
@@ -119,7 +120,7 @@ redis-rebalancer's MasterQuorum rule checks the masters and fixes them with fail
 				return &exitError{ExitError, err}
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v (seed 000 §二)\n",
+			fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v\n",
 				n, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed)
 			fmt.Fprintf(out, "# StatefulSet template fragment for shard %q; pods must carry %s=%s and %s=%s.\n", o.shard, o.clusterLabel, o.clusterName, o.shardLabel, o.shard)
 			writeComment(out, "Note: "+lint.RolesNote+".")

@@ -18,11 +18,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/cache"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/handoff"
@@ -75,12 +76,12 @@ type guardRun struct {
 	close    func()
 }
 
-// startGuard starts what the eviction guard needs (p.Guard.Enabled): the watched cache (informers
-// on pods and nodes, synced before it answers), the serving certificate (from --guard-cert-dir,
+// startGuard starts what the eviction guard needs (p.Guard.Enabled) on serve's watched cache src
+// (synced before it answers): the serving certificate (from --guard-cert-dir,
 // issued here first with --guard-self-signed), the TLS listener, the guard and, unless dryRun, the
 // hand-off. It warns when the live webhook configuration's failure policy or timeout differ from
 // the policy's.
-func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interface, p *policy, ex *execute.Executor, rc *redisctl.Client, m *metrics.Metrics, dryRun bool) (_ *guardRun, err error) {
+func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interface, src *cache.Cache, p *policy, ex *execute.Executor, rc *redisctl.Client, m *metrics.Metrics, dryRun bool) (_ *guardRun, err error) {
 	var closers []func()
 	gr := &guardRun{close: func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -103,13 +104,11 @@ func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interfa
 	ctx, cancel := context.WithCancel(ctx)
 	closers = append(closers, cancel)
 
-	src, err := guard.NewInformerSource(client, sel.Namespace, p.Selection.ClusterLabel)
+	sctx, scancel := context.WithTimeout(ctx, guardCacheSyncTimeout)
+	err = src.WaitForSync(sctx)
+	scancel()
 	if err != nil {
-		return nil, err
-	}
-	src.Start(ctx)
-	if err := src.WaitForSync(ctx, guardCacheSyncTimeout); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("guard: %w", err)
 	}
 	checkWebhookConfiguration(ctx, client, &p.Guard)
 
@@ -183,7 +182,7 @@ func (o *serveOptions) selfSign(ctx context.Context, g *v1alpha1.Guard) error {
 	ctrl.SetLogger(klog.NewKlogr().WithName("cert-rotator"))
 	mgr, err := ctrl.NewManager(rcfg, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Cache: ctrlcache.Options{DefaultNamespaces: map[string]ctrlcache.Config{ns: {}}},
 	})
 	if err != nil {
 		return fmt.Errorf("guard: --guard-self-signed: %w", err)

@@ -16,12 +16,12 @@ func newLintCommand() *cobra.Command {
 	o := newAnalysisOptions()
 	cmd := &cobra.Command{
 		Use:   "lint",
-		Short: "Report StatefulSets whose constraints differ from the seed's recommendation or can deadlock",
-		Long: `lint compares every Redis cluster's StatefulSet templates with the constraints that seed 000 §二
-recommends for the cluster's size N and zones (see the constraints command): hard maxSkew on
+		Short: "Report StatefulSets whose constraints differ from the recommended ones or can deadlock",
+		Long: `lint compares every Redis cluster's StatefulSet templates with the constraints recommended
+for the cluster's size N and zones (see the constraints command): hard maxSkew on
 hostname and zone, the soft constraints, the anti-affinity inside the shard, and the node affinity
-on the zones. It also flags templates that can deadlock (seed 000 §四: several zones and 3 shards
-with the strict limits) and names the relaxed setting that avoids it, and, once per cluster
+on the zones. It also flags templates that can deadlock (several zones and 3 shards with the
+strict limits) and names the relaxed setting that avoids it, and, once per cluster
 (MasterQuorum), shards and zones that leave some loss unsurvivable whatever the placement: with
 one master per shard, Redis promotes a replica only when a majority of the masters vote, so 2
 shards, 4 shards in 3 zones, or any cluster in 2 zones cannot survive the loss of some node or
@@ -34,7 +34,7 @@ clusters written by Bitnami's redis-cluster chart or OT's redis-operator (told b
 a shard whose pods nothing required keeps apart (the chart's soft anti-affinity) is a finding
 (SoftAntiAffinity), and the fixes are printed in the chart's terms: the Helm values (Bitnami's
 redis.topologySpreadConstraints, redis.nodeAffinityPreset, redis.podAntiAffinityPreset) or the
-RedisCluster's fields and annotation (OT) that set the seed's constraints, as far as the chart
+RedisCluster's fields and annotation (OT) that set the recommended constraints, as far as the chart
 can express them (JSON "values"). These findings need the shards: where they come from Redis
 (--shard-source redis, as --layout bitnami and ot set it), lint reads CLUSTER NODES live, and
 offline takes it from --redis-nodes; without either (offline without --redis-nodes, live with
@@ -55,8 +55,11 @@ there are findings, 1 on error.`,
 			}
 			// Templates carry no roles: lint asks Redis (unless --redis-roles=false) only for
 			// the shards, when they come from nowhere else.
-			src, _ := policies.ParseShardSource(p.Selection.ShardSource) // validated with the policy
-			m, rc, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, o.model.snapshot.redisRoles && src.Kind == policies.ShardRedis)
+			opts, err := rules(p)
+			if err != nil {
+				return &exitError{ExitError, err}
+			}
+			m, rc, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, o.model.snapshot.redisRoles && opts.ShardSource.Kind == policies.ShardRedis)
 			if err != nil {
 				return &exitError{ExitError, err}
 			}

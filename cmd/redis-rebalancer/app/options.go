@@ -202,7 +202,10 @@ func (o *modelOptions) readSnapshot(ctx context.Context, errOut io.Writer, p *po
 // and shards: offline from --redis-nodes' files, live from Redis when readRedis is set (model's
 // Redis client returned open).
 func (o *modelOptions) build(ctx context.Context, errOut io.Writer, p *policy, snap *policies.Snapshot, readRedis bool) (*policies.Model, *redisctl.Client, error) {
-	opts := rules(p)
+	opts, err := rules(p)
+	if err != nil {
+		return nil, nil, err
+	}
 	sel, err := selection(&p.Selection)
 	if err != nil {
 		return nil, nil, err
@@ -271,7 +274,7 @@ func shardsRead(m *policies.Model, why, fix string) error {
 // command unless the GOGC environment variable sets one. A command's heap is mostly the snapshot
 // and the model, built once and then read: collecting when the heap has grown by half its live
 // size instead of all of it keeps the peak of `check` on the scale benchmark's 5,000 nodes under
-// 1 GiB (issue 12), for about a quarter more CPU.
+// 1 GiB, for about a quarter more CPU.
 const defaultGCPercent = 50
 
 // setGCPercent applies defaultGCPercent unless GOGC is set.

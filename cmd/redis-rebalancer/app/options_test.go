@@ -7,7 +7,7 @@ import (
 )
 
 // TestInputThatCannotBeRight checks that input that cannot describe a cluster is an error (exit
-// 1, saying what is wrong), not a compliant answer (issue 12, item 8).
+// 1, saying what is wrong), not a compliant answer.
 func TestInputThatCannotBeRight(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.yaml")

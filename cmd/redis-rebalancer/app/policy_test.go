@@ -12,8 +12,8 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
-// malformedPolicy has the four faults of issue 9's "done when": an unknown field, a bad cron, a
-// negative limit, an unknown failover mode.
+// malformedPolicy has four faults that loading must report together: an unknown field, a bad
+// cron, a negative limit, an unknown failover mode.
 const malformedPolicy = `apiVersion: rebalancer.redis.io/v1alpha1
 kind: RebalancerPolicy
 selection: {clusterLable: app.kubernetes.io/instance}

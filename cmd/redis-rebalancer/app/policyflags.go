@@ -1,26 +1,18 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
-	"github.com/redis-rebalancer/redis-rebalancer/policies"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
 // policy is the RebalancerPolicy every command runs with.
@@ -28,24 +20,22 @@ type policy = v1alpha1.RebalancerPolicy
 
 // policyOptions hold the RebalancerPolicy a command runs with: the file --policy names (strictly
 // decoded, validated and defaulted by v1alpha1.Load), or the defaults without one, and the flags
-// that override its fields. Each such flag is bound to a field of a defaulted policy, so that its
-// default, shown by --help, is the policy's (api/v1alpha1/defaults.go, the one place defaults are
-// written); only the flags given on the command line are applied on top of the file.
+// that override its fields (policyFlagTable). Each such flag is bound to a field of a defaulted
+// policy, so that its default, shown by --help, is the policy's (api/v1alpha1/defaults.go, the
+// one place defaults are written); only the flags given on the command line are applied on top
+// of the file.
 type policyOptions struct {
 	// file is --policy.
 	file string
 	// flags is the defaulted policy the flags write into.
 	flags *policy
-	// overrides are the flags bound to the policy, by flag name.
-	overrides map[string]override
-	// The flags whose value is not a field's as it is: --namespace, --selector, --window (with
-	// --window-duration) and -o.
-	namespace, selector, output string
-	windows                     []string
-	windowDuration              time.Duration
-	// fs is the flag set --policy is bound to; the flags bound to the policy there carry
-	// policyFieldAnnotation.
-	fs *pflag.FlagSet
+	// bound are the rows of policyFlagTable bound to a flag set, by flag name.
+	bound map[string]policyFlag
+	// The flags whose value is parsed into their field: --namespace, --selector, and --window
+	// (with --window-duration, which is no field).
+	namespace, selector string
+	windows             []string
+	windowDuration      time.Duration
 }
 
 // policyFieldAnnotation marks a flag bound to a field of the policy (its value: the field's path).
@@ -53,82 +43,207 @@ type policyOptions struct {
 // alone.
 const policyFieldAnnotation = "rebalancer.redis.io/policy-field"
 
-// override is a flag bound to a field of the policy.
-type override struct {
-	// path is the field's path in the policy ("limits.maxMovesPerCluster"); a validation error on
-	// it names the flag too.
-	path string
-	// apply sets the field of p from the flag's value.
-	apply func(p *policy) error
-}
-
 func newPolicyOptions() *policyOptions {
-	return &policyOptions{flags: v1alpha1.Default(), overrides: map[string]override{}, windowDuration: v1alpha1.DefaultWindowDuration}
+	return &policyOptions{flags: v1alpha1.Default(), bound: map[string]policyFlag{}, windowDuration: v1alpha1.DefaultWindowDuration}
 }
 
-// policyFlag binds flag name (bind is a pflag XxxVar method) to the field of the policy that get
-// returns: its default is the defaulted policy's, and when given it overrides the file.
-func policyFlag[T any](o *policyOptions, bind func(p *T, name string, value T, usage string), name string, get func(*policy) *T, usage string) {
-	v := get(o.flags)
-	o.overrides[name] = override{path: o.pathOf(v), apply: func(p *policy) error {
-		*get(p) = *get(o.flags)
-		return nil
-	}}
-	bind(v, name, *v, usage)
-	o.annotate(name)
+// flagGroup names the commands that bind a policy flag: each group has its add…Flags method.
+type flagGroup int
+
+// The groups of policy flags.
+const (
+	// selectionGroup: which Redis clusters and how the rules judge them (every command that
+	// reads clusters: run, serve, check, plan, lint).
+	selectionGroup flagGroup = iota
+	// redisGroup: how Redis is reached (the same commands).
+	redisGroup
+	// planGroup: the planner's bounds (plan, run, serve).
+	planGroup
+	// executeGroup: limits, failover, timeouts and maintenance windows of a pass that acts (run,
+	// serve).
+	executeGroup
+	// scheduleGroup: serve's schedule and watch.
+	scheduleGroup
+	// guardGroup: serve's eviction guard.
+	guardGroup
+	// outputGroup: -o.
+	outputGroup
+)
+
+// policyFlag is a row of policyFlagTable: a flag bound to a field of the policy.
+type policyFlag struct {
+	group flagGroup
+	// name and shorthand are the flag's.
+	name, shorthand string
+	// path is the field's path in the policy file ("limits.maxMovesPerCluster"): a validation
+	// error on the field names the flag too, and docs/policy.md lists the flag beside the field.
+	path string
+	// usage is the flag's help (the add…Flags methods may give another).
+	usage string
+	// field returns the field at path in p, the one the flag sets (a duration's time.Duration, an
+	// enumeration's string: what the flag is bound to).
+	field func(p *policy) any
+	// bind binds the flag on fs, its default the field's value in o.flags.
+	bind func(o *policyOptions, fs *pflag.FlagSet, f policyFlag, usage string)
+	// apply sets the field of p from the flag given on the command line.
+	apply func(o *policyOptions, p *policy) error
 }
 
-// customFlag records a flag that sets the field at path with apply.
-func (o *policyOptions) customFlag(name, path string, apply func(p *policy) error) {
-	o.overrides[name] = override{path: path, apply: apply}
-	o.annotate(name)
-}
-
-// annotate marks flag name, already bound on o.fs, with policyFieldAnnotation.
-func (o *policyOptions) annotate(name string) {
-	if o.fs != nil && o.fs.Lookup(name) != nil {
-		_ = o.fs.SetAnnotation(name, policyFieldAnnotation, []string{o.overrides[name].path})
+// valueFlag returns a row whose flag is bound to its field of o.flags, and copies it into the
+// policy loaded when given. get returns the field; bind is the pflag …VarP method of its type.
+func valueFlag[T any](group flagGroup, name, shorthand, path string, get func(*policy) *T, bind func(fs *pflag.FlagSet, p *T, name, shorthand string, value T, usage string), usage string) policyFlag {
+	return policyFlag{
+		group: group, name: name, shorthand: shorthand, path: path, usage: usage,
+		field: func(p *policy) any { return get(p) },
+		bind: func(o *policyOptions, fs *pflag.FlagSet, f policyFlag, usage string) {
+			v := get(o.flags)
+			bind(fs, v, f.name, f.shorthand, *v, usage)
+		},
+		apply: func(o *policyOptions, p *policy) error {
+			*get(p) = *get(o.flags)
+			return nil
+		},
 	}
 }
 
-// durationType is the policy's duration type; a flag binds its time.Duration.
-var durationType = reflect.TypeFor[metav1.Duration]()
+// The pflag methods each type of field is bound with.
+var (
+	stringFlag   = (*pflag.FlagSet).StringVarP
+	stringsFlag  = (*pflag.FlagSet).StringSliceVarP
+	boolFlag     = (*pflag.FlagSet).BoolVarP
+	int32Flag    = (*pflag.FlagSet).Int32VarP
+	int64Flag    = (*pflag.FlagSet).Int64VarP
+	durationFlag = (*pflag.FlagSet).DurationVarP
+)
 
-// pathOf returns the JSON path of the field of o.flags that ptr points to ("failover.timeout"
-// for &o.flags.Failover.Timeout.Duration).
-func (o *policyOptions) pathOf(ptr any) string {
-	pv := reflect.ValueOf(ptr)
-	addr, elem := pv.Pointer(), pv.Type().Elem()
-	var find func(v reflect.Value, path string) string
-	find = func(v reflect.Value, path string) string {
-		for i := 0; i < v.NumField(); i++ {
-			f, sf := v.Field(i), v.Type().Field(i)
-			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-			p := name
-			if path != "" {
-				p = path + "." + name
+// policyFlagTable lists every flag bound to a field of the policy: its group, name, the field's
+// path and the field itself, and its help. It is the one place a flag is tied to a field; a test
+// checks each path against its field, and that every field of the policy has a flag or is
+// listed as the file's only.
+var policyFlagTable = []policyFlag{
+	{
+		group: selectionGroup, name: "namespace", shorthand: "n", path: "selection.namespaces",
+		usage: "only this namespace (default: the policy's selection.namespaces, all namespaces when empty)",
+		field: func(p *policy) any { return &p.Selection.Namespaces },
+		bind: func(o *policyOptions, fs *pflag.FlagSet, f policyFlag, usage string) {
+			fs.StringVarP(&o.namespace, f.name, f.shorthand, o.namespace, usage)
+		},
+		apply: func(o *policyOptions, p *policy) error {
+			p.Selection.Namespaces = v1alpha1.Namespaces{}
+			if o.namespace != "" {
+				p.Selection.Namespaces.Include = []string{o.namespace}
 			}
-			if f.Addr().Pointer() == addr && (f.Type() == elem || f.Type() == durationType && elem == durationType.Field(0).Type) {
-				return p
+			return nil
+		},
+	},
+	{
+		group: selectionGroup, name: "selector", shorthand: "l", path: "selection.labelSelector",
+		usage: "only Redis clusters with a pod matching this label selector, e.g. app.kubernetes.io/name=redis (default: the policy's selection.labelSelector, all when empty)",
+		field: func(p *policy) any { return &p.Selection.LabelSelector },
+		bind: func(o *policyOptions, fs *pflag.FlagSet, f policyFlag, usage string) {
+			fs.StringVarP(&o.selector, f.name, f.shorthand, o.selector, usage)
+		},
+		apply: func(o *policyOptions, p *policy) error {
+			sel, err := metav1.ParseToLabelSelector(o.selector)
+			if err != nil {
+				return fmt.Errorf("--selector: %w", err)
 			}
-			if f.Kind() == reflect.Struct {
-				if found := find(f, p); found != "" {
-					return found
+			p.Selection.LabelSelector = *sel
+			return nil
+		},
+	},
+	valueFlag(selectionGroup, "layout", "", "selection.layout", func(p *policy) *string { return (*string)(&p.Selection.Layout) }, stringFlag, "how the Redis clusters are deployed: seed, bitnami, ot, ucloud or kubeblocks; sets the defaults of --cluster-label, --shard-source, --role-label, --recreating-owners and the Redis Secret's keys (README: the layouts table); a flag given beside it wins"),
+	valueFlag(selectionGroup, "cluster-label", "", "selection.clusterLabel", func(p *policy) *string { return &p.Selection.ClusterLabel }, stringFlag, "pod label whose value names the Redis cluster (the seed layout's: cloud.netease.com/cluster-name; default: the layout's, app.kubernetes.io/instance without one)"),
+	valueFlag(selectionGroup, "shard-source", "", "selection.shardSource", func(p *policy) *string { return &p.Selection.ShardSource }, stringFlag, "where a pod's shard comes from: owner (its controller), redis (CLUSTER NODES; offline: --redis-nodes), label:KEY, or auto (the owner unless Redis groups the pods otherwise); default: the layout's, auto without one"),
+	valueFlag(selectionGroup, "role-label", "", "selection.roleLabel", func(p *policy) *string { return &p.Selection.RoleLabel }, stringFlag, "pod label giving the Redis role (master, replica/slave) when Redis is not read (offline without --redis-nodes, or --redis-roles=false); Redis's roles win when read (default: the layout's)"),
+	valueFlag(selectionGroup, "recreating-owners", "", "selection.recreatingOwners", func(p *policy) *[]string { return &p.Selection.RecreatingOwners }, stringsFlag, "kinds of controller besides StatefulSet that re-create an evicted pod (e.g. InstanceSet); pods of other owners, or of none, are never evicted (default: the layout's)"),
+	valueFlag(selectionGroup, "relaxed-limits", "", "rules.relaxedLimits", func(p *policy) *bool { return &p.Rules.RelaxedLimits }, boolFlag, `allow "at most" N/3 pods per node and N/2 per zone instead of "fewer than" (the strict limits can deadlock scheduling a three-shard cluster over several zones)`),
+	valueFlag(selectionGroup, "release-replica-claims", "", "rules.releaseReplicaClaims", func(p *policy) *bool { return &p.Rules.ReleaseReplicaClaims }, boolFlag, releaseReplicaClaimsUsage),
+
+	valueFlag(redisGroup, "redis-port", "", "redis.port", func(p *policy) *int32 { return &p.Redis.Port }, int32Flag, "Redis client port of the pods"),
+	valueFlag(redisGroup, "redis-username-file", "", "redis.usernameFile", func(p *policy) *string { return &p.Redis.UsernameFile }, stringFlag, "file holding the Redis ACL user (e.g. a mounted Secret)"),
+	valueFlag(redisGroup, "redis-username-env", "", "redis.usernameEnv", func(p *policy) *string { return &p.Redis.UsernameEnv }, stringFlag, "environment variable holding the Redis ACL user"),
+	valueFlag(redisGroup, "redis-password-file", "", "redis.passwordFile", func(p *policy) *string { return &p.Redis.PasswordFile }, stringFlag, "file holding the Redis password (e.g. a mounted Secret); never logged"),
+	valueFlag(redisGroup, "redis-password-env", "", "redis.passwordEnv", func(p *policy) *string { return &p.Redis.PasswordEnv }, stringFlag, "environment variable holding the Redis password; never logged"),
+	valueFlag(redisGroup, "redis-tls", "", "redis.tls.enabled", func(p *policy) *bool { return &p.Redis.TLS.Enabled }, boolFlag, "connect to Redis with TLS"),
+	valueFlag(redisGroup, "redis-tls-ca", "", "redis.tls.caFile", func(p *policy) *string { return &p.Redis.TLS.CAFile }, stringFlag, "PEM CA bundle that signs the Redis certificates (default: system roots)"),
+	valueFlag(redisGroup, "redis-tls-cert", "", "redis.tls.certFile", func(p *policy) *string { return &p.Redis.TLS.CertFile }, stringFlag, "PEM client certificate (for tls-auth-clients)"),
+	valueFlag(redisGroup, "redis-tls-key", "", "redis.tls.keyFile", func(p *policy) *string { return &p.Redis.TLS.KeyFile }, stringFlag, "PEM client key"),
+	valueFlag(redisGroup, "redis-tls-server-name", "", "redis.tls.serverName", func(p *policy) *string { return &p.Redis.TLS.ServerName }, stringFlag, "name to verify in the Redis certificates (default: the pod IP)"),
+	valueFlag(redisGroup, "redis-tls-insecure-skip-verify", "", "redis.tls.insecureSkipVerify", func(p *policy) *bool { return &p.Redis.TLS.InsecureSkipVerify }, boolFlag, "do not verify Redis certificates (tests only)"),
+	valueFlag(redisGroup, "redis-dial-timeout", "", "redis.dialTimeout", func(p *policy) *time.Duration { return &p.Redis.DialTimeout.Duration }, durationFlag, "timeout to connect to a Redis node"),
+	valueFlag(redisGroup, "redis-read-timeout", "", "redis.readTimeout", func(p *policy) *time.Duration { return &p.Redis.ReadTimeout.Duration }, durationFlag, "timeout for a Redis reply"),
+	valueFlag(redisGroup, "redis-write-timeout", "", "redis.writeTimeout", func(p *policy) *time.Duration { return &p.Redis.WriteTimeout.Duration }, durationFlag, "timeout to send a Redis command"),
+	valueFlag(redisGroup, "max-lag-bytes", "", "redis.maxLagBytes", func(p *policy) *int64 { return &p.Redis.MaxLagBytes }, int64Flag, "largest replication offset lag (bytes) at which a replica counts as in sync"),
+	valueFlag(redisGroup, "max-last-io-seconds", "", "redis.maxLastIOSeconds", func(p *policy) *int32 { return &p.Redis.MaxLastIOSeconds }, int32Flag, "largest master_last_io_seconds_ago at which a replica counts as in sync"),
+
+	valueFlag(planGroup, "max-plan-moves", "", "plan.maxMoves", func(p *policy) *int32 { return &p.Plan.MaxMoves }, int32Flag, fmt.Sprintf("longest plan considered (0: %d, or twice the lower bound on the moves needed when that is more)", plan.DefaultMaxMoves)),
+	valueFlag(planGroup, "max-plan-states", "", "plan.maxStates", func(p *policy) *int32 { return &p.Plan.MaxStates }, int32Flag, "placements the planner may evaluate per cluster; when they run out, the best plan found so far is shown as not proven minimal"),
+	valueFlag(planGroup, "allow-pending-steps", "", "plan.allowPendingSteps", func(p *policy) *bool { return &p.Plan.AllowPendingSteps }, boolFlag, allowPendingStepsUsage),
+
+	valueFlag(executeGroup, "max-moves", "", "limits.maxMovesPerCluster", func(p *policy) *int32 { return &p.Limits.MaxMovesPerCluster }, int32Flag, "most evictions per Redis cluster in one run"),
+	valueFlag(executeGroup, "max-parallel-clusters", "", "limits.maxParallelClusters", func(p *policy) *int32 { return &p.Limits.MaxParallelClusters }, int32Flag, "Redis clusters that progress at once (each with one disruption in flight at most)"),
+	valueFlag(executeGroup, "max-pods-to-evict-per-node", "", "limits.maxNoOfPodsToEvictPerNode", func(p *policy) *int32 { return &p.Limits.MaxNoOfPodsToEvictPerNode }, int32Flag, "most evictions in one run from one node, over every cluster (the descheduler's maxNoOfPodsToEvictPerNode; 0: no limit)"),
+	valueFlag(executeGroup, "max-pods-to-evict-per-namespace", "", "limits.maxNoOfPodsToEvictPerNamespace", func(p *policy) *int32 { return &p.Limits.MaxNoOfPodsToEvictPerNamespace }, int32Flag, "most evictions in one run in one namespace, over every cluster (maxNoOfPodsToEvictPerNamespace; 0: no limit)"),
+	valueFlag(executeGroup, "max-pods-to-evict-total", "", "limits.maxNoOfPodsToEvictTotal", func(p *policy) *int32 { return &p.Limits.MaxNoOfPodsToEvictTotal }, int32Flag, "most evictions in one run, over every cluster (maxNoOfPodsToEvictTotal; 0: no limit)"),
+	valueFlag(executeGroup, "failover-mode", "", "failover.mode", func(p *policy) *string { return (*string)(&p.Failover.Mode) }, stringFlag, "CLUSTER FAILOVER variant: default, force or takeover (force/takeover can lose writes)"),
+	valueFlag(executeGroup, "failover-timeout", "", "failover.timeout", func(p *policy) *time.Duration { return &p.Failover.Timeout.Duration }, durationFlag, "bound on a failover and its verification"),
+	valueFlag(executeGroup, "health-timeout", "", "timeouts.healthGate", func(p *policy) *time.Duration { return &p.Timeouts.HealthGate.Duration }, durationFlag, "how long to wait for a healthy cluster before a move, and after it"),
+	valueFlag(executeGroup, "recreate-timeout", "", "timeouts.recreate", func(p *policy) *time.Duration { return &p.Timeouts.Recreate.Duration }, durationFlag, "how long to wait for an evicted pod to be re-created and Ready"),
+	valueFlag(executeGroup, "rejoin-timeout", "", "timeouts.rejoin", func(p *policy) *time.Duration { return &p.Timeouts.Rejoin.Duration }, durationFlag, "how long to wait for a re-created pod to be an in-sync replica again"),
+	valueFlag(executeGroup, "request-timeout", "", "timeouts.request", func(p *policy) *time.Duration { return &p.Timeouts.Request.Duration }, durationFlag, "bound on each step without a wait of its own (placeability, PodDisruptionBudget dry run, role check, eviction, re-observation)"),
+	{
+		group: executeGroup, name: "window", path: "windows.windows",
+		usage: `maintenance window "SCHEDULE" or "SCHEDULE|DURATION" (repeatable; replaces the policy's windows.windows): a cron expression (5 fields, @daily/@weekly/..., optional CRON_TZ=<zone> prefix; UTC without one), e.g. "CRON_TZ=Europe/Paris 0 2 * * *|2h"; without windows run acts at any time`,
+		field: func(p *policy) any { return &p.Windows.Windows },
+		bind: func(o *policyOptions, fs *pflag.FlagSet, f policyFlag, usage string) {
+			fs.StringArrayVarP(&o.windows, f.name, f.shorthand, o.windows, usage)
+			fs.DurationVar(&o.windowDuration, "window-duration", o.windowDuration, "how long a --window given without |DURATION stays open")
+		},
+		apply: func(o *policyOptions, p *policy) error {
+			p.Windows.Windows = nil
+			for _, v := range o.windows {
+				w, err := window.ParseFlag(v, o.windowDuration)
+				if err != nil {
+					return fmt.Errorf("--window: %w", err)
 				}
+				p.Windows.Windows = append(p.Windows.Windows, v1alpha1.Window{Schedule: w.Schedule, Duration: metav1.Duration{Duration: w.Duration}})
 			}
+			return nil
+		},
+	},
+	valueFlag(executeGroup, "window-step-estimate", "", "windows.stepEstimate", func(p *policy) *string { return (*string)(&p.Windows.StepEstimate) }, stringFlag, "how long a move is expected to take when the time left in the window is judged: bound (its timeouts) or p95 (of the steps this run has measured; the bound until measured)"),
+
+	valueFlag(scheduleGroup, "schedule", "", "schedule", func(p *policy) *string { return &p.Schedule }, stringFlag, `when passes start: a cron expression (5 fields, @hourly/@daily/..., @every DURATION, optional CRON_TZ=<zone> prefix; UTC without one); a pass still running at the next tick skips it`),
+
+	valueFlag(scheduleGroup, "roles-interval", "", "watch.rolesInterval", func(p *policy) *time.Duration { return &p.Watch.RolesInterval.Duration }, durationFlag, "how often every selected Redis cluster's roles are read between passes (a role change that breaks MasterQuorum starts a pass off the schedule)"),
+	valueFlag(scheduleGroup, "quorum-pass-interval", "", "watch.quorumPassInterval", func(p *policy) *time.Duration { return &p.Watch.QuorumPassInterval.Duration }, durationFlag, "least time between two passes a broken MasterQuorum starts off the schedule"),
+
+	valueFlag(guardGroup, "guard", "", "guard.enabled", func(p *policy) *bool { return &p.Guard.Enabled }, boolFlag, "serve the eviction guard (a validating admission webhook on pod evictions, on --guard-listen-address) and hand the masters it holds, and those on nodes being emptied, off to replicas"),
+	valueFlag(guardGroup, "guard-max-hold", "", "guard.maxHold", func(p *policy) *time.Duration { return &p.Guard.MaxHold.Duration }, durationFlag, "the longest the guard holds one pod's eviction; later evictions of the pod are admitted with a Warning Event"),
+
+	valueFlag(outputGroup, "output", "o", "output", func(p *policy) *string { return (*string)(&p.Output) }, stringFlag, contractUsage),
+}
+
+// bindGroup binds the flags of group on fs; usages replace the help of the flags they name.
+// Each flag is marked with policyFieldAnnotation.
+func (o *policyOptions) bindGroup(fs *pflag.FlagSet, group flagGroup, usages map[string]string) {
+	for _, f := range policyFlagTable {
+		if f.group != group {
+			continue
 		}
-		return ""
+		usage, ok := usages[f.name]
+		if !ok {
+			usage = f.usage
+		}
+		f.bind(o, fs, f, usage)
+		_ = fs.SetAnnotation(f.name, policyFieldAnnotation, []string{f.path})
+		o.bound[f.name] = f
 	}
-	path := find(reflect.ValueOf(o.flags).Elem(), "")
-	if path == "" {
-		panic("cli: a policy flag is bound to no field of the policy")
-	}
-	return path
 }
 
 // addPolicyFlag binds --policy.
 func (o *policyOptions) addPolicyFlag(fs *pflag.FlagSet) {
-	o.fs = fs
 	fs.StringVar(&o.file, "policy", o.file, "RebalancerPolicy `FILE` (YAML; `redis-rebalancer policy default` prints a complete one, docs/policy.md describes it; - for stdin): its fields replace the defaults below, and each flag given on the command line overrides its field")
 }
 
@@ -139,56 +254,13 @@ const releaseReplicaClaimsUsage = "allow moving a replica away from a zonal Pers
 // addSelectionFlags binds the flags of selection and rules: which clusters, and how the rules
 // judge them. releaseUsage is --release-replica-claims' help.
 func (o *policyOptions) addSelectionFlags(fs *pflag.FlagSet, releaseUsage string) {
-	fs.StringVarP(&o.namespace, "namespace", "n", o.namespace, "only this namespace (default: the policy's selection.namespaces, all namespaces when empty)")
-	o.customFlag("namespace", "selection.namespaces", func(p *policy) error {
-		p.Selection.Namespaces = v1alpha1.Namespaces{}
-		if o.namespace != "" {
-			p.Selection.Namespaces.Include = []string{o.namespace}
-		}
-		return nil
-	})
-	fs.StringVarP(&o.selector, "selector", "l", o.selector, "only Redis clusters with a pod matching this label selector, e.g. app.kubernetes.io/name=redis (default: the policy's selection.labelSelector, all when empty)")
-	o.customFlag("selector", "selection.labelSelector", func(p *policy) error {
-		sel, err := metav1.ParseToLabelSelector(o.selector)
-		if err != nil {
-			return fmt.Errorf("--selector: %w", err)
-		}
-		p.Selection.LabelSelector = *sel
-		return nil
-	})
-	layout := (*string)(&o.flags.Selection.Layout)
-	fs.StringVar(layout, "layout", *layout, "how the Redis clusters are deployed: seed, bitnami, ot, ucloud or kubeblocks; sets the defaults of --cluster-label, --shard-source, --role-label, --recreating-owners and the Redis Secret's keys (README: the layouts table); a flag given beside it wins")
-	o.customFlag("layout", "selection.layout", func(p *policy) error {
-		p.Selection.Layout = o.flags.Selection.Layout
-		return nil
-	})
-	policyFlag(o, fs.StringVar, "cluster-label", func(p *policy) *string { return &p.Selection.ClusterLabel }, "pod label whose value names the Redis cluster (seed example: cloud.netease.com/cluster-name; default: the layout's, app.kubernetes.io/instance without one)")
-	policyFlag(o, fs.StringVar, "shard-source", func(p *policy) *string { return &p.Selection.ShardSource }, "where a pod's shard comes from: owner (its controller), redis (CLUSTER NODES; offline: --redis-nodes), label:KEY, or auto (the owner unless Redis groups the pods otherwise); default: the layout's, auto without one")
-	policyFlag(o, fs.StringVar, "role-label", func(p *policy) *string { return &p.Selection.RoleLabel }, "pod label giving the Redis role (master, replica/slave) when Redis is not read (offline without --redis-nodes, or --redis-roles=false); Redis's roles win when read (default: the layout's)")
-	policyFlag(o, fs.StringSliceVar, "recreating-owners", func(p *policy) *[]string { return &p.Selection.RecreatingOwners }, "kinds of controller besides StatefulSet that re-create an evicted pod (e.g. InstanceSet); pods of other owners, or of none, are never evicted (default: the layout's)")
-	policyFlag(o, fs.BoolVar, "relaxed-limits", func(p *policy) *bool { return &p.Rules.RelaxedLimits }, `seed 000 §四: allow "at most" N/3 pods per node and N/2 per zone instead of "fewer than"`)
-	policyFlag(o, fs.BoolVar, "release-replica-claims", func(p *policy) *bool { return &p.Rules.ReleaseReplicaClaims }, releaseUsage)
+	o.bindGroup(fs, selectionGroup, map[string]string{"release-replica-claims": releaseUsage})
 }
 
 // addRedisFlags binds the flags of the policy's redis section. The Secret references are the
 // file's only.
 func (o *policyOptions) addRedisFlags(fs *pflag.FlagSet) {
-	policyFlag(o, fs.Int32Var, "redis-port", func(p *policy) *int32 { return &p.Redis.Port }, "Redis client port of the pods")
-	policyFlag(o, fs.StringVar, "redis-username-file", func(p *policy) *string { return &p.Redis.UsernameFile }, "file holding the Redis ACL user (e.g. a mounted Secret)")
-	policyFlag(o, fs.StringVar, "redis-username-env", func(p *policy) *string { return &p.Redis.UsernameEnv }, "environment variable holding the Redis ACL user")
-	policyFlag(o, fs.StringVar, "redis-password-file", func(p *policy) *string { return &p.Redis.PasswordFile }, "file holding the Redis password (e.g. a mounted Secret); never logged")
-	policyFlag(o, fs.StringVar, "redis-password-env", func(p *policy) *string { return &p.Redis.PasswordEnv }, "environment variable holding the Redis password; never logged")
-	policyFlag(o, fs.BoolVar, "redis-tls", func(p *policy) *bool { return &p.Redis.TLS.Enabled }, "connect to Redis with TLS")
-	policyFlag(o, fs.StringVar, "redis-tls-ca", func(p *policy) *string { return &p.Redis.TLS.CAFile }, "PEM CA bundle that signs the Redis certificates (default: system roots)")
-	policyFlag(o, fs.StringVar, "redis-tls-cert", func(p *policy) *string { return &p.Redis.TLS.CertFile }, "PEM client certificate (for tls-auth-clients)")
-	policyFlag(o, fs.StringVar, "redis-tls-key", func(p *policy) *string { return &p.Redis.TLS.KeyFile }, "PEM client key")
-	policyFlag(o, fs.StringVar, "redis-tls-server-name", func(p *policy) *string { return &p.Redis.TLS.ServerName }, "name to verify in the Redis certificates (default: the pod IP)")
-	policyFlag(o, fs.BoolVar, "redis-tls-insecure-skip-verify", func(p *policy) *bool { return &p.Redis.TLS.InsecureSkipVerify }, "do not verify Redis certificates (tests only)")
-	policyFlag(o, fs.DurationVar, "redis-dial-timeout", func(p *policy) *time.Duration { return &p.Redis.DialTimeout.Duration }, "timeout to connect to a Redis node")
-	policyFlag(o, fs.DurationVar, "redis-read-timeout", func(p *policy) *time.Duration { return &p.Redis.ReadTimeout.Duration }, "timeout for a Redis reply")
-	policyFlag(o, fs.DurationVar, "redis-write-timeout", func(p *policy) *time.Duration { return &p.Redis.WriteTimeout.Duration }, "timeout to send a Redis command")
-	policyFlag(o, fs.Int64Var, "max-lag-bytes", func(p *policy) *int64 { return &p.Redis.MaxLagBytes }, "largest replication offset lag (bytes) at which a replica counts as in sync")
-	policyFlag(o, fs.Int32Var, "max-last-io-seconds", func(p *policy) *int32 { return &p.Redis.MaxLastIOSeconds }, "largest master_last_io_seconds_ago at which a replica counts as in sync")
+	o.bindGroup(fs, redisGroup, nil)
 }
 
 // allowPendingStepsUsage is --allow-pending-steps' help.
@@ -196,70 +268,30 @@ const allowPendingStepsUsage = "plan through Pending pods: an evicted pod may wa
 
 // addPlanFlags binds the planner's bounds; pendingUsage is --allow-pending-steps' help.
 func (o *policyOptions) addPlanFlags(fs *pflag.FlagSet, pendingUsage string) {
-	policyFlag(o, fs.Int32Var, "max-plan-moves", func(p *policy) *int32 { return &p.Plan.MaxMoves }, fmt.Sprintf("longest plan considered (0: %d, or twice the lower bound on the moves needed when that is more)", plan.DefaultMaxMoves))
-	policyFlag(o, fs.Int32Var, "max-plan-states", func(p *policy) *int32 { return &p.Plan.MaxStates }, "placements the planner may evaluate per cluster; when they run out, the best plan found so far is shown as not proven minimal")
-	policyFlag(o, fs.BoolVar, "allow-pending-steps", func(p *policy) *bool { return &p.Plan.AllowPendingSteps }, pendingUsage)
+	o.bindGroup(fs, planGroup, map[string]string{"allow-pending-steps": pendingUsage})
 }
 
 // addExecuteFlags binds the flags of a pass that acts (run, serve): the limits, the failover,
-// the timeouts and the maintenance windows.
+// the timeouts and the maintenance windows (with --window-duration, the duration of a --window
+// given without one).
 func (o *policyOptions) addExecuteFlags(fs *pflag.FlagSet) {
-	policyFlag(o, fs.Int32Var, "max-moves", func(p *policy) *int32 { return &p.Limits.MaxMovesPerCluster }, "most evictions per Redis cluster in one run")
-	policyFlag(o, fs.Int32Var, "max-parallel-clusters", func(p *policy) *int32 { return &p.Limits.MaxParallelClusters }, "Redis clusters that progress at once (each with one disruption in flight at most)")
-	policyFlag(o, fs.Int32Var, "max-pods-to-evict-per-node", func(p *policy) *int32 { return &p.Limits.MaxNoOfPodsToEvictPerNode }, "most evictions in one run from one node, over every cluster (the descheduler's maxNoOfPodsToEvictPerNode; 0: no limit)")
-	policyFlag(o, fs.Int32Var, "max-pods-to-evict-per-namespace", func(p *policy) *int32 { return &p.Limits.MaxNoOfPodsToEvictPerNamespace }, "most evictions in one run in one namespace, over every cluster (maxNoOfPodsToEvictPerNamespace; 0: no limit)")
-	policyFlag(o, fs.Int32Var, "max-pods-to-evict-total", func(p *policy) *int32 { return &p.Limits.MaxNoOfPodsToEvictTotal }, "most evictions in one run, over every cluster (maxNoOfPodsToEvictTotal; 0: no limit)")
-	failoverMode := (*string)(&o.flags.Failover.Mode)
-	fs.StringVar(failoverMode, "failover-mode", *failoverMode, "CLUSTER FAILOVER variant: default, force or takeover (force/takeover can lose writes)")
-	o.customFlag("failover-mode", "failover.mode", func(p *policy) error {
-		p.Failover.Mode = o.flags.Failover.Mode
-		return nil
-	})
-	policyFlag(o, fs.DurationVar, "failover-timeout", func(p *policy) *time.Duration { return &p.Failover.Timeout.Duration }, "bound on a failover and its verification")
-	policyFlag(o, fs.DurationVar, "health-timeout", func(p *policy) *time.Duration { return &p.Timeouts.HealthGate.Duration }, "how long to wait for a healthy cluster before a move, and after it")
-	policyFlag(o, fs.DurationVar, "recreate-timeout", func(p *policy) *time.Duration { return &p.Timeouts.Recreate.Duration }, "how long to wait for an evicted pod to be re-created and Ready")
-	policyFlag(o, fs.DurationVar, "rejoin-timeout", func(p *policy) *time.Duration { return &p.Timeouts.Rejoin.Duration }, "how long to wait for a re-created pod to be an in-sync replica again")
-	policyFlag(o, fs.DurationVar, "request-timeout", func(p *policy) *time.Duration { return &p.Timeouts.Request.Duration }, "bound on each step without a wait of its own (placeability, PodDisruptionBudget dry run, role check, eviction, re-observation)")
-	fs.StringArrayVar(&o.windows, "window", o.windows, `maintenance window "SCHEDULE" or "SCHEDULE|DURATION" (repeatable; replaces the policy's windows.windows): a cron expression (5 fields, @daily/@weekly/..., optional CRON_TZ=<zone> prefix; UTC without one), e.g. "CRON_TZ=Europe/Paris 0 2 * * *|2h"; without windows run acts at any time`)
-	fs.DurationVar(&o.windowDuration, "window-duration", o.windowDuration, "how long a --window given without |DURATION stays open")
-	o.customFlag("window", "windows.windows", func(p *policy) error {
-		p.Windows.Windows = nil
-		for _, v := range o.windows {
-			w, err := window.ParseFlag(v, o.windowDuration)
-			if err != nil {
-				return fmt.Errorf("--window: %w", err)
-			}
-			p.Windows.Windows = append(p.Windows.Windows, v1alpha1.Window{Schedule: w.Schedule, Duration: metav1.Duration{Duration: w.Duration}})
-		}
-		return nil
-	})
-	estimate := (*string)(&o.flags.Windows.StepEstimate)
-	fs.StringVar(estimate, "window-step-estimate", *estimate, "how long a move is expected to take when the time left in the window is judged: bound (its timeouts) or p95 (of the steps this run has measured; the bound until measured)")
-	o.customFlag("window-step-estimate", "windows.stepEstimate", func(p *policy) error {
-		p.Windows.StepEstimate = o.flags.Windows.StepEstimate
-		return nil
-	})
+	o.bindGroup(fs, executeGroup, nil)
 }
 
-// addScheduleFlag binds --schedule (serve's).
+// addScheduleFlag binds --schedule and the watch's flags (serve's).
 func (o *policyOptions) addScheduleFlag(fs *pflag.FlagSet) {
-	policyFlag(o, fs.StringVar, "schedule", func(p *policy) *string { return &p.Schedule }, `when passes start: a cron expression (5 fields, @hourly/@daily/..., @every DURATION, optional CRON_TZ=<zone> prefix; UTC without one); a pass still running at the next tick skips it`)
+	o.bindGroup(fs, scheduleGroup, nil)
 }
 
-// addGuardFlags binds --guard and --guard-max-hold (serve's eviction guard).
+// addGuardFlags binds --guard and --guard-max-hold (serve's eviction guard); the webhook's
+// failure policy, timeout and name and the drain taints are the file's only.
 func (o *policyOptions) addGuardFlags(fs *pflag.FlagSet) {
-	policyFlag(o, fs.BoolVar, "guard", func(p *policy) *bool { return &p.Guard.Enabled }, "serve the eviction guard (a validating admission webhook on pod evictions, on --guard-listen-address) and hand the masters it holds, and those on nodes being emptied, off to replicas")
-	policyFlag(o, fs.DurationVar, "guard-max-hold", func(p *policy) *time.Duration { return &p.Guard.MaxHold.Duration }, "the longest the guard holds one pod's eviction; later evictions of the pod are admitted with a Warning Event")
+	o.bindGroup(fs, guardGroup, nil)
 }
 
 // addOutputFlag binds -o; usage is its help.
 func (o *policyOptions) addOutputFlag(fs *pflag.FlagSet, usage string) {
-	o.output = string(o.flags.Output)
-	fs.StringVarP(&o.output, "output", "o", o.output, usage)
-	o.customFlag("output", "output", func(p *policy) error {
-		p.Output = v1alpha1.OutputFormat(o.output)
-		return nil
-	})
+	o.bindGroup(fs, outputGroup, map[string]string{"output": usage})
 }
 
 // outputUsage is -o's help; contract says what json prints.
@@ -283,12 +315,12 @@ func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 	var errs []error
 	given := map[string]string{} // field path → flag
 	fs.Visit(func(f *pflag.Flag) {
-		ov, ok := o.overrides[f.Name]
+		pf, ok := o.bound[f.Name]
 		if !ok {
 			return
 		}
-		given[ov.path] = f.Name
-		if err := ov.apply(p); err != nil {
+		given[pf.path] = f.Name
+		if err := pf.apply(o, p); err != nil {
 			errs = append(errs, err)
 		}
 	})
@@ -318,162 +350,15 @@ func flagOf(given map[string]string, path string) string {
 	return ""
 }
 
-// flagsByField returns, for each policy field a flag of o overrides, the flags (sorted): the
-// reference docs/policy.md lists them beside the fields.
-func (o *policyOptions) flagsByField() map[string][]string {
+// PolicyFlags returns, for each field of the policy a flag overrides, the flags ("--max-moves",
+// sorted): hack/gendocs writes them into the policy reference (policyFlagTable).
+func PolicyFlags() map[string][]string {
 	m := map[string][]string{}
-	for name, ov := range o.overrides {
-		m[ov.path] = append(m[ov.path], "--"+name)
+	for _, f := range policyFlagTable {
+		m[f.path] = append(m[f.path], "--"+f.name)
 	}
 	for _, names := range m {
 		sort.Strings(names)
 	}
 	return m
-}
-
-// PolicyFlags returns, for each field of the policy a flag overrides, the flags ("--max-moves"):
-// hack/gendocs writes them into the policy reference. Every command binds its policy flags with
-// the methods above, so one policyOptions with all of them bound knows them all.
-func PolicyFlags() map[string][]string {
-	o := newPolicyOptions()
-	fs := pflag.NewFlagSet("policy", pflag.ContinueOnError)
-	o.addSelectionFlags(fs, "")
-	o.addRedisFlags(fs)
-	o.addPlanFlags(fs, "")
-	o.addExecuteFlags(fs)
-	o.addScheduleFlag(fs)
-	o.addGuardFlags(fs)
-	o.addOutputFlag(fs, "")
-	return o.flagsByField()
-}
-
-// selection returns the clusters the policy's selection picks. One included namespace limits the
-// reads to it.
-func selection(s *v1alpha1.Selection) (observe.Selection, error) {
-	sel, err := metav1.LabelSelectorAsSelector(&s.LabelSelector)
-	if err != nil {
-		return observe.Selection{}, fmt.Errorf("selection.labelSelector: %w", err)
-	}
-	out := observe.Selection{Selector: sel, ExcludeNamespaces: s.Namespaces.Exclude}
-	if len(s.Namespaces.Include) == 1 {
-		out.Namespace = s.Namespaces.Include[0]
-	} else {
-		out.IncludeNamespaces = s.Namespaces.Include
-	}
-	return out, nil
-}
-
-// rules returns the model's and the rules' options from a defaulted, valid policy.
-func rules(p *policy) policies.Options {
-	src, _ := policies.ParseShardSource(p.Selection.ShardSource) // validated with the policy
-	return policies.Options{
-		ClusterLabel: p.Selection.ClusterLabel, ShardSource: src, RoleLabel: p.Selection.RoleLabel,
-		RecreatingOwners: p.Selection.RecreatingOwners,
-		RelaxedLimits:    p.Rules.RelaxedLimits, ReleaseReplicaClaims: p.Rules.ReleaseReplicaClaims,
-	}
-}
-
-// planBounds returns the planner's bounds.
-func planBounds(p *policy) plan.Options {
-	return plan.Options{MaxMoves: int(p.Plan.MaxMoves), MaxStates: int(p.Plan.MaxStates), AllowPendingSteps: p.Plan.AllowPendingSteps}
-}
-
-// failoverModes maps the policy's failover modes to redisctl's.
-var failoverModes = map[v1alpha1.FailoverMode]redisctl.FailoverMode{
-	v1alpha1.FailoverDefault: redisctl.FailoverDefault, v1alpha1.FailoverForce: redisctl.FailoverForce, v1alpha1.FailoverTakeover: redisctl.FailoverTakeover,
-}
-
-// executorConfig returns the executor's settings from a defaulted policy: selection, rules, plan
-// bounds, limits, failover, timeouts and windows. The clients, the output, DryRun and
-// IgnoreWindows are the caller's.
-func executorConfig(p *policy) (execute.Config, error) {
-	sel, err := selection(&p.Selection)
-	if err != nil {
-		return execute.Config{}, err
-	}
-	limit := func(v int32) *uint {
-		if v == 0 {
-			return nil
-		}
-		u := uint(v)
-		return &u
-	}
-	cfg := execute.Config{
-		Selection: sel, Policy: rules(p), Plan: planBounds(p),
-		Window:                     window.Config{StepEstimate: window.StepEstimate(p.Windows.StepEstimate)},
-		MaxMoves:                   int(p.Limits.MaxMovesPerCluster),
-		MaxParallelClusters:        int(p.Limits.MaxParallelClusters),
-		MaxPodsToEvictPerNode:      limit(p.Limits.MaxNoOfPodsToEvictPerNode),
-		MaxPodsToEvictPerNamespace: limit(p.Limits.MaxNoOfPodsToEvictPerNamespace),
-		MaxPodsToEvictTotal:        limit(p.Limits.MaxNoOfPodsToEvictTotal),
-		FailoverMode:               failoverModes[p.Failover.Mode],
-		FailoverTimeout:            p.Failover.Timeout.Duration,
-		DrainQuiet:                 p.Failover.DrainQuiet.Duration,
-		DrainTimeout:               p.Failover.DrainTimeout.Duration,
-		HealthTimeout:              p.Timeouts.HealthGate.Duration,
-		RecreateTimeout:            p.Timeouts.Recreate.Duration,
-		RejoinTimeout:              p.Timeouts.Rejoin.Duration,
-		RequestTimeout:             p.Timeouts.Request.Duration,
-	}
-	for _, w := range p.Windows.Windows {
-		cfg.Window.Windows = append(cfg.Window.Windows, window.Window{Schedule: w.Schedule, Duration: w.Duration.Duration})
-	}
-	return cfg, nil
-}
-
-// redisClient returns a Redis client set up by the policy's redis section. A user or password
-// given by a Secret reference is read through kube (a GET of that one Secret; kube may be nil when
-// the policy names no Secret).
-func redisClient(ctx context.Context, kube kubernetes.Interface, r *v1alpha1.Redis) (*redisctl.Client, error) {
-	opts := redisctl.Options{
-		Port:         int(r.Port),
-		UsernameFile: r.UsernameFile, UsernameEnv: r.UsernameEnv,
-		PasswordFile: r.PasswordFile, PasswordEnv: r.PasswordEnv,
-		DialTimeout: r.DialTimeout.Duration, ReadTimeout: r.ReadTimeout.Duration, WriteTimeout: r.WriteTimeout.Duration,
-		MaxLagBytes: r.MaxLagBytes, MaxLastIOSeconds: int(r.MaxLastIOSeconds),
-	}
-	if r.TLS.Enabled {
-		opts.TLS = &redisctl.TLSOptions{
-			CAFile: r.TLS.CAFile, CertFile: r.TLS.CertFile, KeyFile: r.TLS.KeyFile,
-			ServerName: r.TLS.ServerName, InsecureSkipVerify: r.TLS.InsecureSkipVerify,
-		}
-	}
-	var err error
-	if r.UsernameSecretRef.Name != "" {
-		if opts.Username, err = secretValue(ctx, kube, r.UsernameSecretRef); err != nil {
-			return nil, fmt.Errorf("redis.usernameSecretRef: %w", err)
-		}
-	}
-	if r.PasswordSecretRef.Name != "" {
-		if opts.Password, err = secretValue(ctx, kube, r.PasswordSecretRef); err != nil {
-			return nil, fmt.Errorf("redis.passwordSecretRef: %w", err)
-		}
-	}
-	return redisctl.New(opts)
-}
-
-// secretValue reads one key of one Secret (a GET of that Secret only, so that RBAC can grant it
-// by resourceNames). The value is never part of an error.
-func secretValue(ctx context.Context, kube kubernetes.Interface, ref v1alpha1.SecretKeyRef) (string, error) {
-	if kube == nil {
-		return "", fmt.Errorf("secret %s/%s: reading a Secret needs the API server (offline, give the credential as a file or an environment variable)", ref.Namespace, ref.Name)
-	}
-	s, err := kube.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("get secret %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	v, ok := s.Data[ref.Key]
-	if !ok {
-		return "", fmt.Errorf("secret %s/%s has no key %q (keys: %s)", ref.Namespace, ref.Name, ref.Key, strings.Join(secretKeys(s), ", "))
-	}
-	return strings.TrimRight(string(v), "\r\n"), nil
-}
-
-func secretKeys(s *corev1.Secret) []string {
-	keys := make([]string, 0, len(s.Data))
-	for k := range s.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,34 +14,158 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
-	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
 // fieldAt returns the field of p at a JSON path ("limits.maxMovesPerCluster").
 func fieldAt(t *testing.T, p *policy, path string) reflect.Value {
 	t.Helper()
+	v, ok := lookupField(p, path)
+	if !ok {
+		t.Fatalf("no field %s in the policy", path)
+	}
+	return v
+}
+
+// lookupField returns the field of p at a JSON path, found by the fields' json tags; false when
+// the policy has none there.
+func lookupField(p *policy, path string) (reflect.Value, bool) {
 	v := reflect.ValueOf(p).Elem()
 next:
 	for _, name := range strings.Split(path, ".") {
+		if v.Kind() != reflect.Struct {
+			return reflect.Value{}, false
+		}
 		for i := 0; i < v.NumField(); i++ {
 			if tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); tag == name {
 				v = v.Field(i)
 				continue next
 			}
 		}
-		t.Fatalf("no field %s in the policy", path)
+		return reflect.Value{}, false
 	}
-	return v
+	return v, true
+}
+
+// leafTypes are the struct types of the policy a flag sets whole.
+var leafTypes = map[reflect.Type]bool{
+	reflect.TypeFor[metav1.Duration]():      true,
+	reflect.TypeFor[metav1.LabelSelector](): true,
+}
+
+// leafPaths returns the JSON paths of every field of t that is no struct (or is one of
+// leafTypes), under prefix; apiVersion and kind (the inline TypeMeta) are the decoder's.
+func leafPaths(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			continue
+		}
+		path := prefix + name
+		if f.Type.Kind() == reflect.Struct && !leafTypes[f.Type] {
+			out = append(out, leafPaths(f.Type, path+".")...)
+			continue
+		}
+		out = append(out, path)
+	}
+	return out
+}
+
+// fileOnlyFields are the fields of the policy no flag sets: only a policy file sets them.
+var fileOnlyFields = map[string]string{
+	"failover.drainQuiet":   "the drain's tuning",
+	"failover.drainTimeout": "the drain's tuning",
+	// A Secret reference: the flags take a credential from a file or an environment variable.
+	"redis.usernameSecretRef.namespace": "Secret reference",
+	"redis.usernameSecretRef.name":      "Secret reference",
+	"redis.usernameSecretRef.key":       "Secret reference",
+	"redis.passwordSecretRef.namespace": "Secret reference",
+	"redis.passwordSecretRef.name":      "Secret reference",
+	"redis.passwordSecretRef.key":       "Secret reference",
+	// The eviction guard's webhook configuration is installed apart; the policy says it alike.
+	"guard.failurePolicy":            "the webhook configuration's",
+	"guard.timeoutSeconds":           "the webhook configuration's",
+	"guard.webhookConfigurationName": "the webhook configuration's",
+	"guard.drainTaints":              "the guard's tuning",
+}
+
+// TestPolicyFlagTable checks the table that ties flags to the policy's fields: each row's path
+// names a field and the row's pointer is that field (a typo in either fails); every field of the
+// policy has a flag, through its path or a parent's, or is listed in fileOnlyFields (a field
+// added to the API without either fails); flag names are unique; and some command binds every
+// row, marked with its path.
+func TestPolicyFlagTable(t *testing.T) {
+	p := v1alpha1.Default()
+	names := map[string]bool{}
+	for _, f := range policyFlagTable {
+		if names[f.name] {
+			t.Errorf("--%s: two rows", f.name)
+		}
+		names[f.name] = true
+		field, ok := lookupField(p, f.path)
+		if !ok {
+			t.Errorf("--%s: no field %s in the policy", f.name, f.path)
+			continue
+		}
+		ptr := reflect.ValueOf(f.field(p))
+		if ptr.Kind() != reflect.Pointer || ptr.Pointer() != field.Addr().Pointer() {
+			t.Errorf("--%s: its pointer is not the policy's field %s", f.name, f.path)
+			continue
+		}
+		// The pointer may be typed as what the flag binds: a duration's time.Duration, an
+		// enumeration's string.
+		switch elem := ptr.Type().Elem(); {
+		case elem == field.Type():
+		case field.Type() == reflect.TypeFor[metav1.Duration]() && elem == reflect.TypeFor[time.Duration]():
+		case field.Kind() == reflect.String && elem == reflect.TypeFor[string]():
+		default:
+			t.Errorf("--%s: points to a %s, the field %s is a %s", f.name, elem, f.path, field.Type())
+		}
+	}
+
+	covered := func(leaf string) bool {
+		for _, f := range policyFlagTable {
+			if leaf == f.path || strings.HasPrefix(leaf, f.path+".") {
+				return true
+			}
+		}
+		return false
+	}
+	leaves := leafPaths(reflect.TypeFor[policy](), "")
+	for _, leaf := range leaves {
+		_, fileOnly := fileOnlyFields[leaf]
+		switch {
+		case covered(leaf) && fileOnly:
+			t.Errorf("%s: has a flag and is listed in fileOnlyFields", leaf)
+		case !covered(leaf) && !fileOnly:
+			t.Errorf("%s: no flag sets it; add a row to policyFlagTable, or list it in fileOnlyFields with the reason", leaf)
+		}
+	}
+	for path := range fileOnlyFields {
+		if !slices.Contains(leaves, path) {
+			t.Errorf("fileOnlyFields lists %s, no field of the policy", path)
+		}
+	}
+
+	bound := map[string]string{} // flag → annotated path
+	for _, cmd := range []*cobra.Command{newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newLintCommand()} {
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if a, ok := f.Annotations[policyFieldAnnotation]; ok {
+				bound[f.Name] = strings.Join(a, ",")
+			}
+		})
+	}
+	for _, f := range policyFlagTable {
+		if got, ok := bound[f.name]; !ok || got != f.path {
+			t.Errorf("--%s: bound by the commands with the annotation %q, want %q", f.name, got, f.path)
+		}
+	}
 }
 
 // TestFlagDefaultsAreThePolicys checks, for every command, that each flag bound to a policy field
@@ -48,7 +173,7 @@ next:
 // api/v1alpha1/defaults.go.
 func TestFlagDefaultsAreThePolicys(t *testing.T) {
 	def := v1alpha1.Default()
-	for _, cmd := range []*cobra.Command{newRunCommand(), newCheckCommand(), newPlanCommand(), newLintCommand()} {
+	for _, cmd := range []*cobra.Command{newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newLintCommand()} {
 		n := 0
 		cmd.Flags().VisitAll(func(f *pflag.Flag) {
 			path := map[string]string{}
@@ -211,55 +336,6 @@ func TestPolicyErrorsNameTheFlag(t *testing.T) {
 		"  redis.maxLagBytes (--max-lag-bytes): Invalid value: -5: must be greater than or equal to 0"
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
-	}
-}
-
-func TestExecutorConfig(t *testing.T) {
-	p := v1alpha1.Default()
-	p.Selection.Namespaces.Include = []string{"redis"}
-	p.Limits.MaxNoOfPodsToEvictPerNode = 2
-	p.Failover.Mode = v1alpha1.FailoverForce
-	p.Windows.Windows = []v1alpha1.Window{{Schedule: "@daily", Duration: metav1.Duration{Duration: 2 * time.Hour}}}
-	v1alpha1.ApplyLayout(p)
-	cfg, err := executorConfig(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := []any{cfg.Selection.Namespace, cfg.Policy.ClusterLabel, cfg.Plan.MaxStates, cfg.MaxMoves, cfg.MaxParallelClusters,
-		cfg.MaxPodsToEvictPerNode, cfg.MaxPodsToEvictPerNamespace, cfg.MaxPodsToEvictTotal, cfg.FailoverMode,
-		cfg.FailoverTimeout, cfg.DrainQuiet, cfg.DrainTimeout, cfg.HealthTimeout, cfg.RecreateTimeout, cfg.RejoinTimeout, cfg.RequestTimeout, cfg.Window}
-	want := []any{"redis", v1alpha1.DefaultClusterLabel, 200000, execute.DefaultMaxMoves, execute.DefaultMaxParallelClusters,
-		ptr.To[uint](2), (*uint)(nil), (*uint)(nil), redisctl.FailoverForce,
-		execute.DefaultFailoverTimeout, execute.DefaultDrainQuiet, execute.DefaultDrainTimeout, execute.DefaultHealthTimeout, execute.DefaultRecreateTimeout, execute.DefaultRejoinTimeout, execute.DefaultRequestTimeout,
-		window.Config{StepEstimate: window.EstimateBound, Windows: []window.Window{{Schedule: "@daily", Duration: 2 * time.Hour}}}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-}
-
-func TestSecretValue(t *testing.T) {
-	ref := v1alpha1.SecretKeyRef{Namespace: "redis", Name: "redis-auth", Key: "redis-password"}
-	client := fake.NewClientset(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "redis", Name: "redis-auth"},
-		Data:       map[string][]byte{"redis-password": []byte("s3cret\n"), "other": []byte("x")},
-	})
-	got, err := secretValue(t.Context(), client, ref)
-	if err != nil || got != "s3cret" {
-		t.Errorf("secretValue = %q, %v; want s3cret", got, err)
-	}
-	var verbs []string
-	for _, a := range client.Actions() {
-		verbs = append(verbs, a.GetVerb()+" "+a.GetResource().Resource+" "+a.GetNamespace())
-	}
-	if diff := cmp.Diff([]string{"get secrets redis"}, verbs); diff != "" {
-		t.Errorf("requests (-want +got):\n%s", diff)
-	}
-	ref.Key = "password"
-	if _, err := secretValue(t.Context(), client, ref); err == nil || err.Error() != `secret redis/redis-auth has no key "password" (keys: other, redis-password)` || strings.Contains(err.Error(), "s3cret") {
-		t.Errorf("error %v, want the missing key named and the keys listed, never the value", err)
-	}
-	if _, err := secretValue(t.Context(), nil, ref); err == nil || !strings.Contains(err.Error(), "needs the API server") {
-		t.Errorf("error %v, want: needs the API server", err)
 	}
 }
 

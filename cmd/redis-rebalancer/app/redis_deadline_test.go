@@ -97,7 +97,7 @@ func hangingCheck(t testing.TB, n int) (kubeconfig string, port int, snap *polic
 const hangingSecretPath = "/api/v1/namespaces/redis/secrets/redis-password"
 
 // TestCheckHangingRedis runs `check` live over 100 Redis clusters whose Redis accepts
-// connections and never answers (issue 12, item 6). Each node's read alone would take an hour:
+// connections and never answers. Each node's read alone would take an hour:
 // only --redis-deadline can end the roles and the health passes, so the command returning at all
 // shows that they are bounded. Every cluster's roles are unknown, with the reason on stderr, and
 // its health is unhealthy with the timeout as the reason.

@@ -1,4 +1,4 @@
-// Package cli implements the redis-rebalancer command line: the cobra commands, their flags, and
+// Package app implements the redis-rebalancer command line: the cobra commands, their flags, and
 // the wiring from flags to the rebalancer/observe, plan, report and execute packages, policies and
 // redisctl. One file per command (check.go, plan.go, run.go, lint.go, constraints.go, version.go),
 // each with an options struct bound to its flags; options.go holds the option groups they share.
@@ -51,11 +51,10 @@ func NewRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "redis-rebalancer",
 		Short: "Fix Redis Cluster pod placements on Kubernetes without losing a write",
-		Long: `redis-rebalancer finds Redis Cluster pods whose placement breaks the HA rules
-(ShardSeparation, MaxPodsPerNode, ZoneEvenSplit, MaxPodsPerZone, AllowedZones, TopologySpread,
-Unschedulable) and fixes them one safe move at a time: it fails a master over to an in-sync
-replica (CLUSTER FAILOVER), evicts the pod through the policy/v1 Eviction API so that
-PodDisruptionBudgets hold, and lets kube-scheduler's topology spread constraints re-place it.
+		Long: fill(`redis-rebalancer finds Redis Cluster pods whose placement breaks the HA rules (`+
+			ruleNames(false)+`) and fixes them one safe move at a time: it fails a master over to an
+in-sync replica (CLUSTER FAILOVER), evicts the pod through the policy/v1 Eviction API so that
+PodDisruptionBudgets hold, and lets kube-scheduler's topology spread constraints re-place it.`, helpWidth) + `
 
 It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a kubeconfig.`,
 		SilenceUsage:  true,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
@@ -35,6 +36,8 @@ type runOptions struct {
 	dryRun, ignoreWindows bool
 	// observer, when set, is told what each run does (serve's metrics).
 	observer execute.Observer
+	// source, when set, is where the executor observes the cluster (serve's watched cache).
+	source observe.Source
 }
 
 func newRunOptions() *runOptions {
@@ -80,7 +83,7 @@ func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, 
 	}
 	cfg.Client, cfg.Redis, cfg.Out, cfg.Requests = client, rc, out, o.kube.requests
 	cfg.DryRun, cfg.IgnoreWindows = o.dryRun, o.ignoreWindows
-	cfg.Stop, cfg.Goal = stop, goal
+	cfg.Stop, cfg.Goal, cfg.Source = stop, goal, o.source
 	if o.observer != nil {
 		cfg.Observer = o.observer
 	}

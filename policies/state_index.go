@@ -1,0 +1,222 @@
+package policies
+
+// What every State of one cluster shares (stateIndex): zone ids and limits, the constraint
+// instances that count each member, and the required (anti-)affinity terms with the members they
+// select and the members that carry them, built once per cluster.
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+// stateIndex is what States of one cluster share: zone ids, the constraint instances counting
+// each member, and the (anti-)affinity terms with the members they match and the members that
+// carry them. Built once per cluster, on first use.
+type stateIndex struct {
+	zoneID      []int32  // node → zone id (Cluster.zoneID)
+	zoneNames   []string // zone id → name
+	zoneAllowed []bool   // zone id → in the allowed zones
+	z2          [2]int32
+	nodeLimit   int
+	zoneLimit   int
+	byZone      bool // ShardSeparation per zone (Z ≥ 2)
+	// counts[k][j]: the instances counting member j with its current pod's labels (k = 0) or its
+	// template's (k = 1).
+	counts [2][][]int32
+	// terms are the required pod (anti-)affinity terms of every member spec; match[t][k][j]
+	// reports whether term t selects member j with labels k.
+	terms []*affinityTerm
+	match [][2][]bool
+	// For the incoming spec of member i: its anti-affinity terms (antiIn[i]), its affinity terms
+	// (affIn[i]), and the anti-affinity terms of any member spec that select it (selectedBy[i]).
+	antiIn, affIn, selectedBy [][]int32
+	// matchers[t] and carriers[t] list (member << 1 | k): the members term t selects with labels
+	// k, and the members whose spec k carries t as an anti-affinity term.
+	matchers, carriers [][]int32
+	maxTotal           []int // per instance: the largest total a domain may reach
+}
+
+// stateIndexOf returns the cluster's stateIndex, building it on first use.
+func (c *Cluster) stateIndexOf() *stateIndex {
+	c.stateOnce.Do(func() {
+		c.read.Store(true)
+		c.stateIdx = c.buildStateIndex()
+	})
+	return c.stateIdx
+}
+
+func (c *Cluster) buildStateIndex() *stateIndex {
+	m := c.model
+	x := &stateIndex{
+		zoneID: c.zoneID, zoneNames: c.zoneName, zoneAllowed: c.allowedID,
+		nodeLimit: NodeLimit(c.N, m.Options.RelaxedLimits),
+		zoneLimit: ZoneLimit(c.N, m.Options.RelaxedLimits),
+		byZone:    c.Z() >= 2,
+		z2:        [2]int32{-1, -1},
+	}
+	if c.Z() == 2 {
+		for k, z := range c.AllowedZones {
+			if id := slices.Index(x.zoneNames, z); id >= 0 {
+				x.z2[k] = int32(id)
+			}
+		}
+	}
+	for k := range x.counts {
+		x.counts[k] = make([][]int32, len(c.Members))
+	}
+	for idx, in := range c.spread {
+		for j := range c.Members {
+			if in.matchCur[j] {
+				x.counts[0][j] = append(x.counts[0][j], int32(idx))
+			}
+			if in.matchNext[j] {
+				x.counts[1][j] = append(x.counts[1][j], int32(idx))
+			}
+		}
+		top := len(c.Members)
+		for _, n := range in.external {
+			top = max(top, n+len(c.Members))
+		}
+		x.maxTotal = append(x.maxTotal, top)
+	}
+	// Terms, by first appearance.
+	termIdx := map[*affinityTerm]int32{}
+	index := func(ts []*affinityTerm) []int32 {
+		var out []int32
+		for _, t := range ts {
+			id, ok := termIdx[t]
+			if !ok {
+				id = int32(len(x.terms))
+				termIdx[t] = id
+				x.terms = append(x.terms, t)
+			}
+			out = append(out, id)
+		}
+		return out
+	}
+	var antiOf [2][][]int32
+	for k := range antiOf {
+		antiOf[k] = make([][]int32, len(c.Members))
+	}
+	x.antiIn = make([][]int32, len(c.Members))
+	x.affIn = make([][]int32, len(c.Members))
+	for j, mem := range c.Members {
+		antiOf[0][j] = index(mem.cur.anti)
+		antiOf[1][j] = index(mem.next.anti)
+		index(mem.cur.affinity)
+		index(mem.next.affinity)
+		s := mem.incoming()
+		x.antiIn[j] = index(s.anti)
+		x.affIn[j] = index(s.affinity)
+	}
+	x.match = make([][2][]bool, len(x.terms))
+	x.matchers = make([][]int32, len(x.terms))
+	x.carriers = make([][]int32, len(x.terms))
+	x.selectedBy = make([][]int32, len(c.Members))
+	byValue := map[string]*[2]map[string][]int{} // label key → per labels kind, value → members
+	for t, term := range x.terms {
+		for k := range 2 {
+			x.match[t][k] = make([]bool, len(c.Members))
+		}
+		// Only the members carrying a value the term's selector requires can match it.
+		try := func(j, k int) {
+			mem := c.Members[j]
+			lbl := mem.cur.labels
+			if k == 1 {
+				lbl = mem.next.labels
+			}
+			if !x.match[t][k][j] && term.matches(m, mem.Pod.Namespace, lbl) {
+				x.match[t][k][j] = true
+			}
+		}
+		if key, values, ok := exactRequirement(term.selector); ok {
+			idx := byValue[key]
+			if idx == nil {
+				idx = &[2]map[string][]int{{}, {}}
+				for j, mem := range c.Members {
+					if v, ok := mem.cur.labels[key]; ok {
+						idx[0][v] = append(idx[0][v], j)
+					}
+					if v, ok := mem.next.labels[key]; ok {
+						idx[1][v] = append(idx[1][v], j)
+					}
+				}
+				byValue[key] = idx
+			}
+			for k := range 2 {
+				for _, v := range values {
+					for _, j := range idx[k][v] {
+						try(j, k)
+					}
+				}
+			}
+		} else {
+			for j := range c.Members {
+				try(j, 0)
+				try(j, 1)
+			}
+		}
+		for j, mem := range c.Members {
+			for k := range 2 {
+				if x.match[t][k][j] {
+					x.matchers[t] = append(x.matchers[t], int32(j<<1|k))
+				}
+			}
+			if x.match[t][incomingKind(mem)][j] {
+				x.selectedBy[j] = append(x.selectedBy[j], int32(t))
+			}
+		}
+	}
+	for k := range antiOf {
+		for j, ts := range antiOf[k] {
+			for _, t := range ts {
+				x.carriers[t] = append(x.carriers[t], int32(j<<1|k))
+			}
+		}
+	}
+	return x
+}
+
+// exactRequirement returns the key and values of sel's first `=`, `==` or `in` requirement: a
+// label only pods carrying one of those values match.
+func exactRequirement(sel labels.Selector) (string, []string, bool) {
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return "", nil, false
+	}
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			return r.Key(), r.Values().UnsortedList(), true
+		}
+	}
+	return "", nil, false
+}
+
+// incomingKind is 0 when a member is placed with its current pod's spec (a Pending pod), 1 with
+// its template's.
+func incomingKind(mem *Member) int {
+	if mem.pending() {
+		return 0
+	}
+	return 1
+}
+
+// kind returns 0 when member j on node n runs with its current pod's spec, 1 with its template's
+// (Cluster.usesCur).
+func (c *Cluster) kind(j, n int) int {
+	mem := c.Members[j]
+	if mem.pending() || n == mem.Node && !mem.Terminating {
+		return 0
+	}
+	return 1
+}
+
+func (c *Cluster) specOfKind(j, k int) *podSpec {
+	if k == 0 {
+		return c.Members[j].cur
+	}
+	return c.Members[j].next
+}
