@@ -23,6 +23,7 @@ require (
 	k8s.io/client-go v0.36.1
 	k8s.io/component-base v0.36.1
 	k8s.io/component-helpers v0.36.1
+	k8s.io/csi-translation-lib v0.36.1
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubectl v0.36.1
 	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab

@@ -465,11 +465,15 @@ func (c *Cache) OnRoles(handler func(key string, r Roles)) {
 // Options.RolesParallel at a time, each under Options.RolesTimeout, then tells the handlers.
 func (c *Cache) refreshRoles(ctx context.Context) {
 	var keys []string
+	live := map[string]bool{} // namespaces with a Redis cluster
 	for _, k := range c.Clusters() {
+		ns, _, _ := strings.Cut(k, "/")
+		live[ns] = true
 		if c.selected(k) {
 			keys = append(keys, k)
 		}
 	}
+	c.forgetModels(live)
 	read := make([]Roles, len(keys))
 	workqueue.ParallelizeUntil(ctx, c.opts.RolesParallel, len(keys), func(i int) {
 		read[i] = c.readRoles(ctx, keys[i])

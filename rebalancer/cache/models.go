@@ -54,6 +54,17 @@ func (c *Cache) Model(opts policies.Options, namespace string) (*policies.Model,
 	return m, nil
 }
 
+// forgetModels drops the models of the namespaces live does not name (no Redis cluster left).
+func (c *Cache) forgetModels(live map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ns := range c.models {
+		if !live[ns] {
+			delete(c.models, ns)
+		}
+	}
+}
+
 // ObserveCluster reads Redis cluster key's roles now (RefreshRoles) and returns the cluster from
 // its namespace's model (Model): observe.ClusterObserver. Unless the roles or the namespace's
 // objects changed, no model is built. When the roles cannot be read, the cluster is returned with
