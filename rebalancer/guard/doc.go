@@ -11,14 +11,14 @@
 // hangs forever. The guard itself never evicts anything.
 //
 // The decision (Decide) is a pure function of a State, which the Guard builds per review from a
-// watched cache (Source: informers on pods and nodes; no request to the API server per review)
+// watched cache (Source, which serve's rebalancer/cache implements: informers on pods and nodes;
+// no request to the API server per review)
 // and at most two Redis reads under one deadline (CLUSTER NODES of the evicted pod's Redis node;
 // for a replica, INFO replication of its master). Dry runs get the same answer and change
 // nothing. What a review trusts of the AdmissionReview is the pod's namespace and name and the
 // dry-run flags; everything else is read from the cache and Redis, so a forged review can at most
 // make the leader fail a master over (verified), never evict a pod.
 //
-// It owns Decide, State, Verdict, the Guard (Review, ServeHTTP), the Source interface and its
-// informer implementation, and Holds. It imports policies, observe and redisctl; execute reads
+// It owns Decide, State, Verdict, the Guard (Review, ServeHTTP), the Source interface and Holds. It imports policies, observe and redisctl; execute reads
 // its denial prefix (Denied), and rebalancer/handoff its holds.
 package guard
