@@ -22,7 +22,12 @@ import (
 // validates them, so this means a hand-written snapshot is malformed).
 func Build(snap *Snapshot, opts Options) (*Model, error) {
 	opts = opts.withDefaults()
+	rules, err := resolveRules(opts.Rules)
+	if err != nil {
+		return nil, err
+	}
 	m := &Model{
+		rules:          rules,
 		Options:        opts,
 		nodeIndex:      make(map[string]int, len(snap.Nodes)),
 		podsInNS:       map[string][]int32{},

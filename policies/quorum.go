@@ -88,6 +88,15 @@ func (c *Cluster) quorumOf(m int) Quorum {
 	return c.QuorumOf(m)
 }
 
+// enforcedQuorum returns quorumOf(m) when MasterQuorum is enforced (judged as a hard rule), and
+// otherwise a Quorum that does not apply: the planner then fails no master over for it.
+func (c *Cluster) enforcedQuorum(m int) Quorum {
+	if !c.model.enforced(MasterQuorum) {
+		return Quorum{Masters: m, Zones: c.Z(), Note: "MasterQuorum not enforced by the policy"}
+	}
+	return c.quorumOf(m)
+}
+
 // QuorumOf returns what MasterQuorum asks of the cluster with m masters serving slots, whatever
 // its roles (lint asks it of one master per shard, templates carrying no roles).
 func (c *Cluster) QuorumOf(m int) Quorum { return QuorumFor(m, c.Z(), c.quorumNodes()) }
@@ -151,7 +160,11 @@ func quorumNote(q Quorum, nodes int) string {
 	var parts []string
 	switch {
 	case m <= 2:
-		return fmt.Sprintf("with M=%d master(s) serving slots, losing any master leaves no majority to promote its replica: whatever the placement, the loss of a node or zone holding a master takes the whole cluster down; 3 or more masters (shards) would fix it. %s", m, best)
+		masters := "masters"
+		if m == 1 {
+			masters = "master"
+		}
+		return fmt.Sprintf("with M=%d %s serving slots, losing any master leaves no majority to promote its replica: whatever the placement, the loss of a node or zone holding a master takes the whole cluster down; 3 or more masters (shards) would fix it. %s", m, masters, best)
 	case q.ZoneBestEffort:
 		parts = append(parts, fmt.Sprintf("with M=%d masters in %d zones, some zone holds %d of them whatever the placement, and Redis needs %d of %d to promote a replica: the loss of that zone takes the whole cluster down; %s would fix it",
 			m, q.Zones, q.ZoneLimit, m/2+1, m, strings.Join(quorumFixes(m, q.Zones), ", or ")))

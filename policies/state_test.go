@@ -421,7 +421,7 @@ func TestStateMatchesEvaluate(t *testing.T) {
 		sc, tweak := randomRedis(r)
 		snap := sc.MustSnapshot()
 		tweak(snap)
-		for _, opts := range []policies.Options{{RoleLabel: scenario.RoleLabel}, {RelaxedLimits: true, RoleLabel: scenario.RoleLabel}, {}} {
+		for _, opts := range []policies.Options{{RoleLabel: scenario.RoleLabel}, {RelaxedLimits: true, RoleLabel: scenario.RoleLabel}, {}, {RoleLabel: scenario.RoleLabel, Rules: randomRuleSettings(r)}} {
 			m, err := policies.Build(snap, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -437,6 +437,24 @@ func TestStateMatchesEvaluate(t *testing.T) {
 	if handOffStats.failovers < 100 || handOffStats.stuck < 20 || handOffStats.excess < 20 {
 		t.Errorf("the walks covered too few hand-offs: %+v", handOffStats)
 	}
+}
+
+// randomRuleSettings returns rule settings that disable about a quarter of the hard rules and
+// judge another quarter as soft (the State must then leave them out of its verdict).
+func randomRuleSettings(r *rand.Rand) map[policies.Rule]policies.RuleSetting {
+	out := map[policies.Rule]policies.RuleSetting{}
+	for _, info := range policies.Rules() {
+		if info.Soft {
+			continue
+		}
+		switch r.IntN(4) {
+		case 0:
+			out[info.Name] = policies.RuleSetting{}
+		case 1:
+			out[info.Name] = policies.RuleSetting{Enabled: true, Soft: true}
+		}
+	}
+	return out
 }
 
 // randomRedis returns a random small Redis cluster: 1–4 zones (sometimes one more node without a zone

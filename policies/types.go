@@ -82,6 +82,11 @@ type Options struct {
 	// its master). A master's claim is never released, nor the claim of a member whose role is
 	// unknown. Off by default.
 	ReleaseReplicaClaims bool
+	// Rules says, per rule, whether it is judged and whether as a soft rule, like a descheduler
+	// profile's enabled and disabled plugins. A rule it does not name keeps its default
+	// (RuleInfo.DefaultSetting: judged unless Optional, hard or soft as the registry says). Build
+	// fails on a rule the registry does not hold and on a soft rule made hard.
+	Rules map[Rule]RuleSetting
 }
 
 func (o Options) withDefaults() Options {
@@ -139,6 +144,8 @@ type Model struct {
 	Options Options
 
 	nodeIndex map[string]int
+	// rules is Options.Rules resolved: the setting of each registry entry, by position.
+	rules []RuleSetting
 	// mu guards the indexes Build's workers create on demand (domains, labelIdx); sharedMu the
 	// node masks they share (sharedAffinity, sharedTaints).
 	mu, sharedMu   sync.Mutex
@@ -252,6 +259,10 @@ type Cluster struct {
 	classes             []uint64 // node index → NodeClass, built on first use
 	stateOnce           sync.Once
 	stateIdx            *stateIndex // what States share, built on first use
+	// soft holds what the optional soft rules read (the ScheduleAnyway constraint instances, the
+	// preferred anti-affinity terms), built on first use.
+	softOnce sync.Once
+	soft     *softIndex
 	// quorumNodeCount is the number of nodes masters may be on (quorumNodes), counted once.
 	quorumOnce      sync.Once
 	quorumNodeCount int

@@ -67,6 +67,32 @@ const (
 // scale-down and Karpenter's disruption put on a node before they evict its pods.
 var DefaultGuardDrainTaints = []string{"node.kubernetes.io/unschedulable", "ToBeDeletedByClusterAutoscaler", "karpenter.sh/disrupted"}
 
+// The rules a policy may name in rules.enabled, rules.disabled and rules.soft: the names of
+// policies' rule registry (a test there checks that both list the same rules), and AllRules,
+// which rules.disabled accepts for every default rule.
+const (
+	RuleShardSeparation       = "ShardSeparation"
+	RuleMaxPodsPerNode        = "MaxPodsPerNode"
+	RuleZoneEvenSplit         = "ZoneEvenSplit"
+	RuleMaxPodsPerZone        = "MaxPodsPerZone"
+	RuleAllowedZones          = "AllowedZones"
+	RuleTopologySpread        = "TopologySpread"
+	RuleUnschedulable         = "Unschedulable"
+	RuleMasterQuorum          = "MasterQuorum"
+	RuleNodeSpread            = "NodeSpread"
+	RuleZoneBalance           = "ZoneBalance"
+	RuleSoftTopologySpread    = "SoftTopologySpread"
+	RulePreferredAntiAffinity = "PreferredAntiAffinity"
+	AllRules                  = "*"
+)
+
+// RuleNames lists every rule a policy may name, in the registry's order.
+var RuleNames = []string{
+	RuleShardSeparation, RuleMaxPodsPerNode, RuleZoneEvenSplit, RuleMaxPodsPerZone, RuleAllowedZones,
+	RuleTopologySpread, RuleUnschedulable, RuleMasterQuorum, RuleNodeSpread, RuleZoneBalance,
+	RuleSoftTopologySpread, RulePreferredAntiAffinity,
+}
+
 // The durations the policy defaults: the waits of a move (failover and timeouts) and Redis's
 // connection timeouts (redis).
 const (

@@ -332,7 +332,7 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	start := clk.Now()
 	rn := e.newRun(ctx)
 	defer rn.close()
-	rep := &report.Run{Window: rn.windowState(start), Clusters: []report.ClusterRun{}, Limits: report.Limits{
+	rep := &report.Run{Started: start.UTC(), Window: rn.windowState(start), Clusters: []report.ClusterRun{}, Limits: report.Limits{
 		MaxPodsToEvictPerNode: e.cfg.MaxPodsToEvictPerNode, MaxPodsToEvictPerNamespace: e.cfg.MaxPodsToEvictPerNamespace,
 		MaxPodsToEvictTotal: e.cfg.MaxPodsToEvictTotal, MaxParallelClusters: e.cfg.MaxParallelClusters,
 	}}
@@ -341,14 +341,16 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 
 	keys, err := e.clusterKeys(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("execute: %w", err)
+		err = fmt.Errorf("execute: %w", err)
+		rep.Classify(err)
+		return rep, err
 	}
 	if len(keys) == 0 {
 		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", cmp.Or(e.cfg.Policy.ClusterLabel, policies.DefaultClusterLabel))
 		if sel := e.cfg.Selection.Selector; sel != nil && !sel.Empty() {
 			fmt.Fprintf(e.cfg.Out, " and matching %s", sel)
 		}
-		fmt.Fprintln(e.cfg.Out, ")")
+		fmt.Fprintln(e.cfg.Out, "): nothing to do (allowEmpty)")
 	}
 	rep.Clusters = make([]report.ClusterRun, len(keys))
 	errs := make([]error, len(keys))
@@ -394,17 +396,29 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	if e.cfg.Requests != nil {
 		rep.APIRequests = e.cfg.Requests.Counts()
 	}
-	return rep, errors.Join(errs...)
+	err = errors.Join(errs...)
+	rep.Classify(err)
+	return rep, err
 }
 
 // clusterKeys returns the keys of the Redis clusters the run looks at, sorted: from the Source
-// when it keeps them (observe.ClusterObserver), else from a model of the selection.
+// when it keeps them (observe.ClusterObserver), else from a model of the selection. A selection
+// that matches nothing is an error (a typo) unless allowed (observe.Selection.Check).
 func (e *Executor) clusterKeys(ctx context.Context) ([]string, error) {
 	if o, ok := e.cfg.Source.(observe.ClusterObserver); ok {
-		return o.ClusterKeys(e.cfg.Selection), nil
+		if keys := o.ClusterKeys(e.cfg.Selection); len(keys) > 0 || e.cfg.Selection.AllowEmpty {
+			return keys, nil
+		}
 	}
-	model, err := observe.LiveFrom(ctx, e.cfg.Source, e.cfg.Policy, e.cfg.Selection)
+	snap, err := e.cfg.Source.Snapshot(ctx, e.cfg.Selection.Namespace)
 	if err != nil {
+		return nil, err
+	}
+	model, err := observe.Model(snap, e.cfg.Policy, e.cfg.Selection)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.cfg.Selection.Check(snap, e.cfg.Policy, model); err != nil {
 		return nil, err
 	}
 	var keys []string

@@ -15,17 +15,25 @@ type Goal interface {
 	Next(c *policies.Cluster, opts plan.Options) (p plan.Plan, done bool)
 }
 
-// Compliance is run's goal: every hard rule holds; the plan is the fewest evictions, then
-// failovers, that reach it (plan.Compute).
+// Compliance is run's goal: every hard rule holds, and, while opts.SoftEvictions allows soft
+// evictions, the enabled soft rules too as far as evictions that keep the hard rules can bring
+// them; the plan is the fewest evictions, then failovers, that reach it (plan.Compute).
 type Compliance struct{}
 
-// Next is done when c's current placement breaks no hard rule, and plans with plan.Compute
-// otherwise.
+// Next is done when c's current placement breaks no hard rule and either no soft eviction is
+// left (opts.SoftEvictions) or no soft rule is broken or no soft eviction lowers the soft
+// violations; it plans with plan.Compute otherwise.
 func (Compliance) Next(c *policies.Cluster, opts plan.Options) (plan.Plan, bool) {
-	if len(policies.Hard(c.Evaluate(c.Current()))) == 0 {
+	now := c.Evaluate(c.Current())
+	hardHolds := len(policies.Hard(now)) == 0
+	if hardHolds && (opts.SoftEvictions == 0 || policies.SoftExcess(now) == 0) {
 		return plan.Plan{}, true
 	}
-	return plan.Compute(c, opts), false
+	p := plan.Compute(c, opts)
+	if hardHolds && len(p.Moves) == 0 {
+		return plan.Plan{}, true // no soft eviction lowers the soft violations
+	}
+	return p, false
 }
 
 // HandOff is prepare-drain's goal: no master serving slots on the nodes named, with MasterQuorum

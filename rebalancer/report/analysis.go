@@ -75,6 +75,14 @@ type ClusterAnalysis struct {
 	WithPendingSteps *plan.Alternative `json:"withPendingSteps,omitempty"`
 	// Searched is the number of placements the planner evaluated (plan only).
 	Searched int `json:"searched,omitempty"`
+	// SoftEvictions counts the plan's soft evictions (moves with "soft": true), and SoftFix says
+	// what they do, with --soft-evictions (plan only).
+	SoftEvictions int           `json:"softEvictions,omitempty"`
+	SoftFix       *plan.SoftFix `json:"softFix,omitempty"`
+	// BestEffort is set on a best-effort plan (--best-effort, plan only): no plan reaches
+	// compliance (Infeasible says why), and the moves lead to the placement with the fewest
+	// violations the search reached.
+	BestEffort *plan.BestEffort `json:"bestEffort,omitempty"`
 	// Without is set by `plan --without`: the nodes taken away and the hand-off made before they
 	// go. Every other field is then about the cluster without those nodes, its masters handed off
 	// and the pods that ran there lost with them (re-created, placed by the plan or Pending).
@@ -126,6 +134,9 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 			ca.Violations = []policies.Violation{}
 		}
 		ca.MasterQuorum = c.MasterQuorum()
+		if !m.Setting(policies.MasterQuorum).Enabled {
+			ca.MasterQuorum = policies.Quorum{Masters: ca.MasterQuorum.Masters, Zones: ca.MasterQuorum.Zones}
+		}
 		ca.Compliant = len(policies.Hard(ca.Violations)) == 0
 		ca.CompliantAfter, ca.Minimal, ca.FailoversMinimal = ca.Compliant, ca.Compliant, ca.Compliant
 		if withPlans {
@@ -133,6 +144,7 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 			ca.Pending, ca.CompliantAfter, ca.Minimal, ca.Infeasible = p.Pending, p.CompliantAfter, p.Minimal, p.Infeasible
 			ca.FailoversMinimal, ca.Evictions, ca.Failovers = p.FailoversMinimal, p.Evictions, p.Failovers
 			ca.LimitedBy, ca.PendingSteps, ca.WithPendingSteps, ca.Searched = p.LimitedBy, p.PendingSteps, p.WithPendingSteps, p.Searched
+			ca.SoftEvictions, ca.SoftFix, ca.BestEffort = p.SoftEvictions, p.Soft, p.BestEffort
 			if p.Moves != nil {
 				ca.Moves = p.Moves
 			}
