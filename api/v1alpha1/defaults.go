@@ -49,7 +49,24 @@ const (
 	DefaultOutput = OutputText
 	// DefaultSchedule is schedule: serve starts a pass every 10 minutes.
 	DefaultSchedule = "*/10 * * * *"
+	// DefaultGuardMaxHold is guard.maxHold: long enough for a health gate, a verified failover
+	// and a client drain; short enough that a drain blocked by an unhealthy cluster goes on.
+	DefaultGuardMaxHold = 5 * time.Minute
+	// DefaultGuardFailurePolicy is guard.failurePolicy.
+	DefaultGuardFailurePolicy = FailurePolicyIgnore
+	// DefaultGuardTimeoutSeconds is guard.timeoutSeconds.
+	DefaultGuardTimeoutSeconds = 5
+	// MaxGuardTimeoutSeconds is the largest guard.timeoutSeconds: the guard answers well within
+	// it, and an evictor waits at most this long when the guard is down with failurePolicy Ignore.
+	MaxGuardTimeoutSeconds = 5
+	// DefaultGuardWebhookConfigurationName is guard.webhookConfigurationName (the installs').
+	DefaultGuardWebhookConfigurationName = "redis-rebalancer-guard"
 )
+
+// DefaultGuardDrainTaints are guard.drainTaints: the taints kubectl drain's cordon
+// (node.kubernetes.io/unschedulable, set by the node lifecycle controller), cluster-autoscaler's
+// scale-down and Karpenter's disruption put on a node before they evict its pods.
+var DefaultGuardDrainTaints = []string{"node.kubernetes.io/unschedulable", "ToBeDeletedByClusterAutoscaler", "karpenter.sh/disrupted"}
 
 // The rules a policy may name in rules.enabled, rules.disabled and rules.soft: the names of
 // policies' rule registry (a test there checks that both list the same rules), and AllRules,
@@ -154,6 +171,17 @@ func SetDefaults(p *RebalancerPolicy) {
 	}
 	setDuration(&p.Watch.RolesInterval, DefaultRolesInterval)
 	setDuration(&p.Watch.QuorumPassInterval, DefaultQuorumPassInterval)
+
+	g := &p.Guard
+	setDuration(&g.MaxHold, DefaultGuardMaxHold)
+	if g.FailurePolicy == "" {
+		g.FailurePolicy = DefaultGuardFailurePolicy
+	}
+	setInt32(&g.TimeoutSeconds, DefaultGuardTimeoutSeconds)
+	setString(&g.WebhookConfigurationName, DefaultGuardWebhookConfigurationName)
+	if len(g.DrainTaints) == 0 {
+		g.DrainTaints = append([]string(nil), DefaultGuardDrainTaints...)
+	}
 }
 
 // ApplyLayout fills the fields a layout sets that p leaves empty: first with selection.layout's

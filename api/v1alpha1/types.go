@@ -45,6 +45,10 @@ type RebalancerPolicy struct {
 	Output OutputFormat `json:"output"`
 	// watch tunes what serve watches between its passes. Used by serve only.
 	Watch Watch `json:"watch"`
+	// guard configures the eviction guard that serve runs: a validating admission webhook on pod
+	// evictions that holds the eviction of a Redis master until it is failed over. Used by serve
+	// only.
+	Guard Guard `json:"guard"`
 }
 
 // Watch tunes serve's watched view between its passes: informers keep the objects the rules read
@@ -382,3 +386,54 @@ const (
 	// OutputJSON is the JSON contract (README "JSON output").
 	OutputJSON OutputFormat = "json"
 )
+
+// FailurePolicy is what kube-apiserver does with an eviction when the eviction guard cannot be
+// reached or does not answer in time (admissionregistration.k8s.io/v1 FailurePolicyType).
+type FailurePolicy string
+
+// The failure policies.
+const (
+	// FailurePolicyIgnore lets the eviction through when the guard does not answer: a drain never
+	// waits on the guard, and a master may then be evicted without a failover.
+	FailurePolicyIgnore FailurePolicy = "Ignore"
+	// FailurePolicyFail refuses the eviction (500) when the guard does not answer: no master is
+	// evicted blindly, and every eviction in the selected namespaces waits for the guard
+	// (kubectl drain does not retry a 500; it fails).
+	FailurePolicyFail FailurePolicy = "Fail"
+)
+
+// Guard configures the eviction guard (serve only): every replica of serve answers kube-apiserver's
+// AdmissionReviews for CREATE pods/eviction in the selected namespaces on a TLS port, from its
+// watched cache and one bounded Redis read; it denies with 429 (TooManyRequests, which kubectl
+// drain, cluster-autoscaler, Karpenter and the descheduler retry) the eviction of a master serving
+// slots and of a pod whose shard would be left without a serving master or an in-sync replica,
+// and the leader fails each held master, and every master on a node being emptied, over to an
+// in-sync replica on a node that stays. The guard itself never evicts.
+type Guard struct {
+	// enabled makes serve answer the eviction webhook (--guard-listen-address) and hand masters
+	// off. The ValidatingWebhookConfiguration is installed apart (deploy/overlays/guard, the
+	// Helm chart's guard.enabled).
+	Enabled bool `json:"enabled"`
+	// maxHold is the longest the guard holds one pod's eviction, from the first 429 this replica
+	// answered for it; a later eviction of the pod is admitted with a Warning Event
+	// (RedisEvictionHoldExpired) and counted, so that a drain never hangs forever.
+	MaxHold metav1.Duration `json:"maxHold"`
+	// failurePolicy is the webhook configuration's failurePolicy: Ignore (an eviction goes
+	// through when the guard does not answer) or Fail (it is refused). The installs write it
+	// into the ValidatingWebhookConfiguration; serve warns at start when the live configuration
+	// (webhookConfigurationName) says otherwise.
+	FailurePolicy FailurePolicy `json:"failurePolicy"`
+	// timeoutSeconds is the webhook configuration's timeoutSeconds (1 to 5): how long
+	// kube-apiserver waits for the guard's answer before the failure policy applies. The guard
+	// bounds its Redis read to half of it.
+	TimeoutSeconds int32 `json:"timeoutSeconds"`
+	// webhookConfigurationName is the name of the ValidatingWebhookConfiguration the installs
+	// create: serve reads it at start (a GET of that one object) and, with a self-issued
+	// certificate (serve --guard-self-signed), writes the CA bundle into it.
+	WebhookConfigurationName string `json:"webhookConfigurationName"`
+	// drainTaints are the taint keys that mark a node as being emptied, beside a cordon
+	// (spec.unschedulable): the leader fails the masters on such a node over before any
+	// eviction arrives. Empty: node.kubernetes.io/unschedulable, ToBeDeletedByClusterAutoscaler
+	// (cluster-autoscaler) and karpenter.sh/disrupted (Karpenter).
+	DrainTaints []string `json:"drainTaints"`
+}

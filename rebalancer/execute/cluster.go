@@ -27,6 +27,9 @@ type run struct {
 	// act is false when the run started outside every window (and windows are not ignored):
 	// the run then only observes and reports.
 	act bool
+	// handOff, when set, says which disruption made by another tool this run's failover is
+	// for (Executor.HandOff): windows do not apply, and the failover's Event is ReasonHandOff.
+	handOff string
 }
 
 func (e *Executor) newRun(ctx context.Context) *run {

@@ -30,6 +30,10 @@ const (
 	// ReasonFailover (Normal, on the old master's pod): the master was failed over to an
 	// in-sync replica and the switch verified, before its eviction.
 	ReasonFailover = "RedisFailover"
+	// ReasonHandOff (Normal, on the old master's pod): the master was failed over to an in-sync
+	// replica on a node that stays, and the switch verified, before a disruption another tool
+	// makes (a drain, an eviction the guard held): Executor.HandOff.
+	ReasonHandOff = "RedisHandOff"
 	// ReasonFailoverRefused (Warning, on the master's pod): Redis refused the failover; the pod
 	// was not evicted.
 	ReasonFailoverRefused = "RedisFailoverRefused"

@@ -29,6 +29,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -235,6 +236,31 @@ func (c Config) withDefaults() (Config, error) {
 type Executor struct {
 	cfg     Config
 	windows *window.Schedule
+	// locks keeps one disruption in flight per Redis cluster across Run and HandOff: each move
+	// holds its cluster's lock from its first step to its last.
+	locks keyedMutex
+}
+
+// keyedMutex is a mutex per key (a Redis cluster's "namespace/name"), made on first use.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+// lock locks key's mutex and returns its unlock.
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*sync.Mutex{}
+	}
+	l, ok := k.m[key]
+	if !ok {
+		l = &sync.Mutex{}
+		k.m[key] = l
+	}
+	k.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // New returns an Executor for cfg, defaults filled. It fails when a required field is missing,
@@ -263,6 +289,36 @@ func (e *Executor) MoveBound() time.Duration {
 		sum += s.bound
 	}
 	return sum
+}
+
+// HandOff fails one master of cluster c over before a disruption another tool makes (why says
+// which: "node n1 is being emptied (cordoned)", "the guard held the eviction of pod x"): mv is a
+// plan.KindFailover move naming the master (Member) and the in-sync replica that takes over
+// (FailoverTo, To), as a plan's failover step does, and it is carried out by the same steps:
+// health gate → failover to the named replica, verified → client drain → re-observe. Maintenance
+// windows do not apply (the disruption comes whatever they say); the failover's Event is
+// ReasonHandOff. It never evicts. It returns the move as it happened (its Outcome says whether
+// every step continued), the cluster observed at its end (nil unless every step continued), and
+// the error of a step that aborted.
+func (e *Executor) HandOff(ctx context.Context, c *policies.Cluster, mv plan.Move, why string) (report.MoveResult, *policies.Cluster, error) {
+	switch {
+	case mv.Kind != plan.KindFailover:
+		return report.MoveResult{}, nil, fmt.Errorf("execute: a hand-off is a failover move, got %q", mv.Kind)
+	case e.cfg.DryRun:
+		return report.MoveResult{}, nil, errors.New("execute: a dry run hands nothing off")
+	}
+	rn := &run{Executor: e, budget: newBudget(e.cfg), estimates: newEstimates(e.windows.StepEstimate()), act: true, handOff: why}
+	if !e.cfg.DryRun {
+		rn.events = newRecording(e.cfg.Client, e.cfg.Recorder)
+	}
+	defer rn.close()
+	cr := &clusterRun{run: rn, key: c.Key(), out: e.cfg.Out}
+	cr.printf("\nhand-off (%s): %s\n", why, report.MoveText(mv))
+	mr, after, res := cr.move(ctx, c, plan.Plan{Moves: []plan.Move{mv}, Failovers: 1})
+	if res.outcome == report.OutcomeAbort {
+		return mr, nil, fmt.Errorf("execute: hand-off of %s: %w", mv.Pod, res.err)
+	}
+	return mr, after, nil
 }
 
 // Run examines every selected Redis cluster and moves pods until each complies, a step skips (a

@@ -333,6 +333,16 @@ func TestMoveBranches(t *testing.T) {
 			reason: `PodDisruptionBudget refused the eviction of redis-s3-0: error when evicting pod (ignoring) "redis-s3-0"`,
 		},
 		{
+			name: "the eviction guard's 429 at the eviction after the failover → skip at evict, the guard named; failed over, not evicted",
+			setup: func(tb *testbed) {
+				tb.onEviction = func(_ *policyv1.Eviction, dryRun bool) (bool, error) {
+					return !dryRun, apierrors.NewTooManyRequests(`admission webhook "evictions.guard.rebalancer.redis.io" denied the request: redis-rebalancer guard: ShardExposed: pod redis/redis-s3-0 is the last in-sync replica`, 0)
+				}
+			},
+			lastStep: report.StepEvict, outcome: report.OutcomeSkip, failovers: 1,
+			reason: `the eviction guard refused the eviction of redis-s3-0: error when evicting pod (ignoring) "redis-s3-0"`,
+		},
+		{
 			name: "the named replica is not in sync → failover refused by Redis's pre-check, skip; nothing disrupted",
 			setup: func(tb *testbed) {
 				tb.redis.failover = func(addr string) error {

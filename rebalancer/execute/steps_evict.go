@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/descheduler/pkg/descheduler/evictions"
 
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
@@ -51,6 +52,9 @@ func (cr *clusterRun) evict(ctx context.Context, m *moveRun) result {
 		r := skip("eviction limit: %v", err)
 		r.stoppedBy = report.StoppedEvictionLimit
 		return r
+	case strings.HasPrefix(err.Error(), evictionRefusedPrefix) && strings.Contains(err.Error(), guard.MessagePrefix):
+		cr.cfg.Observer.Eviction(cr.key, EvictionRefused)
+		return skip("the eviction guard refused the eviction of %s: %v", m.pod.Name, err)
 	case strings.HasPrefix(err.Error(), evictionRefusedPrefix):
 		cr.cfg.Observer.Eviction(cr.key, EvictionRefused)
 		return skip("PodDisruptionBudget refused the eviction of %s: %v", m.pod.Name, err)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
@@ -29,6 +30,8 @@ func (cr *clusterRun) windowStep(_ context.Context, m *moveRun) result {
 // window opens or how much time is left against how much the steps need.
 func (cr *clusterRun) windowCheck(m *moveRun, from int, what string) result {
 	switch {
+	case cr.handOff != "":
+		return proceed("a hand-off before a disruption another tool makes (%s): maintenance windows do not apply", cr.handOff)
 	case cr.windows.Always():
 		return proceed("no maintenance window configured")
 	case cr.cfg.IgnoreWindows:
@@ -120,6 +123,10 @@ func (cr *clusterRun) pdbDryRun(ctx context.Context, m *moveRun) result {
 	switch {
 	case err == nil:
 		return proceed("eviction dry run accepted: the PodDisruptionBudget allows it")
+	case apierrors.IsTooManyRequests(err) && guard.Denied(err.Error(), guard.ReasonMaster):
+		// The eviction guard holds a master's eviction until its failover, which comes next;
+		// it answers before the PodDisruptionBudget is asked, so the eviction itself asks it.
+		return proceed("the eviction guard holds %s's eviction while it is a master (the failover comes next); the PodDisruptionBudget is asked at the eviction", pod.Name)
 	case apierrors.IsTooManyRequests(err):
 		return skip("PodDisruptionBudget forbids evicting %s now: %v", pod.Name, err)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):

@@ -297,6 +297,20 @@ func Rebalanced() Scenario {
 	})
 }
 
+// TwoMastersOnN1 is a compliant 5 shards × 2 pods (N = 10) on 3 zones × 2 nodes where n1 holds
+// the most masters, 2 of the 5 (s0's and s1's, their replicas on n3 and n5): the node a drain
+// hurts most. Handing n1's masters off for a drain takes 3 failovers: s0's to n3 would leave
+// zone-b 3 of 5, so s3's master on n4 makes room first (to n2), and s1's goes to n5.
+func TwoMastersOnN1() Scenario {
+	return Scenario{
+		Name:        "two-masters-on-n1",
+		Description: "Compliant; n1 holds 2 of the 5 masters, the most of any node.",
+		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n1", "n5"}, {"n3", "n6"}, {"n4", "n2"}, {"n6", "n2"},
+	})
+}
+
 // changeNode applies opts to the snapshot's node name.
 func changeNode(snap *policies.Snapshot, name string, opts ...fixture.NodeOption) {
 	for _, n := range snap.Nodes {

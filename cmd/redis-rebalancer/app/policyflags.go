@@ -65,6 +65,8 @@ const (
 	executeGroup
 	// scheduleGroup: serve's schedule and watch.
 	scheduleGroup
+	// guardGroup: serve's eviction guard.
+	guardGroup
 	// outputGroup: -o.
 	outputGroup
 )
@@ -240,6 +242,9 @@ var policyFlagTable = []policyFlag{
 	valueFlag(scheduleGroup, "roles-interval", "", "watch.rolesInterval", func(p *policy) *time.Duration { return &p.Watch.RolesInterval.Duration }, durationFlag, "how often every selected Redis cluster's roles are read between passes (a role change that breaks MasterQuorum starts a pass off the schedule)"),
 	valueFlag(scheduleGroup, "quorum-pass-interval", "", "watch.quorumPassInterval", func(p *policy) *time.Duration { return &p.Watch.QuorumPassInterval.Duration }, durationFlag, "least time between two passes a broken MasterQuorum starts off the schedule"),
 
+	valueFlag(guardGroup, "guard", "", "guard.enabled", func(p *policy) *bool { return &p.Guard.Enabled }, boolFlag, "serve the eviction guard (a validating admission webhook on pod evictions, on --guard-listen-address) and hand the masters it holds, and those on nodes being emptied, off to replicas"),
+	valueFlag(guardGroup, "guard-max-hold", "", "guard.maxHold", func(p *policy) *time.Duration { return &p.Guard.MaxHold.Duration }, durationFlag, "the longest the guard holds one pod's eviction; later evictions of the pod are admitted with a Warning Event"),
+
 	valueFlag(outputGroup, "output", "o", "output", func(p *policy) *string { return (*string)(&p.Output) }, stringFlag, contractUsage),
 }
 
@@ -299,6 +304,12 @@ func (o *policyOptions) addExecuteFlags(fs *pflag.FlagSet) {
 // addScheduleFlag binds --schedule and the watch's flags (serve's).
 func (o *policyOptions) addScheduleFlag(fs *pflag.FlagSet) {
 	o.bindGroup(fs, scheduleGroup, nil)
+}
+
+// addGuardFlags binds --guard and --guard-max-hold (serve's eviction guard); the webhook's
+// failure policy, timeout and name and the drain taints are the file's only.
+func (o *policyOptions) addGuardFlags(fs *pflag.FlagSet) {
+	o.bindGroup(fs, guardGroup, nil)
 }
 
 // addOutputFlag binds -o; usage is its help.

@@ -24,6 +24,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
 // errReleaseReplicaClaims is run's answer to rules.releaseReplicaClaims (--release-replica-claims)
@@ -35,6 +36,8 @@ var errReleaseReplicaClaims = errors.New("rules.releaseReplicaClaims (--release-
 type runOptions struct {
 	kube   kubeOptions
 	policy *policyOptions
+	// redis is the Redis client executor made (serve's guard reads roles through it too).
+	redis *redisctl.Client
 	// dryRun plans and prints without acting; ignoreWindows acts outside the maintenance windows.
 	dryRun, ignoreWindows bool
 	// observer, when set, is told what each run does (serve's metrics).
@@ -161,6 +164,7 @@ func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, 
 		rc.Close()
 		return nil, nil, err
 	}
+	o.redis = rc
 	return ex, func() { rc.Close() }, nil
 }
 
