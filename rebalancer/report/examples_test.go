@@ -31,6 +31,8 @@ type exampleWant struct {
 	failoverSteps int
 	// pendingSteps is the number of pods the plan lets wait Pending.
 	pendingSteps int
+	// releases is the number of evictions that release the pod's claims.
+	releases int
 	// infeasible, when set, is a phrase the reason for "no plan" must contain.
 	infeasible string
 	opts       policies.Options
@@ -55,7 +57,7 @@ var exampleWants = map[string]exampleWant{
 	"zonal-volumes":        {violations: []string{"MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, infeasible: "zone zone-a holds 5 pods whose zonal PersistentVolumes keep them there"},
 	"zonal-volumes/release-replica-claims": {
 		violations: []string{"MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failoverSteps: 1,
-		firstPod: "redis/redis-s3-1", opts: policies.Options{ReleaseReplicaClaims: true},
+		firstPod: "redis/redis-s3-1", releases: 1, opts: policies.Options{ReleaseReplicaClaims: true},
 	},
 	"stayers-on-unusable-nodes": {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, firstPod: "redis/redis-s1-1"},
 	"pending-step": {
@@ -72,6 +74,17 @@ var exampleWants = map[string]exampleWant{
 	// same plan.
 	"bitnami-post-scale-down": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
 	"ot-post-scale-down":      {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
+	// The chart's zonal volumes pin zone-a's five masters: no plan, unless claims may be released;
+	// then the same plan as without volumes, its eviction releasing the claim of the master it
+	// fails over first.
+	"bitnami-zonal-post-scale-down": {
+		violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"},
+		infeasible: "zone zone-a holds 5 pods whose zonal PersistentVolumes keep them there",
+	},
+	"bitnami-zonal-post-scale-down/release-replica-claims": {
+		violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2,
+		releases: 1, opts: policies.Options{ReleaseReplicaClaims: true},
+	},
 }
 
 // redisNodesFile returns the --redis-nodes file of a suite case of the Bitnami or OT layout.
@@ -188,6 +201,18 @@ func TestExamples(t *testing.T) {
 				if len(ca.PendingSteps) != want.pendingSteps {
 					t.Errorf("pending steps = %+v, want %d", ca.PendingSteps, want.pendingSteps)
 				}
+				releases := 0
+				for _, mv := range ca.Moves {
+					if len(mv.ReleaseClaims) > 0 {
+						releases++
+						if mv.Kind != plan.KindEvict {
+							t.Errorf("a %s step releases claims %v", mv.Kind, mv.ReleaseClaims)
+						}
+					}
+				}
+				if releases != want.releases {
+					t.Errorf("evictions that release claims = %d, want %d", releases, want.releases)
+				}
 				if want.firstPod != "" && ca.Moves[0].Pod != want.firstPod {
 					t.Errorf("first move evicts %s, want %s", ca.Moves[0].Pod, want.firstPod)
 				}
@@ -196,7 +221,7 @@ func TestExamples(t *testing.T) {
 						t.Logf("fail %s (%s) over to %s (%s): %s", mv.From, mv.Node, mv.To, mv.ToNode, mv.Reason)
 						continue
 					}
-					t.Logf("evict %s from %s → %s (candidates %v; failover to %q): %s", mv.Pod, mv.Node, mv.Expected, mv.CandidateNodes, mv.To, mv.Reason)
+					t.Logf("evict %s from %s → %s (candidates %v; failover to %q; release %v): %s", mv.Pod, mv.Node, mv.Expected, mv.CandidateNodes, mv.To, mv.ReleaseClaims, mv.Reason)
 				}
 			})
 		}

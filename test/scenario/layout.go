@@ -57,6 +57,9 @@ const (
 	BitnamiInstanceLabel = "app.kubernetes.io/instance"
 	// BitnamiPasswordKey is the key of the password in Secret "<fullname>".
 	BitnamiPasswordKey = "redis-password"
+	// BitnamiClaimTemplate is the StatefulSet's volumeClaimTemplate (persistence.enabled, 8Gi
+	// ReadWriteOnce by default): pod P's claim is "redis-data-P".
+	BitnamiClaimTemplate = "redis-data"
 )
 
 // OT redis-operator facts (internal/controller/common/labels.go, constants.go,
@@ -353,6 +356,18 @@ func (s Scenario) BitnamiSecret(password string) *corev1.Secret {
 func BitnamiPostScaleDown() Scenario {
 	return postScaleDownAs("bitnami-post-scale-down", LayoutBitnami,
 		"Bitnami redis-cluster chart, 10 nodes (5 masters, 1 replica each) in one StatefulSet after a scale-down: n1 holds 4 masters, zone-a 5 pods.")
+}
+
+// BitnamiZonalPostScaleDown is BitnamiPostScaleDown with the chart's default persistence: every
+// pod's data on an 8Gi claim of volumeClaimTemplate "redis-data" (StorageClass "zonal"), bound to
+// a PersistentVolume pinned to its node's zone, as a cloud's disks are. The five pods of zone a
+// are masters: no plan moves one unless its claim may be released, and then only after it is
+// failed over (its pod a replica when its claim goes).
+func BitnamiZonalPostScaleDown() Scenario {
+	s := postScaleDownAs("bitnami-zonal-post-scale-down", LayoutBitnami,
+		"BitnamiPostScaleDown with a zonal 8Gi PersistentVolume per pod: zone-a's 5 masters are pinned; with claims releasable a master is failed over and its pod moves with its claim released.")
+	s.Claims = &ClaimTemplate{Name: BitnamiClaimTemplate, StorageClass: "zonal", Size: "8Gi"}
+	return s
 }
 
 // OTPostScaleDown is PostScaleDown on OT's redis-operator: RedisCluster "redis-cluster",
