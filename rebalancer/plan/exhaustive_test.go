@@ -554,8 +554,8 @@ type randomPlacement struct {
 	together      bool     // built with shards' pods together in one zone (Pending-step cases)
 	// masters: built with each shard's pods in two zones and the masters in zone-a where they
 	// can be (MasterQuorum cases); swapRoles lists the shards whose pod -1 is the master.
-	masters        bool
-	swapRoles      []int
+	masters   bool
+	swapRoles []int
 	// zonal: built with every pod's data on a PersistentVolume pinned to its zone (a
 	// volumeClaimTemplate), most masters in zone-a and their replicas elsewhere; release: with
 	// claims releasable (Options.ReleaseReplicaClaims), so that a master may move only after a
@@ -564,12 +564,12 @@ type randomPlacement struct {
 	zonal, release  bool
 	releasedMasters int
 	relaxedSkew     bool // running pods carry an older, larger maxSkew
-	limit          int  // plans of at most limit moves
-	description    string
-	defaultMoves   int  // the brute force's answers, filled in by the test: evictions,
-	withPendingMov int  // evictions with Pending steps,
-	failovers      int  // and failover steps in the default model
-	general        bool // also checked against the general search (failovers anywhere)
+	limit           int  // plans of at most limit moves
+	description     string
+	defaultMoves    int  // the brute force's answers, filled in by the test: evictions,
+	withPendingMov  int  // evictions with Pending steps,
+	failovers       int  // and failover steps in the default model
+	general         bool // also checked against the general search (failovers anywhere)
 }
 
 // randomPlacements returns n random small placements: N 4–10 (2–5 shards of 2, or 3 of 3), 1–4

@@ -182,7 +182,7 @@ func ZonalVolumes() Case {
 		Name:        "zonal-volumes",
 		Description: "Zone-a holds 5 of 10 pods on zonal PersistentVolumes: no plan by default; with claims releasable, one replica moves.",
 		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
-		Claims:      &ClaimTemplate{Name: "data"},
+		Claims: &ClaimTemplate{Name: "data"},
 	}.Placed([][]string{
 		{"n1", "n3"}, {"n1", "n3"}, {"n4", "n1"}, {"n4", "n1"}, {"n2", "n5"},
 	})
