@@ -115,7 +115,9 @@ func TestReintroduce(t *testing.T) {
 			addr, oldID, masterID := tc.prepare(t)
 			start := time.Now()
 			var steps []string
-			progress := func(s string) { steps = append(steps, fmt.Sprintf("%6s %s", time.Since(start).Round(time.Millisecond), s)) }
+			progress := func(s string) {
+				steps = append(steps, fmt.Sprintf("%6s %s", time.Since(start).Round(time.Millisecond), s))
+			}
 			id, err := c.Client.Reintroduce(ctx, addr, oldID, masterID, c.Addrs(), 30*time.Second, progress)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
