@@ -374,6 +374,15 @@ func (r *fakeRedis) Do(_ context.Context, addr string, args ...interface{}) (int
 	hook := r.role
 	n := r.nodes[addr]
 	r.mu.Unlock()
+	switch {
+	case len(args) >= 2 && fmt.Sprint(args[0]) == "CLUSTER" && fmt.Sprint(args[1]) == "INFO":
+		return "cluster_state:ok\r\n", nil
+	case len(args) >= 2 && fmt.Sprint(args[0]) == "INFO":
+		if n.masterAddr == "" {
+			return "role:master\r\nconnected_slaves:1\r\n", nil
+		}
+		return "role:slave\r\nmaster_link_status:up\r\n", nil
+	}
 	if hook != nil {
 		return hook(addr)
 	}
@@ -381,6 +390,17 @@ func (r *fakeRedis) Do(_ context.Context, addr string, args ...interface{}) (int
 		return []interface{}{"master", int64(0), []interface{}{}}, nil
 	}
 	return []interface{}{"slave", "10.0.0.0", int64(redisPort), "connected", int64(0)}, nil
+}
+
+// Reintroduce records the call; the node keeps its ID (the fake Redis keeps a node per address).
+func (r *fakeRedis) Reintroduce(_ context.Context, addr, oldID, masterID string, _ []string, _ time.Duration, _ func(string)) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.record("reintroduce %s in place of %s, replica of %s", addr, oldID, masterID)
+	if n := r.nodes[addr]; n != nil {
+		return n.id, nil
+	}
+	return oldID, nil
 }
 
 func (r *fakeRedis) WaitRejoin(_ context.Context, addr, _ string, _ time.Duration, _ func(string)) error {
