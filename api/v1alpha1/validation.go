@@ -59,6 +59,7 @@ func validateSelection(s *Selection, path *field.Path) field.ErrorList {
 		}
 	}
 	errs = append(errs, metav1validation.ValidateLabelSelector(&s.LabelSelector, metav1validation.LabelSelectorValidationOptions{}, path.Child("labelSelector"))...)
+	errs = append(errs, metav1validation.ValidateLabelSelector(&s.WorkloadSelector, metav1validation.LabelSelectorValidationOptions{}, path.Child("workloadSelector"))...)
 	if s.ClusterLabel != "" {
 		errs = append(errs, metav1validation.ValidateLabelName(s.ClusterLabel, path.Child("clusterLabel"))...)
 	}

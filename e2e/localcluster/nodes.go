@@ -26,6 +26,9 @@ const (
 	DefaultNodeMemory = "256Gi"
 	// DefaultNodePods is a node's allocatable pod count when NodeSpec.Pods is 0.
 	DefaultNodePods = 110
+	// DefaultNodeEphemeralStorage is a node's allocatable ephemeral storage when
+	// NodeSpec.EphemeralStorage is empty (a kubelet reports its root filesystem's).
+	DefaultNodeEphemeralStorage = "100Gi"
 )
 
 // Well-known node labels set by AddNode.
@@ -59,6 +62,9 @@ type NodeSpec struct {
 	CPU, Memory string
 	// Pods is the node's pod capacity (DefaultNodePods when 0).
 	Pods int
+	// EphemeralStorage is the node's ephemeral-storage capacity and allocatable, as a quantity
+	// (DefaultNodeEphemeralStorage when empty).
+	EphemeralStorage string
 }
 
 // AddNode creates a kwok node and waits until it is Ready and has no not-ready taint left, so
@@ -77,6 +83,13 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*corev1.Node, err
 	}
 	if spec.Pods == 0 {
 		spec.Pods = DefaultNodePods
+	}
+	if spec.EphemeralStorage == "" {
+		spec.EphemeralStorage = DefaultNodeEphemeralStorage
+	}
+	ephemeral, err := resource.ParseQuantity(spec.EphemeralStorage)
+	if err != nil {
+		return nil, fmt.Errorf("localcluster: node %s: EphemeralStorage: %w", spec.Name, err)
 	}
 	cpu, err := resource.ParseQuantity(spec.CPU)
 	if err != nil {
@@ -115,6 +128,8 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*corev1.Node, err
 		corev1.ResourceCPU:    cpu,
 		corev1.ResourceMemory: memory,
 		corev1.ResourcePods:   *resource.NewQuantity(int64(spec.Pods), resource.DecimalSI),
+
+		corev1.ResourceEphemeralStorage: ephemeral,
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{

@@ -3,7 +3,8 @@
 // StorageClass it installs, so that a StatefulSet's claims get zonal PersistentVolumes as on a
 // cloud.
 //
-// The StorageClass (StorageClass, provisioner Name, volumeBindingMode WaitForFirstConsumer,
+// The StorageClass (StorageClass, the cluster's default: a claim that names no class gets it,
+// as a chart's claims on a cloud do; provisioner Name, volumeBindingMode WaitForFirstConsumer,
 // reclaimPolicy Delete) delays binding until a pod uses the claim: kube-scheduler's VolumeBinding
 // plugin picks the pod's node, writes it on the claim (annotation volume.kubernetes.io/selected-node)
 // and waits; kube-controller-manager's PersistentVolume controller marks the claim for this
@@ -58,17 +59,24 @@ const (
 	// AnnProvisionedBy marks a PersistentVolume with the provisioner that created it (the
 	// external-provisioner's, which the PersistentVolume controller reads before a delete).
 	AnnProvisionedBy = "pv.kubernetes.io/provisioned-by"
+	// AnnDefaultClass marks the cluster's default StorageClass (the DefaultStorageClass
+	// admission plugin gives it to a claim that names none; k8s.io/kubernetes'
+	// pkg/apis/storage/util.IsDefaultStorageClassAnnotation).
+	AnnDefaultClass = "storageclass.kubernetes.io/is-default-class"
 	// ZoneKey is the node label whose value pins a volume: the zone of the selected node.
 	ZoneKey = corev1.LabelTopologyZone
 )
 
-// Install creates the StorageClass and the CSIDriver the provisioner serves; it succeeds when
-// they exist already.
+// Install creates the StorageClass (the cluster's default one) and the CSIDriver the provisioner
+// serves; it succeeds when they exist already.
 func Install(ctx context.Context, client kubernetes.Interface) error {
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
 	deletePolicy := corev1.PersistentVolumeReclaimDelete
 	sc := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: StorageClass},
+		ObjectMeta: metav1.ObjectMeta{Name: StorageClass, Annotations: map[string]string{
+			// The default class: a claim without storageClassName (the charts' default) gets it.
+			AnnDefaultClass: "true",
+		}},
 		Provisioner:       Name,
 		ReclaimPolicy:     &deletePolicy,
 		VolumeBindingMode: &wffc,

@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
@@ -278,6 +279,10 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	if err != nil {
 		return rep, fmt.Errorf("execute: %w", err)
 	}
+	var notRedis []string
+	if !observe.NamesWorkloads(e.cfg.Policy) {
+		notRedis = e.dropNotRedis(ctx, model)
+	}
 	var keys []string
 	for _, c := range model.Clusters {
 		keys = append(keys, c.Key())
@@ -287,6 +292,9 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", model.Options.ClusterLabel)
 		if sel := e.cfg.Selection.Selector; sel != nil && !sel.Empty() {
 			fmt.Fprintf(e.cfg.Out, " and matching %s", sel)
+		}
+		if len(notRedis) > 0 {
+			fmt.Fprintf(e.cfg.Out, "; left out as no Redis Cluster, their Ready pods refusing the Redis port or answering without cluster mode: %s", strings.Join(notRedis, ", "))
 		}
 		fmt.Fprintln(e.cfg.Out, ")")
 	}
@@ -376,4 +384,29 @@ func nextOpenText(next *time.Time, now time.Time) string {
 		return "no window opens within five years"
 	}
 	return fmt.Sprintf("next window opens at %s (in %s)", timeText(*next), next.Sub(now).Round(time.Second))
+}
+
+// dropNotRedis reads the Redis topology of every cluster of model at once (under
+// observe.DefaultRedisDeadline) and removes from model.Clusters those whose pods are no Redis
+// Cluster (observe.ErrNotRedis), returning their keys sorted. The roles read are not used: each
+// cluster's turn observes it again.
+func (e *Executor) dropNotRedis(ctx context.Context, model *policies.Model) []string {
+	ctx, cancel := context.WithTimeout(ctx, observe.DefaultRedisDeadline)
+	defer cancel()
+	errs := make([]error, len(model.Clusters))
+	workqueue.ParallelizeUntil(ctx, 16, len(model.Clusters), func(i int) {
+		_, errs[i] = observe.ApplyRedis(ctx, e.cfg.Redis, model.Clusters[i])
+	})
+	byKey := map[string]error{}
+	for i, c := range model.Clusters {
+		if errs[i] != nil {
+			byKey[c.Key()] = errs[i]
+		}
+	}
+	dropped := observe.DropNotRedis(model, byKey)
+	for _, k := range dropped {
+		klog.V(2).InfoS("Left out: no Redis Cluster", "cluster", k, "reason", byKey[k])
+	}
+	sort.Strings(dropped)
+	return dropped
 }

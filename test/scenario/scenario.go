@@ -84,9 +84,13 @@ type Scenario struct {
 	RoleLabels bool
 	// Image is the container image (informational; kwok runs no container).
 	Image string
-	// Claims, when set, gives every StatefulSet a volumeClaimTemplate: each pod a claim on a
-	// zonal disk (Snapshot binds a placed pod's claim to a PersistentVolume pinned to its node's
-	// zone).
+	// NoPersistence, in Bitnami's layout, installs the chart with persistence.enabled=false: the
+	// pods keep their data in an emptyDir instead of a claim of the StatefulSet's
+	// redis-data template.
+	NoPersistence bool
+	// Claims, when set, gives every StatefulSet a volumeClaimTemplate (in Bitnami's layout, sets
+	// the class and size of the chart's redis-data template): each pod a claim on a zonal disk
+	// (Snapshot binds a placed pod's claim to a PersistentVolume pinned to its node's zone).
 	Claims *ClaimTemplate
 }
 
@@ -127,13 +131,13 @@ func (s Scenario) N() int { return s.Shards * s.PodsPerShard }
 func (s Scenario) ShardName(i int) string { return fmt.Sprintf("%s-s%d", s.cluster(), i) }
 
 // PodName returns the name of shard i's o-th pod (o = 0: the master the cluster is formed
-// with): "<Cluster>-s<i>-<o>" (seed); "<fullname>-<M·o+i>" (Bitnami: the chart's init makes
-// ordinals 0..M-1 the masters); "<Cluster>-leader-<i>" for o = 0 and
+// with): "<Cluster>-s<i>-<o>" (seed); "<fullname>-<ordinal>" (Bitnami: the ordinals
+// `redis-cli --cluster create` pairs, BitnamiOrdinal); "<Cluster>-leader-<i>" for o = 0 and
 // "<Cluster>-follower-<M·(o-1)+i>" otherwise (OT: follower j replicates leader j mod M).
 func (s Scenario) PodName(i, o int) string {
 	switch s.Layout {
 	case LayoutBitnami:
-		return fmt.Sprintf("%s-%d", s.BitnamiFullname(), s.Shards*o+i)
+		return fmt.Sprintf("%s-%d", s.BitnamiFullname(), s.bitnamiOrdinal(i, o))
 	case LayoutOT:
 		if o == 0 {
 			return fmt.Sprintf("%s-leader-%d", s.cluster(), i)
@@ -219,8 +223,9 @@ func (s Scenario) Template(i int) (corev1.PodTemplateSpec, error) {
 	return fixture.TemplateOf(tmpl), nil
 }
 
-// StatefulSets returns the layout's StatefulSets (seed: one per shard), updateStrategy OnDelete
-// (as an operator leaves them after a resize), podManagementPolicy Parallel.
+// StatefulSets returns the layout's StatefulSets: in the seed layout one per shard,
+// updateStrategy OnDelete (as an operator leaves them after a resize), podManagementPolicy
+// Parallel; in Bitnami's and OT's, layoutStatefulSets's.
 func (s Scenario) StatefulSets() ([]*appsv1.StatefulSet, error) {
 	stss, err := s.statefulSets()
 	if err != nil || s.Claims == nil {

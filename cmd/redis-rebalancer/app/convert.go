@@ -23,8 +23,8 @@ import (
 // engine package takes, one small function per package, written out field by field:
 //
 //	selection        observe.Selection   ← selection.namespaces, selection.labelSelector
-//	rules            policies.Options    ← selection (cluster label, shard source, role label,
-//	                                       recreating owners), rules
+//	rules            policies.Options    ← selection (cluster label, workload selector, shard
+//	                                       source, role label, recreating owners), rules
 //	planBounds       plan.Options        ← plan
 //	windowConfig     window.Config       ← windows
 //	executorConfig   execute.Config      ← all of the above, limits, failover, timeouts
@@ -55,10 +55,14 @@ func rules(p *policy) (policies.Options, error) {
 	if err != nil {
 		return policies.Options{}, fmt.Errorf("selection.shardSource: %w", err)
 	}
+	workloads, err := metav1.LabelSelectorAsSelector(&p.Selection.WorkloadSelector)
+	if err != nil {
+		return policies.Options{}, fmt.Errorf("selection.workloadSelector: %w", err)
+	}
 	return policies.Options{
 		ClusterLabel: p.Selection.ClusterLabel, ShardSource: src, RoleLabel: p.Selection.RoleLabel,
-		RecreatingOwners: p.Selection.RecreatingOwners,
-		RelaxedLimits:    p.Rules.RelaxedLimits, ReleaseReplicaClaims: p.Rules.ReleaseReplicaClaims,
+		RecreatingOwners: p.Selection.RecreatingOwners, WorkloadSelector: workloads,
+		RelaxedLimits: p.Rules.RelaxedLimits, ReleaseReplicaClaims: p.Rules.ReleaseReplicaClaims,
 	}, nil
 }
 

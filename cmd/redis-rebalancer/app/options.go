@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
@@ -225,6 +226,12 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 	rctx, cancel := o.snapshot.redisContext(ctx)
 	defer cancel()
 	errs := observe.ReadRedis(rctx, rc, m.Clusters)
+	if !observe.NamesWorkloads(opts) {
+		// No workload selector: a workload is Redis when its pods answer as Redis Cluster nodes.
+		for _, k := range observe.DropNotRedis(m, errs) {
+			klog.V(2).InfoS("Left out: no Redis Cluster", "cluster", k, "reason", errs[k])
+		}
+	}
 	for _, c := range m.Clusters {
 		if err, ok := errs[c.Key()]; ok {
 			fmt.Fprintf(errOut, "warning: %s: roles unknown: %v\n", c.Key(), err)

@@ -18,7 +18,7 @@ func TestPlanExitCodes(t *testing.T) {
 		{name: "plan on the Bitnami drift with zonal volumes → 3, zone-a's masters are pinned", args: []string{"plan", "--snapshot", "../../../examples/bitnami-zonal-post-scale-down.yaml", "--redis-nodes", "../../../examples/redis-nodes/bitnami_redis-cluster.txt", "--layout", "bitnami"}, wantCode: ExitViolations,
 			wantOut: []string{"zone zone-a holds 5 pods whose zonal PersistentVolumes keep them there", "--release-replica-claims"}},
 		{name: "plan --release-replica-claims on the Bitnami drift with zonal volumes → 0, a master failed over, then its claim released", args: []string{"plan", "--snapshot", "../../../examples/bitnami-zonal-post-scale-down.yaml", "--redis-nodes", "../../../examples/redis-nodes/bitnami_redis-cluster.txt", "--layout", "bitnami", "--release-replica-claims"}, wantCode: ExitOK,
-			wantOut: []string{"evict bitnami/redis-cluster-3 from n1 (M, fail over to bitnami/redis-cluster-8 on n4 first; then release claim redis-data-redis-cluster-3: it resyncs in full) → n5", "compliant after: true"}},
+			wantOut: []string{"evict bitnami/redis-cluster-3 from n1 (M, fail over to bitnami/redis-cluster-9 on n4 first; then release claim redis-data-redis-cluster-3: it resyncs in full) → n5", "compliant after: true"}},
 		{name: "plan on the role-only case → 0, one failover and no eviction", args: []string{"plan", "--snapshot", "../../../examples/role-only.yaml", "--role-label", roleLabel}, wantCode: ExitOK,
 			wantOut: []string{"MasterQuorum: node n1 holds 3 of the 5 masters", "plan: 0 evictions, 1 failover, minimal; compliant after: true", "1. fail redis/redis-s2-0 (n1) over to redis/redis-s2-1 (n4): no pod moves"}},
 		{name: "check on the role-only case without --role-label → 0, MasterQuorum skipped with a note", args: []string{"check", "--snapshot", "../../../examples/role-only.yaml"}, wantCode: ExitOK,
@@ -136,7 +136,7 @@ func TestPlanJSONReleaseClaims(t *testing.T) {
 		ReleaseClaims       []string
 	}
 	got := move(doc.Clusters[0].Moves[0])
-	want := move{Kind: "evict", Pod: "bitnami/redis-cluster-3", Role: "master", To: "bitnami/redis-cluster-8", Failover: true, ReleaseClaims: []string{"redis-data-redis-cluster-3"}}
+	want := move{Kind: "evict", Pod: "bitnami/redis-cluster-3", Role: "master", To: "bitnami/redis-cluster-9", Failover: true, ReleaseClaims: []string{"redis-data-redis-cluster-3"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("first move (-want +got):\n%s", diff)
 	}

@@ -31,11 +31,11 @@ type policyOptions struct {
 	flags *policy
 	// bound are the rows of policyFlagTable bound to a flag set, by flag name.
 	bound map[string]policyFlag
-	// The flags whose value is parsed into their field: --namespace, --selector, and --window
-	// (with --window-duration, which is no field).
-	namespace, selector string
-	windows             []string
-	windowDuration      time.Duration
+	// The flags whose value is parsed into their field: --namespace, --selector,
+	// --workload-selector, and --window (with --window-duration, which is no field).
+	namespace, selector, workloadSelector string
+	windows                               []string
+	windowDuration                        time.Duration
 }
 
 // policyFieldAnnotation marks a flag bound to a field of the policy (its value: the field's path).
@@ -152,6 +152,22 @@ var policyFlagTable = []policyFlag{
 	},
 	valueFlag(selectionGroup, "layout", "", "selection.layout", func(p *policy) *string { return (*string)(&p.Selection.Layout) }, stringFlag, "how the Redis clusters are deployed: seed, bitnami, ot, ucloud or kubeblocks; sets the defaults of --cluster-label, --shard-source, --role-label, --recreating-owners and the Redis Secret's keys (README: the layouts table); a flag given beside it wins"),
 	valueFlag(selectionGroup, "cluster-label", "", "selection.clusterLabel", func(p *policy) *string { return &p.Selection.ClusterLabel }, stringFlag, "pod label whose value names the Redis cluster (the seed layout's: cloud.netease.com/cluster-name; default: the layout's, app.kubernetes.io/instance without one)"),
+	{
+		group: selectionGroup, name: "workload-selector", path: "selection.workloadSelector",
+		usage: "only StatefulSets whose pod template matches this label selector are Redis workloads, e.g. app.kubernetes.io/name=redis-cluster (default: the layout's; without one, every StatefulSet whose template carries the cluster label)",
+		field: func(p *policy) any { return &p.Selection.WorkloadSelector },
+		bind: func(o *policyOptions, fs *pflag.FlagSet, f policyFlag, usage string) {
+			fs.StringVar(&o.workloadSelector, f.name, o.workloadSelector, usage)
+		},
+		apply: func(o *policyOptions, p *policy) error {
+			sel, err := metav1.ParseToLabelSelector(o.workloadSelector)
+			if err != nil {
+				return fmt.Errorf("--workload-selector: %w", err)
+			}
+			p.Selection.WorkloadSelector = *sel
+			return nil
+		},
+	},
 	valueFlag(selectionGroup, "shard-source", "", "selection.shardSource", func(p *policy) *string { return &p.Selection.ShardSource }, stringFlag, "where a pod's shard comes from: owner (its controller), redis (CLUSTER NODES; offline: --redis-nodes), label:KEY, or auto (the owner unless Redis groups the pods otherwise); default: the layout's, auto without one"),
 	valueFlag(selectionGroup, "role-label", "", "selection.roleLabel", func(p *policy) *string { return &p.Selection.RoleLabel }, stringFlag, "pod label giving the Redis role (master, replica/slave) when Redis is not read (offline without --redis-nodes, or --redis-roles=false); Redis's roles win when read (default: the layout's)"),
 	valueFlag(selectionGroup, "recreating-owners", "", "selection.recreatingOwners", func(p *policy) *[]string { return &p.Selection.RecreatingOwners }, stringsFlag, "kinds of controller besides StatefulSet that re-create an evicted pod (e.g. InstanceSet); pods of other owners, or of none, are never evicted (default: the layout's)"),

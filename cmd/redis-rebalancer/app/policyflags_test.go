@@ -289,6 +289,7 @@ output: json
 				p.Selection.Layout, p.Selection.RoleLabel = v1alpha1.LayoutOT, "role"
 				p.Selection.ClusterLabel, p.Selection.ShardSource = "cluster", "owner"
 				p.Selection.RecreatingOwners = []string{"RedisCluster", "InstanceSet"}
+				p.Selection.WorkloadSelector.MatchLabels = map[string]string{"redis_setup_type": "cluster"}
 				p.Redis.UsernameSecretRef.Key, p.Redis.PasswordSecretRef.Key = "redis-username", "password"
 				return p
 			}(),
