@@ -145,6 +145,10 @@ type ClusterRun struct {
 	ObserveAfterError string `json:"observeAfterError,omitempty"`
 	// Plan is the plan of a dry run, or of a run outside every window.
 	Plan *plan.Plan `json:"plan,omitempty"`
+	// Reintroduced says, one line per node, which pods' Redis nodes the run re-introduced before
+	// its moves: pods back with empty volumes in place of a replica the cluster still listed, left
+	// so by a move that released their claims and was stopped before its rejoin.
+	Reintroduced []string `json:"reintroduced,omitempty"`
 	// Seconds is the time spent on the cluster.
 	Seconds float64 `json:"seconds"`
 }
