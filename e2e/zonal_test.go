@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/provisioner"
@@ -91,7 +93,14 @@ func TestZonalVolumesReleaseClaims(t *testing.T) {
 			}
 		}
 		// No plan while the claims are kept: the volumes pin zone-a's masters.
-		kept := planJSON(t, cliArgs("plan", env, append(policyArgs, "-o", "json")...)...)
+		r := startCLI(t, nil, cliArgs("plan", env, append(policyArgs, "-o", "json")...)...)
+		if code := r.wait(time.Minute); code != app.ExitViolations {
+			return fmt.Errorf("plan without --release-replica-claims exited %d (%s), want %d (violations, no plan)", code, r.errorLine(), app.ExitViolations)
+		}
+		var kept report.Analysis
+		if err := json.Unmarshal(r.stdout.Bytes(), &kept); err != nil {
+			return fmt.Errorf("plan output: %w\n%s", err, r.stdout.String())
+		}
 		if len(kept.Clusters) != 1 || kept.Clusters[0].LimitedBy == "" || !strings.Contains(kept.Clusters[0].Infeasible, "zonal PersistentVolumes keep them there") {
 			return fmt.Errorf("plan without --release-replica-claims: %+v, want no plan because of the zonal volumes", kept.Clusters)
 		}

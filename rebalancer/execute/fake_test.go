@@ -233,6 +233,9 @@ type fakeRedis struct {
 	failover func(replicaAddr string) error
 	role     func(addr string) (interface{}, error)
 	rejoin   func(addr string) error
+	// info, when set, answers CLUSTER INFO (section "cluster") and INFO <section> first: ok false
+	// leaves the answer to the default.
+	info func(addr, section string) (answer string, ok bool)
 }
 
 type fakeNode struct {
@@ -371,9 +374,21 @@ func (r *fakeRedis) WaitClientsDrained(context.Context, string, time.Duration, t
 func (r *fakeRedis) Do(_ context.Context, addr string, args ...interface{}) (interface{}, error) {
 	r.mu.Lock()
 	r.record("%v %s", args[0], addr)
-	hook := r.role
+	hook, info := r.role, r.info
 	n := r.nodes[addr]
 	r.mu.Unlock()
+	if info != nil && len(args) >= 2 {
+		section := ""
+		switch {
+		case fmt.Sprint(args[0]) == "INFO":
+			section = fmt.Sprint(args[1])
+		case fmt.Sprint(args[0]) == "CLUSTER" && fmt.Sprint(args[1]) == "INFO":
+			section = "cluster"
+		}
+		if answer, ok := info(addr, section); section != "" && ok {
+			return answer, nil
+		}
+	}
 	switch {
 	case len(args) >= 2 && fmt.Sprint(args[0]) == "CLUSTER" && fmt.Sprint(args[1]) == "INFO":
 		return "cluster_state:ok\r\n", nil
