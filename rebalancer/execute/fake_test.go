@@ -233,6 +233,8 @@ type fakeRedis struct {
 	failover func(replicaAddr string) error
 	role     func(addr string) (interface{}, error)
 	rejoin   func(addr string) error
+	// topo, when set, is the topology Topology returns.
+	topo func() *redisctl.Topology
 	// info, when set, answers CLUSTER INFO (section "cluster") and INFO <section> first: ok false
 	// leaves the answer to the default.
 	info func(addr, section string) (answer string, ok bool)
@@ -292,6 +294,9 @@ func (r *fakeRedis) Topology(_ context.Context, addrs []string) (*redisctl.Topol
 	defer r.mu.Unlock()
 	if r.down != nil {
 		return nil, fmt.Errorf("redisctl: topology: no node answered: %s: cluster nodes: %w", addrs[0], r.down)
+	}
+	if r.topo != nil {
+		return r.topo(), nil
 	}
 	return r.topology(), nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
@@ -412,4 +413,115 @@ func volumeZoneOf(t *testing.T, zb *zonalBed, c *corev1.PersistentVolumeClaim) s
 		return "(volume " + c.Spec.VolumeName + " gone)"
 	}
 	return volumeZone(obj.(*corev1.PersistentVolume))
+}
+
+// TestReintroduceEmpty plays what a run killed between a release and its rejoin leaves: redis-s3-1
+// came back (new IP 10.0.3.1) with empty volumes, its Redis node a new one that knows no other
+// node, while the cluster still lists the replica it was (old ID, old IP 10.9.3.1), answering no
+// more. The next run re-introduces it before its moves, only with claims releasable, and leaves a
+// node back empty alone when it replaces no listed replica (a scale-up: its operator's).
+func TestReintroduceEmpty(t *testing.T) {
+	const emptyAddr = "10.0.3.1:6379"
+	for _, tc := range []struct {
+		name    string
+		release bool
+		// oldGone: the old replica is listed and answers no more; otherwise no node lists it.
+		oldGone   bool
+		wantCalls []string
+		wantLines int
+		wantOut   string
+	}{
+		{
+			name:    "claims releasable, the old replica listed and gone → re-introduced as a replica of its shard's master, the old one forgotten, its full sync waited for",
+			release: true, oldGone: true,
+			wantCalls: []string{"reintroduce 10.0.3.1:6379 in place of old-s3-1, replica of %m", "rejoin 10.0.3.1:6379"},
+			wantLines: 1, wantOut: "came back empty in place of replica old-s3-1",
+		},
+		{
+			name:    "claims not releasable → left alone (a node back empty is its operator's to add)",
+			oldGone: true,
+		},
+		{
+			name:    "claims releasable, no listed replica it replaces (a scale-up) → left alone, said so",
+			release: true,
+			wantOut: "replaces no node the cluster lists: left to its operator",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := newTestbed(t, scenario.PostScaleDown())
+			cfg := tb.config()
+			cfg.Policy.ReleaseReplicaClaims = tc.release
+			e, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			cr := &clusterRun{run: e.newRun(ctx), key: "redis/redis", out: &tb.out}
+			c, err := cr.observe(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb.redis.mu.Lock()
+			base := tb.redis.topology()
+			tb.redis.mu.Unlock()
+			masterID := ""
+			var merged []redisctl.Node
+			var views []redisctl.View
+			for _, n := range base.Nodes {
+				if n.Addr() == emptyAddr {
+					masterID = n.MasterID
+					if tc.oldGone {
+						old := n
+						old.ID, old.IP, old.Flags = "old-s3-1", "10.9.3.1", []string{redisctl.FlagReplica, redisctl.FlagFail}
+						old.LinkState = redisctl.LinkDisconnected
+						merged = append(merged, old)
+					}
+					me := redisctl.Node{ID: "new-s3-1", IP: n.IP, Port: n.Port, LinkState: redisctl.LinkConnected, Flags: []string{redisctl.FlagMyself, redisctl.FlagMaster}}
+					views = append(views, redisctl.View{Addr: emptyAddr, Nodes: []redisctl.Node{me}})
+					merged = append(merged, me)
+					continue
+				}
+				merged = append(merged, n)
+			}
+			for _, n := range base.Nodes {
+				if n.Addr() == emptyAddr {
+					continue
+				}
+				var lines []redisctl.Node
+				for _, o := range merged {
+					if o.ID == "new-s3-1" {
+						continue // the others do not know it yet
+					}
+					if o.ID == n.ID {
+						o.Flags = append([]string{redisctl.FlagMyself}, o.Flags...)
+					}
+					lines = append(lines, o)
+				}
+				views = append(views, redisctl.View{Addr: n.Addr(), Nodes: lines})
+			}
+			tb.redis.mu.Lock()
+			tb.redis.topo = func() *redisctl.Topology { return &redisctl.Topology{Nodes: merged, Views: views} }
+			tb.redis.mu.Unlock()
+
+			lines, err := cr.reintroduceEmpty(ctx, c)
+			t.Logf("progress:\n%s", tb.out.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wantCalls []string
+			for _, s := range tc.wantCalls {
+				wantCalls = append(wantCalls, strings.ReplaceAll(s, "%m", masterID))
+			}
+			got := append(tb.redis.called("reintroduce"), tb.redis.called("rejoin")...)
+			if diff := cmp.Diff(wantCalls, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			if len(lines) != tc.wantLines {
+				t.Errorf("lines %q, want %d", lines, tc.wantLines)
+			}
+			if !strings.Contains(tb.out.String(), tc.wantOut) {
+				t.Errorf("progress does not say %q", tc.wantOut)
+			}
+		})
+	}
 }

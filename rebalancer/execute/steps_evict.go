@@ -90,8 +90,9 @@ func (cr *clusterRun) recreate(ctx context.Context, m *moveRun) result {
 				status += ": " + why
 			}
 			if len(m.released) > 0 {
-				_, why, _ := cr.claimsBack(ctx, m)
-				status += "; " + why
+				if _, why, _ := cr.claimsBack(ctx, m); why != "" {
+					status += "; " + why
+				}
 			}
 			return false, status
 		case !observe.PodReady(p):
