@@ -22,7 +22,12 @@ import (
 // validates them, so this means a hand-written snapshot is malformed).
 func Build(snap *Snapshot, opts Options) (*Model, error) {
 	opts = opts.withDefaults()
+	rules, err := resolveRules(opts.Rules)
+	if err != nil {
+		return nil, err
+	}
 	m := &Model{
+		rules:          rules,
 		Options:        opts,
 		nodeIndex:      make(map[string]int, len(snap.Nodes)),
 		podsInNS:       map[string][]int32{},
@@ -81,11 +86,23 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		m.pvs[pv.Name] = pv
 	}
 	// Requests, by position in snap.Pods, computed in parallel.
+	// Requests, by position in snap.Pods, computed in parallel; the scalar resources of the few
+	// pods requesting any in Model.podScalars.
 	reqs := make([]resources, len(snap.Pods))
+	var scalarsMu sync.Mutex
 	parallel(len(snap.Pods), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if p := snap.Pods[i]; !isFinished(p) {
-				reqs[i] = requestsOf(p)
+				r := requestsOf(p)
+				reqs[i] = r.resources
+				if r.scalars != nil {
+					scalarsMu.Lock()
+					if m.podScalars == nil {
+						m.podScalars = map[*corev1.Pod][]scalarRequest{}
+					}
+					m.podScalars[p] = r.scalars
+					scalarsMu.Unlock()
+				}
 			}
 		}
 	})
@@ -117,8 +134,10 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		m.podNode = append(m.podNode, int32(ni))
 		*lastNSPods = append(*lastNSPods, k)
 		m.usedByAll[ni] = m.usedByAll[ni].add(reqs[i])
+		m.addRare(k, p, m.podScalars[p])
 		m.anti.add(k, p)
 	}
+	m.buildCSI(snap.CSINodes)
 	for ns, pods := range nsPods {
 		m.podsInNS[ns] = *pods
 	}
@@ -161,6 +180,37 @@ func (m *Model) notMember(p *corev1.Pod, kind, owner string, sts *appsv1.Statefu
 		return fmt.Sprintf("owned by %s %s: not a Redis workload (a StatefulSet, or one of recreatingOwners)", kind, owner)
 	}
 	return ""
+}
+
+// addRare records what scheduled pod k (pods[k], on podNode[k]) gives the plugins few pods need:
+// its scalar requests (NodeResourcesFit), host ports (NodePorts) and inline disks
+// (VolumeRestrictions).
+func (m *Model) addRare(k int32, p *corev1.Pod, scalars []scalarRequest) {
+	n := m.podNode[k]
+	if scalars != nil {
+		if m.usedScalar == nil {
+			m.usedScalar = make([]map[corev1.ResourceName]int64, len(m.Nodes))
+		}
+		if m.usedScalar[n] == nil {
+			m.usedScalar[n] = map[corev1.ResourceName]int64{}
+		}
+		for _, r := range scalars {
+			m.usedScalar[n][r.name] += r.qty
+		}
+	}
+	for _, hp := range hostPortsOf(p) {
+		if m.hostPorts == nil {
+			m.hostPorts = map[portKey][]portUse{}
+		}
+		key := portKey{hp.protocol, hp.port}
+		m.hostPorts[key] = append(m.hostPorts[key], portUse{k, hp.ip})
+	}
+	for k2 := range p.Spec.Volumes {
+		if needsDiskCheck(&p.Spec.Volumes[k2]) {
+			m.diskPods = append(m.diskPods, k)
+			break
+		}
+	}
 }
 
 func isFinished(p *corev1.Pod) bool {
@@ -234,6 +284,10 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 		}
 		if why := m.notMember(p, kind, owner, sts); why != "" {
 			c.NotMembers = append(c.NotMembers, NotMember{Pod: p, Why: why})
+			if c.notMember == nil {
+				c.notMember = map[*corev1.Pod]bool{}
+			}
+			c.notMember[p] = true
 			continue
 		}
 		mem := &Member{Pod: p, Node: -1, Ordinal: -1, Terminating: p.DeletionTimestamp != nil, req: reqs[pi], sts: sts}
@@ -306,13 +360,39 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 	return nil
 }
 
-// memberOf reports whether pod p (scheduled, unfinished) is a member of cluster c.
+// memberOf reports whether pod p (scheduled, unfinished) is a member of cluster c: the rules
+// count it through the cluster's placement, and other pods (NotMembers among them) as the model
+// has them.
 func (c *Cluster) memberOf(p *corev1.Pod) bool {
 	if p.Namespace != c.Namespace {
 		return false
 	}
 	v, ok := p.Labels[c.model.Options.ClusterLabel]
-	return ok && v == c.Name
+	return ok && v == c.Name && !c.notMember[p]
+}
+
+// Admits reports whether pod p, listed afresh, is one of the cluster's pods by the rules Build
+// picks members with: it carries the cluster label's value in the cluster's namespace, is not
+// finished, and a workload of the cluster owns it (not a Job's pod, nor another app's of the same
+// Helm release). The executor filters the pods it lists by the cluster label with it.
+func (c *Cluster) Admits(p *corev1.Pod) bool {
+	m := c.model
+	if p.Namespace != c.Namespace || p.Labels[m.Options.ClusterLabel] != c.Name || isFinished(p) {
+		return false
+	}
+	var kind, owner string
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		kind, owner = ref.Kind, ref.Name
+	}
+	var sts *appsv1.StatefulSet
+	if kind == "StatefulSet" {
+		for _, s := range c.StatefulSets {
+			if s.Name == owner {
+				sts = s
+			}
+		}
+	}
+	return m.notMember(p, kind, owner, sts) == ""
 }
 
 // isUnschedulable reports a Pending pod the scheduler could not place.

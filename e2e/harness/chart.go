@@ -51,7 +51,7 @@ func (e *Env) layOutChart(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer unplace()
-	if _, _, err := e.createStatefulSets(ctx, opts.PodAnnotations, nil); err != nil {
+	if _, _, err := e.createStatefulSets(ctx, opts.PodAnnotations, opts.Templates, nil); err != nil {
 		return err
 	}
 	if err := e.waitPlaced(ctx); err != nil {

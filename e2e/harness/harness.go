@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,6 +61,9 @@ type Options struct {
 	// scheduler (updateStrategy OnDelete keeps the pods as they are). It lays out pods that
 	// differ from their templates, as after an operator changed the templates.
 	RunningPods func(*corev1.PodTemplateSpec)
+	// Templates, when set, changes the scenario's pod templates, for the pods laid out and for the
+	// StatefulSets that re-create them: requests, ports, volumes.
+	Templates func(*corev1.PodTemplateSpec)
 	// RecordStops makes the environment ask each pod's Redis node for its ROLE just before the
 	// runtime stops its server because the pod is going away (Env.Stops).
 	RecordStops bool
@@ -268,7 +272,8 @@ func (e *Env) startRedis(ctx context.Context, opts Options) error {
 	if _, err := e.Cluster.Namespace(ctx, e.Namespace); err != nil {
 		return err
 	}
-	sel, err := labels.Parse(e.Scenario.Selector())
+	// A Job's pod with the cluster's labels (Bitnami's cluster-update Job) runs no redis-server.
+	sel, err := labels.Parse(e.Scenario.Selector() + ",!" + batchv1.JobNameLabel)
 	if err != nil {
 		return err
 	}

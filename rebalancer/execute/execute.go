@@ -22,6 +22,7 @@
 package execute
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -176,6 +177,12 @@ type Config struct {
 	// StoppedBy report.StoppedGracefulStop. Cancelling Run's context is the hard stop: every
 	// step in flight is cut short. Nil: never.
 	Stop <-chan struct{}
+	// Source is where observations read the API server's objects (observe.Lister on Client, a
+	// LIST per resource and observation, when nil; serve gives its watched cache).
+	Source observe.Source
+	// Goal is what the run works toward (Compliance when nil): when a cluster is done, and the
+	// plan its next move is taken from.
+	Goal Goal
 	// Requests, when set, counts Client's API requests (observe.RequestCounter.Wrap on its
 	// rest.Config); Run's report then holds the counts.
 	Requests *observe.RequestCounter
@@ -216,6 +223,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Observer == nil {
 		c.Observer = noObserver{}
+	}
+	if c.Goal == nil {
+		c.Goal = Compliance{}
+	}
+	if c.Source == nil {
+		c.Source = observe.Lister{Client: c.Client}
 	}
 	return c, nil
 }
@@ -268,35 +281,32 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	start := clk.Now()
 	rn := e.newRun(ctx)
 	defer rn.close()
-	rep := &report.Run{Window: rn.windowState(start), Clusters: []report.ClusterRun{}, Limits: report.Limits{
+	rep := &report.Run{Started: start.UTC(), Window: rn.windowState(start), Clusters: []report.ClusterRun{}, Limits: report.Limits{
 		MaxPodsToEvictPerNode: e.cfg.MaxPodsToEvictPerNode, MaxPodsToEvictPerNamespace: e.cfg.MaxPodsToEvictPerNamespace,
 		MaxPodsToEvictTotal: e.cfg.MaxPodsToEvictTotal, MaxParallelClusters: e.cfg.MaxParallelClusters,
 	}}
 	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
 	e.printWindow(rep.Window)
 
-	model, err := observe.Live(ctx, e.cfg.Client, e.cfg.Policy, e.cfg.Selection)
+	keys, notRedis, err := e.clusterKeys(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("execute: %w", err)
+		err = fmt.Errorf("execute: %w", err)
+		rep.Classify(err)
+		return rep, err
 	}
-	var notRedis []string
-	if !observe.NamesWorkloads(e.cfg.Policy) {
-		notRedis = e.dropNotRedis(ctx, model)
-	}
-	var keys []string
-	for _, c := range model.Clusters {
-		keys = append(keys, c.Key())
-	}
-	sort.Strings(keys)
 	if len(keys) == 0 {
-		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", model.Options.ClusterLabel)
+		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", cmp.Or(e.cfg.Policy.ClusterLabel, policies.DefaultClusterLabel))
 		if sel := e.cfg.Selection.Selector; sel != nil && !sel.Empty() {
 			fmt.Fprintf(e.cfg.Out, " and matching %s", sel)
 		}
 		if len(notRedis) > 0 {
 			fmt.Fprintf(e.cfg.Out, "; left out as no Redis Cluster, their Ready pods refusing the Redis port or answering without cluster mode: %s", strings.Join(notRedis, ", "))
 		}
-		fmt.Fprintln(e.cfg.Out, ")")
+		fmt.Fprint(e.cfg.Out, "): nothing to do")
+		if e.cfg.Selection.AllowEmpty {
+			fmt.Fprint(e.cfg.Out, " (allowEmpty)")
+		}
+		fmt.Fprintln(e.cfg.Out)
 	}
 	rep.Clusters = make([]report.ClusterRun, len(keys))
 	errs := make([]error, len(keys))
@@ -342,7 +352,41 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	if e.cfg.Requests != nil {
 		rep.APIRequests = e.cfg.Requests.Counts()
 	}
-	return rep, errors.Join(errs...)
+	err = errors.Join(errs...)
+	rep.Classify(err)
+	return rep, err
+}
+
+// clusterKeys returns the keys of the Redis clusters the run looks at, sorted: from the Source
+// when it keeps them (observe.ClusterObserver), else from a model of the selection, without the
+// clusters left out as no Redis Cluster (dropNotRedis, when the policy names no workload), whose
+// keys it returns second. A selection that matches nothing is an error (a typo) unless allowed
+// (observe.Selection.Check).
+func (e *Executor) clusterKeys(ctx context.Context) (keys, notRedis []string, err error) {
+	if o, ok := e.cfg.Source.(observe.ClusterObserver); ok {
+		if keys := o.ClusterKeys(e.cfg.Selection); len(keys) > 0 || e.cfg.Selection.AllowEmpty {
+			return keys, nil, nil
+		}
+	}
+	snap, err := e.cfg.Source.Snapshot(ctx, e.cfg.Selection.Namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	model, err := observe.Model(snap, e.cfg.Policy, e.cfg.Selection)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.cfg.Selection.Check(snap, e.cfg.Policy, model); err != nil {
+		return nil, nil, err
+	}
+	if !observe.NamesWorkloads(e.cfg.Policy) {
+		notRedis = e.dropNotRedis(ctx, model)
+	}
+	for _, c := range model.Clusters {
+		keys = append(keys, c.Key())
+	}
+	sort.Strings(keys)
+	return keys, notRedis, nil
 }
 
 // printWindow says whether the run may act, and why.

@@ -66,7 +66,7 @@ func (cr *clusterRun) healthGate(ctx context.Context, m *moveRun) result {
 // keeps its claims, on any when the move releases them, which it checks may still be (the
 // claims still releasable, no other claim of the shard in flight).
 func (cr *clusterRun) placeable(ctx context.Context, m *moveRun) result {
-	model, err := observe.Live(ctx, cr.cfg.Client, cr.cfg.Policy, observe.Selection{Namespace: m.c.Namespace})
+	model, err := observe.LiveFrom(ctx, cr.cfg.Source, cr.cfg.Policy, observe.Selection{Namespace: m.c.Namespace})
 	if err != nil {
 		return abort(fmt.Errorf("placeability: %w", err))
 	}

@@ -183,12 +183,13 @@ func (s Scenario) ZoneNames() []string {
 }
 
 // Nodes returns one node per listed node name (fixture.Node: hostname label, 32 CPUs, 256Gi
-// of memory and 110 pods allocatable), labelled with its zone.
+// of memory and 110 pods allocatable, and NodeEphemeralStorage of ephemeral storage, which a
+// kubelet always reports), labelled with its zone.
 func (s Scenario) Nodes() []*corev1.Node {
 	var out []*corev1.Node
 	for _, z := range s.Zones {
 		for _, name := range z.Nodes {
-			n := fixture.Node(name)
+			n := fixture.Node(name, fixture.WithAllocatable(string(corev1.ResourceEphemeralStorage)+"="+NodeEphemeralStorage))
 			if z.Name != "" {
 				fixture.InZone(z.Name)(n)
 			}
@@ -489,3 +490,7 @@ func SeedDeadlock() Scenario {
 		{"n1", "n3"}, {"n4", "n2"}, {"n6"},
 	})
 }
+
+// NodeEphemeralStorage is the ephemeral storage allocatable on a scenario's nodes, as the test
+// bed's kwok nodes report it (localcluster.DefaultNodeEphemeralStorage).
+const NodeEphemeralStorage = "100Gi"
