@@ -162,6 +162,7 @@ var wantClusterRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
 	{APIGroups: []string{""}, Resources: []string{"nodes", "persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"delete"}},
 	{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csinodes"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch"}},
@@ -465,6 +466,11 @@ func TestDeploy(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "get", Resource: "secrets", Name: "redis-password"}, true},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "pods", Subresource: "eviction"}, true},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "update", Resource: "statefulsets", Group: "apps"}, false},
+		// Claims: deleted after a replica's eviction (rules.releaseReplicaClaims), never written.
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "delete", Resource: "persistentvolumeclaims"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "persistentvolumeclaims"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "update", Resource: "persistentvolumeclaims"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "delete", Resource: "persistentvolumes"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "events", Group: "events.k8s.io"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
 		// The Lease: in the rebalancer's namespace only (the base's Role), by name.

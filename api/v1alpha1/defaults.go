@@ -108,6 +108,8 @@ const (
 	DefaultRecreateTimeout = 5 * time.Minute
 	// DefaultRejoinTimeout is timeouts.rejoin.
 	DefaultRejoinTimeout = 5 * time.Minute
+	// DefaultFullSyncTimeout is timeouts.fullSync.
+	DefaultFullSyncTimeout = 30 * time.Minute
 	// DefaultRequestTimeout is timeouts.request.
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultDialTimeout is redis.dialTimeout: opening one TCP (and TLS) connection to a node.
@@ -147,6 +149,7 @@ func SetDefaults(p *RebalancerPolicy) {
 	setDuration(&p.Timeouts.HealthGate, DefaultHealthTimeout)
 	setDuration(&p.Timeouts.Recreate, DefaultRecreateTimeout)
 	setDuration(&p.Timeouts.Rejoin, DefaultRejoinTimeout)
+	setDuration(&p.Timeouts.FullSync, DefaultFullSyncTimeout)
 	setDuration(&p.Timeouts.Request, DefaultRequestTimeout)
 
 	r := &p.Redis

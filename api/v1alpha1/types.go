@@ -173,9 +173,12 @@ type Rules struct {
 	// fewer than N/3 and N/2 (MaxPodsPerNode, MaxPodsPerZone): for a three-shard cluster over
 	// several zones, the strict limits can deadlock scheduling (a pod left Pending for good).
 	RelaxedLimits bool `json:"relaxedLimits"`
-	// releaseReplicaClaims lets a plan move a replica away from its zonal PersistentVolume (its
-	// claim is released and it resyncs from its master). check and plan only: run and serve
-	// refuse it, since the executor never releases a claim.
+	// releaseReplicaClaims lets a move take a pod away from the zonal PersistentVolumes its claims
+	// are bound to: a master is failed over first, the pod is evicted, then its claims (from its
+	// StatefulSet's volumeClaimTemplates) are deleted; the StatefulSet re-creates them empty in
+	// the zone the scheduler picks, and the pod, a replica, resyncs in full from its shard's
+	// master. Only while that master is healthy, one released claim per shard at a time. Off by
+	// default: a pod on a zonal volume stays in its zone.
 	ReleaseReplicaClaims bool `json:"releaseReplicaClaims"`
 }
 
@@ -266,6 +269,11 @@ type Timeouts struct {
 	Recreate metav1.Duration `json:"recreate"`
 	// rejoin bounds the wait for a re-created pod to be a connected, in-sync replica again.
 	Rejoin metav1.Duration `json:"rejoin"`
+	// fullSync bounds the same wait for a pod whose claims the move released
+	// (rules.releaseReplicaClaims): it comes back empty and copies its master's whole dataset (a
+	// full resync: the master's snapshot, its transfer, its loading), which takes longer than the
+	// partial resync of a replica that kept its data.
+	FullSync metav1.Duration `json:"fullSync"`
 	// request bounds each step without a wait of its own: the placeability check, the
 	// PodDisruptionBudget dry run, the role check, the eviction request, the re-observation.
 	Request metav1.Duration `json:"request"`

@@ -322,6 +322,7 @@ func validateTimeouts(t *Timeouts, path *field.Path) field.ErrorList {
 	errs = append(errs, validateDuration(t.HealthGate, path.Child("healthGate"))...)
 	errs = append(errs, validateDuration(t.Recreate, path.Child("recreate"))...)
 	errs = append(errs, validateDuration(t.Rejoin, path.Child("rejoin"))...)
+	errs = append(errs, validateDuration(t.FullSync, path.Child("fullSync"))...)
 	errs = append(errs, validateDuration(t.Request, path.Child("request"))...)
 	return errs
 }

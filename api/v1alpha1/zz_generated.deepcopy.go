@@ -258,6 +258,7 @@ func (in *Timeouts) DeepCopyInto(out *Timeouts) {
 	out.HealthGate = in.HealthGate
 	out.Recreate = in.Recreate
 	out.Rejoin = in.Rejoin
+	out.FullSync = in.FullSync
 	out.Request = in.Request
 	return
 }

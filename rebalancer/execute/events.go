@@ -54,13 +54,22 @@ const (
 	// graceful stop or a dry run.
 	ReasonClusterNotFixed = "RedisClusterNotFixed"
 
+	// ReasonClaimsReleased (Normal, on the pod): after its eviction, the pod's claims were
+	// deleted so that it can come back in another zone; it resyncs in full from its master.
+	ReasonClaimsReleased = "RedisClaimsReleased"
+	// ReasonClaimsKept (Warning, on the pod): a move that was to release the pod's claims kept
+	// them (its shard's master not healthy, another claim of the shard in flight, the pod gone
+	// too soon); the pod comes back where its volumes are.
+	ReasonClaimsKept = "RedisClaimsKept"
+
 	// EvictionStrategy is the StrategyName given to the PodEvictor: the reason of its eviction
 	// event, as a descheduler plugin's name is.
 	EvictionStrategy = "RedisRebalance"
 
-	// ActionFailover and ActionRebalance are the events' actions.
+	// ActionFailover, ActionRebalance and ActionRelease are the events' actions.
 	ActionFailover  = "Failover"
 	ActionRebalance = "Rebalance"
+	ActionRelease   = "ReleaseClaims"
 )
 
 // noteLimit is the API server's limit on an event's note (characters).

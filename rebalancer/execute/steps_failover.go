@@ -35,6 +35,7 @@ func (cr *clusterRun) failover(ctx context.Context, m *moveRun) result {
 	if !ok {
 		return skip("failover: pod %s (%s) is not in the Redis topology", m.pod.Name, m.addr)
 	}
+	m.nodeID = self.ID
 	if !self.IsMaster() {
 		if m.mv.Kind == plan.KindFailover {
 			return skip("failover: %s is no longer a master (roles changed since the plan); the next plan starts from Redis's roles", m.pod.Name)

@@ -214,6 +214,7 @@ var policyFlagTable = []policyFlag{
 	valueFlag(executeGroup, "health-timeout", "", "timeouts.healthGate", func(p *policy) *time.Duration { return &p.Timeouts.HealthGate.Duration }, durationFlag, "how long to wait for a healthy cluster before a move, and after it"),
 	valueFlag(executeGroup, "recreate-timeout", "", "timeouts.recreate", func(p *policy) *time.Duration { return &p.Timeouts.Recreate.Duration }, durationFlag, "how long to wait for an evicted pod to be re-created and Ready"),
 	valueFlag(executeGroup, "rejoin-timeout", "", "timeouts.rejoin", func(p *policy) *time.Duration { return &p.Timeouts.Rejoin.Duration }, durationFlag, "how long to wait for a re-created pod to be an in-sync replica again"),
+	valueFlag(executeGroup, "full-sync-timeout", "", "timeouts.fullSync", func(p *policy) *time.Duration { return &p.Timeouts.FullSync.Duration }, durationFlag, "how long to wait for a pod whose claims were released (--release-replica-claims) to be an in-sync replica again: a full resync of its master's dataset"),
 	valueFlag(executeGroup, "request-timeout", "", "timeouts.request", func(p *policy) *time.Duration { return &p.Timeouts.Request.Duration }, durationFlag, "bound on each step without a wait of its own (placeability, PodDisruptionBudget dry run, role check, eviction, re-observation)"),
 	{
 		group: executeGroup, name: "window", path: "windows.windows",
@@ -270,9 +271,8 @@ func (o *policyOptions) addPolicyFlag(fs *pflag.FlagSet) {
 	fs.StringVar(&o.file, "policy", o.file, "RebalancerPolicy `FILE` (YAML; `redis-rebalancer policy default` prints a complete one, docs/policy.md describes it; - for stdin): its fields replace the defaults below, and each flag given on the command line overrides its field")
 }
 
-// releaseReplicaClaimsUsage is --release-replica-claims' help in check, plan and lint (run
-// refuses the flag).
-const releaseReplicaClaimsUsage = "allow moving a replica away from a zonal PersistentVolume (its claim is released; it resyncs from its master)"
+// releaseReplicaClaimsUsage is --release-replica-claims' help.
+const releaseReplicaClaimsUsage = "allow moving a pod away from its zonal PersistentVolumes: a master is failed over first, and after the eviction its claims are deleted; the StatefulSet re-creates them empty and the pod resyncs in full from its master"
 
 // addSelectionFlags binds the flags of selection and rules: which clusters, and how the rules
 // judge them. releaseUsage is --release-replica-claims' help.
