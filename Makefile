@@ -22,7 +22,10 @@ export KUSTOMIZE_BIN_DIR := $(TOOLS_CACHE)/kustomize-$(KUSTOMIZE_VERSION)
 export HELM_BIN_DIR := $(TOOLS_CACHE)/helm-$(HELM_VERSION)
 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app.Version=$(VERSION)
+# The git commit built (the metrics' build_info and `redis-rebalancer version` show it).
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app.Version=$(VERSION) \
+            -X github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app.Revision=$(REVISION)
 FUZZTIME ?= 30s
 TEST_TIMEOUT ?= 45m
 

@@ -152,6 +152,15 @@ type Config struct {
 	// Out receives the human-readable progress: maps, steps and durations (discarded when nil).
 	// Lines of clusters run in parallel are prefixed with "[namespace/name] ".
 	Out io.Writer
+	// ProgressLog writes the progress as structured log entries instead of to Out: one klog
+	// entry "Progress" per non-blank line, its text under "text", a cluster's lines with the
+	// keys namespace and cluster (no prefix). With --logging-format=json every line the process
+	// writes on its standard error is then one JSON object.
+	ProgressLog bool
+	// LogEveryStep logs every step of a move at level 0 (one log entry per step, with its
+	// duration); otherwise the steps that only continue are logged at V(2), and only skips,
+	// aborts, failovers, evictions and the move's end at level 0 (log.go).
+	LogEveryStep bool
 	// Clock gives the time of the maintenance windows and measures durations (the real clock
 	// when nil). The waits' timeouts run on real time.
 	Clock clock.PassiveClock
@@ -204,7 +213,10 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.RejoinTimeout, DefaultRejoinTimeout)
 	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
 	setDefault(&c.PollInterval, DefaultPollInterval)
-	if c.Out == nil {
+	switch {
+	case c.ProgressLog:
+		c.Out = newLogWriter()
+	case c.Out == nil:
 		c.Out = io.Discard
 	}
 	if c.Clock == nil {
@@ -304,7 +316,12 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 		}
 		ran[i] = true
 		var w io.Writer = out
-		if parallel {
+		switch {
+		case e.cfg.ProgressLog:
+			lw := newLogWriter(clusterKeys(keys[i])...)
+			defer lw.Flush()
+			w = lw
+		case parallel:
 			pw := newPrefixWriter(out, "["+keys[i]+"] ")
 			defer pw.Flush()
 			w = pw

@@ -53,7 +53,7 @@ func startReplica(t *testing.T, client *fake.Clientset, name string) *replica {
 	r.cancel = cancel
 	cfg := Config{
 		Client: client, Schedule: "@every 1h", PassOnStart: true, LeaderElection: le, Identity: name,
-		Listener: l, Metrics: metrics.New("test"), Stop: r.stop,
+		Listener: l, Metrics: metrics.New(metrics.BuildInfo{Version: "test"}), Stop: r.stop,
 		Pass: func(ctx context.Context, stop <-chan struct{}) {
 			r.mu.Lock()
 			r.passes++
@@ -175,7 +175,7 @@ func TestWithoutLeaderElection(t *testing.T) {
 	go func() {
 		done <- Run(context.Background(), Config{
 			Client: fake.NewClientset(), Schedule: "@every 1s", PassOnStart: true, Listener: l,
-			Metrics: metrics.New("test"), Stop: stop,
+			Metrics: metrics.New(metrics.BuildInfo{Version: "test"}), Stop: stop,
 			Pass: func(context.Context, <-chan struct{}) { mu.Lock(); passes++; mu.Unlock() },
 		})
 	}()
@@ -210,7 +210,7 @@ func TestValidate(t *testing.T) {
 	valid := func() Config {
 		return Config{
 			Client: fake.NewClientset(), Pass: func(context.Context, <-chan struct{}) {}, Schedule: "*/10 * * * *",
-			LeaderElection: DefaultLeaderElection("ns"), Identity: "me", Listener: l, Metrics: metrics.New("t"),
+			LeaderElection: DefaultLeaderElection("ns"), Identity: "me", Listener: l, Metrics: metrics.New(metrics.BuildInfo{Version: "test"}),
 		}
 	}
 	for _, tc := range []struct {
@@ -301,7 +301,7 @@ func TestPassesNeverOverlap(t *testing.T) {
 	go func() {
 		done <- Run(context.Background(), Config{
 			Client: fake.NewClientset(), Schedule: "@every 1s", PassOnStart: true, Listener: l,
-			Metrics: metrics.New("test"), Stop: stop,
+			Metrics: metrics.New(metrics.BuildInfo{Version: "test"}), Stop: stop,
 			Pass: func(ctx context.Context, stop <-chan struct{}) {
 				mu.Lock()
 				running++

@@ -30,12 +30,15 @@ type runOptions struct {
 	policy *policyOptions
 	// dryRun plans and prints without acting; ignoreWindows acts outside the maintenance windows.
 	dryRun, ignoreWindows bool
+	// progress writes the progress (maps, plans, steps): on stdout, on stderr with -o json (as
+	// log entries with --logging-format=json).
+	progress bool
 	// observer, when set, is told what each run does (serve's metrics).
 	observer execute.Observer
 }
 
 func newRunOptions() *runOptions {
-	return &runOptions{kube: newKubeOptions(), policy: newPolicyOptions()}
+	return &runOptions{kube: newKubeOptions(), policy: newPolicyOptions(), progress: true}
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
@@ -47,6 +50,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.policy.addExecuteFlags(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", o.dryRun, "plan and print; make no failover and no eviction")
 	fs.BoolVar(&o.ignoreWindows, "ignore-windows", o.ignoreWindows, "act outside the maintenance windows (a manual run; logged and reported)")
+	fs.BoolVar(&o.progress, "progress", o.progress, "write the progress (maps, plans, each step): on stdout, on stderr with -o json, as log entries (\"Progress\") with --logging-format=json; false leaves the log lines and the report")
 	o.policy.addOutputFlag(fs, "text: progress and maps on stdout; json: the run report on stdout (README \"JSON output\"), progress on stderr")
 }
 
@@ -76,6 +80,15 @@ func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, 
 		return nil, nil, err
 	}
 	cfg.Client, cfg.Redis, cfg.Out, cfg.Requests = client, rc, out, o.kube.requests
+	switch {
+	case !o.progress:
+		cfg.Out = io.Discard
+	case jsonLogs.Load() && p.Output == v1alpha1.OutputJSON:
+		// The progress shares stderr with the log lines: one JSON object per line.
+		cfg.ProgressLog = true
+	}
+	// With JSON logs, one entry per step of every move (the text logs keep the key events).
+	cfg.LogEveryStep = jsonLogs.Load()
 	cfg.DryRun, cfg.IgnoreWindows = o.dryRun, o.ignoreWindows
 	cfg.Stop = stop
 	if o.observer != nil {
@@ -222,7 +235,7 @@ func progressOut(cmd *cobra.Command, p *policy) io.Writer {
 func (o *runOptions) report(cmd *cobra.Command, p *policy, rep *report.Run, runErr error) int {
 	if p.Output == v1alpha1.OutputJSON {
 		if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
-			fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer: report:", err)
+			fmt.Fprintln(errLines(cmd), "redis-rebalancer: report:", err)
 			return ExitError
 		}
 	} else {

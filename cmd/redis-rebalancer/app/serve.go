@@ -96,7 +96,7 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
-	m := metrics.New(Version)
+	m := metrics.New(buildInfo())
 	o.run.observer = m
 	client, err := o.run.kube.client()
 	if err != nil {
