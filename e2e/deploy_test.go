@@ -157,7 +157,8 @@ func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
 // checkRendering checks one rendering's RBAC and workloads: the ClusterRole's rules are exactly
 // wantClusterRules; every Role grants either a Secret by name (get only) or the Lease (and the
 // Lease only where serve runs); every pod runs as non-root with a read-only root filesystem, no
-// capabilities, seccomp RuntimeDefault; the CronJob never runs two passes at once.
+// capabilities, seccomp RuntimeDefault; the CronJob never runs two passes at once. A Role may
+// also grant the step history's ConfigMap (create; get and update by name).
 func checkRendering(t *testing.T, r rendering) {
 	t.Helper()
 	serve := false
@@ -181,6 +182,11 @@ func checkRendering(t *testing.T, r rendering) {
 				case slices.Equal(rule.Resources, []string{"secrets"}):
 					if len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get"}) {
 						t.Errorf("%s: Role %s: secrets must be get by one resourceName, got %+v", r.name, role.Name, rule)
+					}
+				case slices.Equal(rule.Resources, []string{"configmaps"}) && slices.Equal(rule.APIGroups, []string{""}):
+					// The step history: create, or get/update of the one ConfigMap by name.
+					if !slices.Equal(rule.Verbs, []string{"create"}) && (len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get", "update"})) {
+						t.Errorf("%s: Role %s: configmaps must be create, or get/update by name, got %+v", r.name, role.Name, rule)
 					}
 				case slices.Equal(rule.Resources, []string{"leases"}) && slices.Equal(rule.APIGroups, []string{"coordination.k8s.io"}):
 					leaseRole = true

@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -179,6 +180,13 @@ type Config struct {
 	// StoppedBy report.StoppedGracefulStop. Cancelling Run's context is the hard stop: every
 	// step in flight is cut short. Nil: never.
 	Stop <-chan struct{}
+	// History names the ConfigMap where the durations of the steps a run measures are kept
+	// between runs, one key per Redis cluster (history.go): a run that is not a dry run adds
+	// what it measured in a cluster once done with it, and with the p95 step estimate a run
+	// starts from what earlier runs measured (estimates.go). A run that cannot read or write it
+	// (RBAC: get and update that ConfigMap, create configmaps in its namespace) logs why once
+	// and goes on without it. Empty Name: no history kept.
+	History types.NamespacedName
 	// Requests, when set, counts Client's API requests (observe.RequestCounter.Wrap on its
 	// rest.Config); Run's report then holds the counts.
 	Requests *observe.RequestCounter
@@ -331,6 +339,7 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 		if errs[i] != nil {
 			errs[i] = fmt.Errorf("cluster %s: %w", keys[i], errs[i])
 		}
+		rn.saveHistory(ctx, keys[i])
 		e.cfg.Observer.Cluster(rep.Clusters[i])
 	})
 	if rn.stopping() {

@@ -122,6 +122,10 @@ func (cr *clusterRun) rejoin(ctx context.Context, m *moveRun) result {
 	if err != nil {
 		return abort(fmt.Errorf("rejoin: %w", err))
 	}
+	m.resynced = true
+	if n := cr.usedMemory(ctx, addr); n > 0 {
+		m.synced = n
+	}
 	return proceed("%s (%s) rejoined as an in-sync replica", m.recreated.Name, addr)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -89,6 +90,16 @@ func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, 
 	}
 	// With JSON logs, one entry per step of every move (the text logs keep the key events).
 	cfg.LogEveryStep = jsonLogs.Load()
+	if p.Windows.StepEstimate == v1alpha1.StepEstimateP95 {
+		// The step history lives beside the rebalancer: the pod's namespace (a workstation's
+		// kubeconfig context's), as serve's Lease does.
+		ns, err := o.kube.namespace()
+		if err != nil {
+			rc.Close()
+			return nil, nil, err
+		}
+		cfg.History = types.NamespacedName{Namespace: ns, Name: p.Windows.HistoryConfigMap}
+	}
 	cfg.DryRun, cfg.IgnoreWindows = o.dryRun, o.ignoreWindows
 	cfg.Stop = stop
 	if o.observer != nil {
@@ -133,9 +144,12 @@ from what it finds.
 
 Maintenance windows (--window, repeatable): outside every window run only observes, plans and
 reports, and says when the next window opens. Inside one, a move starts only when its expected
-duration ends before the window closes: the sum of its steps' bounds (their timeouts; 30s for the
-steps without one), or with --window-step-estimate p95 the 95th percentile of each step's
-durations measured in this run. --ignore-windows acts anyway (reported as "ignored").
+duration ends before the window closes. With --window-step-estimate p95 (the default) a step is
+expected to take the 95th percentile of what it took in this Redis cluster before (the step
+history, kept in the ConfigMap --window-history-configmap in the rebalancer's namespace) and in
+this run, a rejoin scaled to the moving pod's dataset (used_memory) at the measured sync rate;
+a step never measured counts its bound. With bound, every step counts its bound: its timeout
+(30s for the steps without one). --ignore-windows acts anyway (reported as "ignored").
 
 Up to --max-parallel-clusters Redis clusters progress at once (progress lines are then prefixed
 with [namespace/name]); --max-pods-to-evict-per-node, -per-namespace and -total limit the run's
