@@ -129,7 +129,7 @@ func TestImage(t *testing.T) {
 	}
 	want := v1.Config{
 		User: "65532:65532", Entrypoint: []string{"/redis-rebalancer"}, WorkingDir: "/",
-		Env:    []string{"PATH=/", "HOME=/home/nonroot", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
+		Env: []string{"PATH=/", "HOME=/home/nonroot", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
 		Labels: map[string]string{
 			"org.opencontainers.image.title": "redis-rebalancer", "org.opencontainers.image.version": "v1.2.3",
 			"org.opencontainers.image.revision": "0123456789abcdef0123456789abcdef01234567", "org.opencontainers.image.created": "2026-11-20T08:30:00Z",
