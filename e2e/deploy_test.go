@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
@@ -135,6 +137,17 @@ func renderAll(t *testing.T, helmRelease, helmNamespace string) []rendering {
 	return rs
 }
 
+// renderHelmKinds renders the Helm chart with its default values in kind job and deployment
+// (renderAll renders the default kind, cronjob), for checkRendering.
+func renderHelmKinds(t *testing.T, helmRelease, helmNamespace string) []rendering {
+	helm := tool(t, "helm", "HELM_BIN_DIR", helmVersion)
+	var rs []rendering
+	for _, kind := range []string{"job", "deployment"} {
+		rs = append(rs, rendering{name: "helm kind=" + kind, objs: render(t, helm, "template", helmRelease, repoPath("deploy/helm/redis-rebalancer"), "--namespace", helmNamespace, "--set", "kind="+kind)})
+	}
+	return rs
+}
+
 // wantClusterRules are the ClusterRole's rules: least privilege for a pass.
 var wantClusterRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
@@ -168,11 +181,19 @@ func checkRendering(t *testing.T, r rendering) {
 		}
 	}
 	leaseRole := false
+	// With evictions granted per namespace (the chart's rbac.evictionNamespaces), the ClusterRole
+	// grants none.
+	want := wantClusterRules
+	for _, o := range r.objs {
+		if o.GetKind() == "Role" && slices.ContainsFunc(convert[rbacv1.Role](t, o).Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "pods/eviction") }) {
+			want = slices.DeleteFunc(slices.Clone(wantClusterRules), func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "pods/eviction") })
+		}
+	}
 	for _, o := range r.objs {
 		switch o.GetKind() {
 		case "ClusterRole":
 			cr := convert[rbacv1.ClusterRole](t, o)
-			if diff := cmp.Diff(wantClusterRules, cr.Rules); diff != "" {
+			if diff := cmp.Diff(want, cr.Rules); diff != "" {
 				t.Errorf("%s: ClusterRole %s rules (-want +got):\n%s", r.name, cr.Name, diff)
 			}
 		case "Role":
@@ -183,6 +204,8 @@ func checkRendering(t *testing.T, r rendering) {
 					if len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get"}) {
 						t.Errorf("%s: Role %s: secrets must be get by one resourceName, got %+v", r.name, role.Name, rule)
 					}
+				case slices.Equal(rule.Resources, []string{"pods/eviction"}) && slices.Equal(rule.Verbs, []string{"create"}):
+					// Evictions granted in one namespace (the chart's rbac.evictionNamespaces).
 				case slices.Equal(rule.Resources, []string{"configmaps"}) && slices.Equal(rule.APIGroups, []string{""}):
 					// The step history: create, or get/update of the one ConfigMap by name.
 					if !slices.Equal(rule.Verbs, []string{"create"}) && (len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get", "update"})) {
@@ -302,7 +325,8 @@ func (a *applier) apply(ctx context.Context, manager string, objs []*unstructure
 }
 
 // serviceAccountKubeconfig writes a kubeconfig holding a token of the ServiceAccount ns/name
-// (TokenRequest API) for the bed's API server, and returns its path and a client.
+// (TokenRequest API) for the bed's API server, its context in namespace ns, and returns its path
+// and a client.
 func serviceAccountKubeconfig(t *testing.T, env *harness.Env, ns, name string) (string, kubernetes.Interface) {
 	t.Helper()
 	tr, err := env.Client().CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
@@ -321,7 +345,9 @@ func serviceAccountKubeconfig(t *testing.T, env *harness.Env, ns, name string) (
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["bed"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: ca}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "bed", AuthInfo: name}
+	// The context's namespace is the ServiceAccount's, as a pod's is in a cluster: the step history
+	// is kept there.
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "bed", AuthInfo: name, Namespace: ns}
 	kc.CurrentContext = name
 	path := filepath.Join(t.TempDir(), "sa.kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
@@ -348,7 +374,7 @@ func TestDeploy(t *testing.T) {
 	ctx := t.Context()
 	const helmRelease, helmNamespace = "redis-rebalancer-helm", "redis-rebalancer-helm"
 	rs := renderAll(t, helmRelease, helmNamespace)
-	for _, r := range rs {
+	for _, r := range append(slices.Clone(rs), renderHelmKinds(t, helmRelease, helmNamespace)...) {
 		t.Logf("%s: %s", r.name, strings.Join(r.kinds(), ", "))
 		checkRendering(t, r)
 	}
@@ -404,6 +430,11 @@ func TestDeploy(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, true},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "kube-scheduler"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "delete", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, false},
+		// The step history: its ConfigMap by name in the rebalancer's namespace, and no other.
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "configmaps", Name: "redis-rebalancer-history"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "configmaps", Name: "redis-rebalancer-policy"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "list", Resource: "configmaps"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "configmaps"}, false},
 	} {
 		review, err := sa.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &c.attr},
@@ -464,6 +495,21 @@ func TestDeploy(t *testing.T) {
 		t.Fatalf("the run evicted %v and failed over %q; the scenario needs both", moved, failedOver)
 	}
 	f.finish(t)
+
+	// The step history the run kept, as the ServiceAccount (deploy/base/history-role.yaml): the
+	// durations of this cluster's steps, and its rejoins with the bytes the replica synced.
+	cm, err := f.Client().CoreV1().ConfigMaps("redis-rebalancer").Get(ctx, v1alpha1.DefaultHistoryConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("step history: %v", err)
+	}
+	var hist execute.StepHistory
+	if err := json.Unmarshal([]byte(cm.Data[execute.HistoryKey(cr.Namespace+"/"+cr.Name)]), &hist); err != nil {
+		t.Fatalf("step history of %s/%s: %v (data %v)", cr.Namespace, cr.Name, err, cm.Data)
+	}
+	t.Logf("step history of %s/%s: %+v", cr.Namespace, cr.Name, hist)
+	if len(hist.Steps[report.StepEvict]) != len(moved) || len(hist.Resyncs) != len(moved) || hist.Resyncs[0].Bytes <= 0 || hist.Resyncs[0].Seconds <= 0 {
+		t.Errorf("step history %+v: want %d evictions and as many rejoins, with their bytes", hist, len(moved))
+	}
 
 	// The Events on the moved pod: the failover (ours) and the eviction (the PodEvictor's).
 	pod := moved[0][strings.Index(moved[0], "/")+1:]
