@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"sigs.k8s.io/yaml"
 )
 
 // staticBinary builds a tiny static Go program (CGO_ENABLED=0) for linux/amd64, as `make image`
@@ -324,5 +326,68 @@ func TestImageIndex(t *testing.T) {
 	}
 	if cf, err := fromTar.ConfigFile(); err != nil || cf.Architecture != "amd64" {
 		t.Errorf("tarball's image: %v (%v), want the amd64 image", cf, err)
+	}
+}
+
+// TestManifestsNameTheImage: `make image` at the release (VERSION = the chart's appVersion, what
+// git describe says on the release's tag) tags the image the manifests run: the chart's
+// image.repository and appVersion, and every kustomize overlay's images entry.
+func TestManifestsNameTheImage(t *testing.T) {
+	root := filepath.Join("..", "..")
+	read := func(rel string, v any) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(b, v); err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+	}
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	read("deploy/helm/redis-rebalancer/Chart.yaml", &chart)
+	var values struct {
+		Image struct{ Repository, Tag string } `json:"image"`
+	}
+	read("deploy/helm/redis-rebalancer/values.yaml", &values)
+	if chart.AppVersion == "" || values.Image.Tag != "" {
+		t.Fatalf("chart appVersion %q, image.tag %q: want the release as appVersion and no tag (the appVersion is the tag)", chart.AppVersion, values.Image.Tag)
+	}
+	chartImage := values.Image.Repository + ":" + chart.AppVersion
+
+	cmd := exec.Command("make", "-n", "-s", "image", "VERSION="+chart.AppVersion)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n image: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`-tag (\S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("make -n image prints no -tag:\n%s", out)
+	}
+	if got := string(m[1]); got != chartImage {
+		t.Errorf("make image at the release tags %s; the chart runs %s", got, chartImage)
+	}
+	for _, a := range []string{"amd64", "arm64"} {
+		if !strings.Contains(string(out), "-binary "+a+"=") {
+			t.Errorf("make image builds no %s image:\n%s", a, out)
+		}
+	}
+
+	overlays, err := filepath.Glob(filepath.Join(root, "deploy", "overlays", "*", "kustomization.yaml"))
+	if err != nil || len(overlays) == 0 {
+		t.Fatalf("no overlay: %v", err)
+	}
+	for _, o := range overlays {
+		rel, _ := filepath.Rel(root, o)
+		var k struct {
+			Images []struct{ Name, NewName, NewTag string } `json:"images"`
+		}
+		read(rel, &k)
+		if len(k.Images) != 1 || k.Images[0].NewName+":"+k.Images[0].NewTag != chartImage {
+			t.Errorf("%s names %+v, want %s", rel, k.Images, chartImage)
+		}
 	}
 }
