@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -509,6 +511,31 @@ func TestDeploy(t *testing.T) {
 	t.Logf("step history of %s/%s: %+v", cr.Namespace, cr.Name, hist)
 	if len(hist.Steps[report.StepEvict]) != len(moved) || len(hist.Resyncs) != len(moved) || hist.Resyncs[0].Bytes <= 0 || hist.Resyncs[0].Seconds <= 0 {
 		t.Errorf("step history %+v: want %d evictions and as many rejoins, with their bytes", hist, len(moved))
+	}
+
+	// serve as the ServiceAccount, electing on a Lease where it has no rights (the test's
+	// namespace): it cannot take part in the election, so /readyz says 503 and why, /healthz 200.
+	srv := startCLI(t, nil, cliArgs("serve", f.Env, "--kubeconfig", kubeconfig, "--listen-address", "127.0.0.1:0", "--schedule", "@every 1h",
+		"--leader-elect-resource-namespace", f.Namespace)...)
+	srv.waitLine(`"msg":"Not ready: this replica cannot take part in the leader election"`, time.Minute)
+	addr := serveAddr(t, srv)
+	for path, want := range map[string]int{"/readyz": http.StatusServiceUnavailable, "/healthz": http.StatusOK} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Logf("serve without Lease rights: GET %s: %d %s", path, resp.StatusCode, strings.TrimSpace(string(body)))
+		if resp.StatusCode != want || (path == "/readyz" && !strings.Contains(string(body), "may not get, update Lease "+f.Namespace+"/redis-rebalancer")) {
+			t.Errorf("GET %s: %d %q, want %d (naming the Lease rights missing)", path, resp.StatusCode, body, want)
+		}
+	}
+	if err := syscall.Kill(srv.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := srv.wait(time.Minute); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM, want 0", code)
 	}
 
 	// The Events on the moved pod: the failover (ours) and the eviction (the PodEvictor's).

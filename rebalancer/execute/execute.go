@@ -14,8 +14,9 @@
 // It owns the Executor and its Config, a cluster's observe–plan–move loop (cluster.go), one
 // move's driver (move.go), the steps (their list and shared state in steps.go; the step funcs in
 // steps_gate.go, steps_failover.go and steps_evict.go; the health wait in health.go), the run's
-// eviction limits (limits.go) and the line-prefixed progress output of clusters run in parallel
-// (output.go). It depends on Kubernetes through kubernetes.Interface and on Redis through the Redis interface
+// eviction limits (limits.go), the steps' expected durations (estimates.go) and the step history
+// kept between runs in a ConfigMap (history.go), the structured log lines (log.go) and the
+// progress output: line-prefixed for clusters run in parallel, or log entries (output.go). It depends on Kubernetes through kubernetes.Interface and on Redis through the Redis interface
 // declared here. It imports observe (what the cluster looks like now, its health), plan (what to
 // move), report (what it did, and the maps it prints), window (maintenance windows), policies and
 // redisctl; nothing in rebalancer/ imports it.
