@@ -34,6 +34,9 @@ type runOptions struct {
 	// progress writes the progress (maps, plans, steps): on stdout, on stderr with -o json (as
 	// log entries with --logging-format=json).
 	progress bool
+	// serving is set by serve: with --logging-format=json its progress and text summaries are
+	// log entries whatever -o says (a long-running process's output is its log).
+	serving bool
 	// observer, when set, is told what each run does (serve's metrics).
 	observer execute.Observer
 }
@@ -51,7 +54,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.policy.addExecuteFlags(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", o.dryRun, "plan and print; make no failover and no eviction")
 	fs.BoolVar(&o.ignoreWindows, "ignore-windows", o.ignoreWindows, "act outside the maintenance windows (a manual run; logged and reported)")
-	fs.BoolVar(&o.progress, "progress", o.progress, "write the progress (maps, plans, each step): on stdout, on stderr with -o json, as log entries (\"Progress\") with --logging-format=json; false leaves the log lines and the report")
+	fs.BoolVar(&o.progress, "progress", o.progress, "write the progress (maps, plans, each step): on stdout, on stderr with -o json; with --logging-format=json as log entries (\"Progress\") when on stderr, and always in serve; false leaves the log lines and the report")
 	o.policy.addOutputFlag(fs, "text: progress and maps on stdout; json: the run report on stdout (README \"JSON output\"), progress on stderr")
 }
 
@@ -84,7 +87,7 @@ func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, 
 	switch {
 	case !o.progress:
 		cfg.Out = io.Discard
-	case jsonLogs.Load() && p.Output == v1alpha1.OutputJSON:
+	case o.progressLogged(p):
 		// The progress shares stderr with the log lines: one JSON object per line.
 		cfg.ProgressLog = true
 	}
@@ -235,6 +238,12 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	return nil
 }
 
+// progressLogged reports whether the progress is written as log entries: with
+// --logging-format=json when it goes to stderr (-o json), and always for serve.
+func (o *runOptions) progressLogged(p *policy) bool {
+	return jsonLogs.Load() && (p.Output == v1alpha1.OutputJSON || o.serving)
+}
+
 // progressOut is where the progress goes: stdout, or stderr with -o json (the report is on
 // stdout).
 func progressOut(cmd *cobra.Command, p *policy) io.Writer {
@@ -252,6 +261,8 @@ func (o *runOptions) report(cmd *cobra.Command, p *policy, rep *report.Run, runE
 			fmt.Fprintln(errLines(cmd), "redis-rebalancer: report:", err)
 			return ExitError
 		}
+	} else if o.progressLogged(p) {
+		printRunSummary(errLines(cmd), rep)
 	} else {
 		printRunSummary(progressOut(cmd, p), rep)
 	}

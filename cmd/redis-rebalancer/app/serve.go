@@ -99,7 +99,7 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
 	m := metrics.New(buildInfo())
-	o.run.observer = m
+	o.run.observer, o.run.serving = m, true
 	client, err := o.run.kube.client()
 	if err != nil {
 		return &exitError{ExitError, err}
