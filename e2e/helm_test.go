@@ -416,7 +416,7 @@ func TestHelmChartSchema(t *testing.T) {
 		set  []string
 		want string
 	}{
-		{"kind=bogus → refused (no workload rendered, exit 0, before)", []string{"kind=bogus"}, "at '/kind': value must be one of 'cronjob', 'job', 'deployment'"},
+		{"kind=bogus → refused", []string{"kind=bogus"}, "at '/kind': value must be one of 'cronjob', 'job', 'deployment'"},
 		{"an unknown top-level value → refused", []string{"replicas=2"}, "additional properties 'replicas' not allowed"},
 		{"a misspelt nested value → refused", []string{"serviceAccount.annotation.x=y"}, "additional properties 'annotation' not allowed"},
 		{"0 replicas → refused", []string{"kind=deployment", "deployment.replicas=0"}, "at '/deployment/replicas': minimum: got 0, want 1"},

@@ -174,6 +174,7 @@ func TestServeLeaderElection(t *testing.T) {
 	})
 	killed := time.Now()
 	a.kill()
+	a.assertJSONLines(a.cmd.Args[1:]) // killed: wait, which checks it, is not called
 	if strings.Contains(a.stderr(), "✓ evict (") {
 		t.Fatalf("the leader evicted before it was killed: the test needs the kill between the failover and the eviction")
 	}
