@@ -97,10 +97,11 @@ e2e: tools ## end-to-end tests on a local cluster with real Redis
 test: tools vet ## every test: unit and end-to-end
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-fuzz: deps ## fuzz the CLUSTER NODES and INFO parsers and the snapshot decoder for FUZZTIME each
+fuzz: deps ## fuzz the CLUSTER NODES and INFO parsers, the snapshot decoder and the policy loader for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClusterNodes$$' -fuzztime $(FUZZTIME) ./redisctl
 	$(GO) test -run '^$$' -fuzz '^FuzzParseInfo$$' -fuzztime $(FUZZTIME) ./redisctl
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSnapshot$$' -fuzztime $(FUZZTIME) ./rebalancer/observe
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./api/v1alpha1
 
 bench: deps ## benchmarks, figures printed and nothing asserted: the rules, failover under write load (20 failovers), and the scale benchmark (5,000 nodes, 150,000 pods: analysis, plans, and the descheduler's topology-spread plugin side by side; the check command live and offline)
 	$(GO) test -run '^$$' -bench . -benchmem ./policies

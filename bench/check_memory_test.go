@@ -38,6 +38,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -200,8 +201,9 @@ func listHandler(snap *policies.Snapshot) http.Handler {
 		"/apis/policy/v1/poddisruptionbudgets": {len(snap.PodDisruptionBudgets), func(lo, hi int) runtime.Object {
 			return &policyv1.PodDisruptionBudgetList{Items: page(snap.PodDisruptionBudgets, lo, hi)}
 		}},
-		"/api/v1/persistentvolumeclaims": {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeClaimList{} }},
-		"/api/v1/persistentvolumes":      {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeList{} }},
+		"/api/v1/persistentvolumeclaims":   {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeClaimList{} }},
+		"/api/v1/persistentvolumes":        {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeList{} }},
+		"/apis/storage.k8s.io/v1/csinodes": {0, func(int, int) runtime.Object { return &storagev1.CSINodeList{} }},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, ok := resources[r.URL.Path]
@@ -251,7 +253,7 @@ func page[T any](objs []*T, lo, hi int) []T {
 }
 
 // kubectlOrder returns the objects in the order `kubectl get nodes,pods,statefulsets,
-// poddisruptionbudgets,pvc,pv -A` prints them, with their kinds set.
+// poddisruptionbudgets,pvc,pv,csinodes -A` prints them, with their kinds set.
 func kubectlOrder(snap *policies.Snapshot) []runtime.Object {
 	var items []runtime.Object
 	add := func(o runtime.Object, gvk schema.GroupVersionKind) {

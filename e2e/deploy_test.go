@@ -155,6 +155,7 @@ var wantClusterRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
 	{APIGroups: []string{""}, Resources: []string{"nodes", "persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csinodes"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
@@ -169,19 +170,25 @@ func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
 	return &v
 }
 
+// wantPodFailurePolicy is every Job's (and CronJob's Job's) podFailurePolicy: an error or a
+// cluster that needs attention fails the Job at once, the rebalancer's own pod disrupted is run
+// again (docs/operations.md).
+var wantPodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+	{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget}}},
+	{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+		ContainerName: ptr.To("redis-rebalancer"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{app.ExitError, app.ExitViolations},
+	}},
+}}
+
 // checkRendering checks one rendering's RBAC and workloads: the ClusterRole's rules are exactly
-// wantClusterRules; every Role grants either a Secret by name (get only) or the Lease (and the
-// Lease only where serve runs); every pod runs as non-root with a read-only root filesystem, no
-// capabilities, seccomp RuntimeDefault; the CronJob never runs two passes at once. A Role may
-// also grant the step history's ConfigMap (create; get and update by name).
+// wantClusterRules (less pods/eviction where Roles grant it per namespace); every Role grants
+// either a Secret by name (get only), the Lease, the step history's ConfigMap (create; get and
+// update by name) or pods/eviction in one namespace, and every rendering has the Lease's Role (run
+// and serve hold the same Lease); every pod runs as non-root with a read-only root filesystem, no
+// capabilities, seccomp RuntimeDefault; the CronJob never runs two passes at once; every Job has
+// wantPodFailurePolicy and backoffLimit 0.
 func checkRendering(t *testing.T, r rendering) {
 	t.Helper()
-	serve := false
-	for _, o := range r.objs {
-		if o.GetKind() == "Deployment" {
-			serve = true
-		}
-	}
 	leaseRole := false
 	// With evictions granted per namespace (the chart's rbac.evictionNamespaces), the ClusterRole
 	// grants none.
@@ -238,6 +245,10 @@ func checkRendering(t *testing.T, r rendering) {
 				cj.Spec.SuccessfulJobsHistoryLimit == nil || cj.Spec.FailedJobsHistoryLimit == nil || cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds == nil {
 				t.Errorf("%s: CronJob %s: want concurrencyPolicy Forbid, startingDeadlineSeconds, both history limits and the Job's activeDeadlineSeconds; got %+v", r.name, cj.Name, cj.Spec)
 			}
+			checkJobSpec(t, r.name+" CronJob "+cj.Name, cj.Spec.JobTemplate.Spec)
+		case "Job":
+			j := convert[batchv1.Job](t, o)
+			checkJobSpec(t, r.name+" Job "+j.Name, j.Spec)
 		case "Deployment":
 			d := convert[appsv1.Deployment](t, o)
 			if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 || !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--leader-elect=true") {
@@ -245,8 +256,19 @@ func checkRendering(t *testing.T, r rendering) {
 			}
 		}
 	}
-	if leaseRole != serve {
-		t.Errorf("%s: a Lease Role: %v; a Deployment (serve): %v. The Lease is for serve only", r.name, leaseRole, serve)
+	if !leaseRole {
+		t.Errorf("%s: no Role on the Lease: run and serve both hold it", r.name)
+	}
+}
+
+// checkJobSpec checks a Job's podFailurePolicy (wantPodFailurePolicy) and that it is not retried.
+func checkJobSpec(t *testing.T, what string, spec batchv1.JobSpec) {
+	t.Helper()
+	if diff := cmp.Diff(wantPodFailurePolicy, spec.PodFailurePolicy); diff != "" {
+		t.Errorf("%s: podFailurePolicy (-want +got):\n%s", what, diff)
+	}
+	if spec.BackoffLimit == nil || *spec.BackoffLimit != 0 {
+		t.Errorf("%s: backoffLimit %v, want 0", what, spec.BackoffLimit)
 	}
 }
 
@@ -347,8 +369,8 @@ func serviceAccountKubeconfig(t *testing.T, env *harness.Env, ns, name string) (
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["bed"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: ca}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	// The context's namespace is the ServiceAccount's, as a pod's is in a cluster: the step history
-	// is kept there.
+	// The context's namespace is the ServiceAccount's, as a pod's in-cluster configuration has it:
+	// run's and serve's Lease and the step history default to it.
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "bed", AuthInfo: name, Namespace: ns}
 	kc.CurrentContext = name
 	path := filepath.Join(t.TempDir(), "sa.kubeconfig")
@@ -426,7 +448,7 @@ func TestDeploy(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "update", Resource: "statefulsets", Group: "apps"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "events", Group: "events.k8s.io"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
-		// The Lease: in the rebalancer's namespace only (the deployment overlay's Role), by name.
+		// The Lease: in the rebalancer's namespace only (the base's Role), by name.
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "leases", Group: "coordination.k8s.io"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "create", Resource: "leases", Group: "coordination.k8s.io"}, true},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, true},
@@ -474,8 +496,15 @@ func TestDeploy(t *testing.T) {
 		t.Errorf("get secret redis/redis-password as the ServiceAccount: %v, want it read", err)
 	}
 
-	// The whole scenario as the ServiceAccount (a later --kubeconfig wins).
-	run := startCLI(t, nil, runArgs(f.Env, "--kubeconfig", kubeconfig)...)
+	// The whole scenario as the ServiceAccount, with the cronjob overlay's arguments (a later flag
+	// wins: the test's policy, kubeconfig, namespace and Redis port), the Lease in the
+	// ServiceAccount's namespace as in a pod.
+	cronArgs := overlayArgs(t, rs, "kustomize overlays/cronjob", "CronJob")
+	deployArgs := overlayArgs(t, rs, "kustomize overlays/deployment", "Deployment")
+	asPod := func(args []string, extra ...string) []string {
+		return append(append(append([]string(nil), args...), cliArgs("", f.Env)[1:]...), append([]string{"--kubeconfig", kubeconfig}, extra...)...)
+	}
+	run := startCLI(t, nil, asPod(cronArgs)...)
 	code := run.wait(4 * time.Minute)
 	rep := run.report()
 	assertExit(t, code, app.ExitOK, run)
@@ -515,10 +544,10 @@ func TestDeploy(t *testing.T) {
 
 	// serve as the ServiceAccount, electing on a Lease where it has no rights (the test's
 	// namespace): it cannot take part in the election, so /readyz says 503 and why, /healthz 200.
-	srv := startCLI(t, nil, cliArgs("serve", f.Env, "--kubeconfig", kubeconfig, "--listen-address", "127.0.0.1:0", "--schedule", "@every 1h",
+	noLease := startCLI(t, nil, cliArgs("serve", f.Env, "--kubeconfig", kubeconfig, "--listen-address", "127.0.0.1:0", "--schedule", "@every 1h",
 		"--leader-elect-resource-namespace", f.Namespace)...)
-	srv.waitLine(`"msg":"Not ready: this replica cannot take part in the leader election"`, time.Minute)
-	addr := serveAddr(t, srv)
+	noLease.waitLine(`"msg":"Not ready: this replica cannot take part in the leader election"`, time.Minute)
+	addr := serveAddr(t, noLease)
 	for path, want := range map[string]int{"/readyz": http.StatusServiceUnavailable, "/healthz": http.StatusOK} {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
@@ -531,10 +560,10 @@ func TestDeploy(t *testing.T) {
 			t.Errorf("GET %s: %d %q, want %d (naming the Lease rights missing)", path, resp.StatusCode, body, want)
 		}
 	}
-	if err := syscall.Kill(srv.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(noLease.cmd.Process.Pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if code := srv.wait(time.Minute); code != 0 {
+	if code := noLease.wait(time.Minute); code != 0 {
 		t.Errorf("serve exited %d after SIGTERM, want 0", code)
 	}
 
@@ -559,4 +588,72 @@ func TestDeploy(t *testing.T) {
 			t.Errorf("no %s event from %s on pod %s", reason, execute.EventSource, pod)
 		}
 	}
+	if rep.Lease == nil || rep.Lease.Namespace != "redis-rebalancer" || rep.Lease.Name != "redis-rebalancer" {
+		t.Errorf("the run's Lease %+v, want redis-rebalancer/redis-rebalancer (the ServiceAccount's namespace)", rep.Lease)
+	}
+
+	// The deployment overlay beside the cronjob overlay: serve (the Deployment's arguments) leads
+	// on the same Lease, and a run (the CronJob's) then waits for it, gives up without acting
+	// (leaseHeld, exit 0), and acts once serve has released the Lease (graceful stop).
+	srv := startCLI(t, nil, asPod(deployArgs, "--listen-address", "127.0.0.1:0", "--pass-on-start=false")...)
+	leading := srv.waitLine(`"Leading`, time.Minute)
+	identity := jsonField(t, leading, "identity")
+	held := startCLI(t, nil, asPod(cronArgs, "--lease-wait", "3s")...)
+	code = held.wait(time.Minute)
+	assertExit(t, code, app.ExitOK, held)
+	hrep := held.report()
+	if hrep.Outcome != report.OutcomeLeaseHeld || len(hrep.Clusters) != 0 || hrep.Lease == nil || hrep.Lease.Holder != identity {
+		t.Errorf("run beside serve: outcome %s, %d clusters, Lease %+v; want leaseHeld, nothing read, held by serve (%s)", hrep.Outcome, len(hrep.Clusters), hrep.Lease, identity)
+	}
+	held.waitLine(`"Lease held by another process: waiting"`, time.Second)
+	if err := syscall.Kill(srv.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := srv.wait(time.Minute); code != app.ExitOK {
+		t.Errorf("serve exited %d after SIGTERM, want 0", code)
+	}
+	after := startCLI(t, nil, asPod(cronArgs, "--lease-wait", "30s")...)
+	assertExit(t, after.wait(2*time.Minute), app.ExitOK, after)
+	if arep := after.report(); arep.Outcome != report.OutcomeCompliant || arep.Lease == nil || arep.Lease.Holder == identity {
+		t.Errorf("run after serve released the Lease: outcome %s, Lease %+v; want compliant, held by the run", arep.Outcome, arep.Lease)
+	}
+}
+
+// overlayArgs returns the container arguments of the workload of kind in the rendering named
+// name, without --policy (the test gives its own policy file).
+func overlayArgs(t *testing.T, rs []rendering, name, kind string) []string {
+	t.Helper()
+	for _, r := range rs {
+		if r.name != name {
+			continue
+		}
+		for _, o := range r.objs {
+			if o.GetKind() != kind {
+				continue
+			}
+			var args []string
+			for _, a := range podSpecs(t, o)[0].Containers[0].Args {
+				if !strings.HasPrefix(a, "--policy") {
+					args = append(args, a)
+				}
+			}
+			return args
+		}
+	}
+	t.Fatalf("no %s in %s", kind, name)
+	return nil
+}
+
+// jsonField returns the string value of key in a JSON log line.
+func jsonField(t *testing.T, line, key string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("log line %q: %v", line, err)
+	}
+	v, _ := m[key].(string)
+	if v == "" {
+		t.Fatalf("log line %q has no %s", line, key)
+	}
+	return v
 }

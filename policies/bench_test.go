@@ -108,3 +108,40 @@ func BenchmarkEvaluate(b *testing.B) {
 		c.Evaluate(p)
 	}
 }
+
+// BenchmarkCandidatesChartRequests is BenchmarkCandidates with what a chart's pods bring to the
+// filter beyond CPU and memory: every pod requests ephemeral storage (the Bitnami chart's 50Mi)
+// and mounts a claim of a CSI volume, and every node reports ephemeral storage and a CSINode
+// with an attach limit (NodeResourcesFit's third resource, NodeVolumeLimits).
+func BenchmarkCandidatesChartRequests(b *testing.B) {
+	snap := benchSnapshot(50)
+	for _, n := range snap.Nodes {
+		fixture.WithAllocatable("ephemeral-storage=100Gi")(n)
+		snap.CSINodes = append(snap.CSINodes, fixture.CSINode(n.Name, "ebs.csi.aws.com=25"))
+	}
+	for _, s := range snap.StatefulSets {
+		s.Spec.Template.Spec.Containers[0].Resources = fixture.ResourceRequirements("cpu=100m", "memory=128Mi", "ephemeral-storage=50Mi")
+	}
+	for _, p := range snap.Pods {
+		p.Spec.Containers[0].Resources = fixture.ResourceRequirements("cpu=100m", "memory=128Mi", "ephemeral-storage=50Mi")
+		claim := "data-" + p.Name
+		pvc, pv := fixture.CSIClaim(p.Namespace, claim, "pv-"+claim, "ebs.csi.aws.com", corev1.ReadWriteOnce)
+		snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, pvc)
+		snap.PersistentVolumes = append(snap.PersistentVolumes, pv)
+		fixture.WithNamedClaim("data", claim)(p)
+	}
+	m, err := policies.Build(snap, policies.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := m.Clusters[0]
+	p := c.Current()
+	p[0] = -1
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if len(c.Candidates(p, 0)) == 0 {
+			b.Fatal("no candidate")
+		}
+	}
+}

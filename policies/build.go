@@ -22,7 +22,12 @@ import (
 // validates them, so this means a hand-written snapshot is malformed).
 func Build(snap *Snapshot, opts Options) (*Model, error) {
 	opts = opts.withDefaults()
+	rules, err := resolveRules(opts.Rules)
+	if err != nil {
+		return nil, err
+	}
 	m := &Model{
+		rules:          rules,
 		Options:        opts,
 		nodeIndex:      make(map[string]int, len(snap.Nodes)),
 		podsInNS:       map[string][]int32{},
@@ -81,11 +86,23 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		m.pvs[pv.Name] = pv
 	}
 	// Requests, by position in snap.Pods, computed in parallel.
+	// Requests, by position in snap.Pods, computed in parallel; the scalar resources of the few
+	// pods requesting any in Model.podScalars.
 	reqs := make([]resources, len(snap.Pods))
+	var scalarsMu sync.Mutex
 	parallel(len(snap.Pods), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if p := snap.Pods[i]; !isFinished(p) {
-				reqs[i] = requestsOf(p)
+				r := requestsOf(p)
+				reqs[i] = r.resources
+				if r.scalars != nil {
+					scalarsMu.Lock()
+					if m.podScalars == nil {
+						m.podScalars = map[*corev1.Pod][]scalarRequest{}
+					}
+					m.podScalars[p] = r.scalars
+					scalarsMu.Unlock()
+				}
 			}
 		}
 	})
@@ -117,8 +134,10 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		m.podNode = append(m.podNode, int32(ni))
 		*lastNSPods = append(*lastNSPods, k)
 		m.usedByAll[ni] = m.usedByAll[ni].add(reqs[i])
+		m.addRare(k, p, m.podScalars[p])
 		m.anti.add(k, p)
 	}
+	m.buildCSI(snap.CSINodes)
 	for ns, pods := range nsPods {
 		m.podsInNS[ns] = *pods
 	}
@@ -126,6 +145,37 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// addRare records what scheduled pod k (pods[k], on podNode[k]) gives the plugins few pods need:
+// its scalar requests (NodeResourcesFit), host ports (NodePorts) and inline disks
+// (VolumeRestrictions).
+func (m *Model) addRare(k int32, p *corev1.Pod, scalars []scalarRequest) {
+	n := m.podNode[k]
+	if scalars != nil {
+		if m.usedScalar == nil {
+			m.usedScalar = make([]map[corev1.ResourceName]int64, len(m.Nodes))
+		}
+		if m.usedScalar[n] == nil {
+			m.usedScalar[n] = map[corev1.ResourceName]int64{}
+		}
+		for _, r := range scalars {
+			m.usedScalar[n][r.name] += r.qty
+		}
+	}
+	for _, hp := range hostPortsOf(p) {
+		if m.hostPorts == nil {
+			m.hostPorts = map[portKey][]portUse{}
+		}
+		key := portKey{hp.protocol, hp.port}
+		m.hostPorts[key] = append(m.hostPorts[key], portUse{k, hp.ip})
+	}
+	for k2 := range p.Spec.Volumes {
+		if needsDiskCheck(&p.Spec.Volumes[k2]) {
+			m.diskPods = append(m.diskPods, k)
+			break
+		}
+	}
 }
 
 func isFinished(p *corev1.Pod) bool {

@@ -20,7 +20,7 @@ type builder struct {
 	zoneSets  map[zoneSetKey][]string // node affinity mask → zones of the nodes it admits
 	usableIn  map[string]map[string]int
 	// reqByContainers memoizes template requests by container slice.
-	reqByContainers map[*corev1.Container]resources
+	reqByContainers map[*corev1.Container]podRequests
 	sig, selSig     sigBuf
 }
 
@@ -33,7 +33,7 @@ func newBuilder(m *Model) *builder {
 		volumes:         map[string][]reasonCode{},
 		zoneSets:        map[zoneSetKey][]string{},
 		usableIn:        map[string]map[string]int{},
-		reqByContainers: map[*corev1.Container]resources{},
+		reqByContainers: map[*corev1.Container]podRequests{},
 	}
 }
 

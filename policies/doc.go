@@ -27,10 +27,11 @@
 // The standard library; the API types (k8s.io/api) and apimachinery's labels, selection, sets,
 // meta/v1 and runtime (Snapshot.Objects); kube-scheduler's own helpers in
 // k8s.io/component-helpers (node affinity, taints and tolerations, pod requests, PersistentVolume
-// node affinity), so that the filter computes what the scheduler computes; klog only for the
-// logger those helpers take; k8s.io/utils/ptr. Nothing that talks to an API server (client-go).
-// Of this module, api/v1alpha1 only: the policy's defaults and the shard source's text form
-// (ParseShardSource).
+// node affinity, generic ephemeral volumes' claims) and k8s.io/csi-translation-lib (the CSI
+// driver and volume handle of in-tree volumes, as NodeVolumeLimits counts them), so that the
+// filter computes what the scheduler computes; klog only for the logger those helpers take;
+// k8s.io/utils/ptr. Nothing that talks to an API server (client-go). Of this module,
+// api/v1alpha1 only: the policy's defaults and the shard source's text form (ParseShardSource).
 //
 // # Layout
 //
@@ -66,7 +67,10 @@
 // O(constraints), not O(members).
 //
 // The filter is kept equal to kube-scheduler v1.36's filter plugins by a differential test against
-// a literal port of their code (oracle_test.go).
+// a literal port of their code (oracle_test.go), by kube-scheduler's own unit-test cases for
+// NodeResourcesFit, NodePorts, VolumeRestrictions, NodeVolumeLimits and NodeName restated in our
+// tables (filter_kubecases_test.go), and against the kube-scheduler binary itself
+// (e2e/scheduleroracle).
 //
 // A pod that stays keeps its node: the rules count a member where it runs whatever the node's
 // schedulability, and only a member being placed (Pending, evicted, new) must pass the filter;

@@ -14,9 +14,14 @@ type reasonCode uint8
 const (
 	fitOK reasonCode = iota
 	reasonUnschedulable
+	reasonNodeName
 	reasonTaint
 	reasonNodeAffinity
+	reasonNodePorts
 	reasonResources
+	reasonDiskConflict
+	reasonReadWriteOncePod
+	reasonVolumeLimits
 	reasonVolume
 	reasonVolumeZone
 	reasonSpreadMissingLabel
@@ -29,9 +34,14 @@ const (
 var reasonText = [...]string{
 	fitOK:                      "",
 	reasonUnschedulable:        "node(s) were unschedulable",
+	reasonNodeName:             "node(s) didn't match the requested node name",
 	reasonTaint:                "node(s) had untolerated taint(s)",
 	reasonNodeAffinity:         "node(s) didn't match Pod's node affinity/selector",
+	reasonNodePorts:            "node(s) didn't have free ports for the requested pod ports",
 	reasonResources:            "node(s) had insufficient resources",
+	reasonDiskConflict:         "node(s) had no available disk",
+	reasonReadWriteOncePod:     "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod",
+	reasonVolumeLimits:         "node(s) exceed max volume count",
 	reasonVolume:               "node(s) didn't match PersistentVolume's node affinity",
 	reasonVolumeZone:           "node(s) had no available volume zone",
 	reasonSpreadMissingLabel:   "node(s) didn't match pod topology spread constraints (missing required label)",
@@ -43,13 +53,24 @@ var reasonText = [...]string{
 
 // Candidates returns, in node order, the nodes where member i passes the filter when the other
 // members are placed as p (p[i] is ignored): a Pending member with its own spec, any other member
-// re-created from its StatefulSet's current template. The filter mirrors kube-scheduler v1.36's
-// filter plugins in their default order: NodeUnschedulable, TaintToleration, NodeAffinity,
-// NodeResourcesFit (CPU in millicores, memory in bytes, pod count), VolumeBinding (bound claims'
-// PersistentVolume node affinity, unless Options.ReleaseReplicaClaims releases a replica's
-// claims), VolumeZone, PodTopologySpread and InterPodAffinity. Deliberate differences: terminating
-// pods are ignored everywhere (the scheduler keeps their requests and anti-affinity until they
-// are gone), extended resources, host ports and unbound claims are not checked.
+// re-created from its StatefulSet's current template. The filter is kube-scheduler v1.36's
+// default filter set, its plugins in the default profile's order, each in a file of its own:
+// NodeUnschedulable, NodeName (a template's spec.nodeName), TaintToleration, NodeAffinity,
+// NodePorts (host ports), NodeResourcesFit (every requested resource: CPU, memory, ephemeral
+// storage, the pod count, hugepages and extended resources, with init containers, sidecars,
+// overhead and pod-level resources as the scheduler sums them), VolumeRestrictions (inline disks
+// two pods may not share, ReadWriteOncePod claims in use), NodeVolumeLimits (CSI attach limits
+// from CSINodes), VolumeBinding (bound claims' PersistentVolume node affinity, unless
+// Options.ReleaseReplicaClaims releases a replica's claims), VolumeZone, PodTopologySpread and
+// InterPodAffinity. Deliberate differences: terminating pods are ignored everywhere (the
+// scheduler keeps their requests, ports, volumes and anti-affinity until they are gone); unbound
+// claims are not checked (VolumeBinding's provisioning, and NodeVolumeLimits' count of a claim
+// through its StorageClass); VolumeAttachments without a pod on the node are not counted;
+// NodeResourcesFit does not hand extended resources to DRA (DeviceClasses are not read); and
+// nothing outside the scheduler's filters is checked: ResourceQuota, DRA claims, scoring. A
+// re-created pod has the resources of the pod it replaces when that pod is of the StatefulSet's
+// update revision (admission's LimitRange defaults and injected sidecars included), else the
+// template's (Member.Template).
 func (c *Cluster) Candidates(p Placement, i int) []int {
 	f := c.newFitter(p, i)
 	var out []int
@@ -77,11 +98,15 @@ func (c *Cluster) CandidatesIn(p Placement, i int, among []int) []int {
 }
 
 // Fits reports whether member i fits node n under placement p (as Candidates decides), and why
-// not, in kube-scheduler's words.
+// not, in kube-scheduler's words (NodeResourcesFit's with every insufficient resource).
 func (c *Cluster) Fits(p Placement, i, n int) (bool, string) {
-	r, detail := c.newFitter(p, i).check(n)
+	f := c.newFitter(p, i)
+	r, detail := f.check(n)
 	if r == fitOK {
 		return true, ""
+	}
+	if r == reasonResources {
+		detail = strings.Join(f.insufficientResources(n), ", ")
 	}
 	if detail != "" {
 		return false, reasonText[r] + ": " + detail
@@ -95,8 +120,12 @@ type FitReport struct {
 	// Fits are the names of the nodes that pass the filter.
 	Fits []string
 	// Rejected maps each reason (kube-scheduler's wording; NodeResourcesFit's "Insufficient cpu",
-	// "Insufficient memory", "Too many pods") to the nodes it rejects, in node order.
+	// "Insufficient ephemeral-storage", "Insufficient example.com/gpu", "Too many pods") to the
+	// nodes it rejects, in node order. As in the scheduler's message, a node NodeResourcesFit
+	// rejects is listed under every resource it lacks.
 	Rejected map[string][]string
+	// Nodes is the number of nodes judged (Fits plus the distinct nodes of Rejected).
+	Nodes int
 }
 
 // maxRejectedNames is the number of node names Summary lists per reason; beyond it, it counts.
@@ -106,10 +135,9 @@ const maxRejectedNames = 10
 // each reason (the first 10, then how many more): "0/6 nodes are available: 1 node(s) didn't
 // match pod anti-affinity rules [n5], 5 node(s) ...".
 func (r FitReport) Summary() string {
-	total := len(r.Fits)
+	total := r.Nodes
 	keys := make([]string, 0, len(r.Rejected))
-	for k, v := range r.Rejected {
-		total += len(v)
+	for k := range r.Rejected {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(a, b int) bool {
@@ -137,18 +165,21 @@ func (r FitReport) Summary() string {
 // Explain runs the filter for member i on every node under placement p.
 func (c *Cluster) Explain(p Placement, i int) FitReport {
 	f := c.newFitter(p, i)
-	rep := FitReport{Rejected: map[string][]string{}}
+	rep := FitReport{Rejected: map[string][]string{}, Nodes: len(c.model.Nodes)}
 	for n, node := range c.model.Nodes {
-		r, detail := f.check(n)
+		r, _ := f.check(n)
 		if r == fitOK {
 			rep.Fits = append(rep.Fits, node.Name)
 			continue
 		}
-		why := reasonText[r]
 		if r == reasonResources {
-			why = detail // "Insufficient cpu", "Too many pods", as NodeResourcesFit says
+			// "Insufficient cpu", "Too many pods", …: every one NodeResourcesFit gives.
+			for _, why := range f.insufficientResources(n) {
+				rep.Rejected[why] = append(rep.Rejected[why], node.Name)
+			}
+			continue
 		}
-		rep.Rejected[why] = append(rep.Rejected[why], node.Name)
+		rep.Rejected[reasonText[r]] = append(rep.Rejected[reasonText[r]], node.Name)
 	}
 	return rep
 }
@@ -165,8 +196,19 @@ type fitter struct {
 	// VolumeBinding, VolumeZone: the member's volume restrictions are lifted
 	// (ReleaseReplicaClaims).
 	release bool
-	// NodeResourcesFit: requests of the other members, per node.
-	use map[int]resources
+	// NodeResourcesFit: requests of the other members, per node; for the scalar resources the
+	// pod requests, by slot of Cluster.scalars (set only when it requests any).
+	use       map[int]resources
+	scalarUse map[int][]int64
+	// NodePorts: nodes where another member binds a host port the pod's conflict with.
+	portNodes []int
+	// VolumeRestrictions: nodes where another member uses a disk of the pod; whether another
+	// member mounts one of its ReadWriteOncePod claims.
+	diskNodes []int
+	rwopInUse bool
+	// NodeVolumeLimits: per node, the volumes other members placed there attach, of the drivers
+	// of the pod's volumes.
+	csiAt map[int][]csiVolume
 	// PodTopologySpread, per constraint of the incoming pod: the other members' counts per domain,
 	// the global minimum, and whether the pod matches its own selector (1 or 0).
 	counts []map[int32]int
@@ -192,6 +234,7 @@ func (c *Cluster) newFitter(p Placement, i int) *fitter {
 	f.release = m.Options.ReleaseReplicaClaims && mem.Role == RoleReplica
 	f.preFilterPodTopologySpread(p)
 	f.preFilterInterPodAffinity()
+	f.prepare()
 	for j, nj := range p {
 		if j == i || nj < 0 {
 			continue
@@ -199,25 +242,88 @@ func (c *Cluster) newFitter(p Placement, i int) *fitter {
 		sj := c.specOf(j, p)
 		f.use[nj] = f.use[nj].add(sj.requests) // NodeResourcesFit
 		f.addInterPodAffinity(nj, sj)
+		if s.rare {
+			f.addRare(nj, sj)
+		}
 	}
 	return f
 }
 
+// prepare builds, once per cluster, the indexes of the plugins the incoming pod needs beyond the
+// common ones: NodeResourcesFit's scalar resources, NodeVolumeLimits.
+func (f *fitter) prepare() {
+	c, s := f.c, f.spec
+	if s.scalars != nil {
+		c.scalarOnce.Do(c.buildScalarIndex)
+	}
+	if s.csi != nil {
+		c.csiOnce.Do(c.buildCSIIndex)
+	}
+}
+
+// addRare counts another member, placed on node nj with spec sj, for the plugins few pods need
+// (podSpec.rare): NodeResourcesFit's scalar resources, NodePorts, VolumeRestrictions and
+// NodeVolumeLimits, each as its PreFilter or NodeInfo counts an existing pod.
+func (f *fitter) addRare(nj int, sj *podSpec) {
+	s := f.spec
+	if s.scalars != nil && sj.scalars != nil {
+		f.addScalars(nj, sj)
+	}
+	if s.ports != nil && sj.ports != nil && portsConflict(s.ports, sj.ports) {
+		f.portNodes = append(f.portNodes, nj)
+	}
+	if s.disks != nil || s.rwop != nil {
+		f.addVolumeRestrictions(nj, sj)
+	}
+	if s.csi != nil && sj.csi != nil {
+		f.addCSIVolumes(nj, sj)
+	}
+}
+
+// addRareFrom counts every other member placed under p with addRare (State.fitterFor, whose
+// counts cover the common plugins only).
+func (f *fitter) addRareFrom(p Placement) {
+	if !f.spec.rare {
+		return
+	}
+	f.prepare()
+	c := f.c
+	for j, nj := range p {
+		if j != f.i && nj >= 0 {
+			f.addRare(nj, c.specOfKind(j, c.kind(j, nj)))
+		}
+	}
+}
+
 // check returns fitOK when member f.i passes kube-scheduler's filters on node n, otherwise the
-// first failing reason in the scheduler's plugin order (NodeUnschedulable, TaintToleration,
-// NodeAffinity, NodeResourcesFit, VolumeBinding, VolumeZone, PodTopologySpread,
-// InterPodAffinity) and a detail. Each plugin's Filter is in its filter_<plugin>.go file; the
-// three node-level ones are precomputed per node (staticMask). The per-node parts are small
-// enough for the compiler to inline them here (go build -gcflags=-m lists them): check runs for
-// every node of every Candidates call, and a call per plugin and node costs about 7% more
-// instructions on BenchmarkCandidates.
+// first failing reason in the scheduler's plugin order (NodeUnschedulable, NodeName,
+// TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions,
+// NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity) and a detail
+// (none for NodeResourcesFit: insufficientResources lists its reasons). Each plugin's Filter is
+// in its filter_<plugin>.go file; the four node-level ones are precomputed per node (staticMask),
+// and the plugins few pods need (host ports, scalar resources, inline disks, ReadWriteOncePod
+// claims, CSI volumes) are skipped by a nil test for the others. The per-node parts of the
+// common plugins are small enough for the compiler to inline them here (go build -gcflags=-m
+// lists them): check runs for every node of every Candidates call, and a call per plugin and
+// node costs about 7% more instructions on BenchmarkCandidates.
 func (f *fitter) check(n int) (reasonCode, string) {
 	s := f.spec
 	if r := s.static[n]; r != fitOK {
-		return r, "" // NodeUnschedulable, TaintToleration, NodeAffinity
+		return r, "" // NodeUnschedulable, NodeName, TaintToleration, NodeAffinity
 	}
-	if why := fits(f.c.model.allocatable[n], f.used(n), s.requests); why != "" {
-		return reasonResources, why // NodeResourcesFit
+	if s.ports != nil && !f.nodePortsFit(n) {
+		return reasonNodePorts, ""
+	}
+	if !fits(f.c.model.allocatable[n], f.used(n), s.requests) || s.scalars != nil && !f.scalarFits(n) {
+		return reasonResources, "" // NodeResourcesFit
+	}
+	if s.disks != nil || s.rwop != nil {
+		if r := f.volumeRestrictionsFit(n); r != fitOK {
+			return r, ""
+		}
+	}
+	if s.csi != nil && !f.volumeLimitsFit(n) {
+		return reasonVolumeLimits, ""
 	}
 	if s.volume != nil && s.volume[n] != fitOK && !f.release {
 		return s.volume[n], "" // VolumeBinding, VolumeZone (volumeMask)
@@ -238,32 +344,43 @@ func (f *fitter) check(n int) (reasonCode, string) {
 	return f.satisfyExistingPodsAntiAffinity(n), ""
 }
 
-// staticMask returns the node-level checks of a pod with node affinity aff and tolerations tol:
-// per node, fitOK or the first failing reason in kube-scheduler's filter order, NodeUnschedulable
-// (toleratesUnschedulable), TaintToleration (taintMask), NodeAffinity (nodeAffinityMask). They
-// depend on the pod and the node only, so Build computes them once per (aff, tol) and check
-// reads one entry.
-func (b *builder) staticMask(p *corev1.Pod, aff, tol int32) []reasonCode {
+// staticMask returns the node-level checks of a pod with node affinity aff and tolerations tol,
+// naming node nodeName ("" for none): per node, fitOK or the first failing reason in
+// kube-scheduler's filter order, NodeUnschedulable (toleratesUnschedulable), NodeName
+// (nodeNameFits), TaintToleration (taintMask), NodeAffinity (nodeAffinityMask). They depend on
+// the pod and the node only, so Build computes them once per (aff, tol) and check reads one
+// entry; a pod naming a node (a template with spec.nodeName, rare) gets a mask of its own.
+func (b *builder) staticMask(p *corev1.Pod, aff, tol int32, nodeName string) []reasonCode {
 	m := b.m
 	x := &b.ids
 	k := [2]int32{aff, tol}
-	if mask, ok := x.statics[k]; ok {
+	mask, ok := x.statics[k]
+	if !ok {
+		affinity := x.affinity[aff].mask
+		taints := x.taints[tol]
+		cordonOK := toleratesUnschedulable(p)
+		mask = make([]reasonCode, len(m.Nodes))
+		for i, n := range m.Nodes {
+			switch {
+			case n.Obj.Spec.Unschedulable && !cordonOK:
+				mask[i] = reasonUnschedulable
+			case !taints[i]:
+				mask[i] = reasonTaint
+			case !affinity[i]:
+				mask[i] = reasonNodeAffinity
+			}
+		}
+		x.statics[k] = mask
+	}
+	if nodeName == "" {
 		return mask
 	}
-	affinity := x.affinity[aff].mask
-	taints := x.taints[tol]
-	cordonOK := toleratesUnschedulable(p)
-	mask := make([]reasonCode, len(m.Nodes))
+	named := make([]reasonCode, len(mask))
 	for i, n := range m.Nodes {
-		switch {
-		case n.Obj.Spec.Unschedulable && !cordonOK:
-			mask[i] = reasonUnschedulable
-		case !taints[i]:
-			mask[i] = reasonTaint
-		case !affinity[i]:
-			mask[i] = reasonNodeAffinity
+		named[i] = mask[i]
+		if mask[i] != reasonUnschedulable && !nodeNameFits(nodeName, n.Name) {
+			named[i] = reasonNodeName
 		}
 	}
-	x.statics[k] = mask
-	return mask
+	return named
 }

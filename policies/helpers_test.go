@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/constraints"
@@ -129,7 +130,7 @@ func (rc redisCluster) objects() ([]*appsv1.StatefulSet, []*corev1.Pod) {
 }
 
 // snapshotOf assembles a snapshot from nodes, clusters and loose objects (pods, PDBs, PVCs, PVs,
-// namespaces).
+// namespaces, CSINodes).
 func snapshotOf(nodes []*corev1.Node, clusters []redisCluster, objs ...any) *policies.Snapshot {
 	snap := &policies.Snapshot{Nodes: nodes}
 	for _, rc := range clusters {
@@ -149,6 +150,8 @@ func snapshotOf(nodes []*corev1.Node, clusters []redisCluster, objs ...any) *pol
 			snap.PersistentVolumes = append(snap.PersistentVolumes, o)
 		case *corev1.Namespace:
 			snap.Namespaces = append(snap.Namespaces, o)
+		case *storagev1.CSINode:
+			snap.CSINodes = append(snap.CSINodes, o)
 		case *appsv1.StatefulSet:
 			snap.StatefulSets = append(snap.StatefulSets, o)
 		default:

@@ -16,8 +16,13 @@ import (
 // (AllowedZones) only nodes of the allowed zones count; without one, nodes without a zone label
 // count too (each its own domain for ShardSeparation, in no zone for the zone rules).
 func (c *Cluster) StaticInfeasibility() string {
-	relaxed := c.model.Options.RelaxedLimits
+	m := c.model
+	relaxed := m.Options.RelaxedLimits
+	nodeRule := m.enforced(MaxPodsPerNode)
 	nodeLimit := NodeLimit(c.N, relaxed)
+	if !nodeRule {
+		nodeLimit = max(c.N, 1) // a node may hold every pod
+	}
 	cmp := "fewer than"
 	if relaxed {
 		cmp = "at most"
@@ -61,16 +66,18 @@ func (c *Cluster) StaticInfeasibility() string {
 		return 0
 	}
 	var why []string
-	if total < c.N {
+	if total < c.N && nodeRule {
 		if stayers == 0 {
 			why = append(why, fmt.Sprintf("N=%d pods at most %d per node (MaxPodsPerNode) need %d usable nodes, found %d", c.N, nodeLimit, (c.N+nodeLimit-1)/nodeLimit, usable))
 		} else {
 			why = append(why, fmt.Sprintf("N=%d pods at most %d per node (MaxPodsPerNode) need room for %d, found %d: %d on %d usable nodes and %d staying where they run on nodes no pod can be placed on now (cordoned, tainted or not selected)", c.N, nodeLimit, c.N, total, usable*nodeLimit, usable, stayers))
 		}
 	}
-	why = append(why, c.shardDomains(stayOn, counts)...)
+	if m.enforced(ShardSeparation) {
+		why = append(why, c.shardDomains(stayOn, counts)...)
+	}
 	switch z := c.Z(); {
-	case z >= 3:
+	case z >= 3 && m.enforced(MaxPodsPerZone):
 		zoneLimit := ZoneLimit(c.N, relaxed)
 		capacity := capOf("")
 		for _, zone := range c.AllowedZones {
@@ -79,7 +86,7 @@ func (c *Cluster) StaticInfeasibility() string {
 		if capacity < c.N {
 			why = append(why, fmt.Sprintf("the allowed zones can hold %d of N=%d pods (at most %d per zone, %d per node)", capacity, c.N, zoneLimit, nodeLimit))
 		}
-	case z == 2:
+	case z == 2 && m.enforced(ZoneEvenSplit):
 		// The two zones differ by at most N mod 2 pods; nodes without a zone take the rest.
 		a, b := c.AllowedZones[0], c.AllowedZones[1]
 		lo := min(capOf(a), capOf(b))
@@ -102,6 +109,9 @@ func (c *Cluster) StaticInfeasibility() string {
 	}
 	if c.Z() >= 2 {
 		why = append(why, c.pinnedByVolumes(c.Z())...)
+	}
+	if m.enforced(TopologySpread) {
+		why = append(why, c.spreadInfeasibility()...)
 	}
 	return strings.Join(why, "; ")
 }
@@ -199,16 +209,234 @@ func (c *Cluster) pinnedByVolumes(z int) []string {
 	var why []string
 	limit := ZoneLimit(c.N, c.model.Options.RelaxedLimits)
 	for _, zone := range zones {
-		if z >= 3 && pinned[zone] > limit {
+		if z >= 3 && pinned[zone] > limit && c.model.enforced(MaxPodsPerZone) {
 			why = append(why, fmt.Sprintf("zone %s holds %d pods whose zonal PersistentVolumes keep them there, more than the %d a zone may hold (MaxPodsPerZone)%s", zone, pinned[zone], limit, hint))
 		}
 	}
 	for _, sh := range c.Shards {
 		for _, zone := range zones {
-			if byShard[[2]string{sh.Name, zone}] > 1 {
+			if byShard[[2]string{sh.Name, zone}] > 1 && c.model.enforced(ShardSeparation) {
 				why = append(why, fmt.Sprintf("shard %s has %d pods whose zonal PersistentVolumes keep them in zone %s (ShardSeparation)%s", sh.Name, byShard[[2]string{sh.Name, zone}], zone, hint))
 			}
 		}
 	}
 	return why
 }
+
+// spreadInfeasibility reports the DoNotSchedule constraints that no placement the evictions can
+// reach keeps within maxSkew, found by counting (no search): per eligible domain, the matching
+// pods that are there whatever the plan (pods of other workloads, and members that cannot leave:
+// not evictable, or fitting no node of another domain) and the most its nodes can hold (each
+// node: the members on it now, or as many as its allocatable CPU, memory and pods leave room
+// for beside the pods of other workloads, whichever is more); then whether some global minimum
+// lets every domain's count lie within maxSkew of it while the pods add up. Only the
+// constraints in effect whatever the plan are judged (surelyInEffect), and only when the
+// members' labels match the constraint's selector alike before and after a re-creation.
+func (c *Cluster) spreadInfeasibility() []string {
+	evictable := false
+	for _, mem := range c.Members {
+		evictable = evictable || mem.NotEvictable() == ""
+	}
+	if !evictable {
+		return nil // the planner says so in its own words: no pod may be evicted
+	}
+	var why []string
+	for idx, in := range c.spread {
+		if !c.surelyInEffect(idx) {
+			continue
+		}
+		if w := c.spreadCount(in); w != "" {
+			why = append(why, w)
+		}
+	}
+	return why
+}
+
+// surelyInEffect reports whether DoNotSchedule instance idx is in effect in every placement the
+// planner may reach: a member bound now (not terminating) carries it as it runs and as it would
+// be re-created. Such a member is placed in every such placement: it stays, or, evicted, it is
+// placed at once (in the Pending-step model it may wait, but a plan never ends with it Pending
+// while Unschedulable is judged).
+func (c *Cluster) surelyInEffect(idx int) bool {
+	for _, mem := range c.Members {
+		if mem.Node >= 0 && !mem.Terminating && slices.Contains(mem.cur.spread, idx) && (mem.NotEvictable() != "" || slices.Contains(mem.next.spread, idx)) {
+			return true
+		}
+	}
+	return false
+}
+
+// spreadCount judges one constraint instance by counting (spreadInfeasibility); "" when some
+// counts may comply.
+func (c *Cluster) spreadCount(in *spreadInstance) string {
+	m := c.model
+	// The domains of the eligible nodes, by id.
+	var doms []int32
+	index := map[int32]int{}
+	for n, e := range in.eligible {
+		if d := in.dom.ofNode[n]; e && d >= 0 {
+			if _, ok := index[d]; !ok {
+				index[d] = len(doms)
+				doms = append(doms, d)
+			}
+		}
+	}
+	if len(doms) == 0 {
+		return ""
+	}
+	fixed := make([]int, len(doms)) // matching pods there whatever the plan
+	free := make([]int, len(doms))  // members that may be there (and elsewhere)
+	capacity := make([]int, len(doms))
+	for d, k := range in.external {
+		if i, ok := index[d]; ok {
+			fixed[i] += k
+		}
+	}
+	minReq := resources{pods: 1, cpu: -1, mem: -1}
+	onNode := map[int]int{}
+	mustCount, mayCount, pinnedMembers := 0, 0, 0
+	for j, mem := range c.Members {
+		if mem.Terminating {
+			continue
+		}
+		if mem.Node >= 0 {
+			onNode[mem.Node]++
+		}
+		s := mem.incoming()
+		if minReq.cpu < 0 || s.requests.cpu < minReq.cpu {
+			minReq.cpu = s.requests.cpu
+		}
+		if minReq.mem < 0 || s.requests.mem < minReq.mem {
+			minReq.mem = s.requests.mem
+		}
+		if !in.matchCur[j] && !in.matchNext[j] {
+			continue
+		}
+		if in.matchCur[j] != in.matchNext[j] {
+			return "" // its labels change with a re-creation: not judged by counting
+		}
+		// The domains a re-placed member may land in, and whether it may land uncounted.
+		placeable := map[int]bool{}
+		uncounted := false
+		release := m.Options.ReleaseReplicaClaims && mem.Role == RoleReplica
+		for n := range m.Nodes {
+			if s.static[n] != fitOK || s.volume != nil && !release && s.volume[n] != fitOK {
+				continue
+			}
+			if i, ok := index[in.dom.ofNode[n]]; ok && in.eligible[n] {
+				placeable[i] = true
+			} else {
+				uncounted = true
+			}
+		}
+		cur := -1
+		if mem.Node >= 0 && in.eligible[mem.Node] {
+			cur = index[in.dom.ofNode[mem.Node]]
+		}
+		switch {
+		case mem.Node >= 0 && (mem.NotEvictable() != "" || len(placeable) == 0 || len(placeable) == 1 && placeable[cur] && !uncounted):
+			// Stays in its domain (or uncounted where it is).
+			if cur >= 0 {
+				fixed[cur]++
+				mustCount++
+				pinnedMembers++
+			}
+			continue
+		case mem.Node >= 0 && cur < 0:
+			uncounted = true
+		case mem.Node >= 0:
+			placeable[cur] = true
+		case mem.Node < 0:
+			uncounted = true // a Pending pod may stay Pending
+		}
+		for i := range placeable {
+			free[i]++
+		}
+		mayCount++
+		if !uncounted {
+			mustCount++
+		}
+	}
+	// The most members each domain's nodes can hold.
+	for n, e := range in.eligible {
+		i, ok := index[in.dom.ofNode[n]]
+		if !e || !ok {
+			continue
+		}
+		room := m.allocatable[n].sub(m.usedByAll[n].sub(c.memberUse[n]))
+		fit := room.pods
+		if minReq.cpu > 0 {
+			fit = min(fit, room.cpu/minReq.cpu)
+		}
+		if minReq.mem > 0 {
+			fit = min(fit, room.mem/minReq.mem)
+		}
+		capacity[i] += max(int(fit), onNode[n], 0)
+	}
+	ext := 0
+	for _, k := range in.external {
+		ext += k
+	}
+	totalMin, totalMax := ext+mustCount, ext+pinnedMembers+mayCount
+	// upper[i]: the most matching pods domain i can count.
+	upper := make([]int, len(doms))
+	for i := range doms {
+		upper[i] = min(fixed[i]+free[i], fixed[i]+capacity[i])
+	}
+	lows := []int{0}
+	if in.numDomains >= in.minDomains {
+		lows = lows[:0]
+		top := 0
+		for i := range doms {
+			top = max(top, upper[i])
+		}
+		for g := 0; g <= top; g++ {
+			lows = append(lows, g)
+		}
+	}
+	bestFit, anyWindow := -1, false
+	for _, g := range lows {
+		sumLo, sumHi, ok := 0, 0, true
+		for i := range doms {
+			lo, hi := max(g, fixed[i]), min(g+in.maxSkew, upper[i])
+			if lo > hi {
+				ok = false
+				break
+			}
+			sumLo += lo
+			sumHi += hi
+		}
+		if !ok {
+			continue
+		}
+		anyWindow = true
+		if sumLo <= totalMax && sumHi >= totalMin {
+			return ""
+		}
+		if sumLo <= totalMax {
+			bestFit = max(bestFit, sumHi)
+		}
+	}
+	what := fmt.Sprintf("TopologySpread %s maxSkew %d: no placement of its %d matching pods over its %d domains keeps the skew within %d", in.constraint.TopologyKey, in.maxSkew, totalMin, len(doms), in.maxSkew)
+	if totalMax > totalMin {
+		what = fmt.Sprintf("TopologySpread %s maxSkew %d: no placement of its %d to %d matching pods over its %d domains keeps the skew within %d", in.constraint.TopologyKey, in.maxSkew, totalMin, totalMax, len(doms), in.maxSkew)
+	}
+	switch {
+	case !anyWindow:
+		what += " (pods that cannot leave their domain skew it already)"
+	case bestFit >= 0:
+		what += fmt.Sprintf(" (at most %d fit within it)", bestFit)
+	}
+	var parts []string
+	for i, d := range doms {
+		if i == maxDomainsNamed {
+			parts = append(parts, fmt.Sprintf("%d more", len(doms)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s at least %d, at most %d", in.dom.names[d], fixed[i], upper[i]))
+	}
+	return what + ": " + strings.Join(parts, "; ") + " (at least: pods of other workloads and pods that cannot leave it; at most: what its nodes can hold)"
+}
+
+// maxDomainsNamed is how many domains spreadCount names before it only counts the rest.
+const maxDomainsNamed = 6

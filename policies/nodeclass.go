@@ -4,9 +4,13 @@ package policies
 // apart from which members run on it: its zone; its domain for every topology key of a spread
 // constraint or (anti-)affinity term other than the hostname; per spread constraint its
 // eligibility and the matching non-member pods in its domain; its node-level, volume and
-// existing-pod anti-affinity fitness for every member spec; whether non-member pods matching
-// the members' (anti-)affinity terms occupy its domains; and how many pods of the largest member
-// request fit beside the non-member pods (capped at two above the relaxed NodeLimit). Nodes with
+// existing-pod anti-affinity fitness for every member spec (node name included); whether
+// non-member pods bind host ports or use inline disks of a member spec there; whether
+// non-member pods matching the members' (anti-)affinity terms occupy its domains; how many pods
+// of the largest member request fit beside the non-member pods (every requested resource:
+// capped at two above the relaxed NodeLimit); and, per CSI driver of the members' volumes, how
+// many volumes may still attach (capped alike) and whether a member's volume is attached there
+// by a non-member. Nodes with
 // equal fingerprints and equal members are interchangeable for the planner. Each part enters
 // the fingerprint once, and counts that are zero on every node not at all, so that building the
 // classes costs O(nodes × distinct parts).
@@ -26,6 +30,7 @@ func (c *Cluster) buildNodeClasses() {
 	var eligible [][]bool
 	var spreadExt []*spreadInstance
 	var statics, volumes [][]reasonCode
+	var boolMasks [][]bool // host ports and inline disks of non-members
 	var antis [][]domainRef
 	var terms []*affinityTerm
 	var affExt []map[int32]bool
@@ -33,6 +38,16 @@ func (c *Cluster) buildNodeClasses() {
 	seenDom := map[*domainIndex]bool{hostname: true}
 	seenElig := map[*bool]bool{}
 	seenMask := map[*reasonCode]bool{}
+	seenBool := map[*bool]bool{}
+	addBool := func(mask []bool) {
+		if len(mask) > 0 && !seenBool[&mask[0]] {
+			seenBool[&mask[0]] = true
+			boolMasks = append(boolMasks, mask)
+		}
+	}
+	var maxScalar []int64 // by slot of c.scalars
+	maxVols := 0          // the most CSI volumes of one spec
+	rare := false
 	seenAnti := map[*domainRef]bool{}
 	seenTerm := map[*affinityTerm]bool{}
 	addDom := func(d *domainIndex) {
@@ -83,7 +98,38 @@ func (c *Cluster) buildNodeClasses() {
 			}
 			maxReq.cpu = max(maxReq.cpu, s.requests.cpu)
 			maxReq.mem = max(maxReq.mem, s.requests.mem)
+			maxReq.eph = max(maxReq.eph, s.requests.eph)
 			maxReq.pods = max(maxReq.pods, s.requests.pods)
+			addBool(s.portMask)
+			addBool(s.diskMask)
+			maxVols = max(maxVols, len(s.csi))
+			rare = rare || s.scalars != nil
+		}
+	}
+	var x *scalarIndex
+	if rare {
+		c.scalarOnce.Do(c.buildScalarIndex)
+		x = c.scalars
+		maxScalar = make([]int64, len(x.names))
+		for _, mem := range c.Members {
+			for _, s := range [2]*podSpec{mem.cur, mem.next} {
+				for _, r := range s.scalars {
+					k := x.slot(r.name)
+					maxScalar[k] = max(maxScalar[k], r.qty)
+				}
+			}
+		}
+	}
+	var vx *csiIndex
+	var sharedOn map[int32]bool
+	if maxVols > 0 {
+		c.csiOnce.Do(c.buildCSIIndex)
+		vx = c.csiIdx
+		for nv := range vx.shared {
+			if sharedOn == nil {
+				sharedOn = map[int32]bool{}
+			}
+			sharedOn[nv.node] = true
 		}
 	}
 	c.classes = make([]uint64, len(m.Nodes))
@@ -104,6 +150,9 @@ func (c *Cluster) buildNodeClasses() {
 		}
 		for _, v := range volumes {
 			h = h.add(int64(v[n]))
+		}
+		for _, b := range boolMasks {
+			h = h.add(int64(b2i(b[n])))
 		}
 		for _, refs := range antis {
 			h = h.add(int64(b2i(inDomains(refs, n))))
@@ -127,6 +176,20 @@ func (c *Cluster) buildNodeClasses() {
 		if maxReq.mem > 0 {
 			fit = min(fit, free.mem/maxReq.mem)
 		}
+		if maxReq.eph > 0 {
+			fit = min(fit, free.eph/maxReq.eph)
+		}
+		for k, q := range maxScalar {
+			if q > 0 {
+				fit = min(fit, x.free[k][n]/q)
+			}
+		}
+		// How many volumes of each driver may still attach, capped alike, and whether a member's
+		// volume is attached there by a non-member (then it is not new there).
+		for k := range vx.driversOrNil() {
+			h = h.add(int64(min(int64(vx.free[k][n]), fitCap*int64(maxVols)+1)))
+		}
+		h = h.add(int64(b2i(sharedOn[int32(n)])))
 		c.classes[n] = uint64(h.add(max(fit, -1)))
 	}
 }

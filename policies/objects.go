@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,13 +26,14 @@ var (
 	nodeKind                  = corev1.SchemeGroupVersion.WithKind("Node")
 	persistentVolumeKind      = corev1.SchemeGroupVersion.WithKind("PersistentVolume")
 	persistentVolumeClaimKind = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
+	csiNodeKind               = storagev1.SchemeGroupVersion.WithKind("CSINode")
 	statefulSetKind           = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
 	podDisruptionBudgetKind   = policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget")
 	podKind                   = corev1.SchemeGroupVersion.WithKind("Pod")
 )
 
 // Objects walks every object of the snapshot with its group, version and kind, one kind after
-// another, cluster-scoped kinds first: Namespaces, Nodes, PersistentVolumes,
+// another, cluster-scoped kinds first: Namespaces, Nodes, PersistentVolumes, CSINodes,
 // PersistentVolumeClaims, StatefulSets, PodDisruptionBudgets, Pods, each in the snapshot's order.
 // It yields the snapshot's own objects, not copies, and leaves their TypeMeta as it is (a trimmed
 // or listed object usually has none): the kind is the one yielded beside it.
@@ -40,6 +42,7 @@ func (s *Snapshot) Objects() iter.Seq2[schema.GroupVersionKind, Object] {
 		_ = each(yield, namespaceKind, s.Namespaces) &&
 			each(yield, nodeKind, s.Nodes) &&
 			each(yield, persistentVolumeKind, s.PersistentVolumes) &&
+			each(yield, csiNodeKind, s.CSINodes) &&
 			each(yield, persistentVolumeClaimKind, s.PersistentVolumeClaims) &&
 			each(yield, statefulSetKind, s.StatefulSets) &&
 			each(yield, podDisruptionBudgetKind, s.PodDisruptionBudgets) &&

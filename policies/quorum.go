@@ -88,6 +88,15 @@ func (c *Cluster) quorumOf(m int) Quorum {
 	return c.QuorumOf(m)
 }
 
+// enforcedQuorum returns quorumOf(m) when MasterQuorum is enforced (judged as a hard rule), and
+// otherwise a Quorum that does not apply: the planner then fails no master over for it.
+func (c *Cluster) enforcedQuorum(m int) Quorum {
+	if !c.model.enforced(MasterQuorum) {
+		return Quorum{Masters: m, Zones: c.Z(), Note: "MasterQuorum not enforced by the policy"}
+	}
+	return c.quorumOf(m)
+}
+
 // QuorumOf returns what MasterQuorum asks of the cluster with m masters serving slots, whatever
 // its roles (lint asks it of one master per shard, templates carrying no roles).
 func (c *Cluster) QuorumOf(m int) Quorum { return QuorumFor(m, c.Z(), c.quorumNodes()) }
@@ -151,7 +160,11 @@ func quorumNote(q Quorum, nodes int) string {
 	var parts []string
 	switch {
 	case m <= 2:
-		return fmt.Sprintf("with M=%d master(s) serving slots, losing any master leaves no majority to promote its replica: whatever the placement, the loss of a node or zone holding a master takes the whole cluster down; 3 or more masters (shards) would fix it. %s", m, best)
+		masters := "masters"
+		if m == 1 {
+			masters = "master"
+		}
+		return fmt.Sprintf("with M=%d %s serving slots, losing any master leaves no majority to promote its replica: whatever the placement, the loss of a node or zone holding a master takes the whole cluster down; 3 or more masters (shards) would fix it. %s", m, masters, best)
 	case q.ZoneBestEffort:
 		parts = append(parts, fmt.Sprintf("with M=%d masters in %d zones, some zone holds %d of them whatever the placement, and Redis needs %d of %d to promote a replica: the loss of that zone takes the whole cluster down; %s would fix it",
 			m, q.Zones, q.ZoneLimit, m/2+1, m, strings.Join(quorumFixes(m, q.Zones), ", or ")))
@@ -286,7 +299,33 @@ func (st *State) QuorumFix() ([]Failover, bool) {
 	if !st.q.Applies || st.mNodeOver+st.mZoneOver == 0 {
 		return nil, true
 	}
-	c, x, q := st.c, st.x, st.q
+	r := st.fewestFailovers(st.q, nil, false)
+	if !r.routed {
+		return nil, false
+	}
+	return r.failovers, true
+}
+
+// failoverFlow is what fewestFailovers found.
+type failoverFlow struct {
+	// routed is false when some shard's masters found no member to go to (without soft only).
+	routed bool
+	// failovers are sorted by From; stuck are the masters on gone nodes left where they are
+	// (soft only), sorted; excess the masters routed above q's limits, nodes and zones summed
+	// (soft only).
+	failovers []Failover
+	stuck     []int
+	excess    int
+}
+
+// fewestFailovers is QuorumFix's min-cost flow under limits q, generalised for HandOff: gone,
+// when not nil, marks the nodes whose members may not be master (their masters must hand their
+// slots over); with soft, a node or zone may hold more masters than q allows at a cost above any
+// number of failovers, and a master on a gone node whose shard has no member to take over stays
+// where it is at a cost above any excess: the flow then always routes every master, and finds
+// the fewest stuck masters, then the least excess, then the fewest failovers.
+func (st *State) fewestFailovers(q Quorum, gone []bool, soft bool) failoverFlow {
+	c, x := st.c, st.x
 	fs := &st.fix
 	if fs.nodeV == nil {
 		fs.nodeV = make([]int32, len(c.model.Nodes))
@@ -295,6 +334,11 @@ func (st *State) QuorumFix() ([]Failover, bool) {
 	g := &fs.g
 	g.reset()
 	src, sink := g.vertex(), g.vertex()
+	// Costs of the soft mode: an excess master costs more than every failover together, a stuck
+	// one more than every excess.
+	overCost := len(c.Members) + 1
+	stuckCost := overCost * (2*len(c.Members) + 1)
+	var overEdges []int
 	// Vertices of the nodes and zones met (0: none yet), and their edges out.
 	var touched []int
 	var zones []int32
@@ -313,27 +357,40 @@ func (st *State) QuorumFix() ([]Failover, bool) {
 		v := g.vertex()
 		fs.nodeV[n] = int32(v)
 		touched = append(touched, n)
-		if z, ok := st.quorumZone(n); ok {
+		z := x.zoneID[n]
+		if q.ZoneLimit > 0 && x.zoneNames[z] != "" {
 			zv := int(fs.zoneV[z])
 			if zv == 0 {
 				zv = g.vertex()
 				fs.zoneV[z] = int32(zv)
 				zones = append(zones, z)
 				g.out[zv] = g.edge(zv, sink, q.ZoneLimit, 0)
+				if soft {
+					overEdges = append(overEdges, g.edge(zv, sink, len(c.Members), overCost))
+				}
 			}
 			g.out[v] = g.edge(v, zv, q.NodeLimit, 0)
+			if soft {
+				overEdges = append(overEdges, g.edge(v, zv, len(c.Members), overCost))
+			}
 		} else {
 			g.out[v] = g.edge(v, sink, q.NodeLimit, 0)
+			if soft {
+				overEdges = append(overEdges, g.edge(v, sink, len(c.Members), overCost))
+			}
 		}
 		return v
 	}
+	isGone := func(j int) bool { return gone != nil && st.p[j] >= 0 && gone[st.p[j]] }
 	fs.choices, fs.keeps = fs.choices[:0], fs.keeps[:0]
+	var stuckEdges [][2]int // (edge shard → sink, shard)
 	need := 0
-	for _, sh := range c.Shards {
-		k := 0
+	for s, sh := range c.Shards {
+		k, leaving := 0, false
 		for _, j := range sh.Members {
 			if st.masters[j] {
 				k++
+				leaving = leaving || isGone(j)
 			}
 		}
 		if k == 0 {
@@ -342,6 +399,9 @@ func (st *State) QuorumFix() ([]Failover, bool) {
 		need += k
 		sv := g.vertex()
 		se := g.edge(src, sv, k, 0)
+		if soft && leaving {
+			stuckEdges = append(stuckEdges, [2]int{g.edge(sv, sink, k, stuckCost), s})
+		}
 		for _, j := range sh.Members {
 			if st.masters[j] && st.p[j] < 0 {
 				// A master not placed counts in M only: it may stay master.
@@ -350,7 +410,7 @@ func (st *State) QuorumFix() ([]Failover, bool) {
 				fs.keeps = append(fs.keeps, [4]int{se, e, -1, -1})
 				continue
 			}
-			if !st.Promotable(j) {
+			if !st.Promotable(j) || isGone(j) {
 				continue
 			}
 			nv := nodeOut(st.p[j])
@@ -376,7 +436,11 @@ func (st *State) QuorumFix() ([]Failover, bool) {
 		}
 	}
 	if sent+g.minCostFlow(src, sink, need-sent) < need {
-		return nil, false
+		return failoverFlow{}
+	}
+	r := failoverFlow{routed: true}
+	for _, e := range overEdges {
+		r.excess += g.flow(e)
 	}
 	chosen := fs.chosen[:0]
 	for range c.Members {
@@ -386,8 +450,13 @@ func (st *State) QuorumFix() ([]Failover, bool) {
 	for _, ch := range fs.choices {
 		chosen[ch[1]] = g.flow(ch[0]) > 0
 	}
-	var out []Failover
-	for _, sh := range c.Shards {
+	stuckIn := map[int]int{}
+	for _, se := range stuckEdges {
+		if f := g.flow(se[0]); f > 0 {
+			stuckIn[se[1]] = f
+		}
+	}
+	for s, sh := range c.Shards {
 		var olds, news []int
 		for _, j := range sh.Members {
 			switch {
@@ -397,12 +466,19 @@ func (st *State) QuorumFix() ([]Failover, bool) {
 				news = append(news, j)
 			}
 		}
+		// The masters leaving gone nodes hand over first; those left over stay (stuck).
+		slices.SortStableFunc(olds, func(a, b int) int { return b2i(isGone(b)) - b2i(isGone(a)) })
 		for k := range olds {
-			out = append(out, Failover{From: olds[k], To: news[k]})
+			if k < len(news) {
+				r.failovers = append(r.failovers, Failover{From: olds[k], To: news[k]})
+			} else if stuckIn[s] > 0 {
+				r.stuck = append(r.stuck, olds[k])
+			}
 		}
 	}
-	slices.SortFunc(out, func(a, b Failover) int { return a.From - b.From })
-	return out, true
+	slices.SortFunc(r.failovers, func(a, b Failover) int { return a.From - b.From })
+	slices.Sort(r.stuck)
+	return r
 }
 
 // quorumScratch is what QuorumFix reuses from one call to the next: its flow network, the

@@ -23,6 +23,12 @@ type RuleInfo struct {
 	// through the Eviction API and re-placed by kube-scheduler) or failovers the rebalancer
 	// plans, or what the rebalancer cannot do and an operator must.
 	Fix string
+	// Optional marks a rule that is judged only when a policy enables it (Options.Rules, the
+	// policy's rules.enabled); the other rules are judged unless a policy disables them.
+	Optional bool
+	// Options names the policy fields that tune the rule ("rules.relaxedLimits"), none when the
+	// rule has no option.
+	Options []string
 
 	// lowerBound, for a rule whose excess sets Summary.LowerBound (State.Excess), says in words
 	// why lb evictions are needed; nil for the other rules.
@@ -67,10 +73,11 @@ var registry = []RuleInfo{
 	{
 		Name:        MaxPodsPerNode,
 		AppliesWhen: "always",
+		Options:     []string{"rules.relaxedLimits"},
 		Description: "every node holds fewer than N/3 of the cluster's pods (at most N/3 with relaxed limits)",
 		Fix:         "moves: evict the pods above the limit from the node",
 		lowerBound: func(lb int) string {
-			return fmt.Sprintf("%d pods above the per-node limit, one eviction each", lb)
+			return fmt.Sprintf("%s above the per-node limit, one eviction each", Plural(lb, "pod"))
 		},
 		check: func(c *Cluster, a ruleArgs) []Violation { return c.maxPerNode(a.g, a.brief) },
 	},
@@ -87,10 +94,11 @@ var registry = []RuleInfo{
 	{
 		Name:        MaxPodsPerZone,
 		AppliesWhen: "Z ≥ 3",
+		Options:     []string{"rules.relaxedLimits"},
 		Description: "every zone holds fewer than N/2 of the cluster's pods (at most N/2 with relaxed limits)",
 		Fix:         "moves: evict the pods above the limit from the zone",
 		lowerBound: func(lb int) string {
-			return fmt.Sprintf("%d pods above the per-zone limit, one eviction each", lb)
+			return fmt.Sprintf("%s above the per-zone limit, one eviction each", Plural(lb, "pod"))
 		},
 		check: func(c *Cluster, a ruleArgs) []Violation { return c.maxPerZone(a.g, a.brief) },
 	},
@@ -130,7 +138,7 @@ var registry = []RuleInfo{
 		Soft:        true,
 		AppliesWhen: "Z ≥ 2",
 		Description: "inside each zone, the pods spread over its usable nodes within 1",
-		Fix:         "nothing: reported only",
+		Fix:         softFix,
 		check:       func(c *Cluster, a ruleArgs) []Violation { return c.nodeSpread(a.g) },
 	},
 	{
@@ -138,10 +146,31 @@ var registry = []RuleInfo{
 		Soft:        true,
 		AppliesWhen: "Z ≥ 2",
 		Description: "the pods spread over the allowed zones within 1",
-		Fix:         "nothing: reported only",
+		Fix:         softFix,
 		check:       func(c *Cluster, a ruleArgs) []Violation { return c.zoneBalance(a.g) },
 	},
+	{
+		Name:        SoftTopologySpread,
+		Soft:        true,
+		Optional:    true,
+		AppliesWhen: "enabled, and a pod carries a ScheduleAnyway topology spread constraint",
+		Description: "every ScheduleAnyway constraint holds, counted as TopologySpread counts a DoNotSchedule one: count − global minimum ≤ maxSkew in every eligible domain",
+		Fix:         softFix,
+		check:       func(c *Cluster, a ruleArgs) []Violation { return c.softTopologySpread(a.p, a.brief) },
+	},
+	{
+		Name:        PreferredAntiAffinity,
+		Soft:        true,
+		Optional:    true,
+		AppliesWhen: "enabled, and a pod carries a preferred pod anti-affinity term",
+		Description: "no pod shares a preferred anti-affinity term's topology domain with a pod the term selects",
+		Fix:         softFix,
+		check:       func(c *Cluster, a ruleArgs) []Violation { return c.preferredAntiAffinity(a.p, a.brief) },
+	},
 }
+
+// softFix is what fixes a soft rule's violation.
+const softFix = "reported only; with plan.softEvictions, moves after the hard rules hold, each keeping every hard rule"
 
 // Rules returns every registered rule, hard rules first, in the order the documentation lists
 // them. The slice is a copy.
@@ -157,20 +186,91 @@ func LookupRule(r Rule) (RuleInfo, bool) {
 	return RuleInfo{}, false
 }
 
-// evaluate runs the registered checks (the hard ones only when hardOnly) under a, and marks each
-// violation Soft as its rule is.
-func (c *Cluster) evaluate(a ruleArgs, hardOnly bool) []Violation {
+// RuleSetting is how a policy judges one rule (Options.Rules).
+type RuleSetting struct {
+	// Enabled says whether the rule is judged. A rule that is not is neither checked nor
+	// reported, and no plan acts on it.
+	Enabled bool
+	// Soft says whether its violations are soft: reported (Violation.Soft) and never deciding
+	// compliance; only the soft fix acts on them (the planner's soft evictions). A rule the
+	// registry marks soft cannot be made hard.
+	Soft bool
+}
+
+// DefaultSetting returns the setting a rule has when a policy says nothing of it: enabled unless
+// Optional, soft as the registry says.
+func (r RuleInfo) DefaultSetting() RuleSetting {
+	return RuleSetting{Enabled: !r.Optional, Soft: r.Soft}
+}
+
+// resolveRules returns, per registry entry, the setting opts.Rules gives it (the default when it
+// gives none). It fails on a rule the registry does not hold and on a soft rule made hard.
+func resolveRules(opts map[Rule]RuleSetting) ([]RuleSetting, error) {
+	out := make([]RuleSetting, len(registry))
+	for i, r := range registry {
+		out[i] = r.DefaultSetting()
+	}
+	for name, s := range opts {
+		i := ruleIndex(name)
+		if i < 0 {
+			return nil, fmt.Errorf("rule %q: no such rule", name)
+		}
+		if registry[i].Soft && !s.Soft {
+			return nil, fmt.Errorf("rule %s: a soft rule cannot be made hard (the planner fixes soft rules only with soft evictions)", name)
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// ruleIndex returns r's position in the registry, -1 when it is not registered.
+func ruleIndex(r Rule) int {
+	for i := range registry {
+		if registry[i].Name == r {
+			return i
+		}
+	}
+	return -1
+}
+
+// Setting returns how the model judges rule r (its Options.Rules, defaults filled); the zero
+// RuleSetting (not judged) for a rule the registry does not hold.
+func (m *Model) Setting(r Rule) RuleSetting {
+	if i := ruleIndex(r); i >= 0 {
+		return m.rules[i]
+	}
+	return RuleSetting{}
+}
+
+// enforced reports whether rule r is judged as a hard rule: the planner acts on it.
+func (m *Model) enforced(r Rule) bool {
+	s := m.Setting(r)
+	return s.Enabled && !s.Soft
+}
+
+// evaluate runs the checks of the rules the model judges (the hard ones only when hardOnly;
+// the soft ones only when softOnly) under a, and marks each violation Soft as its setting is.
+func (c *Cluster) evaluate(a ruleArgs, hardOnly, softOnly bool) []Violation {
 	var out []Violation
 	for i := range registry {
-		r := &registry[i]
-		if hardOnly && r.Soft {
+		r, s := &registry[i], c.model.rules[i]
+		if !s.Enabled || hardOnly && s.Soft || softOnly && !s.Soft {
 			continue
 		}
 		from := len(out)
 		out = append(out, r.check(c, a)...)
 		for k := from; k < len(out); k++ {
-			out[k].Soft = r.Soft
+			out[k].Soft = s.Soft
 		}
 	}
 	return out
+}
+
+// Plural is n and what, with an s when n is not 1 ("1 pod", "3 pods"): the counts of the
+// messages of the rules and the commands.
+func Plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

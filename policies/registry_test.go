@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
@@ -73,6 +74,13 @@ func TestRegistryNamesEveryRule(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("registered rules (-declared +registered):\n%s", diff)
 	}
+	var api []policies.Rule
+	for _, n := range v1alpha1.RuleNames {
+		api = append(api, policies.Rule(n))
+	}
+	if diff := cmp.Diff(registered, api); diff != "" {
+		t.Errorf("the policy's rule names, v1alpha1.RuleNames (-registry +api):\n%s", diff)
+	}
 	if len(declared) < 10 {
 		t.Errorf("found %d Rule constants, want at least 10: %v", len(declared), declared)
 	}
@@ -100,13 +108,20 @@ func TestRegistryNamesEveryRule(t *testing.T) {
 }
 
 // TestEvaluatedRulesAreRegistered evaluates the scenario suite and random small Redis clusters
-// (with roles, so that MasterQuorum is checked) on random placements: every violation's rule is
+// (with roles, so that MasterQuorum is checked, and every optional rule enabled) on random
+// placements: every violation's rule is
 // registered and carries its Soft mark, every registered rule is broken somewhere (so none is
 // registered without being evaluated), and every rule that sets a State's lower bound has the
 // words the planner gives for it.
 func TestEvaluatedRulesAreRegistered(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 4))
 	seen := map[policies.Rule]int{}
+	opts := policies.Options{RoleLabel: scenario.RoleLabel, Rules: map[policies.Rule]policies.RuleSetting{}}
+	for _, info := range policies.Rules() {
+		if info.Optional {
+			opts.Rules[info.Name] = policies.RuleSetting{Enabled: true, Soft: info.Soft}
+		}
+	}
 	check := func(c *policies.Cluster, what string) {
 		p := c.Current()
 		for k := 0; k < 20; k++ {
@@ -134,7 +149,7 @@ func TestEvaluatedRulesAreRegistered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel})
+		m, err := policies.Build(snap, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +161,7 @@ func TestEvaluatedRulesAreRegistered(t *testing.T) {
 		sc, tweak := randomRedis(r)
 		snap := sc.MustSnapshot()
 		tweak(snap)
-		m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel})
+		m, err := policies.Build(snap, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,15 +5,20 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
-// Rule is a stable rule name (SPEC "HA rules").
+// Rule is a stable rule name: it appears in reports, metrics labels and policies, and never changes.
 type Rule string
 
-// The rules. Hard rules decide compliance; NodeSpread and ZoneBalance are soft and only reported.
-// The registry (Rules, registry.go) says which is which and holds each rule's check.
+// The rules. Hard rules decide compliance; NodeSpread, ZoneBalance, SoftTopologySpread and
+// PreferredAntiAffinity are soft: reported, and acted upon only by the soft fix. The registry
+// (Rules, registry.go) says which is which and holds each rule's check; a policy may disable a
+// rule or judge a hard one as soft (Options.Rules).
 const (
-	// ShardSeparation: no two pods of one shard share a node (Z≤1) or a zone (Z≥2) (seed 000 §一).
+	// ShardSeparation: no two pods of one shard share a node (Z≤1) or a zone (Z≥2): losing one
+	// node or zone must never take a shard's master and its replicas together.
 	// A node without a zone label is in no zone, as for the operator's zone anti-affinity: only
 	// sharing that very node counts.
 	ShardSeparation Rule = "ShardSeparation"
@@ -42,6 +47,16 @@ const (
 	NodeSpread Rule = "NodeSpread"
 	// ZoneBalance (soft, Z≥2): the pods spread over the allowed zones within 1.
 	ZoneBalance Rule = "ZoneBalance"
+	// SoftTopologySpread (soft, optional): every ScheduleAnyway constraint in the placed pods'
+	// specs holds, counted as TopologySpread counts a DoNotSchedule one (the descheduler's
+	// RemovePodsViolatingTopologySpreadConstraint judges them so when asked to). kube-scheduler
+	// only prefers such placements, so the rule is soft: reported, and fixed only by soft
+	// evictions.
+	SoftTopologySpread Rule = "SoftTopologySpread"
+	// PreferredAntiAffinity (soft, optional): no placed pod shares a topology domain of one of
+	// its preferred pod anti-affinity terms with another pod the term selects (kube-scheduler
+	// only scores such terms; Bitnami's chart keeps a shard's pods apart with one by default).
+	PreferredAntiAffinity Rule = "PreferredAntiAffinity"
 )
 
 // Violation is one broken rule in one topology domain. Its JSON form is part of the `check` and
@@ -65,8 +80,8 @@ type Violation struct {
 	Message string `json:"message"`
 }
 
-// NodeLimit returns the most pods of a cluster of size n one node may hold: fewer than n/3
-// (seed 000 §一 "单个Node节点部署同一个集群的实例Pod数必须少于1/3"), or at most n/3 when relaxed.
+// NodeLimit returns the most pods of a cluster of size n one node may hold: fewer than n/3, so
+// that losing any one node leaves more than two thirds of the pods; at most n/3 when relaxed.
 func NodeLimit(n int, relaxed bool) int {
 	if relaxed {
 		return n / 3
@@ -74,8 +89,8 @@ func NodeLimit(n int, relaxed bool) int {
 	return (n - 1) / 3 // largest c with 3c < n
 }
 
-// ZoneLimit returns the most pods of a cluster of size n one zone may hold (Z≥3): fewer than n/2
-// (seed 000 §一), or at most n/2 when relaxed.
+// ZoneLimit returns the most pods of a cluster of size n one zone may hold (Z≥3): fewer than n/2,
+// so that losing any one zone leaves a majority of the pods; at most n/2 when relaxed.
 func ZoneLimit(n int, relaxed bool) int {
 	if relaxed {
 		return n / 2
@@ -93,7 +108,7 @@ func (c *Cluster) Evaluate(p Placement) []Violation { return c.EvaluateWith(p, c
 // (or a Pending pod, wherever placed) counts with its own labels and constraints; a member placed
 // elsewhere has been re-created and counts with its template's.
 func (c *Cluster) EvaluateWith(p Placement, ms Masters) []Violation {
-	out := c.evaluate(ruleArgs{p: p, g: c.group(p), ms: ms}, false)
+	out := c.evaluate(ruleArgs{p: p, g: c.group(p), ms: ms}, false, false)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Soft != out[j].Soft {
 			return !out[i].Soft
@@ -110,7 +125,26 @@ func (c *Cluster) EvaluateWith(p Placement, ms Masters) []Violation {
 // Pods and Message and in no particular order: the cheap form (Rule, Domain, TopologyKey, Count,
 // Limit) the planner's search evaluates millions of placements with.
 func (c *Cluster) EvaluateHard(p Placement) []Violation {
-	return c.evaluate(ruleArgs{p: p, g: c.group(p), ms: c.CurrentMasters(), brief: true}, true)
+	return c.evaluate(ruleArgs{p: p, g: c.group(p), ms: c.CurrentMasters(), brief: true}, true, false)
+}
+
+// EvaluateSoft returns the soft violations under p with masters ms, as the soft ones of
+// EvaluateWith(p, ms) but in no particular order and with Pods and Message left out where a
+// check can: what the planner's soft fix weighs placements with (SoftExcess).
+func (c *Cluster) EvaluateSoft(p Placement, ms Masters) []Violation {
+	return c.evaluate(ruleArgs{p: p, g: c.group(p), ms: ms, brief: true}, false, true)
+}
+
+// SoftExcess sums, over vs's soft violations, how far each is above its limit (Count − Limit,
+// at least 1): the measure the planner's soft fix lowers.
+func SoftExcess(vs []Violation) int {
+	sum := 0
+	for _, v := range vs {
+		if v.Soft {
+			sum += max(v.Count-v.Limit, 1)
+		}
+	}
+	return sum
 }
 
 // Hard returns the hard violations of vs.
@@ -401,12 +435,25 @@ func (c *Cluster) allowedZones(g *grouping, brief bool) []Violation {
 // the fact). An instance's violations are reported once per domain even when several instances
 // (e.g. a running pod's and its template's) break there.
 func (c *Cluster) topologySpread(p Placement, brief bool) []Violation {
+	return c.spreadViolations(TopologySpread, c.spread, p, brief, func(s *podSpec) []int { return s.spread })
+}
+
+// softTopologySpread checks the ScheduleAnyway constraints as topologySpread checks the
+// DoNotSchedule ones (their instances are built on first use: softSpreadOf).
+func (c *Cluster) softTopologySpread(p Placement, brief bool) []Violation {
+	ss := c.softSpreadOf()
+	return c.spreadViolations(SoftTopologySpread, ss.instances, p, brief, func(s *podSpec) []int { return ss.of[s] })
+}
+
+// spreadViolations reports rule's violations of the constraint instances in effect under p:
+// the instances of list that instancesOf gives for the spec some placed member runs with.
+func (c *Cluster) spreadViolations(rule Rule, list []*spreadInstance, p Placement, brief bool, instancesOf func(*podSpec) []int) []Violation {
 	var inEffect []int
 	for j, n := range p {
 		if n < 0 {
 			continue
 		}
-		for _, idx := range c.specOf(j, p).spread {
+		for _, idx := range instancesOf(c.specOf(j, p)) {
 			if !slices.Contains(inEffect, idx) {
 				inEffect = append(inEffect, idx)
 			}
@@ -416,7 +463,7 @@ func (c *Cluster) topologySpread(p Placement, brief bool) []Violation {
 	var out []Violation
 	reported := map[string]bool{}
 	for _, idx := range inEffect {
-		in := c.spread[idx]
+		in := list[idx]
 		members, min := c.spreadCounts(in, p, -1)
 		var over []domainCount // domains whose skew exceeds maxSkew
 		for d, n := range members {
@@ -443,13 +490,21 @@ func (c *Cluster) topologySpread(p Placement, brief bool) []Violation {
 				}
 			}
 			out = append(out, Violation{
-				Rule: TopologySpread, Domain: in.dom.names[d], TopologyKey: in.constraint.TopologyKey,
+				Rule: rule, Domain: in.dom.names[d], TopologyKey: in.constraint.TopologyKey,
 				Count: cnt - min, Limit: in.maxSkew, Pods: c.namesUnless(brief, pods),
-				Message: unless(brief, "%s=%s has %d matching pods, global minimum %d: skew %d > maxSkew %d", in.constraint.TopologyKey, in.dom.names[d], cnt, min, cnt-min, in.maxSkew),
+				Message: unless(brief, "%s=%s has %d matching pods, global minimum %d: skew %d > maxSkew %d%s", in.constraint.TopologyKey, in.dom.names[d], cnt, min, cnt-min, in.maxSkew, whenText(in)),
 			})
 		}
 	}
 	return out
+}
+
+// whenText names a ScheduleAnyway constraint in a violation's message ("" for DoNotSchedule).
+func whenText(in *spreadInstance) string {
+	if in.constraint.WhenUnsatisfiable == corev1.ScheduleAnyway {
+		return " (ScheduleAnyway)"
+	}
+	return ""
 }
 
 // unschedulable reports members that cannot be placed: Pending pods the scheduler marked
@@ -470,7 +525,7 @@ func (c *Cluster) unschedulable(p Placement, brief bool) []Violation {
 	v := Violation{Rule: Unschedulable, Count: len(idx), Limit: 0}
 	if !brief {
 		v.Pods = c.podNames(idx)
-		v.Message = fmt.Sprintf("%d pod(s) cannot be scheduled: %s", len(idx), strings.Join(v.Pods, ", "))
+		v.Message = fmt.Sprintf("%s cannot be scheduled: %s", Plural(len(idx), "pod"), strings.Join(v.Pods, ", "))
 	}
 	return []Violation{v}
 }

@@ -36,12 +36,57 @@ type podSpec struct {
 	extAnti []domainRef
 	// volume[n] is fitOK when every bound PersistentVolume of the pod allows node n (VolumeBinding,
 	// VolumeZone), otherwise the reason; nil when no volume restricts.
-	volume   []reasonCode
+	volume []reasonCode
+	// requests are NodeResourcesFit's basic amounts.
 	requests resources
+	// rare is set when the pod needs one of the plugins few pods need (rareSpec: scalar
+	// resources, host ports, inline disks, ReadWriteOncePod claims, CSI volumes), whose state the
+	// fitter counts member by member (fitter.addRare).
+	rare bool
+	// *rareSpec holds those plugins' parts: the shared empty noRare for the many pods that need
+	// none, so that they cost a pointer.
+	*rareSpec
 	// zoneList and zoneKey: the zones the pod's node affinity lists (nil without a list) and the
 	// zone key its constraints use ("" when none).
 	zoneList []string
 	zoneKey  string
+}
+
+// rareSpec is what a pod gives the plugins few pods need, and NodeName. Shared between specs, it
+// is never changed once set (podSpec.setRare replaces it).
+type rareSpec struct {
+	// scalars are NodeResourcesFit's scalar resources (nil when none).
+	scalars []scalarRequest
+	// nodeName is the node a template names (NodeName), "" for none and for every running or
+	// Pending pod.
+	nodeName string
+	// NodePorts: the pod's host ports (nil when none), and per node whether a non-member binds a
+	// conflicting one (nil when none does anywhere).
+	ports    []hostPort
+	portMask []bool
+	// VolumeRestrictions: the pod's inline disks (nil when none) and per node whether a
+	// non-member uses one of them (nil when none does anywhere); its ReadWriteOncePod claims (nil
+	// when none), and whether a non-member mounts one of them.
+	disks     []corev1.Volume
+	diskMask  []bool
+	rwop      []string
+	rwopInUse bool
+	// csi are the volumes NodeVolumeLimits counts (nil when none, or when no node has a limit).
+	csi []csiVolume
+}
+
+// noRare is the rareSpec of every spec that needs none of its plugins.
+var noRare = &rareSpec{}
+
+// setRare gives the spec r (noRare when r is empty) and sets podSpec.rare.
+func (s *podSpec) setRare(r rareSpec) {
+	s.rare = r.scalars != nil || r.ports != nil || r.disks != nil || r.rwop != nil || r.csi != nil
+	if !s.rare && r.nodeName == "" {
+		s.rareSpec = noRare
+		return
+	}
+	s.rareSpec = new(rareSpec)
+	*s.rareSpec = r
 }
 
 // usesCur reports whether member j, placed as p[j], runs with its current pod's spec: it stays on
@@ -68,16 +113,18 @@ func (c *Cluster) buildSpecs() error {
 	var sibling *podSpec // a template spec of another shard: its parts are likely equal
 	for _, mem := range c.Members {
 		var err error
+		req := podRequests{mem.req, c.model.podScalars[mem.Pod]}
 		if mem.Template != mem.Pod {
 			// The template first: its parts are memoized by address, and the running pod's parts
 			// that equal them reuse their ids.
 			tmpl := &mem.sts.Spec.Template
+			treq := c.b.templateRequests(mem.Template)
 			if first := byTemplate[tmpl]; first != nil && sameLabelKeys(mem.Template, first.pod) {
-				if mem.next, err = c.derivedSpec(mem.Template, first.requests, first); err != nil {
+				if mem.next, err = c.derivedSpec(mem.Template, treq, first); err != nil {
 					return fmt.Errorf("template of pod %s: %w", mem.Key(), err)
 				}
 			} else {
-				if mem.next, err = c.newPodSpec(mem.Template, c.b.templateRequests(mem.Template), true, sibling, seen); err != nil {
+				if mem.next, err = c.newPodSpec(mem.Template, treq, true, sibling, seen); err != nil {
 					return fmt.Errorf("template of pod %s: %w", mem.Key(), err)
 				}
 				if first == nil {
@@ -87,10 +134,10 @@ func (c *Cluster) buildSpecs() error {
 			}
 		}
 		if mem.next != nil && c.sameScheduling(mem.Pod, mem.next) {
-			if mem.cur, err = c.derivedSpec(mem.Pod, mem.req, mem.next); err != nil {
+			if mem.cur, err = c.derivedSpec(mem.Pod, req, mem.next); err != nil {
 				return fmt.Errorf("pod %s: %w", mem.Key(), err)
 			}
-		} else if mem.cur, err = c.newPodSpec(mem.Pod, mem.req, false, mem.next, seen); err != nil {
+		} else if mem.cur, err = c.newPodSpec(mem.Pod, req, false, mem.next, seen); err != nil {
 			return fmt.Errorf("pod %s: %w", mem.Key(), err)
 		}
 		if mem.next == nil {
@@ -146,7 +193,7 @@ func (c *Cluster) sameScheduling(p *corev1.Pod, t *podSpec) bool {
 		return false
 	}
 	// Volumes: a template takes the pod's volumes (plus template volumes the pod lacks).
-	return sameVolumes(p, tp)
+	return sameVolumes(p, tp) && slices.Equal(hostPortsOf(p), t.ports)
 }
 
 // sameLabelKeys reports whether templates a and b of one StatefulSet carry the same values for
@@ -176,23 +223,69 @@ func sameLabelKeys(a, b *corev1.Pod) bool {
 
 // derivedSpec returns the spec of pod p (requests req) that schedules exactly as spec t: a running
 // pod as its template (sameScheduling), or a template as another template of its StatefulSet
-// (sameLabelKeys). It is t's parts with p's labels and requests, and the anti-affinity of other
-// pods against p's labels.
-func (c *Cluster) derivedSpec(p *corev1.Pod, req resources, t *podSpec) (*podSpec, error) {
+// (sameLabelKeys). It is t's parts with p's labels, requests, host ports and volumes, and the
+// anti-affinity of other pods against p's labels.
+func (c *Cluster) derivedSpec(p *corev1.Pod, req podRequests, t *podSpec) (*podSpec, error) {
 	s := *t
 	s.pod = p
 	s.labels = labels.Set(p.Labels)
-	s.requests = req
+	s.requests = req.resources
+	r := *t.rareSpec
+	r.scalars = req.scalars
 	if !sameMap(s.labels, t.labels) {
 		s.extAnti = c.model.anti.against(c, p)
 	}
+	if !sameContainers(p, t.pod) {
+		c.portsOf(&r, p)
+	}
 	if !sameVolumes(p, t.pod) {
-		var err error
-		if s.volume, err = c.b.volumeMask(p); err != nil {
+		if err := c.volumesOf(&s, &r, p); err != nil {
 			return nil, err
 		}
 	}
+	s.setRare(r)
 	return &s, nil
+}
+
+// sameContainers reports whether a and b share their container lists.
+func sameContainers(a, b *corev1.Pod) bool {
+	x, y := a.Spec.Containers, b.Spec.Containers
+	ix, iy := a.Spec.InitContainers, b.Spec.InitContainers
+	return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0]) && len(ix) == len(iy) && (len(ix) == 0 || &ix[0] == &iy[0])
+}
+
+// portsOf sets the spec's host ports and the nodes where non-members bind conflicting ones
+// (NodePorts).
+func (c *Cluster) portsOf(r *rareSpec, p *corev1.Pod) {
+	r.ports = hostPortsOf(p)
+	r.portMask = nil
+	if r.ports != nil {
+		r.portMask = c.portMask(r.ports)
+	}
+}
+
+// volumesOf sets what the spec's volumes restrict: the bound PersistentVolumes' node affinity
+// and zone (VolumeBinding, VolumeZone), the inline disks and ReadWriteOncePod claims
+// (VolumeRestrictions), and the volumes NodeVolumeLimits counts.
+func (c *Cluster) volumesOf(s *podSpec, r *rareSpec, p *corev1.Pod) error {
+	m := c.model
+	var err error
+	if s.volume, err = c.b.volumeMask(p); err != nil {
+		return err
+	}
+	r.disks, r.diskMask = diskVolumesOf(p), nil
+	if r.disks != nil {
+		r.diskMask = c.diskMask(r.disks)
+	}
+	r.rwop, r.rwopInUse = m.readWriteOncePodClaims(p), false
+	if r.rwop != nil {
+		r.rwopInUse = c.claimInUse(p.Namespace, r.rwop)
+	}
+	r.csi = nil
+	if m.csi != nil {
+		r.csi = m.csiVolumesOf(p)
+	}
+	return nil
 }
 
 // sameVolumes reports whether a and b share their volume list.
@@ -206,17 +299,21 @@ func sameVolumes(a, b *corev1.Pod) bool {
 // taken from it instead of being looked up again. The API server has not seen a template yet, so
 // the matchLabelKeys and mismatchLabelKeys of its affinity terms are merged here as the API server
 // merges them at creation.
-func (c *Cluster) newPodSpec(p *corev1.Pod, req resources, template bool, hint *podSpec, seen map[string]int) (*podSpec, error) {
+func (c *Cluster) newPodSpec(p *corev1.Pod, req podRequests, template bool, hint *podSpec, seen map[string]int) (*podSpec, error) {
 	m := c.model
-	s := &podSpec{pod: p, labels: labels.Set(p.Labels), requests: req}
-	if hint != nil && equalTolerations(p.Spec.Tolerations, hint.pod.Spec.Tolerations) && equalNodeAffinity(p, hint.pod) {
+	s := &podSpec{pod: p, labels: labels.Set(p.Labels), requests: req.resources}
+	r := rareSpec{scalars: req.scalars}
+	if template {
+		r.nodeName = p.Spec.NodeName
+	}
+	if hint != nil && r.nodeName == hint.nodeName && equalTolerations(p.Spec.Tolerations, hint.pod.Spec.Tolerations) && equalNodeAffinity(p, hint.pod) {
 		s.aff, s.tol = hint.aff, hint.tol
 		s.static, s.affinityMask = hint.static, hint.affinityMask
 	} else {
 		s.aff = c.b.affinityID(p, template)
 		s.tol = c.b.tolerationsID(p, template)
 		s.affinityMask = c.b.ids.affinity[s.aff].mask
-		s.static = c.b.staticMask(p, s.aff, s.tol)
+		s.static = c.b.staticMask(p, s.aff, s.tol, r.nodeName)
 	}
 	if hint != nil && s.aff == hint.aff && s.tol == hint.tol && sameSpread(p, hint.pod) {
 		s.spread = hint.spread
@@ -253,11 +350,15 @@ func (c *Cluster) newPodSpec(p *corev1.Pod, req resources, template bool, hint *
 		}
 	}
 	s.extAnti = m.anti.against(c, p)
-	vol, err := c.b.volumeMask(p)
-	if err != nil {
+	if hint != nil && sameContainers(p, hint.pod) {
+		r.ports, r.portMask = hint.ports, hint.portMask
+	} else {
+		c.portsOf(&r, p)
+	}
+	if err := c.volumesOf(s, &r, p); err != nil {
 		return nil, err
 	}
-	s.volume = vol
+	s.setRare(r)
 	return s, nil
 }
 

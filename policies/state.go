@@ -85,7 +85,7 @@ func (c *Cluster) NewStateWith(p Placement, ms Masters) *State {
 	m := c.model
 	ms = ms.Clone()
 	st := &State{
-		c: c, x: x, p: make(Placement, len(p)), masters: ms, q: c.quorumOf(ms.Count()),
+		c: c, x: x, p: make(Placement, len(p)), masters: ms, q: c.enforcedQuorum(ms.Count()),
 		nodeCount: make([]int32, len(m.Nodes)),
 		occupied:  make([]uint64, (len(m.Nodes)+63)/64),
 		zoneCount: make([]int32, len(x.zoneNames)),
@@ -245,37 +245,14 @@ func (st *State) update(i, n, d int) {
 		st.zoneExcess += max(zb+d-x.zoneLimit, 0) - max(zb-x.zoneLimit, 0)
 		st.zonesOver += b2i(zb+d > x.zoneLimit) - b2i(zb > x.zoneLimit)
 	}
-	if c.ZoneList && !x.zoneAllowed[z] {
+	if x.outsideOn && c.ZoneList && !x.zoneAllowed[z] {
 		st.outside += d
 		st.outsideZones += b2i(zb+d > 0) - b2i(zb > 0)
 	}
 	// ShardSeparation.
-	key := -int32(n) - 1
-	if x.byZone && x.zoneNames[z] != "" {
-		key = z
+	if x.shardOn {
+		st.shard(i, n, z, d)
 	}
-	sh := c.Members[i].ShardIndex
-	gs := st.groups[sh]
-	g := -1
-	for k := range gs {
-		if gs[k].key == key {
-			g = k
-			break
-		}
-	}
-	if g < 0 {
-		gs = append(gs, shardGroup{key: key})
-		g = len(gs) - 1
-	}
-	gb := int(gs[g].count)
-	gs[g].count += d32
-	st.shardExcess += max(gb+d-1, 0) - max(gb-1, 0)
-	st.shardsOver += b2i(gb+d > 1) - b2i(gb > 1)
-	if gs[g].count == 0 {
-		gs[g] = gs[len(gs)-1]
-		gs = gs[:len(gs)-1]
-	}
-	st.groups[sh] = gs
 	// NodeResourcesFit and PodTopologySpread, with the spec the member runs with on n.
 	k := c.kind(i, n)
 	s := c.specOfKind(i, k)
@@ -321,6 +298,39 @@ func (st *State) update(i, n, d int) {
 			is.top--
 		}
 	}
+}
+
+// shard adds (d = 1) or removes (d = -1) member i, on node n of zone id z, in ShardSeparation's
+// counts.
+func (st *State) shard(i, n int, z int32, d int) {
+	c, x := st.c, st.x
+	d32 := int32(d)
+	key := -int32(n) - 1
+	if x.byZone && x.zoneNames[z] != "" {
+		key = z
+	}
+	sh := c.Members[i].ShardIndex
+	gs := st.groups[sh]
+	g := -1
+	for k := range gs {
+		if gs[k].key == key {
+			g = k
+			break
+		}
+	}
+	if g < 0 {
+		gs = append(gs, shardGroup{key: key})
+		g = len(gs) - 1
+	}
+	gb := int(gs[g].count)
+	gs[g].count += d32
+	st.shardExcess += max(gb+d-1, 0) - max(gb-1, 0)
+	st.shardsOver += b2i(gb+d > 1) - b2i(gb > 1)
+	if gs[g].count == 0 {
+		gs[g] = gs[len(gs)-1]
+		gs = gs[:len(gs)-1]
+	}
+	st.groups[sh] = gs
 }
 
 // masterAt adds (d = 1) or removes (d = -1) a master on node n (MasterQuorum's counts).

@@ -53,9 +53,9 @@ func (st *State) Excess() Excess {
 	return Excess{Node: st.nodeExcess, Zone: st.zoneExcess, Shard: st.shardExcess, Outside: st.outside, Split: st.split()}
 }
 
-// split returns ZoneEvenSplit's half excess (Z = 2), 0 when the rule holds.
+// split returns ZoneEvenSplit's half excess (Z = 2), 0 when the rule holds or is not enforced.
 func (st *State) split() int {
-	if st.c.Z() != 2 {
+	if st.c.Z() != 2 || !st.x.splitOn {
 		return 0
 	}
 	a, b := st.zoneCountOf(st.x.z2[0]), st.zoneCountOf(st.x.z2[1])
@@ -100,7 +100,7 @@ func (st *State) MemberExcess(j int) Excess {
 			e.Shard = b2i(g.count > 1)
 		}
 	}
-	if c.ZoneList && !x.zoneAllowed[z] {
+	if x.outsideOn && c.ZoneList && !x.zoneAllowed[z] {
 		e.Outside = 1
 	}
 	if st.split() > 0 {
@@ -136,6 +136,9 @@ func (st *State) Involved(j int) bool {
 		}
 	}
 	c := st.c
+	if !st.x.spreadOn {
+		return false
+	}
 	for idx, in := range c.spread {
 		if st.effect[idx] == 0 || !in.eligible[n] || !c.counted(in, j, st.p) {
 			continue
@@ -176,11 +179,11 @@ func (st *State) Summary() Summary {
 	if e.Split > 0 {
 		s.Violations++
 	}
-	if st.unsched > 0 {
+	if st.unsched > 0 && st.x.unschedOn {
 		s.Violations++
 	}
 	for idx := range st.inst {
-		if st.effect[idx] > 0 {
+		if st.effect[idx] > 0 && st.x.spreadOn {
 			s.Violations += st.spreadOver(idx)
 		}
 	}
@@ -200,4 +203,70 @@ func (st *State) Summary() Summary {
 		}
 	}
 	return s
+}
+
+// Penalty says how far a placement is from compliance, as a best-effort plan weighs it: first
+// the pods left without a node (Unschedulable), then the hard rules' excess. Its JSON form is
+// part of the `plan` output contract.
+type Penalty struct {
+	// Unplaceable counts the members that are not placed and count for Unschedulable (Pending
+	// pods the scheduler marked Unschedulable, pods evicted and not placed again).
+	Unplaceable int `json:"unplaceable"`
+	// Excess sums, over the enforced hard rules, how far the placement is above their limits:
+	// the pods above MaxPodsPerNode's and MaxPodsPerZone's limits, the pods sharing a domain
+	// with their shard, the pods outside the allowed zones, ZoneEvenSplit's difference above
+	// N mod 2, every spread domain's skew above maxSkew, and MasterQuorum's masters above its
+	// limits when failovers cannot fix it (QuorumExcess).
+	Excess int `json:"excess"`
+}
+
+// Less reports whether p is closer to compliance than q: fewer pods unplaceable, then less
+// excess.
+func (p Penalty) Less(q Penalty) bool {
+	if p.Unplaceable != q.Unplaceable {
+		return p.Unplaceable < q.Unplaceable
+	}
+	return p.Excess < q.Excess
+}
+
+// Zero reports whether p is no penalty at all.
+func (p Penalty) Zero() bool { return p == Penalty{} }
+
+// Penalty returns the placement's penalty with the failovers QuorumFix finds applied: its
+// MasterQuorum excess counts only when no failovers fix the rule.
+func (st *State) Penalty() Penalty {
+	var p Penalty
+	if st.x.unschedOn {
+		p.Unplaceable = st.unsched
+	}
+	p.Excess = st.nodeExcess + st.zoneExcess + st.shardExcess + st.outside
+	if st.c.Z() == 2 && st.x.splitOn {
+		a, b := st.zoneCountOf(st.x.z2[0]), st.zoneCountOf(st.x.z2[1])
+		if d := max(a-b, b-a) - st.c.N%2; d > 0 {
+			p.Excess += d
+		}
+	}
+	if st.x.spreadOn {
+		for idx := range st.inst {
+			if st.effect[idx] > 0 {
+				p.Excess += st.spreadExcess(idx)
+			}
+		}
+	}
+	if _, ok := st.QuorumFix(); !ok {
+		p.Excess += st.QuorumExcess()
+	}
+	return p
+}
+
+// spreadExcess returns, for constraint instance idx, the skew above maxSkew summed over its
+// domains.
+func (st *State) spreadExcess(idx int) int {
+	in, is := st.c.spread[idx], &st.inst[idx]
+	limit := st.minOf(idx) + in.maxSkew
+	sum := 0
+	for t := limit + 1; t <= is.top; t++ {
+		sum += int(is.hist[t]) * (t - limit)
+	}
+	return sum
 }

@@ -68,6 +68,9 @@ func (st *State) fitterFor(i int) *fitter {
 	// anti-affinity terms select i, through the precomputed matches.
 	f.anti = st.domainsOf(f.anti, i, x.antiIn[i], x.matchers)
 	f.existing = st.domainsOf(f.existing, i, x.selectedBy[i], x.carriers)
+	// Host ports, scalar resources, inline disks, ReadWriteOncePod claims, CSI volumes: counted
+	// from the placement, for the few pods that have any.
+	f.addRareFrom(st.p)
 	if ts := x.affIn[i]; len(ts) > 0 {
 		f.preFilterInterPodAffinity()
 		for j, nj := range st.p {

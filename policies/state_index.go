@@ -5,6 +5,7 @@ package policies
 // select and the members that carry them, built once per cluster.
 
 import (
+	"math"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,9 +20,15 @@ type stateIndex struct {
 	zoneNames   []string // zone id → name
 	zoneAllowed []bool   // zone id → in the allowed zones
 	z2          [2]int32
-	nodeLimit   int
-	zoneLimit   int
-	byZone      bool // ShardSeparation per zone (Z ≥ 2)
+	// nodeLimit and zoneLimit are MaxPodsPerNode's and MaxPodsPerZone's limits (math.MaxInt32
+	// when the rule is not enforced: nothing is ever above it).
+	nodeLimit int
+	zoneLimit int
+	byZone    bool // ShardSeparation per zone (Z ≥ 2)
+	// shardOn, outsideOn, splitOn, unschedOn and spreadOn say whether ShardSeparation,
+	// AllowedZones, ZoneEvenSplit, Unschedulable and TopologySpread are enforced (judged as hard
+	// rules); a rule that is not adds nothing to the excess sums and the Summary.
+	shardOn, outsideOn, splitOn, unschedOn, spreadOn bool
 	// counts[k][j]: the instances counting member j with its current pod's labels (k = 0) or its
 	// template's (k = 1).
 	counts [2][][]int32
@@ -55,6 +62,17 @@ func (c *Cluster) buildStateIndex() *stateIndex {
 		zoneLimit: ZoneLimit(c.N, m.Options.RelaxedLimits),
 		byZone:    c.Z() >= 2,
 		z2:        [2]int32{-1, -1},
+		shardOn:   m.enforced(ShardSeparation),
+		outsideOn: m.enforced(AllowedZones),
+		splitOn:   m.enforced(ZoneEvenSplit),
+		unschedOn: m.enforced(Unschedulable),
+		spreadOn:  m.enforced(TopologySpread),
+	}
+	if !m.enforced(MaxPodsPerNode) {
+		x.nodeLimit = math.MaxInt32
+	}
+	if !m.enforced(MaxPodsPerZone) {
+		x.zoneLimit = math.MaxInt32
 	}
 	if c.Z() == 2 {
 		for k, z := range c.AllowedZones {

@@ -79,6 +79,9 @@ func checkState(t *testing.T, st *policies.State, what string) bool {
 		fail("Summary().PodsCompliant = %v, Evaluate has %d hard violations, %d of MasterQuorum", s.PodsCompliant, len(hard), domains)
 	}
 	checkQuorumFix(st, fail)
+	for _, leaving := range leavingSets(st) {
+		checkHandOff(st, leaving, fail)
+	}
 	if diff := cmp.Diff(excessOf(hard), st.Excess()); diff != "" {
 		fail("Excess (-evaluate +state):\n%s", diff)
 	}
@@ -212,6 +215,159 @@ func checkQuorumFix(st *policies.State, fail func(string, ...any)) {
 	}
 }
 
+// leavingSets returns the sets of nodes checkHandOff tries on st: the node of the first placed
+// master, and every node of its zone.
+func leavingSets(st *policies.State) []policies.Leaving {
+	m := st.Cluster().Model()
+	for j, is := range st.Masters() {
+		n := st.Node(j)
+		if !is || n < 0 {
+			continue
+		}
+		node := make(policies.Leaving, len(m.Nodes))
+		node[n] = true
+		zone := make(policies.Leaving, len(m.Nodes))
+		for _, o := range m.Nodes {
+			zone[o.Index] = o.Zone == m.Nodes[n].Zone
+		}
+		return []policies.Leaving{node, zone}
+	}
+	return nil
+}
+
+// handOffStats counts what checkHandOff saw, so that TestStateMatchesEvaluate can tell it covered
+// hand-offs with failovers, with masters stuck and with MasterQuorum left broken.
+var handOffStats struct{ failovers, stuck, excess int }
+
+// checkHandOff compares st.HandOff(leaving) with every assignment of each shard's masters to its
+// members that may be master on a node that stays (promotable, or a master not placed), or to a
+// master on a leaving node that stays there (stuck): the fewest stuck masters, then the fewest
+// masters above Quorum's limits over the nodes that stay, then the fewest failovers. Applying the
+// failovers must leave exactly the stuck masters on leaving nodes and the excess reported.
+func checkHandOff(st *policies.State, leaving policies.Leaving, fail func(string, ...any)) {
+	c := st.Cluster()
+	p, ms := st.Placement(), st.Masters()
+	h := st.HandOff(leaving)
+	q := h.Quorum
+	if !q.Applies {
+		if h.Failovers != nil || h.Stuck != nil || h.QuorumExcess != 0 {
+			fail("HandOff = %+v where MasterQuorum does not apply", h)
+		}
+		return
+	}
+	gone := func(j int) bool { return p[j] >= 0 && leaving[p[j]] }
+	excess := func(masters policies.Masters) int {
+		nodes, zones := map[int]int{}, map[string]int{}
+		for j, is := range masters {
+			if is && p[j] >= 0 && !gone(j) {
+				nodes[p[j]]++
+				if z := c.Model().Nodes[p[j]].Zone; q.ZoneLimit > 0 && z != "" {
+					zones[z]++
+				}
+			}
+		}
+		e := 0
+		for _, k := range nodes {
+			e += max(k-q.NodeLimit, 0)
+		}
+		for _, k := range zones {
+			e += max(k-q.ZoneLimit, 0)
+		}
+		return e
+	}
+	type cost struct{ stuck, excess, failovers int }
+	less := func(a, b cost) bool {
+		if a.stuck != b.stuck {
+			return a.stuck < b.stuck
+		}
+		if a.excess != b.excess {
+			return a.excess < b.excess
+		}
+		return a.failovers < b.failovers
+	}
+	best := cost{-1, 0, 0}
+	cur := make(policies.Masters, len(ms))
+	var rec func(s, stuck, moved int)
+	rec = func(s, stuck, moved int) {
+		if s == len(c.Shards) {
+			if k := (cost{stuck, excess(cur), moved}); best.stuck < 0 || less(k, best) {
+				best = k
+			}
+			return
+		}
+		var members, cand []int
+		k := 0
+		for _, j := range c.Shards[s].Members {
+			members = append(members, j)
+			if ms[j] {
+				k++
+			}
+			if ms[j] && p[j] < 0 || ms[j] && gone(j) || st.Promotable(j) && !gone(j) {
+				cand = append(cand, j)
+			}
+		}
+		if k == 0 {
+			rec(s+1, stuck, moved)
+			return
+		}
+		for mask := 0; mask < 1<<len(cand); mask++ {
+			if bits.OnesCount(uint(mask)) != k {
+				continue
+			}
+			st, mv := 0, 0
+			for _, j := range members {
+				cur[j] = false
+			}
+			for b, j := range cand {
+				if mask&(1<<b) != 0 {
+					cur[j] = true
+					if gone(j) {
+						st++
+					} else if !ms[j] {
+						mv++
+					}
+				}
+			}
+			rec(s+1, stuck+st, moved+mv)
+		}
+		for _, j := range members {
+			cur[j] = false
+		}
+	}
+	rec(0, 0, 0)
+	got := cost{len(h.Stuck), h.QuorumExcess, len(h.Failovers)}
+	if got != best {
+		fail("HandOff(%v) = %+v: (stuck, excess, failovers) %+v, every assignment: fewest %+v", leaving, h, got, best)
+		return
+	}
+	after := ms.Clone()
+	for _, f := range h.Failovers {
+		if !after[f.From] || after[f.To] || c.Members[f.From].ShardIndex != c.Members[f.To].ShardIndex || gone(f.To) {
+			fail("HandOff %+v: failover %+v is not from a master to a member of its shard on a node that stays", h, f)
+			return
+		}
+		after[f.From], after[f.To] = false, true
+	}
+	var stuck []int
+	for j, is := range after {
+		if is && gone(j) {
+			stuck = append(stuck, j)
+		}
+	}
+	if !slices.Equal(stuck, h.Stuck) || excess(after) != h.QuorumExcess {
+		fail("HandOff %+v: after its failovers the masters on leaving nodes are %v and the excess %d", h, stuck, excess(after))
+	}
+	if len(h.Failovers) > 0 {
+		handOffStats.failovers++
+	}
+	if len(h.Stuck) > 0 {
+		handOffStats.stuck++
+	}
+	if h.QuorumExcess > 0 {
+		handOffStats.excess++
+	}
+}
+
 // walk moves random members of c to random nodes (or unplaces them) and checks the state after
 // every move.
 func walk(t *testing.T, r *rand.Rand, c *policies.Cluster, steps int, what string) {
@@ -265,7 +421,7 @@ func TestStateMatchesEvaluate(t *testing.T) {
 		sc, tweak := randomRedis(r)
 		snap := sc.MustSnapshot()
 		tweak(snap)
-		for _, opts := range []policies.Options{{RoleLabel: scenario.RoleLabel}, {RelaxedLimits: true, RoleLabel: scenario.RoleLabel}, {}} {
+		for _, opts := range []policies.Options{{RoleLabel: scenario.RoleLabel}, {RelaxedLimits: true, RoleLabel: scenario.RoleLabel}, {}, {RoleLabel: scenario.RoleLabel, Rules: randomRuleSettings(r)}} {
 			m, err := policies.Build(snap, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -277,6 +433,28 @@ func TestStateMatchesEvaluate(t *testing.T) {
 	if quorumStats.fixed < 100 || quorumStats.unfixable < 20 {
 		t.Errorf("the walks covered too few MasterQuorum cases: %+v", quorumStats)
 	}
+	t.Logf("hand-offs: %d with failovers, %d with masters stuck, %d with MasterQuorum broken over the nodes that stay", handOffStats.failovers, handOffStats.stuck, handOffStats.excess)
+	if handOffStats.failovers < 100 || handOffStats.stuck < 20 || handOffStats.excess < 20 {
+		t.Errorf("the walks covered too few hand-offs: %+v", handOffStats)
+	}
+}
+
+// randomRuleSettings returns rule settings that disable about a quarter of the hard rules and
+// judge another quarter as soft (the State must then leave them out of its verdict).
+func randomRuleSettings(r *rand.Rand) map[policies.Rule]policies.RuleSetting {
+	out := map[policies.Rule]policies.RuleSetting{}
+	for _, info := range policies.Rules() {
+		if info.Soft {
+			continue
+		}
+		switch r.IntN(4) {
+		case 0:
+			out[info.Name] = policies.RuleSetting{}
+		case 1:
+			out[info.Name] = policies.RuleSetting{Enabled: true, Soft: true}
+		}
+	}
+	return out
 }
 
 // randomRedis returns a random small Redis cluster: 1–4 zones (sometimes one more node without a zone

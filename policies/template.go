@@ -7,11 +7,15 @@ import (
 )
 
 // templatePod fills t with the pod sts would create in place of p (as the StatefulSet
-// controller's newVersionedStatefulSetPod does): the template's labels, annotations and spec; the
-// controller's pod-name and pod-index labels and the update revision as controller-revision-hash;
-// p's identity. Volumes are p's (its claims from volumeClaimTemplates keep their names) plus
-// template volumes p lacks. The template's spec is shared, not copied: a Template is read, never
-// modified.
+// controller's newVersionedStatefulSetPod does, and the API server then admits it): the
+// template's labels, annotations and spec (spec.nodeName included: a template may name a node);
+// the controller's pod-name and pod-index labels and the update revision as
+// controller-revision-hash; p's identity. Volumes are p's (its claims from volumeClaimTemplates
+// keep their names) plus template volumes p lacks. What the pod's resources and host ports will
+// be: when p is of the update revision, p's own containers, overhead and pod-level resources
+// (the re-created pod is admitted as p was: LimitRange defaults, injected sidecars and
+// RuntimeClass overhead included); otherwise the template's with the API server's pod defaults
+// (podDefaults). The template's spec is shared, not copied: a Template is read, never modified.
 func templatePod(t, p *corev1.Pod, sts *appsv1.StatefulSet) {
 	tmpl := &sts.Spec.Template
 	t.TypeMeta = p.TypeMeta
@@ -22,7 +26,12 @@ func templatePod(t, p *corev1.Pod, sts *appsv1.StatefulSet) {
 	}
 	t.Spec = tmpl.Spec
 	t.Labels = templateLabels(p, sts)
-	t.Spec.NodeName = ""
+	if rev := sts.Status.UpdateRevision; rev != "" && p.Labels[appsv1.ControllerRevisionHashLabelKey] == rev {
+		t.Spec.Containers, t.Spec.InitContainers = p.Spec.Containers, p.Spec.InitContainers
+		t.Spec.Overhead, t.Spec.Resources = p.Spec.Overhead, p.Spec.Resources
+	} else {
+		podDefaults(&t.Spec)
+	}
 	t.Spec.Volumes = p.Spec.Volumes
 	if len(tmpl.Spec.Volumes) > 0 {
 		have := make(map[string]bool, len(p.Spec.Volumes))
@@ -39,6 +48,60 @@ func templatePod(t, p *corev1.Pod, sts *appsv1.StatefulSet) {
 			t.Spec.Volumes = append(append([]corev1.Volume(nil), p.Spec.Volumes...), extra...)
 		}
 	}
+}
+
+// podDefaults applies to a template's spec the defaults the API server gives a pod and not a
+// pod template (k8s.io/kubernetes/pkg/apis/core/v1's SetDefaults_Pod) that the filter reads:
+// container requests default to their limits, and with hostNetwork every container port is also
+// a host port. Containers are copied before they are changed (the template's are shared).
+func podDefaults(s *corev1.PodSpec) {
+	needs := func(cs []corev1.Container) bool {
+		for k := range cs {
+			for name := range cs[k].Resources.Limits {
+				if _, ok := cs[k].Resources.Requests[name]; !ok {
+					return true
+				}
+			}
+			for _, cp := range cs[k].Ports {
+				if s.HostNetwork && cp.HostPort == 0 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	apply := func(cs []corev1.Container) []corev1.Container {
+		if !needs(cs) {
+			return cs
+		}
+		out := make([]corev1.Container, len(cs))
+		for k := range cs {
+			c := cs[k]
+			if len(c.Resources.Limits) > 0 {
+				req := make(corev1.ResourceList, len(c.Resources.Limits))
+				for name, q := range c.Resources.Requests {
+					req[name] = q
+				}
+				for name, q := range c.Resources.Limits {
+					if _, ok := req[name]; !ok {
+						req[name] = q.DeepCopy()
+					}
+				}
+				c.Resources.Requests = req
+			}
+			if s.HostNetwork && len(c.Ports) > 0 {
+				c.Ports = append([]corev1.ContainerPort(nil), c.Ports...)
+				for j := range c.Ports {
+					if c.Ports[j].HostPort == 0 {
+						c.Ports[j].HostPort = c.Ports[j].ContainerPort
+					}
+				}
+			}
+			out[k] = c
+		}
+		return out
+	}
+	s.Containers, s.InitContainers = apply(s.Containers), apply(s.InitContainers)
 }
 
 // controllerLabels are the labels the StatefulSet controller sets on a pod besides the
@@ -105,7 +168,7 @@ func isControllerLabel(k string) bool {
 
 // templateRequests returns requestsOf(p) for a template, memoized by container slice (the
 // templates of one StatefulSet share it).
-func (b *builder) templateRequests(p *corev1.Pod) resources {
+func (b *builder) templateRequests(p *corev1.Pod) podRequests {
 	if len(p.Spec.Containers) == 0 {
 		return requestsOf(p)
 	}

@@ -8,14 +8,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
 // Snapshot is the state of a Kubernetes cluster that the rules are evaluated on: what
-// `kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A` returns. Slices may be in
-// any order; objects are read, never modified.
+// `kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv,csinodes -A` returns. Slices
+// may be in any order; objects are read, never modified.
 type Snapshot struct {
 	// Nodes are every node of the cluster (the topology domains come from their labels).
 	Nodes []*corev1.Node
@@ -29,6 +30,9 @@ type Snapshot struct {
 	// PersistentVolumeClaims and PersistentVolumes give the volume topology of the pods' claims.
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
+	// CSINodes give each node's CSI attach limits (spec.drivers[].allocatable.count), which
+	// NodeVolumeLimits checks; a node without one has no limit.
+	CSINodes []*storagev1.CSINode
 	// Namespaces, when given, supply the labels a pod affinity term's namespaceSelector is matched
 	// against; without them a namespace is assumed to carry only the kubernetes.io/metadata.name
 	// label the API server sets.
@@ -78,6 +82,11 @@ type Options struct {
 	// its master). A master's claim is never released, nor the claim of a member whose role is
 	// unknown. Off by default.
 	ReleaseReplicaClaims bool
+	// Rules says, per rule, whether it is judged and whether as a soft rule, like a descheduler
+	// profile's enabled and disabled plugins. A rule it does not name keeps its default
+	// (RuleInfo.DefaultSetting: judged unless Optional, hard or soft as the registry says). Build
+	// fails on a rule the registry does not hold and on a soft rule made hard.
+	Rules map[Rule]RuleSetting
 }
 
 func (o Options) withDefaults() Options {
@@ -135,6 +144,8 @@ type Model struct {
 	Options Options
 
 	nodeIndex map[string]int
+	// rules is Options.Rules resolved: the setting of each registry entry, by position.
+	rules []RuleSetting
 	// mu guards the indexes Build's workers create on demand (domains, labelIdx); sharedMu the
 	// node masks they share (sharedAffinity, sharedTaints).
 	mu, sharedMu   sync.Mutex
@@ -154,7 +165,17 @@ type Model struct {
 
 	allocatable []resources
 	usedByAll   []resources // requests of pods, per node
-	zoneKey     string      // LabelZone, or LabelZoneLegacy when no node has LabelZone
+	// podScalars are the scalar resources of the pods requesting any (requestsOf).
+	podScalars map[*corev1.Pod][]scalarRequest
+	// usedScalar[n] sums the scalar resources the pods of node n request (nil when none do).
+	usedScalar []map[corev1.ResourceName]int64
+	// hostPorts lists the host ports the scheduled pods bind, by protocol and port (NodePorts).
+	hostPorts map[portKey][]portUse
+	// diskPods are the scheduled pods with an inline disk VolumeRestrictions checks.
+	diskPods []int32
+	// csi is NodeVolumeLimits' view, nil when no CSINode reports a limit.
+	csi     *csiModel
+	zoneKey string // LabelZone, or LabelZoneLegacy when no node has LabelZone
 	// zoneNames[0] reads a node's zone from LabelZone first, zoneNames[1] from LabelZoneLegacy
 	// first (each falling back to the other key).
 	zoneNames [2][]string
@@ -229,10 +250,19 @@ type Cluster struct {
 	usable    [][]reasonCode
 	usableIn  map[string]int
 	memberUse map[int]resources // node index → requests of the members bound to it
-	classOnce sync.Once
-	classes   []uint64 // node index → NodeClass, built on first use
-	stateOnce sync.Once
-	stateIdx  *stateIndex // what States share, built on first use
+	// scalars and csiIdx are NodeResourcesFit's scalar resources and NodeVolumeLimits' counts for
+	// the members, built on first use by a pod that needs them.
+	scalarOnce, csiOnce sync.Once
+	scalars             *scalarIndex
+	csiIdx              *csiIndex
+	classOnce           sync.Once
+	classes             []uint64 // node index → NodeClass, built on first use
+	stateOnce           sync.Once
+	stateIdx            *stateIndex // what States share, built on first use
+	// soft holds what the optional soft rules read (the ScheduleAnyway constraint instances, the
+	// preferred anti-affinity terms), built on first use.
+	softOnce sync.Once
+	soft     *softIndex
 	// quorumNodeCount is the number of nodes masters may be on (quorumNodes), counted once.
 	quorumOnce      sync.Once
 	quorumNodeCount int
@@ -277,8 +307,11 @@ type Member struct {
 	Pod *corev1.Pod
 	// Template is the pod as its StatefulSet would re-create it now: the current template's
 	// labels (plus the controller's pod-name, pod-index and controller-revision-hash labels),
-	// scheduling constraints, tolerations and resources, with the pod's name, namespace and
-	// volumes. Equal to Pod when there is no StatefulSet (another owner, one of
+	// scheduling constraints (spec.nodeName included), tolerations and resources, with the pod's
+	// name, namespace and volumes. Its containers, overhead and pod-level resources are the pod's
+	// own when the pod is of the update revision (as admitted: LimitRange defaults, injected
+	// sidecars), else the template's with the API server's pod defaults (requests default to
+	// limits; with hostNetwork, container ports are host ports). Equal to Pod when there is no StatefulSet (another owner, one of
 	// Options.RecreatingOwners, is taken to re-create the pod as it is).
 	Template *corev1.Pod
 	// Shard is the shard's name, ShardIndex its position in Cluster.Shards.
@@ -307,7 +340,7 @@ type Member struct {
 	Unschedulable bool
 
 	sts       *appsv1.StatefulSet
-	req       resources // the pod's requests
+	req       resources // the pod's requests (its scalar resources: Model.podScalars)
 	cur, next *podSpec
 	// ownerWhy says why the pod's owner never re-creates it ("" when it does); shardWhy why its
 	// shard is unknown ("" when it is known).

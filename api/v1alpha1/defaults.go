@@ -53,6 +53,32 @@ const (
 	DefaultSchedule = "*/10 * * * *"
 )
 
+// The rules a policy may name in rules.enabled, rules.disabled and rules.soft: the names of
+// policies' rule registry (a test there checks that both list the same rules), and AllRules,
+// which rules.disabled accepts for every default rule.
+const (
+	RuleShardSeparation       = "ShardSeparation"
+	RuleMaxPodsPerNode        = "MaxPodsPerNode"
+	RuleZoneEvenSplit         = "ZoneEvenSplit"
+	RuleMaxPodsPerZone        = "MaxPodsPerZone"
+	RuleAllowedZones          = "AllowedZones"
+	RuleTopologySpread        = "TopologySpread"
+	RuleUnschedulable         = "Unschedulable"
+	RuleMasterQuorum          = "MasterQuorum"
+	RuleNodeSpread            = "NodeSpread"
+	RuleZoneBalance           = "ZoneBalance"
+	RuleSoftTopologySpread    = "SoftTopologySpread"
+	RulePreferredAntiAffinity = "PreferredAntiAffinity"
+	AllRules                  = "*"
+)
+
+// RuleNames lists every rule a policy may name, in the registry's order.
+var RuleNames = []string{
+	RuleShardSeparation, RuleMaxPodsPerNode, RuleZoneEvenSplit, RuleMaxPodsPerZone, RuleAllowedZones,
+	RuleTopologySpread, RuleUnschedulable, RuleMasterQuorum, RuleNodeSpread, RuleZoneBalance,
+	RuleSoftTopologySpread, RulePreferredAntiAffinity,
+}
+
 // The durations the policy defaults: the waits of a move (failover and timeouts) and Redis's
 // connection timeouts (redis).
 const (
@@ -75,6 +101,12 @@ const (
 	DefaultReadTimeout = 3 * time.Second
 	// DefaultWriteTimeout is redis.writeTimeout: writing one command.
 	DefaultWriteTimeout = 3 * time.Second
+	// DefaultRolesInterval is watch.rolesInterval: how often serve reads every Redis cluster's
+	// roles between passes.
+	DefaultRolesInterval = 5 * time.Second
+	// DefaultQuorumPassInterval is watch.quorumPassInterval: the least time between two passes a
+	// broken MasterQuorum starts off the schedule.
+	DefaultQuorumPassInterval = time.Minute
 )
 
 // SetDefaults fills every field of p left at its zero value that has a default (the Default…
@@ -123,6 +155,8 @@ func SetDefaults(p *RebalancerPolicy) {
 	if p.Output == "" {
 		p.Output = DefaultOutput
 	}
+	setDuration(&p.Watch.RolesInterval, DefaultRolesInterval)
+	setDuration(&p.Watch.QuorumPassInterval, DefaultQuorumPassInterval)
 }
 
 // ApplyLayout fills the fields a layout sets that p leaves empty: first with selection.layout's

@@ -200,6 +200,23 @@ redis:
 			},
 		},
 		{
+			name: "rules: an unknown rule, a duplicate, \"*\" outside disabled, a rule both enabled and disabled, negative soft evictions → each",
+			yaml: header + `
+rules:
+  enabled: [TopologySpread, "*"]
+  disabled: [TopologySpread, MaxPodsPerRack]
+  soft: [MasterQuorum, MasterQuorum]
+plan: {softEvictions: -1}
+`,
+			want: []string{
+				`plan.softEvictions: Invalid value: -1: must be greater than or equal to 0`,
+				`rules.disabled[1]: Unsupported value: "MaxPodsPerRack": supported values: "ShardSeparation", "MaxPodsPerNode", "ZoneEvenSplit", "MaxPodsPerZone", "AllowedZones", "TopologySpread", "Unschedulable", "MasterQuorum", "NodeSpread", "ZoneBalance", "SoftTopologySpread", "PreferredAntiAffinity"`,
+				`rules.enabled[0]: Invalid value: "TopologySpread": also listed in rules.disabled`,
+				`rules.enabled[1]: Invalid value: "*": "*" is accepted in rules.disabled only`,
+				`rules.soft[1]: Duplicate value: "MasterQuorum"`,
+			},
+		},
+		{
 			name: "another apiVersion, no kind, a bad output → each",
 			yaml: "apiVersion: descheduler/v1alpha2\noutput: yaml\n",
 			want: []string{

@@ -43,6 +43,22 @@ type RebalancerPolicy struct {
 	// output is the report's format: text (human-readable; table is the same) or json (the JSON
 	// contract of the README).
 	Output OutputFormat `json:"output"`
+	// watch tunes what serve watches between its passes. Used by serve only.
+	Watch Watch `json:"watch"`
+}
+
+// Watch tunes serve's watched view between its passes: informers keep the objects the rules read
+// (a pass lists nothing), and every Redis cluster's roles are read again on an interval, so that
+// a role change that breaks MasterQuorum (Redis's own promotions after a node loss) starts a pass
+// without waiting for the schedule.
+type Watch struct {
+	// rolesInterval is how often serve reads every selected Redis cluster's roles (CLUSTER
+	// NODES) between passes.
+	RolesInterval metav1.Duration `json:"rolesInterval"`
+	// quorumPassInterval is the least time between two passes that a broken MasterQuorum starts
+	// off the schedule (each waits at its health gate for Redis to settle, and respects the
+	// maintenance windows, as every pass does).
+	QuorumPassInterval metav1.Duration `json:"quorumPassInterval"`
 }
 
 // Selection picks Redis clusters: those of the selected namespaces that have a pod the label
@@ -86,6 +102,11 @@ type Selection struct {
 	// no controller, is reported and never evicted. Empty: the layout's (without one,
 	// StatefulSets only).
 	RecreatingOwners []string `json:"recreatingOwners"`
+	// allowEmpty makes a selection that matches no Redis cluster no error, for namespaces that
+	// may legitimately have none yet. Without it, every command that reads clusters fails
+	// (exit 1) when the selection matches none, saying what matched nothing (a namespace, the
+	// cluster label or the label selector): a typo is not taken for compliance.
+	AllowEmpty bool `json:"allowEmpty"`
 }
 
 // The shard sources selection.shardSource names. Its text form is one of them, or label:KEY for
@@ -114,8 +135,25 @@ type Namespaces struct {
 	Exclude []string `json:"exclude"`
 }
 
-// Rules tunes the HA rules that judge a placement.
+// Rules tunes the HA rules that judge a placement. Like the plugins of a kube-scheduler or
+// descheduler profile, each rule is enabled or disabled, hard or soft: the rules judged are the
+// default ones (every rule but SoftTopologySpread and PreferredAntiAffinity) minus disabled plus
+// enabled; check, plan and run report only the rules judged, and plan and run act only on the
+// hard ones (and on the soft ones with plan.softEvictions). docs/rules.md lists the rules.
 type Rules struct {
+	// enabled lists rules judged besides the default ones: SoftTopologySpread (ScheduleAnyway
+	// topology spread constraints) and PreferredAntiAffinity (preferred pod anti-affinity) are
+	// judged only when listed here; a rule listed in both enabled and disabled is refused. Empty:
+	// the default rules.
+	Enabled []string `json:"enabled"`
+	// disabled lists rules that are neither judged nor reported; "*" disables every default rule,
+	// so that enabled lists the only ones judged (disabled: ["*"], enabled: [TopologySpread]
+	// judges the pods' topology spread constraints alone). Empty: none.
+	Disabled []string `json:"disabled"`
+	// soft lists hard rules judged as soft: their violations are reported ("soft": true) and no
+	// longer decide compliance, and plans act on them only with plan.softEvictions. A soft rule
+	// cannot be made hard. Empty: the rules keep their kind.
+	Soft []string `json:"soft"`
 	// relaxedLimits allows at most N/3 pods of a cluster per node and N/2 per zone, instead of
 	// fewer than N/3 and N/2 (MaxPodsPerNode, MaxPodsPerZone): for a three-shard cluster over
 	// several zones, the strict limits can deadlock scheduling (a pod left Pending for good).
@@ -139,6 +177,18 @@ type Plan struct {
 	// replica meanwhile). Without it each evicted pod must be placeable at once. run and serve
 	// carry such a plan out: the health gate accepts exactly the planned Pending pod meanwhile.
 	AllowPendingSteps bool `json:"allowPendingSteps"`
+	// softEvictions is the most evictions a plan may add, once every hard rule holds, to lower
+	// the soft violations (every soft rule judged: NodeSpread, ZoneBalance, the rules of
+	// rules.soft, and SoftTopologySpread and PreferredAntiAffinity when enabled): each such
+	// eviction keeps every hard rule, and they come after the plan's other moves; run counts
+	// them against the same limit over a pass. 0: soft rules are only reported.
+	SoftEvictions int32 `json:"softEvictions"`
+	// bestEffort plans, where no placement satisfies every hard rule (too little capacity, pods
+	// that cannot leave their domain, a search that finds no plan), the fewest evictions to the
+	// placement with the fewest violations the search reaches: first the fewest pods left without
+	// a node, then the least excess over the hard rules' limits. Such a plan is labelled best
+	// effort (text and JSON), and run carries it out. Off: such a cluster gets no plan.
+	BestEffort bool `json:"bestEffort"`
 }
 
 // Limits bound the evictions of one pass. The three maxNoOfPodsToEvict… limits are the

@@ -60,6 +60,9 @@ type Options struct {
 	// scheduler (updateStrategy OnDelete keeps the pods as they are). It lays out pods that
 	// differ from their templates, as after an operator changed the templates.
 	RunningPods func(*corev1.PodTemplateSpec)
+	// Templates, when set, changes the scenario's pod templates, for the pods laid out and for the
+	// StatefulSets that re-create them: requests, ports, volumes.
+	Templates func(*corev1.PodTemplateSpec)
 	// RecordStops makes the environment ask each pod's Redis node for its ROLE just before the
 	// runtime stops its server because the pod is going away (Env.Stops).
 	RecordStops bool

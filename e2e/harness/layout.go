@@ -20,7 +20,8 @@ import (
 
 // layOut creates the scenario's objects, binds its pods, forms the Redis Cluster and hands the
 // StatefulSets over to the default scheduler. opts gives the password Secret (Bitnami's layout),
-// the pod annotations and the running pods' template (Options.PodAnnotations, RunningPods).
+// the pod annotations, the templates' changes and the running pods' template
+// (Options.PodAnnotations, Templates, RunningPods).
 func (e *Env) layOut(ctx context.Context, opts Options) error {
 	if err := e.createSecret(ctx); err != nil {
 		return err
@@ -28,7 +29,7 @@ func (e *Env) layOut(ctx context.Context, opts Options) error {
 	if err := e.createPDBs(ctx); err != nil {
 		return err
 	}
-	stss, templates, err := e.createStatefulSets(ctx, opts.PodAnnotations, opts.RunningPods)
+	stss, templates, err := e.createStatefulSets(ctx, opts.PodAnnotations, opts.Templates, opts.RunningPods)
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func (e *Env) createPDBs(ctx context.Context) error {
 // templates and, when runningPods is set, the templates it changes (the pods are created from
 // those). It returns the StatefulSets and, by name, the templates they get back at the hand-over:
 // the scenario's (with the annotations), for the default scheduler.
-func (e *Env) createStatefulSets(ctx context.Context, annotations map[string]string, runningPods func(*corev1.PodTemplateSpec)) ([]*appsv1.StatefulSet, map[string]*corev1.PodTemplateSpec, error) {
+func (e *Env) createStatefulSets(ctx context.Context, annotations map[string]string, tmpl, runningPods func(*corev1.PodTemplateSpec)) ([]*appsv1.StatefulSet, map[string]*corev1.PodTemplateSpec, error) {
 	stss, err := e.Scenario.StatefulSets()
 	if err != nil {
 		return nil, nil, err
@@ -84,6 +85,9 @@ func (e *Env) createStatefulSets(ctx context.Context, annotations map[string]str
 		s.UID = ""
 		for k, v := range annotations {
 			metav1.SetMetaDataAnnotation(&s.Spec.Template.ObjectMeta, k, v)
+		}
+		if tmpl != nil {
+			tmpl(&s.Spec.Template)
 		}
 		templates[s.Name] = s.Spec.Template.DeepCopy()
 		templates[s.Name].Spec.SchedulerName = corev1.DefaultSchedulerName

@@ -26,6 +26,9 @@ const (
 	DefaultNodeMemory = "256Gi"
 	// DefaultNodePods is a node's allocatable pod count when NodeSpec.Pods is 0.
 	DefaultNodePods = 110
+	// DefaultNodeEphemeralStorage is a node's allocatable ephemeral storage unless
+	// NodeSpec.Resources gives it (a kubelet always reports it).
+	DefaultNodeEphemeralStorage = "100Gi"
 )
 
 // Well-known node labels set by AddNode.
@@ -59,6 +62,10 @@ type NodeSpec struct {
 	CPU, Memory string
 	// Pods is the node's pod capacity (DefaultNodePods when 0).
 	Pods int
+	// Resources are further resources the node offers (capacity and allocatable): its
+	// ephemeral-storage (DefaultNodeEphemeralStorage when not given), extended resources,
+	// hugepages.
+	Resources corev1.ResourceList
 }
 
 // AddNode creates a kwok node and waits until it is Ready and has no not-ready taint left, so
@@ -112,10 +119,12 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*corev1.Node, err
 		labels[LabelZone] = spec.Zone
 	}
 	resources := corev1.ResourceList{
-		corev1.ResourceCPU:    cpu,
-		corev1.ResourceMemory: memory,
-		corev1.ResourcePods:   *resource.NewQuantity(int64(spec.Pods), resource.DecimalSI),
+		corev1.ResourceCPU:              cpu,
+		corev1.ResourceMemory:           memory,
+		corev1.ResourcePods:             *resource.NewQuantity(int64(spec.Pods), resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: resource.MustParse(DefaultNodeEphemeralStorage),
 	}
+	maps.Copy(resources, spec.Resources)
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        spec.Name,

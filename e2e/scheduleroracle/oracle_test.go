@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -33,6 +34,9 @@ const (
 	decisionWait  = 30 * time.Second
 	pollInterval  = 50 * time.Millisecond
 	unscheduledBy = "no-scheduler" // a scheduler name nothing serves: the pod stays Pending
+	widget        = "example.com/widget"
+	csiDriver     = "csi.example.com"
+	claimsPerCase = 5 // CSI claims per case; the last is ReadWriteOncePod
 )
 
 // TestFilterAgreesWithKubeScheduler runs the random placements (see the package doc).
@@ -41,21 +45,39 @@ func TestFilterAgreesWithKubeScheduler(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	var bound, pending int
+	seen := map[string]int{} // reason → nodes the filter rejected for it, over every verdict
 	for i := range cases {
-		b, p := runCase(ctx, t, c, i)
+		b, p := runCase(ctx, t, c, i, seen)
 		bound += b
 		pending += p
 	}
-	t.Logf("%d placements: %d pods bound by kube-scheduler on a node the filter allows, %d left Pending with the filter's reasons and counts", cases, bound, pending)
+	t.Logf("%d placements, %d pods: %d bound by kube-scheduler on a node the filter allows, %d left Pending with the filter's reasons and counts", cases, bound+pending, bound, pending)
+	t.Logf("nodes rejected, by reason: %v", seen)
 	if bound == 0 || pending == 0 {
 		t.Errorf("the placements gave %d bound and %d Pending pods; both outcomes must be checked", bound, pending)
 	}
+	for _, reason := range mustSee {
+		if seen[reason] == 0 {
+			t.Errorf("no verdict rejected a node for %q: the placements do not exercise it", reason)
+		}
+	}
+}
+
+// mustSee are the reasons the placements must make the filter give at least once, so that the
+// plugins behind them are checked against the scheduler.
+var mustSee = []string{
+	"Insufficient cpu", "Insufficient ephemeral-storage", "Insufficient " + widget,
+	"node(s) didn't have free ports for the requested pod ports",
+	"node(s) exceed max volume count",
+	"node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod",
+	"node(s) had untolerated taint(s)", "node(s) were unschedulable",
 }
 
 // runCase builds placement i (seeded by i), asks kube-scheduler to place its incoming pods one
 // by one, checks each outcome against the filter, and deletes the case's nodes. It returns how
-// many pods the scheduler bound and how many it left Pending.
-func runCase(ctx context.Context, t *testing.T, c *localcluster.Cluster, i int) (bound, pending int) {
+// many pods the scheduler bound and how many it left Pending, and adds the filter's rejections to
+// seen.
+func runCase(ctx context.Context, t *testing.T, c *localcluster.Cluster, i int, seen map[string]int) (bound, pending int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(i), 12))
 	ns := fmt.Sprintf("case-%02d", i)
@@ -64,7 +86,8 @@ func runCase(ctx context.Context, t *testing.T, c *localcluster.Cluster, i int) 
 		t.Fatal(err)
 	}
 	// Nodes: 3–6, 1–3 zones (sometimes a node without a zone), some tainted, some cordoned,
-	// 1–4 CPUs.
+	// 1–4 CPUs, 100Mi–1Gi of ephemeral storage, 0–2 widgets (an extended resource), and a CSINode
+	// without a limit, with an attach limit of 1–3 volumes, or none.
 	zones := 1 + rng.IntN(3)
 	nodes := make([]string, 3+rng.IntN(4))
 	var desc []string
@@ -77,11 +100,33 @@ func runCase(ctx context.Context, t *testing.T, c *localcluster.Cluster, i int) 
 			spec.Taints = []corev1.Taint{{Key: taintKey, Value: "x", Effect: corev1.TaintEffectNoSchedule}}
 		}
 		spec.Unschedulable = rng.IntN(7) == 0
+		eph := []string{"100Mi", "200Mi", "1Gi"}[rng.IntN(3)]
+		spec.Resources = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse(eph)}
+		widgets := rng.IntN(3)
+		if widgets > 0 {
+			spec.Resources[widget] = *resource.NewQuantity(int64(widgets), resource.DecimalSI)
+		}
 		if _, err := c.AddNode(ctx, spec); err != nil {
 			t.Fatal(err)
 		}
+		csi := "none"
+		var err error
+		switch rng.IntN(4) {
+		case 0:
+		case 1:
+			csi = "no limit"
+			err = createCSINode(ctx, c, fixture.CSINode(spec.Name, csiDriver))
+		default:
+			limit := 1 + rng.IntN(3)
+			csi = fmt.Sprintf("limit %d", limit)
+			err = createCSINode(ctx, c, fixture.CSINode(spec.Name, fmt.Sprintf("%s=%d", csiDriver, limit)))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 		nodes[k] = spec.Name
-		desc = append(desc, fmt.Sprintf("%s(zone %q, cpu %s, tainted %t, cordoned %t)", spec.Name, spec.Zone, spec.CPU, len(spec.Taints) > 0, spec.Unschedulable))
+		desc = append(desc, fmt.Sprintf("%s(zone %q, cpu %s, ephemeral %s, widgets %d, CSINode %s, tainted %t, cordoned %t)",
+			spec.Name, spec.Zone, spec.CPU, eph, widgets, csi, len(spec.Taints) > 0, spec.Unschedulable))
 	}
 	t.Logf("case %d: nodes %s", i, strings.Join(desc, ", "))
 	defer func() {
@@ -92,6 +137,9 @@ func runCase(ctx context.Context, t *testing.T, c *localcluster.Cluster, i int) 
 		}
 	}()
 	client := c.Client().CoreV1().Pods(ns)
+	if err := createClaims(ctx, c, ns, fmt.Sprintf("c%02d", i)); err != nil {
+		t.Fatal(err)
+	}
 	// Existing pods: bound by name to random nodes (as a controller's earlier placement), some
 	// with anti-affinity of their own; and a Pending one no scheduler serves.
 	for k := range rng.IntN(7) {
@@ -117,6 +165,9 @@ func runCase(ctx context.Context, t *testing.T, c *localcluster.Cluster, i int) 
 	for k := range 2 + rng.IntN(3) {
 		p := randomPod(rng, ns, fmt.Sprintf("new-%d", k), cluster)
 		want := verdict(ctx, t, c, p)
+		for reason, nodes := range want.Rejected {
+			seen[reason] += len(nodes)
+		}
 		if _, err := client.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -137,12 +188,11 @@ func runCase(ctx context.Context, t *testing.T, c *localcluster.Cluster, i int) 
 				t.Errorf("case %d pod %s: %v", i, p.Name, err)
 				break
 			}
-			wantCounts, rejected := map[string]int{}, 0
+			wantCounts := map[string]int{}
 			for reason, ns := range want.Rejected {
 				wantCounts[reason] = len(ns)
-				rejected += len(ns)
 			}
-			if diff := cmp.Diff(wantCounts, got); diff != "" || total != len(want.Fits)+rejected || len(want.Fits) > 0 {
+			if diff := cmp.Diff(wantCounts, got); diff != "" || total != want.Nodes || len(want.Fits) > 0 {
 				t.Errorf("case %d pod %s (%s): kube-scheduler left it Pending: %q\nthe filter: %s\nreason counts (-filter +scheduler):\n%s", i, p.Name, describe(p), msg, want.Summary(), diff)
 			}
 			// Out of the way: a Pending pod the scheduler retries must not change the next
@@ -156,8 +206,8 @@ func runCase(ctx context.Context, t *testing.T, c *localcluster.Cluster, i int) 
 }
 
 // randomPod returns a pod of the case's Redis cluster tolerating kwok's taint, with random
-// labels (app a or b), CPU request, toleration of the case taint, zone affinity, spread
-// constraints and (anti-)affinity.
+// labels (app a or b), CPU, ephemeral-storage and widget requests, a host port, claims of the
+// case, toleration of the case taint, zone affinity, spread constraints and (anti-)affinity.
 func randomPod(rng *rand.Rand, ns, name, cluster string) *corev1.Pod {
 	app := []string{"a", "b"}[rng.IntN(2)]
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{labelApp: "a"}}
@@ -170,8 +220,27 @@ func randomPod(rng *rand.Rand, ns, name, cluster string) *corev1.Pod {
 			Containers:  []corev1.Container{{Name: "c", Image: "fake"}},
 		},
 	}
+	var reqs []string
 	if cpu := []string{"", "", "500m", "1", "1500m"}[rng.IntN(5)]; cpu != "" {
-		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		reqs = append(reqs, "cpu="+cpu)
+	}
+	if eph := []string{"", "", "50Mi", "150Mi"}[rng.IntN(4)]; eph != "" {
+		reqs = append(reqs, "ephemeral-storage="+eph)
+	}
+	if rng.IntN(4) == 0 {
+		reqs = append(reqs, widget+"=1")
+	}
+	p.Spec.Containers[0].Resources = fixture.ResourceRequirements(reqs...)
+	switch rng.IntN(6) {
+	case 0:
+		fixture.HostPort(8080, "", "")(p)
+	case 1:
+		fixture.HostPort(8080, "127.0.0.1", "")(p)
+	case 2:
+		fixture.HostPort(8080, "", corev1.ProtocolUDP)(p)
+	}
+	for k := range rng.IntN(3) {
+		fixture.WithNamedClaim(fmt.Sprintf("v%d", k), fmt.Sprintf("data-%d", rng.IntN(claimsPerCase)))(p)
 	}
 	if rng.IntN(3) == 0 {
 		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: taintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
@@ -210,8 +279,14 @@ func randomPod(rng *rand.Rand, ns, name, cluster string) *corev1.Pod {
 func describe(p *corev1.Pod) string {
 	var parts []string
 	parts = append(parts, "app="+p.Labels[labelApp])
-	if r := p.Spec.Containers[0].Resources.Requests.Cpu(); !r.IsZero() {
-		parts = append(parts, "cpu "+r.String())
+	for name, q := range p.Spec.Containers[0].Resources.Requests {
+		parts = append(parts, fmt.Sprintf("%s %s", name, q.String()))
+	}
+	for _, cp := range p.Spec.Containers[0].Ports {
+		parts = append(parts, fmt.Sprintf("host port %s/%s/%d", cp.Protocol, cp.HostIP, cp.HostPort))
+	}
+	for _, v := range p.Spec.Volumes {
+		parts = append(parts, "claim "+v.PersistentVolumeClaim.ClaimName)
 	}
 	if len(p.Spec.Tolerations) > 1 {
 		parts = append(parts, "tolerates "+taintKey)
@@ -260,6 +335,47 @@ func verdict(ctx context.Context, t *testing.T, c *localcluster.Cluster, p *core
 	}
 	t.Fatalf("pod %s/%s is no member of the model's clusters", p.Namespace, p.Name)
 	return policies.FitReport{}
+}
+
+// createCSINode creates a CSINode, as the kubelet of a node with a CSI driver registers it.
+func createCSINode(ctx context.Context, c *localcluster.Cluster, n *storagev1.CSINode) error {
+	n.TypeMeta = metav1.TypeMeta{}
+	_, err := c.Client().StorageV1().CSINodes().Create(ctx, n, metav1.CreateOptions{})
+	return err
+}
+
+// createClaims creates the case's claims data-0 … data-<claimsPerCase-1> in ns, each bound to a
+// CSI PersistentVolume "<prefix>-pv-<k>" of csiDriver (the last ReadWriteOncePod, the others
+// ReadWriteOnce), and waits until kube-controller-manager has bound them.
+func createClaims(ctx context.Context, c *localcluster.Cluster, ns, prefix string) error {
+	for k := range claimsPerCase {
+		mode := corev1.ReadWriteOnce
+		if k == claimsPerCase-1 {
+			mode = corev1.ReadWriteOncePod
+		}
+		pvc, pv := fixture.CSIClaim(ns, fmt.Sprintf("data-%d", k), fmt.Sprintf("%s-pv-%d", prefix, k), csiDriver, mode)
+		pvc.TypeMeta, pv.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
+		pvc.Status, pv.Status = corev1.PersistentVolumeClaimStatus{}, corev1.PersistentVolumeStatus{}
+		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+		if _, err := c.Client().CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		if _, err := c.Client().CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, pollInterval, decisionWait, true, func(ctx context.Context) (bool, error) {
+		pvcs, err := c.Client().CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, pvc := range pvcs.Items {
+			if pvc.Status.Phase != corev1.ClaimBound {
+				return false, nil
+			}
+		}
+		return len(pvcs.Items) == claimsPerCase, nil
+	})
 }
 
 // decision waits until kube-scheduler has bound the pod (its node) or marked it unschedulable

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
@@ -17,7 +18,7 @@ const (
 	rulesBegin  = "<!-- rules:begin -->"
 	rulesEnd    = "<!-- rules:end -->"
 	registryGo  = "policies/registry.go"
-	kindOfRules = "A hard rule decides whether a Redis cluster complies, and `plan` and `run` act on it; a soft rule is only reported (`\"soft\": true` in the JSON output)."
+	kindOfRules = "A hard rule decides whether a Redis cluster complies, and `plan` and `run` act on it; a soft rule is reported (`\"soft\": true` in the JSON output), and acted on only with `--soft-evictions`. A policy chooses the rules like a descheduler profile chooses plugins: `rules.disabled` (`--disable-rules`; `*` for every default rule), `rules.enabled` (`--enable-rules`: the optional rules are judged only when listed) and `rules.soft` (`--soft-rules`: hard rules judged as soft)."
 )
 
 // addRuleFiles adds to files docs/rules.md and README.md with its rules block rewritten from the
@@ -52,12 +53,24 @@ func addRuleFiles(root string, files map[string][]byte) error {
 	return nil
 }
 
-// kind is "hard" or "soft".
+// kind is "hard" or "soft", with ", optional" for a rule judged only when enabled.
 func kind(r policies.RuleInfo) string {
+	k := "hard"
 	if r.Soft {
-		return "soft"
+		k = "soft"
 	}
-	return "hard"
+	if r.Optional {
+		k += ", optional"
+	}
+	return k
+}
+
+// options lists the policy fields that tune r, "—" when none.
+func options(r policies.RuleInfo) string {
+	if len(r.Options) == 0 {
+		return "—"
+	}
+	return "`" + strings.Join(r.Options, "`, `") + "`"
 }
 
 // rulesMarkdown writes docs/rules.md: every registered rule with its kind, when it applies, what
@@ -70,9 +83,9 @@ func rulesMarkdown() []byte {
 		"the name violations carry (`rule` in the JSON output) and the `rule` label of the `redis_rebalancer_violations` metric. " +
 		kindOfRules + " N is the cluster's size (the sum of its StatefulSets' replicas), Z the number of zones its pods may use, M the number of masters serving slots.\n\n")
 	b.WriteString("Generated from the rule registry (`" + registryGo + "`) by `go generate ./api/v1alpha1` (`make generate`); `go test ./hack/gendocs` fails when this file is stale.\n\n")
-	b.WriteString("| Rule | Kind | Applies when | Holds when | Fixed by |\n|---|---|---|---|---|\n")
+	b.WriteString("| Rule | Kind | Applies when | Holds when | Fixed by | Options |\n|---|---|---|---|---|---|\n")
 	for _, r := range policies.Rules() {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.Name, kind(r), r.AppliesWhen, r.Description, r.Fix)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.Name, kind(r), r.AppliesWhen, r.Description, r.Fix, options(r))
 	}
 	return b.Bytes()
 }

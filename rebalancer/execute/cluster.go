@@ -179,8 +179,15 @@ func (cr *clusterRun) printf(format string, args ...any) {
 // roles from Redis. An error from the API server returns a nil cluster; an error from Redis
 // returns the cluster (roles unknown) with the error.
 func (cr *clusterRun) observe(ctx context.Context) (*policies.Cluster, error) {
+	if o, ok := cr.cfg.Source.(observe.ClusterObserver); ok {
+		c, err := o.ObserveCluster(ctx, cr.cfg.Policy, cr.key)
+		if c != nil && err != nil {
+			err = fmt.Errorf("roles: %w", err)
+		}
+		return c, err
+	}
 	ns, _, _ := strings.Cut(cr.key, "/")
-	model, err := observe.Live(ctx, cr.cfg.Client, cr.cfg.Policy, observe.Selection{Namespace: ns})
+	model, err := observe.LiveFrom(ctx, cr.cfg.Source, cr.cfg.Policy, observe.Selection{Namespace: ns})
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +270,8 @@ func (cr *clusterRun) runCluster(ctx context.Context) (rep report.ClusterRun, _ 
 	rep.After = nonNil(after.Evaluate(after.Current()))
 	rep.PlacementCompliant = len(policies.Hard(rep.After)) == 0
 	rep.Compliant = rep.PlacementCompliant && rep.Health.Healthy()
-	if !rep.Compliant && cannotFix(rep.StoppedBy) {
+	rep.Outcome = report.ClusterOutcome(&rep)
+	if !rep.Outcome.Expected() {
 		cr.events.clusterNotFixed(after, rep)
 	}
 	cr.printf("\nafter:\n")
@@ -290,9 +298,13 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 	// before is the number of evictions the plan had before the last completed eviction (-1 when
 	// the last move was no completed eviction); offTrack counts the evictions undone.
 	before, offTrack := -1, 0
-	for moves, evictions, failovers := 0, 0, 0; ; {
+	saidBestEffort := false
+	for moves, evictions, failovers, softEvictions := 0, 0, 0, 0; ; {
 		cr.notePending(c, false)
-		if len(policies.Hard(c.Evaluate(c.Current()))) == 0 {
+		opts := cr.cfg.Plan
+		opts.SoftEvictions = max(opts.SoftEvictions-softEvictions, 0)
+		p, done := cr.cfg.Goal.Next(c, opts)
+		if done {
 			return c
 		}
 		if cr.stopping() {
@@ -300,7 +312,6 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 			cr.printf("stopping: %s\n", rep.Stopped)
 			return c
 		}
-		p := plan.Compute(c, cr.cfg.Plan)
 		if before >= 0 && p.Infeasible == "" && p.Minimal && p.Evictions >= before {
 			last := &rep.Moves[len(rep.Moves)-1]
 			last.OffTrack = true
@@ -315,7 +326,12 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 		}
 		before = -1
 		switch {
-		case p.Infeasible != "":
+		case p.Infeasible != "" && p.BestEffort != nil && len(p.Moves) == 0:
+			reason := "no plan: " + p.Infeasible + "; best effort: no eviction lowers the violations (" + report.PenaltyText(p.BestEffort.Before) + ")"
+			stop(report.StoppedNoPlan, reason, nil)
+			cr.printf("no plan reaches compliance: %s\n  best effort: no eviction lowers the violations (%s)\n", p.Infeasible, report.PenaltyText(p.BestEffort.Before))
+			return c
+		case p.Infeasible != "" && p.BestEffort == nil:
 			stop(report.StoppedNoPlan, "no plan: "+p.Infeasible, nil)
 			cr.printf("no plan reaches compliance: %s\n", p.Infeasible)
 			return c
@@ -344,12 +360,20 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 		}
 		moves++
 		mv := p.Moves[0]
-		if mv.Kind == plan.KindFailover {
+		switch {
+		case mv.Kind == plan.KindFailover:
 			failovers++
-		} else {
+		case mv.Soft:
+			softEvictions++
+			evictions++
+		default:
 			evictions++
 		}
-		cr.printf("\nmove %d (plan: %s%s): %s — %s\n", moves, report.StepsText(p.Evictions, p.Failovers), report.MinimalNote(p), report.MoveText(mv), mv.Reason)
+		if p.BestEffort != nil && !saidBestEffort {
+			saidBestEffort = true
+			cr.printf("no plan reaches compliance: %s\n  best effort (--best-effort): toward the placement with the fewest violations\n", p.Infeasible)
+		}
+		cr.printf("\nmove %d (%s: %s%s%s): %s — %s%s\n", moves, planLabel(p), report.StepsText(p.Evictions, p.Failovers), report.MinimalNote(p), report.PlanNote(p), report.MoveText(mv), mv.Reason, softText(mv))
 		if mv.Kind != plan.KindFailover {
 			cr.printf("  scheduler may choose: %s\n", report.CandidatesText(mv))
 		}
@@ -369,23 +393,27 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 			return c
 		}
 		cr.printf("  ✓ move done in %s\n", time.Duration(mr.Seconds*float64(time.Second)).Round(time.Millisecond))
-		if mv.Kind != plan.KindFailover && mr.Evicted && !mr.WaitsPending && p.Minimal {
+		if mv.Kind != plan.KindFailover && !mv.Soft && p.BestEffort == nil && mr.Evicted && !mr.WaitsPending && p.Minimal {
 			before = p.Evictions // only proven counts compare: a bounded search may overcount
 		}
 		c = after
 	}
 }
 
-// cannotFix reports whether a cluster that does not comply, stopped by stoppedBy, is one the run
-// could not fix (ReasonClusterNotFixed): not one waiting for a window, for the next run (move
-// budget, graceful stop), or only planned (dry run). A cluster stopped by nothing does not comply
-// because Redis is not healthy: that is not for the rebalancer to fix either.
-func cannotFix(stoppedBy string) bool {
-	switch stoppedBy {
-	case "", report.StepWindow, report.StoppedMaxMoves, report.StoppedDryRun, report.StoppedGracefulStop:
-		return false
+// planLabel names the kind of plan a move comes from: "plan", or "best-effort plan".
+func planLabel(p plan.Plan) string {
+	if p.BestEffort != nil {
+		return "best-effort plan"
 	}
-	return true
+	return "plan"
+}
+
+// softText marks a move of the soft fix: " (soft: every hard rule holds)".
+func softText(mv plan.Move) string {
+	if mv.Soft {
+		return " (soft: every hard rule holds before and after)"
+	}
+	return ""
 }
 
 // exposureText says what a move that leaves its pod Pending costs: which shard runs without it,

@@ -23,6 +23,7 @@
 package execute
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -188,6 +189,12 @@ type Config struct {
 	// (RBAC: get and update that ConfigMap, create configmaps in its namespace) logs why once
 	// and goes on without it. Empty Name: no history kept.
 	History types.NamespacedName
+	// Source is where observations read the API server's objects (observe.Lister on Client, a
+	// LIST per resource and observation, when nil; serve gives its watched cache).
+	Source observe.Source
+	// Goal is what the run works toward (Compliance when nil): when a cluster is done, and the
+	// plan its next move is taken from.
+	Goal Goal
 	// Requests, when set, counts Client's API requests (observe.RequestCounter.Wrap on its
 	// rest.Config); Run's report then holds the counts.
 	Requests *observe.RequestCounter
@@ -233,6 +240,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Observer == nil {
 		c.Observer = noObserver{}
+	}
+	if c.Goal == nil {
+		c.Goal = Compliance{}
+	}
+	if c.Source == nil {
+		c.Source = observe.Lister{Client: c.Client}
 	}
 	return c, nil
 }
@@ -284,28 +297,25 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	start := clk.Now()
 	rn := e.newRun(ctx)
 	defer rn.close()
-	rep := &report.Run{Window: rn.windowState(start), Clusters: []report.ClusterRun{}, Limits: report.Limits{
+	rep := &report.Run{Started: start.UTC(), Window: rn.windowState(start), Clusters: []report.ClusterRun{}, Limits: report.Limits{
 		MaxPodsToEvictPerNode: e.cfg.MaxPodsToEvictPerNode, MaxPodsToEvictPerNamespace: e.cfg.MaxPodsToEvictPerNamespace,
 		MaxPodsToEvictTotal: e.cfg.MaxPodsToEvictTotal, MaxParallelClusters: e.cfg.MaxParallelClusters,
 	}}
 	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
 	e.printWindow(rep.Window)
 
-	model, err := observe.Live(ctx, e.cfg.Client, e.cfg.Policy, e.cfg.Selection)
+	keys, err := e.clusterKeys(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("execute: %w", err)
+		err = fmt.Errorf("execute: %w", err)
+		rep.Classify(err)
+		return rep, err
 	}
-	var keys []string
-	for _, c := range model.Clusters {
-		keys = append(keys, c.Key())
-	}
-	sort.Strings(keys)
 	if len(keys) == 0 {
-		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", model.Options.ClusterLabel)
+		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", cmp.Or(e.cfg.Policy.ClusterLabel, policies.DefaultClusterLabel))
 		if sel := e.cfg.Selection.Selector; sel != nil && !sel.Empty() {
 			fmt.Fprintf(e.cfg.Out, " and matching %s", sel)
 		}
-		fmt.Fprintln(e.cfg.Out, ")")
+		fmt.Fprintln(e.cfg.Out, "): nothing to do (allowEmpty)")
 	}
 	rep.Clusters = make([]report.ClusterRun, len(keys))
 	errs := make([]error, len(keys))
@@ -357,7 +367,37 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	if e.cfg.Requests != nil {
 		rep.APIRequests = e.cfg.Requests.Counts()
 	}
-	return rep, errors.Join(errs...)
+	err = errors.Join(errs...)
+	rep.Classify(err)
+	return rep, err
+}
+
+// clusterKeys returns the keys of the Redis clusters the run looks at, sorted: from the Source
+// when it keeps them (observe.ClusterObserver), else from a model of the selection. A selection
+// that matches nothing is an error (a typo) unless allowed (observe.Selection.Check).
+func (e *Executor) clusterKeys(ctx context.Context) ([]string, error) {
+	if o, ok := e.cfg.Source.(observe.ClusterObserver); ok {
+		if keys := o.ClusterKeys(e.cfg.Selection); len(keys) > 0 || e.cfg.Selection.AllowEmpty {
+			return keys, nil
+		}
+	}
+	snap, err := e.cfg.Source.Snapshot(ctx, e.cfg.Selection.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	model, err := observe.Model(snap, e.cfg.Policy, e.cfg.Selection)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.cfg.Selection.Check(snap, e.cfg.Policy, model); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, c := range model.Clusters {
+		keys = append(keys, c.Key())
+	}
+	sort.Strings(keys)
+	return keys, nil
 }
 
 // printWindow says whether the run may act, and why.

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
@@ -49,7 +49,7 @@ func gateKey(text string) string {
 func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster, first []*corev1.Pod) (observe.Health, gateStatus, error) {
 	var h observe.Health
 	met := map[[2]string]bool{} // (viewer, node ID) pairs reintroduced (reintroduce)
-	sel := metav1.ListOptions{LabelSelector: c.Model().Options.ClusterLabel + "=" + c.Name}
+	sel := labels.SelectorFromSet(labels.Set{c.Model().Options.ClusterLabel: c.Name})
 	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.HealthTimeout, sameGate, func(s gateStatus) {
 		cr.printf("    … waiting for a healthy cluster: %s\n", s.text)
 	}, func(ctx context.Context) (bool, gateStatus) {
@@ -57,13 +57,9 @@ func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster, firs
 		if first != nil {
 			first = nil
 		} else {
-			list, err := cr.cfg.Client.CoreV1().Pods(c.Namespace).List(ctx, sel)
-			if err != nil {
-				return false, gateStatus{text: "list pods: " + err.Error(), apiErr: true}
-			}
-			pods = make([]*corev1.Pod, len(list.Items))
-			for i := range list.Items {
-				pods[i] = &list.Items[i]
+			var err error
+			if pods, err = cr.cfg.Source.Pods(ctx, c.Namespace, sel); err != nil {
+				return false, gateStatus{text: err.Error(), apiErr: true}
 			}
 		}
 		got := observe.JudgeHealthExpecting(ctx, cr.cfg.Redis, c, pods, cr.pending)

@@ -20,6 +20,7 @@ import (
 func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, p plan.Plan) (report.MoveResult, *policies.Cluster, result) {
 	start := cr.cfg.Clock.Now()
 	m := cr.newMoveRun(c, p)
+	m.rep.Started = start.UTC()
 	var res result
 	for i, s := range m.steps {
 		m.index = i
@@ -59,7 +60,10 @@ func (cr *clusterRun) newMoveRun(c *policies.Cluster, p plan.Plan) *moveRun {
 	}
 	m := &moveRun{
 		c: c, mv: mv, plan: p, pod: mem.Pod, addr: cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP),
-		rep:   &report.MoveResult{Kind: kind, Pod: mv.Pod, From: mv.Node, Expected: mv.Expected, WaitsPending: mv.WaitsPending, Steps: []report.Step{}},
+		rep: &report.MoveResult{
+			Kind: kind, Pod: mv.Pod, From: mv.Node, Expected: mv.Expected, WaitsPending: mv.WaitsPending,
+			Soft: mv.Soft, BestEffort: p.BestEffort != nil, Steps: []report.Step{},
+		},
 		steps: cr.steps(mv),
 	}
 	if mv.WaitsPending {

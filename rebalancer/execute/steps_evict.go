@@ -133,6 +133,12 @@ func (cr *clusterRun) rejoin(ctx context.Context, m *moveRun) result {
 // it is healthy again, so that the next move, or the run's verdict, sees it settled.
 func (cr *clusterRun) reobserve(ctx context.Context, m *moveRun) result {
 	octx, cancel := context.WithTimeout(ctx, cr.cfg.RequestTimeout)
+	if w, ok := cr.cfg.Source.(observe.PodWaiter); ok && m.recreated != nil {
+		if err := w.WaitForPod(octx, m.recreated); err != nil {
+			cancel()
+			return abort(fmt.Errorf("re-observe: the watched cache did not see %s re-created: %w", m.recreated.Name, err))
+		}
+	}
 	after, err := cr.observe(octx)
 	cancel()
 	if err != nil {

@@ -58,6 +58,9 @@ func (cr *clusterRun) failover(ctx context.Context, m *moveRun) result {
 	why := "before its eviction"
 	if m.mv.Kind == plan.KindFailover {
 		why = "so that no node or zone holds half of the masters (MasterQuorum); no pod moves"
+		if _, drain := cr.cfg.Goal.(HandOff); drain {
+			why = "before a drain: " + m.mv.Reason + "; no pod moves"
+		}
 	}
 	cr.events.pod(m.pod, corev1.EventTypeNormal, ReasonFailover, ActionFailover, "master %s failed over to its in-sync replica %s (verified in %.3fs) %s", fo.OldMaster, fo.NewMaster, fo.Seconds, why)
 	m.rep.Failover = fo

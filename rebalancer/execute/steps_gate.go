@@ -101,7 +101,7 @@ func (cr *clusterRun) healthGate(ctx context.Context, m *moveRun) result {
 // passes the filter on at least one node now (a node cordoned since the plan, for instance,
 // would leave it Pending and its shard without a replica).
 func (cr *clusterRun) placeable(ctx context.Context, m *moveRun) result {
-	model, err := observe.Live(ctx, cr.cfg.Client, cr.cfg.Policy, observe.Selection{Namespace: m.c.Namespace})
+	model, err := observe.LiveFrom(ctx, cr.cfg.Source, cr.cfg.Policy, observe.Selection{Namespace: m.c.Namespace})
 	if err != nil {
 		return abort(fmt.Errorf("placeability: %w", err))
 	}

@@ -32,7 +32,7 @@ func TestMetrics(t *testing.T) {
 		After:  []policies.Violation{{Rule: policies.NodeSpread, Soft: true}},
 	})
 	end := time.Date(2026, 3, 10, 2, 30, 0, 0, time.UTC)
-	m.RunDone(end, 12*time.Second, OutcomeCompliant)
+	m.RunDone(end, 12*time.Second, report.OutcomeCompliant)
 	m.SetLeader(true)
 
 	want := `
@@ -54,16 +54,19 @@ redis_rebalancer_moves_total{cluster="a",namespace="redis",result="skipped"} 1
 # HELP redis_rebalancer_last_run_outcome The last pass's outcome: 1 for it, 0 for the other outcomes.
 # TYPE redis_rebalancer_last_run_outcome gauge
 redis_rebalancer_last_run_outcome{outcome="compliant"} 1
+redis_rebalancer_last_run_outcome{outcome="dryRun"} 0
 redis_rebalancer_last_run_outcome{outcome="error"} 0
-redis_rebalancer_last_run_outcome{outcome="outside_window"} 0
-redis_rebalancer_last_run_outcome{outcome="violations"} 0
+redis_rebalancer_last_run_outcome{outcome="leaseHeld"} 0
+redis_rebalancer_last_run_outcome{outcome="needsAttention"} 0
+redis_rebalancer_last_run_outcome{outcome="outsideWindow"} 0
+redis_rebalancer_last_run_outcome{outcome="progressing"} 0
 # HELP redis_rebalancer_last_run_timestamp_seconds When the last pass ended (Unix time, seconds).
 # TYPE redis_rebalancer_last_run_timestamp_seconds gauge
 redis_rebalancer_last_run_timestamp_seconds 1.7731098e+09
 # HELP redis_rebalancer_last_run_duration_seconds How long the last pass took (seconds); pass_duration_seconds has every pass.
 # TYPE redis_rebalancer_last_run_duration_seconds gauge
 redis_rebalancer_last_run_duration_seconds 12
-# HELP redis_rebalancer_runs_total Passes made, by outcome (compliant, violations, outside_window, error).
+# HELP redis_rebalancer_runs_total Passes made, by outcome (compliant, progressing, outsideWindow, leaseHeld, dryRun, needsAttention, error).
 # TYPE redis_rebalancer_runs_total counter
 redis_rebalancer_runs_total{outcome="compliant"} 1
 # HELP redis_rebalancer_leader 1 while this process holds the leader election's Lease (only the leader acts), else 0.
@@ -120,22 +123,22 @@ redis_rebalancer_pass_duration_seconds_count 1
 
 	// A second pass: the gauges follow it.
 	m.Cluster(report.ClusterRun{Namespace: "redis", Name: "a"})
-	m.RunDone(end.Add(time.Minute), time.Second, OutcomeError)
+	m.RunDone(end.Add(time.Minute), time.Second, report.OutcomeError)
 	if got := testutil.ToFloat64(m.violations.WithLabelValues("redis", "a", "MaxPodsPerNode", "before")); got != 0 {
 		t.Errorf("violations after the second pass = %v, want 0", got)
 	}
 	got := map[string]float64{}
-	for _, o := range Outcomes {
+	for _, o := range report.Outcomes {
 		got[string(o)] = testutil.ToFloat64(m.lastOutcome.WithLabelValues(string(o)))
 	}
-	if diff := cmp.Diff(map[string]float64{"compliant": 0, "error": 1, "violations": 0, "outside_window": 0}, got); diff != "" {
+	if diff := cmp.Diff(map[string]float64{"compliant": 0, "progressing": 0, "outsideWindow": 0, "leaseHeld": 0, "dryRun": 0, "needsAttention": 0, "error": 1}, got); diff != "" {
 		t.Errorf("last outcome (-want +got):\n%s", diff)
 	}
 }
 
 // TestClusterSeriesForgotten: the per-cluster series of a Redis cluster that a pass without an
 // error no longer reports are deleted at its end (bounded cardinality); a pass that ended with an
-// error keeps them (it may not have seen every cluster).
+// error, or held no Lease, keeps them (it may not have seen every cluster).
 func TestClusterSeriesForgotten(t *testing.T) {
 	m := New(BuildInfo{Version: "v1"})
 	for _, key := range []string{"redis/a", "redis/b"} {
@@ -143,7 +146,7 @@ func TestClusterSeriesForgotten(t *testing.T) {
 		ns, name, _ := strings.Cut(key, "/")
 		m.Cluster(report.ClusterRun{Namespace: ns, Name: name})
 	}
-	m.RunDone(time.Now(), time.Second, OutcomeViolations)
+	m.RunDone(time.Now(), time.Second, report.OutcomeNeedsAttention)
 	clusters := func() []string {
 		var got []string
 		mfs, err := m.Registry().Gather()
@@ -182,13 +185,18 @@ func TestClusterSeriesForgotten(t *testing.T) {
 	}
 	// Only a is reported, and the pass fails: b's series stay.
 	m.Cluster(report.ClusterRun{Namespace: "redis", Name: "a"})
-	m.RunDone(time.Now(), time.Second, OutcomeError)
+	m.RunDone(time.Now(), time.Second, report.OutcomeError)
 	if diff := cmp.Diff([]string{"redis/a", "redis/b"}, clusters()); diff != "" {
 		t.Errorf("after a pass with an error (-want +got):\n%s", diff)
 	}
+	// A pass that held no Lease observed nothing: every series stays.
+	m.RunDone(time.Now(), time.Second, report.OutcomeLeaseHeld)
+	if diff := cmp.Diff([]string{"redis/a", "redis/b"}, clusters()); diff != "" {
+		t.Errorf("after a pass that held no Lease (-want +got):\n%s", diff)
+	}
 	// Only a is reported, and the pass ends without an error: b is gone.
 	m.Cluster(report.ClusterRun{Namespace: "redis", Name: "a"})
-	m.RunDone(time.Now(), time.Second, OutcomeCompliant)
+	m.RunDone(time.Now(), time.Second, report.OutcomeCompliant)
 	if diff := cmp.Diff([]string{"redis/a"}, clusters()); diff != "" {
 		t.Errorf("after a pass that no longer saw b (-want +got):\n%s", diff)
 	}

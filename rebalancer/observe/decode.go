@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -27,9 +28,10 @@ import (
 var ErrEmptyInput = errors.New("empty input")
 
 // DecodeSnapshot reads a snapshot from what `kubectl get nodes,pods,statefulsets,
-// poddisruptionbudgets,pvc,pv -A -o yaml` (or -o json) prints: a List, a stream of YAML
+// poddisruptionbudgets,pvc,pv,csinodes -A -o yaml` (or -o json) prints: a List, a stream of YAML
 // documents or JSON objects, or single objects, in any mix. Nodes, Pods, StatefulSets,
-// PodDisruptionBudgets, PersistentVolumeClaims and PersistentVolumes are kept, trimmed (see Trim);
+// PodDisruptionBudgets, PersistentVolumeClaims, PersistentVolumes and CSINodes are kept, trimmed
+// (see Trim);
 // other kinds are counted in skipped (by kind). An object with an "items" key is a list (its items
 // must be an array or null): each item is read by its own kind, or, when it has none, by the
 // list's kind without "List" (a PodList's items are Pods).
@@ -250,6 +252,13 @@ func (d *decoder) newKept(kind string, lf *listField) (obj, withItems any, meta 
 			*corev1.PersistentVolume
 			*listField
 		}{o, lf}, &o.TypeMeta, keep
+	case "CSINode":
+		o := &storagev1.CSINode{}
+		keep = func() { d.snap.CSINodes = append(d.snap.CSINodes, d.t.csiNode(o)) }
+		return o, &struct {
+			*storagev1.CSINode
+			*listField
+		}{o, lf}, &o.TypeMeta, keep
 	}
 	return nil, nil, nil, nil
 }
@@ -410,6 +419,7 @@ func (d *decoder) merge(part *decoder) {
 	d.snap.PodDisruptionBudgets = append(d.snap.PodDisruptionBudgets, s.PodDisruptionBudgets...)
 	d.snap.PersistentVolumeClaims = append(d.snap.PersistentVolumeClaims, s.PersistentVolumeClaims...)
 	d.snap.PersistentVolumes = append(d.snap.PersistentVolumes, s.PersistentVolumes...)
+	d.snap.CSINodes = append(d.snap.CSINodes, s.CSINodes...)
 	for k, n := range part.skipped {
 		d.skipped[k] += n
 	}

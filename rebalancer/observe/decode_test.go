@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -102,8 +103,9 @@ kind: List
 			in: `{"apiVersion":"v1","kind":"List","items":[
   {"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s","namespace":"ns"}},
   {"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv1"}},
+  {"apiVersion":"storage.k8s.io/v1","kind":"CSINode","metadata":{"name":"n1"},"spec":{"drivers":[{"name":"ebs.csi.aws.com","nodeID":"i-1","allocatable":{"count":25}}]}},
   {"apiVersion":"v1","kind":"Service","metadata":{"name":"svc","namespace":"ns"}}]}`,
-			want:        []string{"PersistentVolume pv1", "StatefulSet ns/s"},
+			want:        []string{"CSINode n1 (ebs.csi.aws.com 25)", "PersistentVolume pv1", "StatefulSet ns/s"},
 			wantSkipped: map[string]int{"Service": 1},
 		},
 		{
@@ -220,6 +222,10 @@ func decodeWholeSkipped(in []byte) (*policies.Snapshot, map[string]int, error) {
 			o := &corev1.PersistentVolume{}
 			err = json.Unmarshal(raw, o)
 			snap.PersistentVolumes = append(snap.PersistentVolumes, o)
+		case "CSINode":
+			o := &storagev1.CSINode{}
+			err = json.Unmarshal(raw, o)
+			snap.CSINodes = append(snap.CSINodes, o)
 		default:
 			skipped[kind]++
 		}
@@ -268,6 +274,7 @@ func sortedSnapshot(s *policies.Snapshot) *policies.Snapshot {
 		return key(s.PersistentVolumeClaims[i].Namespace, s.PersistentVolumeClaims[i].Name) < key(s.PersistentVolumeClaims[j].Namespace, s.PersistentVolumeClaims[j].Name)
 	})
 	sort.SliceStable(s.PersistentVolumes, func(i, j int) bool { return s.PersistentVolumes[i].Name < s.PersistentVolumes[j].Name })
+	sort.SliceStable(s.CSINodes, func(i, j int) bool { return s.CSINodes[i].Name < s.CSINodes[j].Name })
 	return s
 }
 
@@ -324,6 +331,10 @@ func listItemsOf(snap *policies.Snapshot) []any {
 	var items []any
 	for gvk, o := range snap.Objects() {
 		o.GetObjectKind().SetGroupVersionKind(gvk)
+		items = append(items, o)
+	}
+	for _, o := range snap.CSINodes {
+		o.Kind = "CSINode"
 		items = append(items, o)
 	}
 	return items

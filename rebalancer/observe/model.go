@@ -22,9 +22,5 @@ func Model(snap *policies.Snapshot, opts policies.Options, sel Selection) (*poli
 
 // Live reads the API server's snapshot of sel.Namespace (ReadSnapshot) and returns its Model.
 func Live(ctx context.Context, client kubernetes.Interface, opts policies.Options, sel Selection) (*policies.Model, error) {
-	snap, err := ReadSnapshot(ctx, client, sel.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	return Model(snap, opts, sel)
+	return LiveFrom(ctx, Lister{Client: client}, opts, sel)
 }

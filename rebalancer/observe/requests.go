@@ -134,3 +134,19 @@ func RequestOf(method, path string, watch bool) (verb, resource string) {
 	}
 	return verb, resource
 }
+
+// Since returns the counts of now (Counts) minus those of before (an earlier Counts of the same
+// counter): the requests made in between, without the verbs and resources that made none.
+func Since(now, before []APIRequests) []APIRequests {
+	prev := map[[2]string]int{}
+	for _, r := range before {
+		prev[[2]string{r.Verb, r.Resource}] = r.Count
+	}
+	out := []APIRequests{}
+	for _, r := range now {
+		if n := r.Count - prev[[2]string{r.Verb, r.Resource}]; n > 0 {
+			out = append(out, APIRequests{Verb: r.Verb, Resource: r.Resource, Count: n})
+		}
+	}
+	return out
+}

@@ -40,10 +40,11 @@ func ReadSnapshot(ctx context.Context, client kubernetes.Interface, namespace st
 	return ReadSnapshotPaged(ctx, client, namespace, DefaultPageSize)
 }
 
-// ReadSnapshotPaged lists what the rules need from the API server: every node and
-// PersistentVolume, and the pods, StatefulSets, PodDisruptionBudgets and PersistentVolumeClaims
-// of namespace (all namespaces when ""). Pods are listed whole (not by a Redis selector) because
-// a topology spread constraint counts every matching pod in its namespace.
+// ReadSnapshotPaged lists what the rules need from the API server: every node, PersistentVolume
+// and CSINode (storage.k8s.io/v1: the nodes' CSI attach limits), and the pods, StatefulSets,
+// PodDisruptionBudgets and PersistentVolumeClaims of namespace (all namespaces when ""). Pods
+// are listed whole (not by a Redis selector) because a topology spread constraint counts every
+// matching pod in its namespace.
 //
 // Each resource is listed once, in pages of pageSize objects (client-go's pager; 0: one
 // request), and each object is trimmed (see Trim) as its page arrives, so memory grows with what
@@ -53,7 +54,7 @@ func ReadSnapshot(ctx context.Context, client kubernetes.Interface, namespace st
 func ReadSnapshotPaged(ctx context.Context, client kubernetes.Interface, namespace string, pageSize int64) (*policies.Snapshot, error) {
 	snap := &policies.Snapshot{}
 	t := newTrimmer()
-	core, apps, policy := client.CoreV1(), client.AppsV1(), client.PolicyV1()
+	core, apps, policy, storage := client.CoreV1(), client.AppsV1(), client.PolicyV1(), client.StorageV1()
 	lists := []pagedList{
 		pagedInto("nodes", core.Nodes().List, &snap.Nodes, t.node),
 		pagedInto("pods", core.Pods(namespace).List, &snap.Pods, t.pod),
@@ -61,6 +62,7 @@ func ReadSnapshotPaged(ctx context.Context, client kubernetes.Interface, namespa
 		pagedInto("poddisruptionbudgets", policy.PodDisruptionBudgets(namespace).List, &snap.PodDisruptionBudgets, t.podDisruptionBudget),
 		pagedInto("persistentvolumeclaims", core.PersistentVolumeClaims(namespace).List, &snap.PersistentVolumeClaims, t.persistentVolumeClaim),
 		pagedInto("persistentvolumes", core.PersistentVolumes().List, &snap.PersistentVolumes, t.persistentVolume),
+		pagedInto("csinodes", storage.CSINodes().List, &snap.CSINodes, t.csiNode),
 	}
 	for _, l := range lists {
 		p := pager.New(l.list)
@@ -153,9 +155,13 @@ func CheckSnapshot(snap *policies.Snapshot) error {
 			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxNamedNodes))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s (%d pods)", n, missing[n]))
+		parts = append(parts, fmt.Sprintf("%s (%s)", n, policies.Plural(missing[n], "pod")))
 	}
-	return fmt.Errorf("snapshot: %d pods are bound to %d nodes it does not contain: %s (include every node: kubectl get nodes,pods,... -A)", pods, len(names), strings.Join(parts, ", "))
+	are := "are"
+	if pods == 1 {
+		are = "is"
+	}
+	return fmt.Errorf("snapshot: %s %s bound to %s it does not contain: %s (include every node: kubectl get nodes,pods,... -A)", policies.Plural(pods, "pod"), are, policies.Plural(len(names), "node"), strings.Join(parts, ", "))
 }
 
 // EncodeSnapshot writes snap as one YAML List, the form `kubectl get -o yaml` prints and

@@ -14,24 +14,41 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 )
 
 // names lists "Kind namespace/name" ("Kind name" for an object without a namespace) for every
-// object of snap, in snapshot order (Objects).
+// object of snap, in snapshot order (Objects), CSINodes last with their drivers' attach limits:
+// "CSINode n1 (ebs.csi.aws.com 25)".
 func names(snap *policies.Snapshot) []string {
 	var out []string
 	for gvk, o := range snap.Objects() {
+		if gvk.Kind == "CSINode" {
+			continue
+		}
 		name := o.GetName()
 		if ns := o.GetNamespace(); ns != "" {
 			name = ns + "/" + name
 		}
 		out = append(out, gvk.Kind+" "+name)
 	}
+	for _, o := range snap.CSINodes {
+		name := "CSINode " + o.Name
+		for _, d := range o.Spec.Drivers {
+			name += " (" + d.Name
+			if d.Allocatable != nil && d.Allocatable.Count != nil {
+				name += " " + strconv.Itoa(int(*d.Allocatable.Count))
+			}
+			name += ")"
+		}
+		out = append(out, name)
+	}
 	return out
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	snap := twoClusters(t)
+	snap.CSINodes = append(snap.CSINodes, fixture.CSINode("n1", "ebs.csi.aws.com=25"))
 	var buf bytes.Buffer
 	if err := EncodeSnapshot(&buf, snap); err != nil {
 		t.Fatal(err)
@@ -52,11 +69,13 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 // TestReadSnapshot checks, on a fake clientset, that a namespace limits the namespaced objects
-// and not the nodes.
+// and not the nodes and their CSINodes.
 func TestReadSnapshot(t *testing.T) {
 	snap := twoClusters(t)
+	snap.CSINodes = append(snap.CSINodes, fixture.CSINode("n1", "ebs.csi.aws.com=25"))
 	objs := appendObjects(appendObjects(nil, snap.Nodes), snap.Pods)
 	objs = appendObjects(appendObjects(objs, snap.StatefulSets), snap.PodDisruptionBudgets)
+	objs = appendObjects(objs, snap.CSINodes)
 	client := fake.NewClientset(objs...)
 	for _, tc := range []struct {
 		name, namespace string
@@ -72,6 +91,9 @@ func TestReadSnapshot(t *testing.T) {
 			}
 			if len(got.Pods) != tc.wantPods || len(got.Nodes) != len(snap.Nodes) {
 				t.Errorf("pods %d, nodes %d; want %d, %d", len(got.Pods), len(got.Nodes), tc.wantPods, len(snap.Nodes))
+			}
+			if diff := cmp.Diff(names(&policies.Snapshot{CSINodes: snap.CSINodes}), names(&policies.Snapshot{CSINodes: got.CSINodes})); diff != "" {
+				t.Errorf("CSINodes (-want +got):\n%s", diff)
 			}
 			for _, p := range got.Pods {
 				if tc.namespace != "" && p.Namespace != tc.namespace {

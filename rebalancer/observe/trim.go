@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -27,18 +28,25 @@ import (
 //     to it), labels, owner references, creation and deletion timestamps;
 //   - Pod: spec.nodeName, hostname and subdomain (a Redis node announcing a hostname is matched
 //     to its pod by them), nodeSelector, affinity, tolerations, topologySpreadConstraints,
-//     schedulerName, overhead and resources (pod level), the containers' and init containers'
-//     name, resources and restartPolicy (NodeResourcesFit's requests), the volumes' names and
-//     their persistentVolumeClaim or ephemeral source (VolumeBinding, VolumeZone); status.phase,
-//     podIP and conditions without their times;
+//     schedulerName, hostNetwork, overhead and resources (pod level), the containers' and init
+//     containers' name, resources, restartPolicy (NodeResourcesFit's requests) and the ports
+//     that bind a host port (NodePorts), the volumes' names and their persistentVolumeClaim or
+//     ephemeral source (VolumeBinding, VolumeZone, NodeVolumeLimits) or inline disk
+//     (gcePersistentDisk, awsElasticBlockStore, rbd, iscsi: VolumeRestrictions; azureDisk,
+//     cinder, portworxVolume: NodeVolumeLimits' CSI migration); status.phase, podIP and
+//     conditions without their times;
 //   - Node: spec.unschedulable and taints; status.allocatable (status.capacity only when
-//     allocatable is missing);
+//     allocatable is missing); the Ready condition's status and reason (no times: a heartbeat
+//     changes nothing kept);
 //   - StatefulSet: spec.replicas, selector and template (its labels, and its spec trimmed as a
 //     pod's); status.updateRevision and currentRevision;
 //   - PodDisruptionBudget: spec; status without conditions and disruptedPods;
-//   - PersistentVolumeClaim: spec.volumeName and storageClassName, status.phase;
-//   - PersistentVolume: spec.nodeAffinity, storageClassName and claimRef, status.phase (its
-//     labels carry the legacy zone labels VolumeZone reads).
+//   - PersistentVolumeClaim: spec.volumeName, storageClassName and accessModes
+//     (VolumeRestrictions' ReadWriteOncePod), status.phase;
+//   - PersistentVolume: spec.nodeAffinity, storageClassName and claimRef, its csi source's
+//     driver and volumeHandle and its in-tree disk source (NodeVolumeLimits), status.phase (its
+//     labels carry the legacy zone labels VolumeZone reads);
+//   - CSINode: the drivers' names and allocatable (NodeVolumeLimits' attach limits).
 //
 // Trimmed objects of one snapshot share their equal parts: strings through the unique package,
 // and equal affinities, spread constraints, tolerations, containers, conditions, owner
@@ -60,8 +68,48 @@ func Trim(snap *policies.Snapshot) *policies.Snapshot {
 		PodDisruptionBudgets:   trimAll(snap.PodDisruptionBudgets, t.podDisruptionBudget),
 		PersistentVolumeClaims: trimAll(snap.PersistentVolumeClaims, t.persistentVolumeClaim),
 		PersistentVolumes:      trimAll(snap.PersistentVolumes, t.persistentVolume),
+		CSINodes:               trimAll(snap.CSINodes, t.csiNode),
 		Namespaces:             trimAll(snap.Namespaces, t.namespace),
 	}
+}
+
+// Trimmer trims objects one at a time as ReadSnapshot does (Trim's doc says what each kind
+// keeps), sharing the equal parts of the objects it trims: a watched cache trims each object as
+// it arrives. It is not safe for concurrent use: one per informer.
+type Trimmer struct {
+	t *trimmer
+	// limit is how many shared parts the trimmer keeps before it starts a new table (0: no
+	// limit), so that a long-lived trimmer does not grow with every part it has ever seen.
+	limit int
+}
+
+// NewTrimmer returns a Trimmer that keeps at most limit shared parts before starting afresh (the
+// objects trimmed before keep theirs; 0: no limit).
+func NewTrimmer(limit int) *Trimmer { return &Trimmer{t: newTrimmer(), limit: limit} }
+
+// Trim returns the trimmed copy of a Node, Pod, StatefulSet, PodDisruptionBudget,
+// PersistentVolumeClaim, PersistentVolume or Namespace (pointers), and any other value as it is.
+func (t *Trimmer) Trim(obj any) any {
+	if t.limit > 0 && len(t.t.shared) > t.limit {
+		t.t = newTrimmer()
+	}
+	switch o := obj.(type) {
+	case *corev1.Node:
+		return t.t.node(o)
+	case *corev1.Pod:
+		return t.t.pod(o)
+	case *appsv1.StatefulSet:
+		return t.t.statefulSet(o)
+	case *policyv1.PodDisruptionBudget:
+		return t.t.podDisruptionBudget(o)
+	case *corev1.PersistentVolumeClaim:
+		return t.t.persistentVolumeClaim(o)
+	case *corev1.PersistentVolume:
+		return t.t.persistentVolume(o)
+	case *corev1.Namespace:
+		return t.t.namespace(o)
+	}
+	return obj
 }
 
 // trimAll returns the trimmed copies of objs, in order (nil for none).
@@ -216,10 +264,11 @@ func (t *trimmer) podSpec(s *corev1.PodSpec) corev1.PodSpec {
 	out := corev1.PodSpec{
 		NodeSelector:   t.labels(s.NodeSelector),
 		SchedulerName:  intern(s.SchedulerName),
+		HostNetwork:    s.HostNetwork,
 		Overhead:       s.Overhead.DeepCopy(),
 		Resources:      s.Resources.DeepCopy(),
-		Containers:     t.containers(s.Containers),
-		InitContainers: t.containers(s.InitContainers),
+		Containers:     t.containers(s.Containers, s.HostNetwork),
+		InitContainers: t.containers(s.InitContainers, s.HostNetwork),
 	}
 	if s.Affinity != nil {
 		t.key = append(t.key[:0], tagAffinity)
@@ -255,13 +304,39 @@ func (t *trimmer) podSpec(s *corev1.PodSpec) corev1.PodSpec {
 			out.Volumes[i] = corev1.Volume{Name: intern(v.Name)}
 			out.Volumes[i].PersistentVolumeClaim = v.PersistentVolumeClaim.DeepCopy()
 			out.Volumes[i].Ephemeral = v.Ephemeral.DeepCopy()
+			keepDisks(&out.Volumes[i].VolumeSource, &v.VolumeSource)
 		}
 	}
 	return out
 }
 
-// containers keeps each container's name, resources and restart policy.
-func (t *trimmer) containers(cs []corev1.Container) []corev1.Container {
+// keepDisks copies into out the inline disk sources of in that the filter reads: those
+// VolumeRestrictions compares (GCE PD, AWS EBS, RBD, iSCSI) and those NodeVolumeLimits counts
+// through CSI migration (Azure Disk, Cinder, Portworx besides GCE PD and AWS EBS).
+func keepDisks(out, in *corev1.VolumeSource) {
+	out.GCEPersistentDisk = in.GCEPersistentDisk.DeepCopy()
+	out.AWSElasticBlockStore = in.AWSElasticBlockStore.DeepCopy()
+	out.RBD = in.RBD.DeepCopy()
+	out.ISCSI = in.ISCSI.DeepCopy()
+	out.AzureDisk = in.AzureDisk.DeepCopy()
+	out.Cinder = in.Cinder.DeepCopy()
+	out.PortworxVolume = in.PortworxVolume.DeepCopy()
+}
+
+// hostPorts returns the ports of a container that bind a host port, or, with hostNetwork, that
+// the API server makes host ports (NodePorts reads them), nil when none.
+func hostPorts(ps []corev1.ContainerPort, hostNetwork bool) []corev1.ContainerPort {
+	var out []corev1.ContainerPort
+	for _, p := range ps {
+		if p.HostPort > 0 || hostNetwork && p.ContainerPort > 0 {
+			out = append(out, corev1.ContainerPort{HostIP: p.HostIP, HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: p.Protocol})
+		}
+	}
+	return out
+}
+
+// containers keeps each container's name, resources, restart policy and host ports.
+func (t *trimmer) containers(cs []corev1.Container, hostNetwork bool) []corev1.Container {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -273,11 +348,15 @@ func (t *trimmer) containers(cs []corev1.Container) []corev1.Container {
 		}
 		t.key = append(t.key, 0)
 		t.appendKey(&cs[i].Resources)
+		for _, p := range hostPorts(cs[i].Ports, hostNetwork) {
+			t.appendKey(&p)
+		}
+		t.key = append(t.key, 0)
 	}
 	return share(t, func() []corev1.Container {
 		out := make([]corev1.Container, len(cs))
 		for i := range cs {
-			out[i] = corev1.Container{Name: intern(cs[i].Name), RestartPolicy: cs[i].RestartPolicy}
+			out[i] = corev1.Container{Name: intern(cs[i].Name), RestartPolicy: cs[i].RestartPolicy, Ports: hostPorts(cs[i].Ports, hostNetwork)}
 			cs[i].Resources.DeepCopyInto(&out[i].Resources)
 		}
 		return out
@@ -299,6 +378,11 @@ func (t *trimmer) node(n *corev1.Node) *corev1.Node {
 		out.Status.Allocatable = n.Status.Allocatable.DeepCopy()
 	} else {
 		out.Status.Capacity = n.Status.Capacity.DeepCopy()
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, Reason: intern(c.Reason)}}
+		}
 	}
 	return out
 }
@@ -332,6 +416,7 @@ func (t *trimmer) persistentVolumeClaim(c *corev1.PersistentVolumeClaim) *corev1
 	out := &corev1.PersistentVolumeClaim{ObjectMeta: t.meta(&c.ObjectMeta)}
 	out.Spec.VolumeName = c.Spec.VolumeName
 	out.Spec.StorageClassName = c.Spec.StorageClassName
+	out.Spec.AccessModes = slices.Clone(c.Spec.AccessModes)
 	out.Status.Phase = c.Status.Phase
 	return out
 }
@@ -342,7 +427,26 @@ func (t *trimmer) persistentVolume(v *corev1.PersistentVolume) *corev1.Persisten
 	out.Spec.NodeAffinity = v.Spec.NodeAffinity.DeepCopy()
 	out.Spec.StorageClassName = v.Spec.StorageClassName
 	out.Spec.ClaimRef = v.Spec.ClaimRef.DeepCopy()
+	if src := v.Spec.CSI; src != nil {
+		out.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: intern(src.Driver), VolumeHandle: src.VolumeHandle}
+	}
+	ps, in := &out.Spec.PersistentVolumeSource, &v.Spec.PersistentVolumeSource
+	ps.GCEPersistentDisk = in.GCEPersistentDisk.DeepCopy()
+	ps.AWSElasticBlockStore = in.AWSElasticBlockStore.DeepCopy()
+	ps.AzureDisk = in.AzureDisk.DeepCopy()
+	ps.Cinder = in.Cinder.DeepCopy()
+	ps.PortworxVolume = in.PortworxVolume.DeepCopy()
 	out.Status.Phase = v.Status.Phase
+	return out
+}
+
+// csiNode returns the CSINode's metadata and its drivers' names and allocatable.
+func (t *trimmer) csiNode(n *storagev1.CSINode) *storagev1.CSINode {
+	out := &storagev1.CSINode{ObjectMeta: t.meta(&n.ObjectMeta)}
+	out.Name = intern(n.Name)
+	for _, d := range n.Spec.Drivers {
+		out.Spec.Drivers = append(out.Spec.Drivers, storagev1.CSINodeDriver{Name: intern(d.Name), Allocatable: d.Allocatable.DeepCopy()})
+	}
 	return out
 }
 

@@ -2,6 +2,7 @@ package observe_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 )
@@ -73,6 +75,7 @@ func trimInputs(t *testing.T) map[string]*policies.Snapshot {
 		}
 		in["examples/"+filepath.Base(f)] = snap
 	}
+	in["rare-plugins"] = rarePluginsSnapshot()
 	for seed := uint64(1); seed <= 3; seed++ {
 		in["synth/"+string(rune('0'+seed))] = synth.Generate(synth.Config{
 			Seed: seed, Nodes: 40, Zones: 3, Namespaces: 3, Pods: 900, RedisClusters: 8, MinPods: 6, MaxPods: 24, DriftFraction: 0.8,
@@ -126,4 +129,50 @@ func TestTrimDropsWhatIsNotRead(t *testing.T) {
 	if &a.Spec.Containers[0] != &b.Spec.Containers[0] || a.Spec.Affinity != b.Spec.Affinity || &a.Spec.TopologySpreadConstraints[0] != &b.Spec.TopologySpreadConstraints[0] {
 		t.Error("equal containers, affinity and spread constraints of two pods are not shared")
 	}
+}
+
+// rarePluginsSnapshot is the post-scale-down scenario with what the filter's less common plugins
+// read: ephemeral-storage and GPU requests and allocatable, host ports (and a hostNetwork
+// template whose container port the API server makes a host port), CSI and in-tree (AWS EBS)
+// volumes, CSINodes with attach limits, a ReadWriteOncePod claim and an inline GCE PD, on members
+// and non-members, with the fields the API server adds that the model does not read.
+func rarePluginsSnapshot() *policies.Snapshot {
+	snap := scenario.PostScaleDown().MustSnapshot()
+	const driver = "ebs.csi.aws.com"
+	gce := corev1.Volume{Name: "pd", VolumeSource: corev1.VolumeSource{GCEPersistentDisk: &corev1.GCEPersistentDiskVolumeSource{PDName: "pd-1"}}}
+	for i, n := range snap.Nodes {
+		fixture.WithAllocatable("ephemeral-storage=1Gi", "example.com/gpu=1")(n)
+		n.Status.Images = []corev1.ContainerImage{{Names: []string{"redis:7"}}}
+		cn := fixture.CSINode(n.Name, fmt.Sprintf("%s=%d", driver, 1+i%3))
+		cn.Spec.Drivers[0].TopologyKeys = []string{corev1.LabelTopologyZone}
+		snap.CSINodes = append(snap.CSINodes, cn)
+	}
+	for i, sts := range snap.StatefulSets {
+		tmpl := &sts.Spec.Template.Spec
+		tmpl.HostNetwork = i%2 == 0
+		tmpl.Containers[0].Ports = []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}, {Name: "bus", ContainerPort: 16379, HostPort: 16379 + int32(i%2)}}
+		if i == 1 {
+			tmpl.Volumes = append(tmpl.Volumes, gce)
+		}
+	}
+	for i, p := range snap.Pods {
+		fixture.Resources("cpu=100m", "memory=128Mi", "ephemeral-storage="+[]string{"50Mi", "600Mi"}[i%2])(p)
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}, {Name: "bus", ContainerPort: 16379, HostPort: 16379 + int32(i%2)}}
+		claim := "data-" + p.Name
+		pvc, pv := fixture.CSIClaim(p.Namespace, claim, "pv-"+claim, driver, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteOncePod}[i%2])
+		pv.Spec.CSI.FSType = "ext4"
+		if i%3 == 0 {
+			pv.Spec.CSI = nil
+			pv.Spec.AWSElasticBlockStore = &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-" + claim, FSType: "ext4"}
+		}
+		snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, pvc)
+		snap.PersistentVolumes = append(snap.PersistentVolumes, pv)
+		fixture.WithNamedClaim("data", claim)(p)
+	}
+	snap.Pods = append(snap.Pods,
+		fixture.Pod("gpu-job", fixture.Resources("example.com/gpu=1", "ephemeral-storage=500Mi"), fixture.On(snap.Nodes[0].Name)),
+		fixture.Pod("exporter", fixture.HostPort(6379, "", ""), fixture.WithVolume(gce), fixture.On(snap.Nodes[1].Name)),
+		fixture.Pod("reader", fixture.WithNamedClaim("data", "data-"+snap.Pods[1].Name), fixture.On(snap.Nodes[2].Name)),
+	)
+	return snap
 }

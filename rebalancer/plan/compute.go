@@ -56,11 +56,19 @@ func Compute(c *policies.Cluster, opts Options) Plan {
 	}
 	if len(policies.Hard(plan.Before)) == 0 {
 		plan.CompliantAfter, plan.Minimal, plan.FailoversMinimal = true, true, true
+		if opts.SoftEvictions > 0 && policies.SoftExcess(plan.Before) > 0 {
+			pl = planner()
+			pl.pending = opts.AllowPendingSteps
+			pl.softPlan(&plan, outcome{start: pl.starts()[0]})
+		}
 		return plan
 	}
 	if why := c.StaticInfeasibility(); why != "" {
 		plan.Infeasible, plan.LimitedBy = why, LimitStatic
 		plan.After = plan.Before
+		if opts.BestEffort {
+			planner().bestEffortPlan(&plan)
+		}
 		return plan
 	}
 	pl = planner()
@@ -76,6 +84,9 @@ func Compute(c *policies.Cluster, opts Options) Plan {
 		}
 		plan.Searched = pl.states
 		plan.After = plan.Before
+		if opts.BestEffort {
+			pl.bestEffortPlan(&plan)
+		}
 		return plan
 	}
 	plan.Minimal, plan.FailoversMinimal = out.minimal, out.minimal && out.fixMinimal
@@ -88,6 +99,9 @@ func Compute(c *policies.Cluster, opts Options) Plan {
 	plan.After = c.EvaluateWith(final, masters)
 	plan.CompliantAfter = len(policies.Hard(plan.After)) == 0
 	plan.Searched = pl.states
+	if opts.SoftEvictions > 0 && plan.CompliantAfter && policies.SoftExcess(plan.After) > 0 {
+		pl.softPlan(&plan, out)
+	}
 	return plan
 }
 
@@ -322,7 +336,7 @@ func (pl *planner) moves(o outcome) []Move {
 			Kind:   KindEvict,
 			Member: s.member, Pod: mem.Key(), Node: nodes[s.from].Name,
 			Shard: mem.Shard, Role: role, Failover: role != policies.RoleReplica,
-			Reason: reasonFor(c, st.Placement(), st.Masters(), s.member, "makes room for the other moves"), FailoverTo: -1,
+			Reason: reasonFor(c, st.Placement(), st.Masters(), s.member, pl.tgt.soft >= 0, "makes room for the other moves"), FailoverTo: -1,
 		}
 		if s.to >= 0 {
 			mv.From, mv.To, mv.FailoverTo, mv.ToNode = mem.Key(), c.Members[s.to].Key(), s.to, nodes[st.Node(s.to)].Name
@@ -370,7 +384,7 @@ func (pl *planner) moves(o outcome) []Move {
 			Shard: mem.Shard, Role: policies.RoleMaster, Failover: true,
 			From: mem.Key(), To: c.Members[f.To].Key(), FailoverTo: f.To, ToNode: nodes[st.Node(f.To)].Name,
 			Candidates: []Candidate{}, CandidateNodes: []string{},
-			Reason: reasonFor(c, st.Placement(), st.Masters(), f.From, "makes room for the other failovers"),
+			Reason: reasonFor(c, st.Placement(), st.Masters(), f.From, false, "makes room for the other failovers"),
 		})
 		st.Failover(f.From, f.To)
 	}
@@ -425,7 +439,7 @@ func (pl *planner) onTrack(path []step, k, expected int) verdicts {
 			switch {
 			case done:
 				return true
-			case s.LowerBound > rest:
+			case s.LowerBound > rest && pl.tgt.best == nil:
 				return false
 			case pl.follows(path[k+1:]):
 				return true
@@ -460,12 +474,21 @@ func (pl *planner) onTrack(path []step, k, expected int) verdicts {
 	return v
 }
 
-// reasonFor names the violations member i is part of under p with masters ms, or says otherwise
-// when it is part of none.
-func reasonFor(c *policies.Cluster, p policies.Placement, ms policies.Masters, i int, otherwise string) string {
+// reasonFor names the hard violations (the soft ones when soft) member i is part of under p with
+// masters ms, or says otherwise when it is part of none.
+func reasonFor(c *policies.Cluster, p policies.Placement, ms policies.Masters, i int, soft bool, otherwise string) string {
 	var parts []string
 	key := c.Members[i].Key()
-	for _, v := range policies.Hard(c.EvaluateWith(p, ms)) {
+	vs := policies.Hard(c.EvaluateWith(p, ms))
+	if soft {
+		vs = vs[:0]
+		for _, v := range c.EvaluateWith(p, ms) {
+			if v.Soft {
+				vs = append(vs, v)
+			}
+		}
+	}
+	for _, v := range vs {
 		for _, pod := range v.Pods {
 			if pod == key {
 				parts = append(parts, fmt.Sprintf("%s %s", v.Rule, v.Domain))

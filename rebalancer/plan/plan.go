@@ -130,6 +130,10 @@ type Move struct {
 	// expects them: Pending pods the move unblocks, a pod that waited Pending since an earlier
 	// move among them.
 	Places []Placed `json:"places,omitempty"`
+	// Soft is true for an eviction of the soft fix (Options.SoftEvictions): every hard rule
+	// holds before and after it, and it lowers the soft violations; its candidates are on track
+	// when the soft fix still reaches its soft excess from there.
+	Soft bool `json:"soft,omitempty"`
 }
 
 // Exposure is one pod a plan lets wait Pending: its shard runs without it from one move to a
@@ -176,6 +180,30 @@ const (
 	LimitPendingSteps = "pendingSteps"
 )
 
+// SoftFix is what the soft fix of a plan does (Options.SoftEvictions): the soft excess
+// (policies.SoftExcess) before its moves and after them.
+type SoftFix struct {
+	// Before is the soft excess once the hard rules hold (after the plan's other moves); After
+	// is the soft excess after the soft evictions (Before when none lowers it).
+	Before int `json:"before"`
+	After  int `json:"after"`
+	// Minimal reports whether the search was exhaustive within Options.SoftEvictions: After is
+	// the lowest soft excess that many evictions reach, with the fewest of them.
+	Minimal bool `json:"minimal"`
+}
+
+// BestEffort is what a best-effort plan does (Options.BestEffort): no placement the search
+// reaches satisfies every hard rule, and the plan leads to the one with the fewest violations.
+type BestEffort struct {
+	// Before is the penalty of the current placement; After the penalty of the placement the
+	// plan reaches (Before when no eviction lowers it: the plan has no move).
+	Before policies.Penalty `json:"before"`
+	After  policies.Penalty `json:"after"`
+	// Minimal reports whether the search was exhaustive (within Options.MaxMoves evictions):
+	// After is the lowest penalty reachable, with the fewest evictions.
+	Minimal bool `json:"minimal"`
+}
+
 // Plan is the planner's answer for one cluster.
 type Plan struct {
 	// Moves are the steps in order, carried out one at a time: the evictions, then the failovers
@@ -217,6 +245,15 @@ type Plan struct {
 	// Searched is the number of placements the planner evaluated (its searches and the on-track
 	// checks of the candidates).
 	Searched int `json:"searched"`
+	// SoftEvictions counts the evictions of the soft fix (Move.Soft), after the other moves.
+	SoftEvictions int `json:"softEvictions,omitempty"`
+	// Soft is what the soft fix does, when Options.SoftEvictions allows it and the plan reaches
+	// compliance with soft violations left.
+	Soft *SoftFix `json:"softFix,omitempty"`
+	// BestEffort is set on a best-effort plan (Options.BestEffort): Infeasible still says why no
+	// plan reaches compliance, CompliantAfter is false, and the moves lead to the placement with
+	// the fewest violations.
+	BestEffort *BestEffort `json:"bestEffort,omitempty"`
 }
 
 // PendingPod is a Pending pod's diagnosis.
@@ -254,6 +291,16 @@ type Options struct {
 	// be placeable at once. When no plan exists without, the plan says whether one exists with
 	// it (Plan.WithPendingSteps).
 	AllowPendingSteps bool
+	// SoftEvictions is the most evictions a plan may add, once every hard rule holds, to lower
+	// its soft violations (policies.SoftExcess): each such eviction keeps every hard rule, and
+	// they come after the plan's other moves (Move.Soft, Plan.Soft). 0: soft rules are only
+	// reported.
+	SoftEvictions int
+	// BestEffort: when no plan reaches compliance, plan the fewest evictions to the placement
+	// with the fewest violations the search reaches (policies.Penalty: the pods left without a
+	// node first, then the hard rules' excess; Plan.BestEffort). Off: such a cluster gets no
+	// plan.
+	BestEffort bool
 }
 
 func (o Options) withDefaults() Options {

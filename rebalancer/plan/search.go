@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"slices"
 	"sort"
 
@@ -75,6 +76,30 @@ type planner struct {
 	limit  int  // states at which the current search gives up
 	budget bool // the current search ran out of states
 	sr     *search
+	// tgt is what the current search looks for: compliance (best nil, soft -1), a placement no
+	// farther from compliance than best (a best-effort plan), or compliance with a soft excess
+	// of at most soft (the soft fix).
+	tgt target
+}
+
+// target is what a search looks for (planner.tgt).
+type target struct {
+	best *policies.Penalty
+	soft int
+}
+
+// setTarget makes t what the searches look for, and forgets the placements proven not to reach
+// the previous target.
+func (pl *planner) setTarget(t target) {
+	pl.tgt = t
+	for k := range pl.failed {
+		pl.failed[k] = map[policies.StateKey]int{}
+	}
+}
+
+// softScore returns the soft excess of the state's placement (policies.SoftExcess).
+func (pl *planner) softScore() int {
+	return policies.SoftExcess(pl.c.EvaluateSoft(pl.st.Placement(), pl.st.Masters()))
 }
 
 func newPlanner(c *policies.Cluster, opts Options) *planner {
@@ -111,6 +136,7 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 		pl.failed[k] = map[policies.StateKey]int{}
 	}
 	pl.sr = &search{}
+	pl.tgt = target{soft: -1}
 	return pl
 }
 
@@ -163,13 +189,27 @@ func (pl *planner) takeovers(j int) []int {
 	return out
 }
 
-// done reports whether the state with summary s is a goal: every rule about pods holds and
-// failovers alone can make MasterQuorum hold. It returns those failovers (the fewest).
+// done reports whether the state with summary s is a goal of the current target (planner.tgt):
+// every rule about pods holds and failovers alone can make MasterQuorum hold (and, for the soft
+// fix, hold without failovers, the soft excess at most the target's); or, for a best-effort
+// plan, the placement's penalty is no more than the target's. It returns the failovers the goal
+// needs (the fewest).
 func (pl *planner) done(s policies.Summary) ([]policies.Failover, bool) {
+	if b := pl.tgt.best; b != nil {
+		fix, ok := pl.st.QuorumFix()
+		if !ok {
+			fix = nil
+		}
+		return fix, !b.Less(pl.st.Penalty())
+	}
 	if !s.PodsCompliant {
 		return nil, false
 	}
-	return pl.st.QuorumFix()
+	fix, ok := pl.st.QuorumFix()
+	if ok && pl.tgt.soft >= 0 {
+		return nil, len(fix) == 0 && pl.softScore() <= pl.tgt.soft
+	}
+	return fix, ok
 }
 
 // offer records a goal at the state, reached by path from the search's start, when it needs
@@ -316,6 +356,9 @@ type leafStep struct {
 // evaluated; stops (budget) when the search runs out of states.
 func (pl *planner) successors(j, r int) []leafStep {
 	st := pl.st
+	if pl.tgt.best != nil {
+		r = math.MaxInt32 // a best-effort goal is not bounded by the excess
+	}
 	from := st.Node(j)
 	// Placing pods only adds to the excess sums: a branch above r is cut at once.
 	prune := func() bool {
@@ -421,7 +464,7 @@ func (pl *planner) dfs(remaining int, path *[]step) bool {
 		pl.offer(*path, fix)
 		return true
 	}
-	if remaining <= 0 || s.LowerBound > remaining {
+	if remaining <= 0 || s.LowerBound > remaining && pl.tgt.best == nil {
 		return false
 	}
 	failed := pl.failed[pl.mode()]
@@ -433,7 +476,7 @@ func (pl *planner) dfs(remaining int, path *[]step) bool {
 		pl.budget = true
 		return false
 	}
-	tight := s.LowerBound == remaining
+	tight := s.LowerBound == remaining && pl.tgt.best == nil
 	e := st.Excess()
 	found := false
 	for _, j := range pl.evictable() {
@@ -607,7 +650,7 @@ func (pl *planner) follows(rest []step) bool {
 				set(p.member, p.node)
 			}
 		}
-		if st.Summary().LowerBound > len(rest)-k-1 {
+		if st.Summary().LowerBound > len(rest)-k-1 && pl.tgt.best == nil {
 			return false
 		}
 	}

@@ -75,6 +75,38 @@ type ClusterAnalysis struct {
 	WithPendingSteps *plan.Alternative `json:"withPendingSteps,omitempty"`
 	// Searched is the number of placements the planner evaluated (plan only).
 	Searched int `json:"searched,omitempty"`
+	// SoftEvictions counts the plan's soft evictions (moves with "soft": true), and SoftFix says
+	// what they do, with --soft-evictions (plan only).
+	SoftEvictions int           `json:"softEvictions,omitempty"`
+	SoftFix       *plan.SoftFix `json:"softFix,omitempty"`
+	// BestEffort is set on a best-effort plan (--best-effort, plan only): no plan reaches
+	// compliance (Infeasible says why), and the moves lead to the placement with the fewest
+	// violations the search reached.
+	BestEffort *plan.BestEffort `json:"bestEffort,omitempty"`
+	// Without is set by `plan --without`: the nodes taken away and the hand-off made before they
+	// go. Every other field is then about the cluster without those nodes, its masters handed off
+	// and the pods that ran there lost with them (re-created, placed by the plan or Pending).
+	Without *WhatIf `json:"without,omitempty"`
+}
+
+// WhatIf is what `plan --without NODE,...|zone=ZONE` asks: the cluster as if those nodes were
+// gone (drained for maintenance, or lost), after the hand-off that takes every master off them.
+type WhatIf struct {
+	// Nodes are the nodes taken away, sorted.
+	Nodes []string `json:"nodes"`
+	// HandOff are the failover steps made before they go (plan.HandOff): the fewest that take
+	// every master off them while MasterQuorum holds over the nodes that stay.
+	HandOff []plan.Move `json:"handOff"`
+	// MasterQuorum is what MasterQuorum asks over the nodes that stay, and QuorumHolds whether
+	// the hand-off keeps it.
+	MasterQuorum policies.Quorum `json:"masterQuorum"`
+	QuorumHolds  bool            `json:"quorumHolds"`
+	// Stuck are the masters on those nodes that no replica on a node that stays can take over
+	// from: their slots fail until Redis promotes a replica that comes back.
+	Stuck []string `json:"stuck,omitempty"`
+	// Lost are the cluster's pods that ran on those nodes ("namespace/name"), re-created by their
+	// controllers: the plan places them, or they stay Pending.
+	Lost []string `json:"lost"`
 }
 
 // Analyze evaluates every cluster of m and, when withPlans is true, plans each non-compliant one
@@ -102,6 +134,9 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 			ca.Violations = []policies.Violation{}
 		}
 		ca.MasterQuorum = c.MasterQuorum()
+		if !m.Setting(policies.MasterQuorum).Enabled {
+			ca.MasterQuorum = policies.Quorum{Masters: ca.MasterQuorum.Masters, Zones: ca.MasterQuorum.Zones}
+		}
 		ca.Compliant = len(policies.Hard(ca.Violations)) == 0
 		ca.CompliantAfter, ca.Minimal, ca.FailoversMinimal = ca.Compliant, ca.Compliant, ca.Compliant
 		if withPlans {
@@ -109,6 +144,7 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 			ca.Pending, ca.CompliantAfter, ca.Minimal, ca.Infeasible = p.Pending, p.CompliantAfter, p.Minimal, p.Infeasible
 			ca.FailoversMinimal, ca.Evictions, ca.Failovers = p.FailoversMinimal, p.Evictions, p.Failovers
 			ca.LimitedBy, ca.PendingSteps, ca.WithPendingSteps, ca.Searched = p.LimitedBy, p.PendingSteps, p.WithPendingSteps, p.Searched
+			ca.SoftEvictions, ca.SoftFix, ca.BestEffort = p.SoftEvictions, p.Soft, p.BestEffort
 			if p.Moves != nil {
 				ca.Moves = p.Moves
 			}
@@ -132,10 +168,11 @@ func (a *Analysis) Compliant() bool {
 	return true
 }
 
-// Planned reports whether every cluster complies or has a plan that reaches compliance.
+// Planned reports whether every cluster complies or has a plan that reaches compliance (and,
+// with Without, no master is stuck on the nodes taken away).
 func (a *Analysis) Planned() bool {
 	for _, c := range a.Clusters {
-		if !c.CompliantAfter {
+		if !c.CompliantAfter || c.Without != nil && len(c.Without.Stuck) > 0 {
 			return false
 		}
 	}

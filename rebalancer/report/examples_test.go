@@ -33,8 +33,18 @@ type exampleWant struct {
 	pendingSteps int
 	// infeasible, when set, is a phrase the reason for "no plan" must contain.
 	infeasible string
-	opts       policies.Options
-	popts      plan.Options
+	// softEvictions and softAfter are the soft fix's evictions and the soft excess it leaves
+	// (--soft-evictions).
+	softEvictions, softAfter int
+	// bestEffort is the penalty a best-effort plan reaches (--best-effort): moves and
+	// failoverSteps count its steps.
+	bestEffort *policies.Penalty
+	// drain, when set, is a node whose drain's hand-off (plan.HandOff) must be handOff:
+	// "from → to" failovers in order, MasterQuorum holding over the nodes that stay.
+	drain   string
+	handOff []string
+	opts    policies.Options
+	popts   plan.Options
 }
 
 var exampleWants = map[string]exampleWant{
@@ -72,6 +82,27 @@ var exampleWants = map[string]exampleWant{
 	// same plan.
 	"bitnami-post-scale-down": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
 	"ot-post-scale-down":      {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
+	// Compliant; draining n1 (prepare-drain n1) makes room in zone-b, then hands n1's master off.
+	"rebalanced": {drain: "n1", handOff: []string{"redis/redis-s1-0 → redis/redis-s1-1", "redis/redis-s0-0 → redis/redis-s0-1"}},
+	// Every hard rule holds; the ScheduleAnyway zone constraint (zones 4, 4, 2) and ZoneBalance
+	// are broken: one soft eviction, a pod of zone-a or zone-b to zone-c.
+	"soft-spread": {},
+	"soft-spread/soft-evictions": {
+		softEvictions: 1, softAfter: 0,
+		opts:  policies.Options{Rules: map[policies.Rule]policies.RuleSetting{policies.SoftTopologySpread: {Enabled: true, Soft: true}}},
+		popts: plan.Options{SoftEvictions: 1},
+	},
+	// No placement keeps fewer than N/3 pods per node on 5 nodes: no plan; best effort moves two
+	// masters off n1 (each failed over first), leaving one node above the limit.
+	"best-effort": {
+		violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"},
+		infeasible: "need 6 usable nodes, found 5",
+	},
+	"best-effort/best-effort": {
+		violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"},
+		infeasible: "need 6 usable nodes, found 5", moves: 2, failovers: 2,
+		bestEffort: &policies.Penalty{Excess: 1}, popts: plan.Options{BestEffort: true},
+	},
 }
 
 // redisNodesFile returns the --redis-nodes file of a suite case of the Bitnami or OT layout.
@@ -93,7 +124,7 @@ func TestExamples(t *testing.T) {
 			if err := observe.EncodeSnapshot(&buf, snap); err != nil {
 				t.Fatal(err)
 			}
-			header := "# " + c.Name + ": " + c.Description + "\n# redis-rebalancer plan --snapshot examples/" + c.Name + ".yaml --role-label " + scenario.RoleLabel + "\n"
+			header := "# " + c.Name + ": " + c.Description + "\n# redis-rebalancer plan --snapshot examples/" + c.Name + ".yaml --role-label " + scenario.RoleLabel + flagsText(c) + "\n"
 			if c.Layout != scenario.LayoutSeed {
 				nodes := redisNodesFile(c)
 				header = "# " + c.Name + ": " + c.Description + "\n# redis-rebalancer plan --snapshot examples/" + c.Name + ".yaml --redis-nodes " +
@@ -163,8 +194,18 @@ func TestExamples(t *testing.T) {
 				if diff := cmp.Diff(want.violations, got); diff != "" {
 					t.Errorf("violations (-want +got):\n%s", diff)
 				}
+				if want.infeasible != "" && want.bestEffort != nil {
+					if !strings.Contains(ca.Infeasible, want.infeasible) || ca.CompliantAfter || ca.BestEffort == nil {
+						t.Fatalf("want a best-effort plan because %q; got compliantAfter %v, infeasible %q, bestEffort %+v", want.infeasible, ca.CompliantAfter, ca.Infeasible, ca.BestEffort)
+					}
+					if ca.BestEffort.After != *want.bestEffort || !ca.BestEffort.Minimal || ca.Evictions != want.moves || ca.Failovers != want.failoverSteps {
+						t.Errorf("best effort %+v after %d evictions and %d failover steps, want %+v (minimal) after %d and %d", ca.BestEffort, ca.Evictions, ca.Failovers, *want.bestEffort, want.moves, want.failoverSteps)
+					}
+					logMoves(t, ca.Moves)
+					return
+				}
 				if want.infeasible != "" {
-					if !strings.Contains(ca.Infeasible, want.infeasible) || len(ca.Moves) > 0 || ca.CompliantAfter {
+					if !strings.Contains(ca.Infeasible, want.infeasible) || len(ca.Moves) > 0 || ca.CompliantAfter || ca.BestEffort != nil {
 						t.Errorf("want no plan because %q; got %d moves, compliantAfter %v, infeasible %q", want.infeasible, len(ca.Moves), ca.CompliantAfter, ca.Infeasible)
 					}
 					t.Logf("infeasible: %s", ca.Infeasible)
@@ -173,8 +214,11 @@ func TestExamples(t *testing.T) {
 				if !ca.CompliantAfter || !ca.Minimal || !ca.FailoversMinimal {
 					t.Errorf("compliantAfter %v minimal %v failoversMinimal %v, want all (infeasible %q)", ca.CompliantAfter, ca.Minimal, ca.FailoversMinimal, ca.Infeasible)
 				}
-				if ca.Evictions != want.moves || ca.Failovers != want.failoverSteps || len(ca.Moves) != want.moves+want.failoverSteps {
-					t.Fatalf("%d evictions and %d failover steps (%d moves), want %d and %d: %+v", ca.Evictions, ca.Failovers, len(ca.Moves), want.moves, want.failoverSteps, ca.Moves)
+				if ca.Evictions != want.moves || ca.Failovers != want.failoverSteps || ca.SoftEvictions != want.softEvictions || len(ca.Moves) != want.moves+want.failoverSteps+want.softEvictions {
+					t.Fatalf("%d evictions, %d failover steps and %d soft evictions (%d moves), want %d, %d and %d: %+v", ca.Evictions, ca.Failovers, ca.SoftEvictions, len(ca.Moves), want.moves, want.failoverSteps, want.softEvictions, ca.Moves)
+				}
+				if want.softEvictions > 0 && (ca.SoftFix == nil || ca.SoftFix.After != want.softAfter || !ca.SoftFix.Minimal) {
+					t.Errorf("soft fix %+v, want soft excess %d after, minimal", ca.SoftFix, want.softAfter)
 				}
 				failovers := 0
 				for _, mv := range ca.Moves {
@@ -191,16 +235,44 @@ func TestExamples(t *testing.T) {
 				if want.firstPod != "" && ca.Moves[0].Pod != want.firstPod {
 					t.Errorf("first move evicts %s, want %s", ca.Moves[0].Pod, want.firstPod)
 				}
-				for _, mv := range ca.Moves {
-					if mv.Kind == plan.KindFailover {
-						t.Logf("fail %s (%s) over to %s (%s): %s", mv.From, mv.Node, mv.To, mv.ToNode, mv.Reason)
-						continue
+				if want.drain != "" {
+					leaving, err := m.LeavingNodes([]string{want.drain}, "")
+					if err != nil {
+						t.Fatal(err)
 					}
-					t.Logf("evict %s from %s → %s (candidates %v; failover to %q): %s", mv.Pod, mv.Node, mv.Expected, mv.CandidateNodes, mv.To, mv.Reason)
+					h := plan.HandOff(m.Clusters[0], leaving)
+					var got []string
+					for _, mv := range h.Moves {
+						got = append(got, mv.From+" → "+mv.To)
+					}
+					if diff := cmp.Diff(want.handOff, got); diff != "" || !h.QuorumHolds || len(h.Stuck) > 0 {
+						t.Errorf("hand-off of a drain of %s (-want +got):\n%s\nquorum holds %v, stuck %v", want.drain, diff, h.QuorumHolds, h.Stuck)
+					}
 				}
+				logMoves(t, ca.Moves)
 			})
 		}
 	}
+}
+
+// logMoves logs a plan's moves.
+func logMoves(t *testing.T, moves []plan.Move) {
+	for _, mv := range moves {
+		if mv.Kind == plan.KindFailover {
+			t.Logf("fail %s (%s) over to %s (%s): %s", mv.From, mv.Node, mv.To, mv.ToNode, mv.Reason)
+			continue
+		}
+		t.Logf("evict %s from %s → %s (candidates %v; failover to %q; soft %v): %s", mv.Pod, mv.Node, mv.Expected, mv.CandidateNodes, mv.To, mv.Soft, mv.Reason)
+	}
+}
+
+// flagsText returns a suite case's flags for the example's header command (" --best-effort"), ""
+// without any.
+func flagsText(c scenario.Case) string {
+	if len(c.Flags) == 0 {
+		return ""
+	}
+	return " " + strings.Join(c.Flags, " ")
 }
 
 func cutSlash(s string) (string, string, bool) { return strings.Cut(s, "/") }

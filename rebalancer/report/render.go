@@ -141,6 +141,9 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 		}
 		c := byKey[ca.Namespace+"/"+ca.Name]
 		fmt.Fprintf(w, "Redis cluster %s/%s: %d pods (N=%d), %d shards, zones [%s]\n", ca.Namespace, ca.Name, ca.Pods, ca.N, len(c.Shards), strings.Join(ca.AllowedZones, " "))
+		if ca.Without != nil {
+			RenderWhatIf(w, ca.Without)
+		}
 		RenderShards(w, c)
 		RenderMap(w, c, c.Current())
 		RenderViolations(w, ca.Violations)
@@ -161,24 +164,117 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 			continue
 		}
 		switch {
+		case ca.BestEffort != nil:
+			fmt.Fprintf(w, "  no plan reaches compliance: %s\n", ca.Infeasible)
+			if len(ca.Moves) == 0 {
+				fmt.Fprintf(w, "  best effort: no eviction lowers the violations (%s)\n", PenaltyText(ca.BestEffort.Before))
+				break
+			}
+			fmt.Fprintf(w, "  best-effort plan: %s%s; %s\n", StepsText(ca.Evictions, ca.Failovers), minimalText(ca.Minimal, ca.FailoversMinimal), BestEffortText(*ca.BestEffort))
+			renderMoves(w, ca.Moves)
+			RenderExposure(w, ca.PendingSteps)
 		case ca.Infeasible != "":
 			fmt.Fprintf(w, "  no plan: %s\n", ca.Infeasible)
+		case len(ca.Moves) == 0 && !ca.Compliant:
+			fmt.Fprintf(w, "  no move: the scheduler places the Pending pods by itself; compliant after: %v\n", ca.CompliantAfter)
 		case len(ca.Moves) == 0:
 			fmt.Fprintln(w, "  nothing to do")
 		default:
-			fmt.Fprintf(w, "  plan: %s%s; compliant after: %v\n", StepsText(ca.Evictions, ca.Failovers), minimalText(ca.Minimal, ca.FailoversMinimal), ca.CompliantAfter)
-			for i, mv := range ca.Moves {
-				fmt.Fprintf(w, "  %d. %s\n     because: %s\n", i+1, MoveText(mv), mv.Reason)
-			}
+			fmt.Fprintf(w, "  plan: %s%s; compliant after: %v%s\n", StepsText(ca.Evictions, ca.Failovers), minimalText(ca.Minimal, ca.FailoversMinimal), ca.CompliantAfter, SoftFixText(ca.SoftEvictions, ca.SoftFix))
+			renderMoves(w, ca.Moves)
 			RenderExposure(w, ca.PendingSteps)
 		}
 	}
 }
 
-// Outcome says where a move's pod goes: the expected node and the nodes the scheduler may choose
+// renderMoves writes a plan's moves, one per line with its reason; a soft move's reason is
+// marked "(soft)".
+func renderMoves(w io.Writer, moves []plan.Move) {
+	for i, mv := range moves {
+		fmt.Fprintf(w, "  %d. %s\n     because: %s%s\n", i+1, MoveText(mv), mv.Reason, softMark(mv))
+	}
+}
+
+// softMark is " (soft)" for a move of the soft fix, "" otherwise.
+func softMark(mv plan.Move) string {
+	if mv.Soft {
+		return " (soft)"
+	}
+	return ""
+}
+
+// PenaltyText says a best-effort penalty in words: "excess 3 over the hard rules' limits", with
+// "2 pods without a node, " before it when there are.
+func PenaltyText(p policies.Penalty) string {
+	s := fmt.Sprintf("excess %d over the hard rules' limits", p.Excess)
+	if p.Unplaceable > 0 {
+		s = plural(p.Unplaceable, "pod") + " without a node, " + s
+	}
+	return s
+}
+
+// BestEffortText says what a best-effort plan reaches: "best effort: excess over the hard rules'
+// limits 5 → 1", and "; pods without a node 2 → 0" when there are any.
+func BestEffortText(b plan.BestEffort) string {
+	s := fmt.Sprintf("best effort: excess over the hard rules' limits %d → %d", b.Before.Excess, b.After.Excess)
+	if b.Before.Unplaceable+b.After.Unplaceable > 0 {
+		s += fmt.Sprintf("; pods without a node %d → %d", b.Before.Unplaceable, b.After.Unplaceable)
+	}
+	return s
+}
+
+// SoftFixText says what a plan's soft fix does ("; then 1 soft eviction: soft excess 2 → 0"),
+// "" without one.
+func SoftFixText(evictions int, f *plan.SoftFix) string {
+	if f == nil || f.Before == 0 {
+		return ""
+	}
+	if evictions == 0 {
+		return fmt.Sprintf("; soft excess %d, no soft eviction lowers it", f.Before)
+	}
+	return fmt.Sprintf("; then %s: soft excess %d → %d", plural(evictions, "soft eviction"), f.Before, f.After)
+}
+
+// RenderWhatIf writes what `plan --without` assumes: the nodes taken away, the hand-off made
+// before they go, the masters no replica can take over from, and the pods lost with the nodes.
+func RenderWhatIf(w io.Writer, wi *WhatIf) {
+	fmt.Fprintf(w, "  as if %s were gone; MasterQuorum over the nodes that stay: %s\n", strings.Join(wi.Nodes, ", "), quorumLimits(wi.MasterQuorum))
+	if len(wi.HandOff) == 0 {
+		fmt.Fprintln(w, "  hand-off first: none (no master there)")
+	}
+	for i, mv := range wi.HandOff {
+		if i == 0 {
+			fmt.Fprintf(w, "  hand-off first: %s\n", plural(len(wi.HandOff), "failover"))
+		}
+		fmt.Fprintf(w, "    %s\n", MoveText(mv))
+	}
+	if !wi.QuorumHolds {
+		fmt.Fprintln(w, "  ! no failovers keep MasterQuorum over the nodes that stay")
+	}
+	for _, s := range wi.Stuck {
+		fmt.Fprintf(w, "  ! master %s: no replica on a node that stays can take over; its slots fail when its node goes\n", s)
+	}
+	if len(wi.Lost) > 0 {
+		fmt.Fprintf(w, "  pods lost with the nodes, re-created by their controllers: %s\n", strings.Join(wi.Lost, ", "))
+	}
+	fmt.Fprintln(w, "  without them:")
+}
+
+// quorumLimits is MasterQuorum's limits in words ("not checked" when the rule does not apply).
+func quorumLimits(q policies.Quorum) string {
+	switch {
+	case !q.Applies:
+		return "not checked (roles unknown)"
+	case q.ZoneLimit > 0:
+		return fmt.Sprintf("at most %d of %d masters per node, %d per zone", q.NodeLimit, q.Masters, q.ZoneLimit)
+	}
+	return fmt.Sprintf("at most %d of %d masters per node", q.NodeLimit, q.Masters)
+}
+
+// Destination says where a move's pod goes: the expected node and the nodes the scheduler may choose
 // instead (CandidatesText), or that it waits Pending; then the Pending pods the move lets the
 // scheduler place.
-func Outcome(mv plan.Move) string {
+func Destination(mv plan.Move) string {
 	s := mv.Expected + "; scheduler may choose " + CandidatesText(mv)
 	if mv.WaitsPending {
 		s = "waits Pending (no node fits until a later move frees room)"
@@ -251,11 +347,24 @@ func CandidatesText(mv plan.Move) string {
 // every maintenance window"): a header line with the step counts, then one line per step
 // (MoveText, and the reason), then the exposure of its Pending steps.
 func RenderPlan(w io.Writer, label string, p plan.Plan) {
-	fmt.Fprintf(w, "plan (%s): %s%s\n", label, StepsText(p.Evictions, p.Failovers), MinimalNote(p))
+	what := "plan"
+	if p.BestEffort != nil {
+		what = "best-effort plan"
+	}
+	fmt.Fprintf(w, "%s (%s): %s%s%s\n", what, label, StepsText(p.Evictions, p.Failovers), MinimalNote(p), PlanNote(p))
 	for k, mv := range p.Moves {
-		fmt.Fprintf(w, "  %d. %s — %s\n", k+1, MoveText(mv), mv.Reason)
+		fmt.Fprintf(w, "  %d. %s — %s%s\n", k+1, MoveText(mv), mv.Reason, softMark(mv))
 	}
 	RenderExposure(w, p.PendingSteps)
+}
+
+// PlanNote says what a plan does beyond its evictions and failovers: its soft fix
+// (SoftFixText), or what a best-effort plan reaches ("; " and BestEffortText).
+func PlanNote(p plan.Plan) string {
+	if p.BestEffort != nil {
+		return "; " + BestEffortText(*p.BestEffort)
+	}
+	return SoftFixText(p.SoftEvictions, p.Soft)
 }
 
 // MoveText says what a planned step does: "evict POD from NODE (ROLE[, fail over to REPLICA on
@@ -264,7 +373,7 @@ func MoveText(mv plan.Move) string {
 	if mv.Kind == plan.KindFailover {
 		return fmt.Sprintf("fail %s (%s) over to %s (%s): no pod moves", mv.From, mv.Node, mv.To, mv.ToNode)
 	}
-	return fmt.Sprintf("evict %s from %s (%s) → %s", mv.Pod, mv.Node, roleAndFailover(mv), Outcome(mv))
+	return fmt.Sprintf("evict %s from %s (%s) → %s", mv.Pod, mv.Node, roleAndFailover(mv), Destination(mv))
 }
 
 // StepsText counts a plan's steps: "1 eviction, 2 failovers" (failovers only when there are).

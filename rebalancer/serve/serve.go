@@ -1,6 +1,8 @@
 // Package serve runs redis-rebalancer as a long-running process (`redis-rebalancer serve`): passes
 // on a robfig/cron/v3 schedule of its own, client-go leader election on a Lease so that of several
-// replicas only the leader acts, and one HTTP listener for /healthz, /readyz and /metrics.
+// replicas only the leader acts, and one HTTP listener for /healthz, /readyz and /metrics. A
+// leader also starts a pass when Config.Trigger asks (a broken MasterQuorum), at most one per
+// Config.TriggerMinInterval.
 //
 // A graceful stop (Config.Stop: SIGTERM) starts no further pass, lets the pass in flight stop at
 // its next safe point (the pass honours the same channel: execute.Config.Stop), then releases the
@@ -9,8 +11,8 @@
 // fails to renew its Lease stops acting at once (the pass's context ends) and Run returns
 // ErrLeaseLost: the process exits and is restarted, as kube-scheduler's and the descheduler's are.
 //
-// It imports client-go (leader election), robfig/cron/v3 and rebalancer/metrics; cmd/redis-rebalancer/app
-// wires it.
+// It imports client-go (leader election), robfig/cron/v3, golang.org/x/time/rate, api/v1alpha1
+// (its defaults) and rebalancer/metrics; cmd/redis-rebalancer/app wires it.
 package serve
 
 import (
@@ -24,6 +26,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"golang.org/x/time/rate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
@@ -31,6 +34,7 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/klog/v2"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
 )
 
@@ -46,6 +50,9 @@ const (
 	DefaultRetryPeriod   = 2 * time.Second
 	// DefaultShutdownTimeout bounds the listener's shutdown.
 	DefaultShutdownTimeout = 5 * time.Second
+	// DefaultTriggerMinInterval is Config.TriggerMinInterval (the policy's
+	// watch.quorumPassInterval).
+	DefaultTriggerMinInterval = v1alpha1.DefaultQuorumPassInterval
 )
 
 // ErrLeaseLost is returned by Run when this process led and failed to renew its Lease.
@@ -94,6 +101,14 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// Stop, when closed, is the graceful stop (see the package doc). Nil: never.
 	Stop <-chan struct{}
+	// Trigger, when set, asks for passes off the schedule (a watch saw MasterQuorum broken):
+	// each value, the reason, starts a pass while this process leads, unless a pass runs or the
+	// last pass Trigger started began less than TriggerMinInterval ago (then it is dropped: the
+	// watch asks again).
+	Trigger <-chan string
+	// TriggerMinInterval is the least time between two passes Trigger starts
+	// (DefaultTriggerMinInterval when 0).
+	TriggerMinInterval time.Duration
 }
 
 // ParseSchedule parses a schedule as Config.Schedule describes it.
@@ -290,9 +305,41 @@ func (s *server) lead(ctx context.Context) {
 	}
 	c.Start()
 	klog.InfoS("Next pass", "at", s.schedule.Next(time.Now()).UTC().Format(time.RFC3339))
+	if s.cfg.Trigger != nil {
+		go s.triggered(ctx)
+	}
 	<-ctx.Done()
 	<-c.Stop().Done()
 	s.wait()
+}
+
+// triggered starts a pass for each reason Config.Trigger sends, rate-limited (one per
+// TriggerMinInterval) and never beside another pass, until ctx ends.
+func (s *server) triggered(ctx context.Context) {
+	every := s.cfg.TriggerMinInterval
+	if every == 0 {
+		every = DefaultTriggerMinInterval
+	}
+	limit := rate.NewLimiter(rate.Every(every), 1)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case why := <-s.cfg.Trigger:
+			if s.busy() || !limit.Allow() {
+				continue
+			}
+			klog.InfoS("Pass triggered off the schedule", "reason", why)
+			go s.pass(ctx)
+		}
+	}
+}
+
+// busy reports whether a pass runs now.
+func (s *server) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight > 0
 }
 
 // pass runs one pass unless a graceful stop closed the gate or ctx ended.

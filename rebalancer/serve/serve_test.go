@@ -373,3 +373,52 @@ func TestReadyzNeedsLeaseRights(t *testing.T) {
 	waitFor(t, "ready once granted", 5*time.Second, func() bool { code, _ := r.get(t, "/readyz"); return code == http.StatusOK })
 	waitFor(t, "leads and passes once granted", 10*time.Second, func() bool { return r.passCount() == 1 })
 }
+
+// TestTrigger: with a schedule that never comes and no pass at start, a reason on Trigger starts
+// a pass at once; reasons sent while TriggerMinInterval has not passed since are dropped, and
+// one sent after it starts the next pass.
+func TestTrigger(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	trigger := make(chan string)
+	var passes atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Config{
+			Client: fake.NewClientset(), Schedule: "0 0 1 1 *", Listener: l,
+			Metrics: metrics.New(metrics.BuildInfo{Version: "test"}), Stop: stop,
+			Trigger: trigger, TriggerMinInterval: 700 * time.Millisecond,
+			Pass: func(context.Context, <-chan struct{}) { passes.Add(1) },
+		})
+	}()
+	send := func() {
+		select {
+		case trigger <- "MasterQuorum broken":
+		case <-time.After(10 * time.Second):
+			t.Fatal("nobody reads Trigger")
+		}
+	}
+	start := time.Now()
+	send()
+	waitFor(t, "the triggered pass", 10*time.Second, func() bool { return passes.Load() == 1 })
+	for time.Since(start) < 500*time.Millisecond {
+		send() // within the interval: dropped
+	}
+	if n := passes.Load(); n != 1 {
+		t.Fatalf("%d passes after reasons sent within the interval, want 1", n)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		send()
+		return passes.Load() == 2, nil
+	})
+	if err != nil || time.Since(start) < 700*time.Millisecond {
+		t.Fatalf("second pass after %v (%v), want one once the interval has passed", time.Since(start), err)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -13,6 +13,9 @@ type Case struct {
 	Scenario
 	// Tweak, when set, changes the built snapshot.
 	Tweak func(*policies.Snapshot)
+	// Flags are the flags `plan` needs, beyond the snapshot and the roles, to show what the case
+	// shows ("--best-effort"); the example's header names them.
+	Flags []string
 }
 
 // Snapshot builds the case's snapshot.
@@ -49,11 +52,46 @@ func Suite() []Case {
 		{Scenario: RoleOnly()},
 		{Scenario: BitnamiPostScaleDown()},
 		{Scenario: OTPostScaleDown()},
+		{Scenario: Rebalanced()},
+		SoftSpread(),
+		BestEffort(),
 	}
 	for i := range cases {
 		cases[i].RoleLabels = cases[i].Layout == LayoutSeed
 	}
 	return cases
+}
+
+// SoftSpread: 5 shards × 2 pods (N = 10) on 3 zones × 2 nodes, every hard rule holding (at
+// most 3 pods per node, 4 per zone, 2 masters per zone, one per node), but zones a, b and c hold
+// 4, 4 and 2 pods where the templates' ScheduleAnyway zone constraint asks for a skew of 1: with
+// SoftTopologySpread enabled and one soft eviction allowed, a pod of zone-a or zone-b moves to
+// zone-c.
+func SoftSpread() Case {
+	s := Scenario{
+		Name:        "soft-spread",
+		Description: "5 shards x 2 pods (N=10), every hard rule holding, zones holding 4, 4 and 2 pods: the ScheduleAnyway zone constraint (skew 2 > 1) is soft; one soft eviction fixes it.",
+		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n4", "n1"}, {"n4", "n2"}, {"n2", "n5"}, {"n6", "n3"},
+	})
+	return Case{Scenario: s, Flags: []string{"--enable-rules", "SoftTopologySpread", "--soft-evictions", "1"}}
+}
+
+// BestEffort: N = 6 on 5 nodes, as TooFewNodes, with every master on n1: no placement keeps
+// fewer than N/3 pods per node (that needs 6 nodes), so there is no plan; with --best-effort,
+// two evictions (and the failovers they need) leave one node above the limit instead of n1's
+// two pods above it and zone-a's one above its own.
+func BestEffort() Case {
+	s := Scenario{
+		Name:        "best-effort",
+		Description: "N=6 on 5 nodes, n1 holding every master: no placement complies (fewer than N/3 per node needs 6 nodes); with --best-effort, 2 evictions leave the fewest violations.",
+		Zones:       []Zone{{"zone-a", []string{"n1", "n2"}}, {"zone-b", []string{"n3", "n4"}}, {"zone-c", []string{"n5"}}},
+		Shards:      3, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n1", "n4"}, {"n1", "n5"},
+	})
+	return Case{Scenario: s, Flags: []string{"--best-effort"}}
 }
 
 // SingleZone: one zone of 6 nodes, 3 shards × 2 pods (N = 6, at most 1 pod per node); n1 holds
@@ -242,6 +280,20 @@ func RoleOnly() Scenario {
 		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
 	}.Placed([][]string{
 		{"n1", "n3"}, {"n1", "n5"}, {"n1", "n4"}, {"n3", "n6"}, {"n6", "n2"},
+	})
+}
+
+// Rebalanced is a compliant 5 shards × 2 pods (N = 10) on 3 zones × 2 nodes, one master per node
+// but n6 (zone-a and zone-b hold 2 masters each): the cluster a drain starts from. Draining n1
+// hands s0's master to its replica on n3, which would leave n3 2 and zone-b 3 of the 5 masters:
+// s1's master on n3 hands off to its replica on n5 first. Two failovers, no eviction.
+func Rebalanced() Scenario {
+	return Scenario{
+		Name:        "rebalanced",
+		Description: "Compliant, one master per node but n6: draining n1 takes 2 failovers (room in zone-b first, then n1's master).",
+		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n3", "n5"}, {"n5", "n1"}, {"n2", "n4"}, {"n4", "n6"},
 	})
 }
 

@@ -1,9 +1,13 @@
 package app
 
 import (
+	"context"
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
@@ -70,6 +74,31 @@ func (o *analysisOptions) analyze(cmd *cobra.Command, popts func(*policy) plan.O
 		}
 	} else {
 		report.RenderAnalysis(cmd.OutOrStdout(), m, a, withPlans)
+	}
+	if !ok(a) {
+		return &exitError{ExitViolations, nil}
+	}
+	return nil
+}
+
+// analyzeWith is analyze with the model and the analysis made by analysis (plan --without): the
+// policy resolved, then printed as the output format says, the exit code ExitViolations when ok
+// reports false.
+func (o *analysisOptions) analyzeWith(cmd *cobra.Command, analysis func(context.Context, io.Writer, *policy) (*policies.Model, *report.Analysis, error), ok func(*report.Analysis) bool) error {
+	p, err := o.model.policy.load(cmd.Flags())
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	m, a, err := analysis(cmd.Context(), cmd.ErrOrStderr(), p)
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	if p.Output == v1alpha1.OutputJSON {
+		if err := printJSON(cmd.OutOrStdout(), a); err != nil {
+			return &exitError{ExitError, err}
+		}
+	} else {
+		report.RenderAnalysis(cmd.OutOrStdout(), m, a, true)
 	}
 	if !ok(a) {
 		return &exitError{ExitViolations, nil}

@@ -44,12 +44,16 @@ type constraintsOptions struct {
 	in                               constraints.Input
 	clusterLabel, clusterName, shard string
 	shardLabel, zones                string
+	// output is -o: yaml (the fragment with its comments) or json (the fragment alone; the
+	// comments as note lines on stderr).
+	output string
 }
 
 func newConstraintsOptions() *constraintsOptions {
 	return &constraintsOptions{
 		in:           constraints.Input{Shards: defaultShards, PodsPerShard: defaultPodsPerShard, ZoneKey: policies.LabelZone},
 		clusterLabel: policies.DefaultClusterLabel, shardLabel: constraints.DefaultShardLabel, shard: defaultShardValue,
+		output: "yaml",
 	}
 }
 
@@ -62,6 +66,7 @@ func (o *constraintsOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.clusterName, "cluster-name", o.clusterName, "the Redis cluster's name (the cluster label's value)")
 	fs.StringVar(&o.shardLabel, "shard-label", o.shardLabel, "pod label naming the shard")
 	fs.StringVar(&o.shard, "shard", o.shard, "the shard label's value for this StatefulSet")
+	fs.StringVarP(&o.output, "output", "o", o.output, "output format: yaml (the fragment with comments) or json (the fragment alone, e.g. for kubectl patch --type merge; the comments as note lines on stderr)")
 	fs.BoolVar(&o.in.Relaxed, "relaxed-limits", o.in.Relaxed, `"at most" N/3 and N/2 (maxSkew without the "minus 1"), which avoids the 3-shard deadlock`)
 }
 
@@ -69,6 +74,9 @@ func (o *constraintsOptions) addFlags(fs *pflag.FlagSet) {
 func (o *constraintsOptions) input() (constraints.Input, error) {
 	if o.clusterName == "" {
 		return constraints.Input{}, fmt.Errorf("--cluster-name is required")
+	}
+	if o.output != "yaml" && o.output != "json" {
+		return constraints.Input{}, fmt.Errorf("--output %q: yaml or json", o.output)
 	}
 	in := o.in
 	in.ClusterLabels = map[string]string{o.clusterLabel: o.clusterName}
@@ -115,17 +123,26 @@ redis-rebalancer's MasterQuorum rule checks the masters and fixes them with fail
 			frag := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
 				"topologySpreadConstraints": spread, "affinity": aff,
 			}}}}
+			notes := []string{"Note: " + lint.RolesNote + "."}
+			if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
+				notes = append(notes, fmt.Sprintf("MasterQuorum: %d shards, one master each: %s.", in.Shards, q.Note))
+			}
+			out := cmd.OutOrStdout()
+			if o.output == "json" {
+				for _, note := range notes {
+					fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", strings.TrimPrefix(note, "Note: "))
+				}
+				return printJSON(out, frag)
+			}
 			b, err := yaml.Marshal(frag)
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
-			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v\n",
 				n, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed)
 			fmt.Fprintf(out, "# StatefulSet template fragment for shard %q; pods must carry %s=%s and %s=%s.\n", o.shard, o.clusterLabel, o.clusterName, o.shardLabel, o.shard)
-			writeComment(out, "Note: "+lint.RolesNote+".")
-			if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
-				writeComment(out, fmt.Sprintf("MasterQuorum: %d shards, one master each: %s.", in.Shards, q.Note))
+			for _, note := range notes {
+				writeComment(out, note)
 			}
 			_, err = out.Write(b)
 			return err

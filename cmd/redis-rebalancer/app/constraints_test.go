@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -43,6 +44,21 @@ func TestConstraintsCommand(t *testing.T) {
 	out, _, _ = runCLI(t, "constraints", "--shards", "4", "--zones", "a,b,c", "--cluster-name", "rc1")
 	if !strings.Contains(out, "# MasterQuorum: 4 shards, one master each: with M=4 masters in 3 zones") {
 		t.Errorf("4 shards in 3 zones: want the MasterQuorum comment:\n%s", out)
+	}
+	// -o json: the same fragment as JSON alone, its comments as note lines on stderr.
+	jsonOut, errOut, code := runCLI(t, "constraints", "--shards", "4", "--zones", "a,b,c", "--cluster-name", "rc1", "-o", "json")
+	var yamlFrag, jsonFrag map[string]any
+	if err := yaml.Unmarshal([]byte(out), &yamlFrag); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(jsonOut), &jsonFrag); code != ExitOK || err != nil {
+		t.Fatalf("-o json: exit %d, %v:\n%s", code, err, jsonOut)
+	}
+	if diff := cmp.Diff(yamlFrag, jsonFrag); diff != "" {
+		t.Errorf("-o json fragment (-yaml +json):\n%s", diff)
+	}
+	if !strings.Contains(errOut, "note: MasterQuorum: 4 shards, one master each") || !strings.Contains(errOut, "note: scheduling constraints place pods, not roles") {
+		t.Errorf("-o json: want the comments as notes on stderr:\n%s", errOut)
 	}
 	if _, _, code := runCLI(t, "constraints", "--shards", "3"); code != ExitError {
 		t.Errorf("without --cluster-name: exit %d, want %d", code, ExitError)

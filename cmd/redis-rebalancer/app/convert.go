@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -24,7 +25,8 @@ import (
 //
 //	selection        observe.Selection   ← selection.namespaces, selection.labelSelector
 //	rules            policies.Options    ← selection (cluster label, shard source, role label,
-//	                                       recreating owners), rules
+//	                                       recreating owners), rules (ruleSettings: enabled,
+//	                                       disabled, soft)
 //	planBounds       plan.Options        ← plan
 //	windowConfig     window.Config       ← windows
 //	executorConfig   execute.Config      ← all of the above, limits, failover, timeouts
@@ -40,7 +42,7 @@ func selection(s *v1alpha1.Selection) (observe.Selection, error) {
 	if err != nil {
 		return observe.Selection{}, fmt.Errorf("selection.labelSelector: %w", err)
 	}
-	out := observe.Selection{Selector: sel, ExcludeNamespaces: s.Namespaces.Exclude}
+	out := observe.Selection{Selector: sel, ExcludeNamespaces: s.Namespaces.Exclude, AllowEmpty: s.AllowEmpty}
 	if len(s.Namespaces.Include) == 1 {
 		out.Namespace = s.Namespaces.Include[0]
 	} else {
@@ -59,12 +61,39 @@ func rules(p *policy) (policies.Options, error) {
 		ClusterLabel: p.Selection.ClusterLabel, ShardSource: src, RoleLabel: p.Selection.RoleLabel,
 		RecreatingOwners: p.Selection.RecreatingOwners,
 		RelaxedLimits:    p.Rules.RelaxedLimits, ReleaseReplicaClaims: p.Rules.ReleaseReplicaClaims,
+		Rules: ruleSettings(&p.Rules),
 	}, nil
 }
 
-// planBounds returns the planner's bounds.
+// ruleSettings returns the setting of every registered rule under rules.enabled, rules.disabled
+// and rules.soft: the registry's default (RuleInfo.DefaultSetting), not judged when disabled (by
+// name, or as a default rule by "*"), judged when enabled, soft when listed in soft.
+func ruleSettings(r *v1alpha1.Rules) map[policies.Rule]policies.RuleSetting {
+	out := map[policies.Rule]policies.RuleSetting{}
+	all := slices.Contains(r.Disabled, v1alpha1.AllRules)
+	for _, info := range policies.Rules() {
+		s := info.DefaultSetting()
+		name := string(info.Name)
+		switch {
+		case slices.Contains(r.Enabled, name):
+			s.Enabled = true
+		case all, slices.Contains(r.Disabled, name):
+			s.Enabled = false
+		}
+		if slices.Contains(r.Soft, name) {
+			s.Soft = true
+		}
+		out[info.Name] = s
+	}
+	return out
+}
+
+// planBounds returns the planner's bounds and the searches the policy opts into.
 func planBounds(p *policy) plan.Options {
-	return plan.Options{MaxMoves: int(p.Plan.MaxMoves), MaxStates: int(p.Plan.MaxStates), AllowPendingSteps: p.Plan.AllowPendingSteps}
+	return plan.Options{
+		MaxMoves: int(p.Plan.MaxMoves), MaxStates: int(p.Plan.MaxStates), AllowPendingSteps: p.Plan.AllowPendingSteps,
+		SoftEvictions: int(p.Plan.SoftEvictions), BestEffort: p.Plan.BestEffort,
+	}
 }
 
 // windowConfig returns the maintenance windows.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/window"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
@@ -82,5 +83,50 @@ func TestRedisOptions(t *testing.T) {
 	r.TLS.Enabled = false
 	if got := redisOptions(&r); got.TLS != nil {
 		t.Errorf("TLS disabled: options' TLS %+v, want nil (plain TCP)", got.TLS)
+	}
+}
+
+// TestRuleSettings checks rules.enabled, rules.disabled and rules.soft converted into the
+// rules' settings: the registry's defaults, "*" for every default rule, enabled winning over
+// "*", and soft.
+func TestRuleSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rules v1alpha1.Rules
+		// judged lists the rules judged, "~" before the soft ones, in the registry's order.
+		judged []string
+	}{
+		{
+			name:   "empty: the default rules, optional ones off",
+			judged: []string{"ShardSeparation", "MaxPodsPerNode", "ZoneEvenSplit", "MaxPodsPerZone", "AllowedZones", "TopologySpread", "Unschedulable", "MasterQuorum", "~NodeSpread", "~ZoneBalance"},
+		},
+		{
+			name:   "only TopologySpread: every default rule disabled, one enabled",
+			rules:  v1alpha1.Rules{Disabled: []string{"*"}, Enabled: []string{"TopologySpread"}},
+			judged: []string{"TopologySpread"},
+		},
+		{
+			name:   "MaxPodsPerNode disabled, MasterQuorum soft, the soft spread enabled",
+			rules:  v1alpha1.Rules{Disabled: []string{"MaxPodsPerNode"}, Soft: []string{"MasterQuorum"}, Enabled: []string{"SoftTopologySpread"}},
+			judged: []string{"ShardSeparation", "ZoneEvenSplit", "MaxPodsPerZone", "AllowedZones", "TopologySpread", "Unschedulable", "~MasterQuorum", "~NodeSpread", "~ZoneBalance", "~SoftTopologySpread"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			settings := ruleSettings(&tc.rules)
+			var judged []string
+			for _, info := range policies.Rules() {
+				s := settings[info.Name]
+				switch {
+				case !s.Enabled:
+				case s.Soft:
+					judged = append(judged, "~"+string(info.Name))
+				default:
+					judged = append(judged, string(info.Name))
+				}
+			}
+			if diff := cmp.Diff(tc.judged, judged); diff != "" {
+				t.Errorf("judged (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

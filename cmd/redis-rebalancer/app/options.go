@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,10 +116,11 @@ func newSnapshotOptions() snapshotOptions {
 
 func (o *snapshotOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.chunkSize, "chunk-size", o.chunkSize, "live: objects per LIST request, as kubectl's --chunk-size (0: each resource in one request)")
-	fs.StringVar(&o.file, "snapshot", o.file, "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv -A -o yaml\" (or -o json) prints; - for stdin")
+	fs.StringVar(&o.file, "snapshot", o.file, "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv,csinodes -A -o yaml\" (or -o json) prints; - for stdin")
 	fs.StringVar(&o.redisNodes, "redis-nodes", o.redisNodes, "with --snapshot: Redis's view, as `FILE` or a directory of files, each what \"redis-cli cluster nodes\" prints for one Redis cluster, named <namespace>_<cluster>[.ext] (the cluster label's value): roles and, by --shard-source, shards come from it exactly as live")
 	fs.BoolVar(&o.redisRoles, "redis-roles", o.redisRoles, "live: read each pod's Redis role (and, by --shard-source, shard) from Redis (needs network access to the pod IPs)")
 	fs.DurationVar(&o.redisDeadline, "redis-deadline", o.redisDeadline, "live: bound on reading the roles, then the health, of every Redis cluster (all clusters at once); what is not read by then stays unknown (roles) or unhealthy (health) (0: each node's read timeout only)")
+	zeroMeans(fs, "chunk-size", "redis-deadline")
 }
 
 // redisContext returns ctx bounded by --redis-deadline (unbounded when 0).
@@ -156,22 +158,27 @@ func (o *modelOptions) addFlags(fs *pflag.FlagSet, releaseUsage string) {
 // Redis with (live with readRedis only; nil otherwise) is returned open, for the caller's further
 // reads (check's health) and to close.
 func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, readRedis bool) (*policies.Model, *redisctl.Client, error) {
-	opts, err := rules(p)
+	snap, err := o.readSnapshot(ctx, errOut, p)
 	if err != nil {
 		return nil, nil, err
 	}
+	return o.build(ctx, errOut, p, snap, readRedis)
+}
+
+// readSnapshot loads the snapshot from the file (checked: CheckSnapshot; the kinds it skipped
+// noted on errOut) or lists it from the API server (the namespace p selects).
+func (o *modelOptions) readSnapshot(ctx context.Context, errOut io.Writer, p *policy) (*policies.Snapshot, error) {
 	sel, err := selection(&p.Selection)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var m *policies.Model
 	if o.snapshot.file != "" {
 		snap, skipped, err := observe.LoadSnapshotFile(o.snapshot.file)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if err := observe.CheckSnapshot(snap); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if len(skipped) > 0 {
 			var kinds []string
@@ -181,14 +188,44 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 			sort.Strings(kinds)
 			fmt.Fprintf(errOut, "note: %s skipped (not used by the rules)\n", strings.Join(kinds, ", "))
 		}
+		return snap, nil
+	}
+	if o.snapshot.redisNodes != "" {
+		return nil, errors.New("--redis-nodes needs --snapshot: live, Redis is read")
+	}
+	client, err := o.kube.client()
+	if err != nil {
+		return nil, err
+	}
+	return observe.ReadSnapshotPaged(ctx, client, sel.Namespace, o.snapshot.chunkSize)
+}
+
+// build builds the model of snap with p's rules, keeps the clusters p selects and reads the roles
+// and shards: offline from --redis-nodes' files, live from Redis when readRedis is set (model's
+// Redis client returned open).
+func (o *modelOptions) build(ctx context.Context, errOut io.Writer, p *policy, snap *policies.Snapshot, readRedis bool) (*policies.Model, *redisctl.Client, error) {
+	opts, err := rules(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	sel, err := selection(&p.Selection)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := observe.Model(snap, opts, sel)
+	if err != nil {
+		return nil, nil, err
+	}
+	// A selection that matches nothing is an error (a typo), unless allowed.
+	if err := sel.Check(snap, opts, m); err != nil {
+		return nil, nil, err
+	}
+	if o.snapshot.file != "" {
 		var nodes map[string][]policies.RedisNode
 		if o.snapshot.redisNodes != "" {
 			if nodes, err = observe.LoadRedisNodes(o.snapshot.redisNodes); err != nil {
 				return nil, nil, err
 			}
-		}
-		if m, err = observe.Model(snap, opts, sel); err != nil {
-			return nil, nil, err
 		}
 		for _, k := range observe.ApplyRedisNodes(m, nodes) {
 			fmt.Fprintf(errOut, "note: --redis-nodes: no selected Redis cluster %s in the snapshot; its file is not used\n", k)
@@ -198,25 +235,15 @@ func (o *modelOptions) model(ctx context.Context, errOut io.Writer, p *policy, r
 		}
 		return m, nil, nil
 	}
-	if o.snapshot.redisNodes != "" {
-		return nil, nil, errors.New("--redis-nodes needs --snapshot: live, Redis is read")
-	}
-	client, err := o.kube.client()
-	if err != nil {
-		return nil, nil, err
-	}
-	snap, err := observe.ReadSnapshotPaged(ctx, client, sel.Namespace, o.snapshot.chunkSize)
-	if err != nil {
-		return nil, nil, err
-	}
-	if m, err = observe.Model(snap, opts, sel); err != nil {
-		return nil, nil, err
-	}
 	if !readRedis {
 		if err := shardsRead(m, "Redis is not read (--redis-roles=false)", "give --redis-roles"); err != nil {
 			return nil, nil, err
 		}
 		return m, nil, nil
+	}
+	client, err := o.kube.client()
+	if err != nil {
+		return nil, nil, err
 	}
 	rc, err := redisClient(ctx, client, &p.Redis)
 	if err != nil {
@@ -263,11 +290,24 @@ func setGCPercent() {
 	}
 }
 
-// validateFlags rejects a negative value given to any number or duration flag of fs: no flag of
-// redis-rebalancer takes one (each is a count, a bound, a size, a port, a rate or a timeout), and
-// a negative value would otherwise mean "no bound" to one library and an odd answer to another.
-// Flags left at their defaults are not looked at, nor flags bound to the policy
-// (policyFieldAnnotation): the policy's validation judges those and names the field.
+// zeroMeansAnnotation marks a number or duration flag whose 0 means something its help says
+// ("0: each resource in one request"); validateFlags refuses 0 for every other one.
+const zeroMeansAnnotation = "rebalancer.redis.io/zero-means"
+
+// zeroMeans marks the flags of fs named names with zeroMeansAnnotation.
+func zeroMeans(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		_ = fs.SetAnnotation(n, zeroMeansAnnotation, []string{"true"})
+	}
+}
+
+// validateFlags rejects a negative value given to any number or duration flag of fs, and 0 given
+// to one whose help does not say what 0 means (zeroMeansAnnotation): no flag of redis-rebalancer
+// takes a negative value (each is a count, a bound, a size, a port, a rate or a timeout), and
+// such a value, or a 0 with no meaning of its own, would otherwise mean "no bound" to one library,
+// the default to another, and an odd answer to a third. Flags left at their defaults are not
+// looked at, nor flags bound to the policy (policyFieldAnnotation): the policy's validation
+// judges those and names the field.
 func validateFlags(fs *pflag.FlagSet) error {
 	var errs []error
 	fs.Visit(func(f *pflag.Flag) {
@@ -275,13 +315,27 @@ func validateFlags(fs *pflag.FlagSet) error {
 			return
 		}
 		switch f.Value.Type() {
-		case "int", "int8", "int16", "int32", "int64", "float32", "float64", "duration":
-			if strings.HasPrefix(f.Value.String(), "-") {
+		case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "duration":
+			v := f.Value.String()
+			if strings.HasPrefix(v, "-") {
 				errs = append(errs, fmt.Errorf("--%s must not be negative, got %s", f.Name, f.Value))
+				return
+			}
+			if _, ok := f.Annotations[zeroMeansAnnotation]; !ok && zeroText(v) {
+				errs = append(errs, fmt.Errorf("--%s must be positive, got %s: 0 has no meaning here (leave the flag out for its default, %s)", f.Name, v, f.DefValue))
 			}
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// zeroText reports whether a number or duration flag's value is 0.
+func zeroText(v string) bool {
+	if d, err := time.ParseDuration(v); err == nil {
+		return d == 0
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	return err == nil && f == 0
 }
 
 // analysisOptions are check's and lint's options, and plan's but for the planner's bounds: where

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
@@ -62,7 +63,7 @@ const (
 	// executeGroup: limits, failover, timeouts and maintenance windows of a pass that acts (run,
 	// serve).
 	executeGroup
-	// scheduleGroup: serve's schedule.
+	// scheduleGroup: serve's schedule and watch.
 	scheduleGroup
 	// outputGroup: -o.
 	outputGroup
@@ -155,8 +156,12 @@ var policyFlagTable = []policyFlag{
 	valueFlag(selectionGroup, "shard-source", "", "selection.shardSource", func(p *policy) *string { return &p.Selection.ShardSource }, stringFlag, "where a pod's shard comes from: owner (its controller), redis (CLUSTER NODES; offline: --redis-nodes), label:KEY, or auto (the owner unless Redis groups the pods otherwise); default: the layout's, auto without one"),
 	valueFlag(selectionGroup, "role-label", "", "selection.roleLabel", func(p *policy) *string { return &p.Selection.RoleLabel }, stringFlag, "pod label giving the Redis role (master, replica/slave) when Redis is not read (offline without --redis-nodes, or --redis-roles=false); Redis's roles win when read (default: the layout's)"),
 	valueFlag(selectionGroup, "recreating-owners", "", "selection.recreatingOwners", func(p *policy) *[]string { return &p.Selection.RecreatingOwners }, stringsFlag, "kinds of controller besides StatefulSet that re-create an evicted pod (e.g. InstanceSet); pods of other owners, or of none, are never evicted (default: the layout's)"),
+	valueFlag(selectionGroup, "allow-empty", "", "selection.allowEmpty", func(p *policy) *bool { return &p.Selection.AllowEmpty }, boolFlag, "a selection that matches no Redis cluster is no error (exit 0; without it: exit 1 saying what matched nothing)"),
 	valueFlag(selectionGroup, "relaxed-limits", "", "rules.relaxedLimits", func(p *policy) *bool { return &p.Rules.RelaxedLimits }, boolFlag, `allow "at most" N/3 pods per node and N/2 per zone instead of "fewer than" (the strict limits can deadlock scheduling a three-shard cluster over several zones)`),
 	valueFlag(selectionGroup, "release-replica-claims", "", "rules.releaseReplicaClaims", func(p *policy) *bool { return &p.Rules.ReleaseReplicaClaims }, boolFlag, releaseReplicaClaimsUsage),
+	valueFlag(selectionGroup, "enable-rules", "", "rules.enabled", func(p *policy) *[]string { return &p.Rules.Enabled }, stringsFlag, "rules judged besides the default ones (comma-separated): SoftTopologySpread (ScheduleAnyway topology spread constraints) and PreferredAntiAffinity are judged only when listed (docs/rules.md lists the rules)"),
+	valueFlag(selectionGroup, "disable-rules", "", "rules.disabled", func(p *policy) *[]string { return &p.Rules.Disabled }, stringsFlag, `rules neither judged nor reported (comma-separated); "*" disables every default rule, so that --enable-rules lists the only ones judged (--disable-rules='*' --enable-rules=TopologySpread)`),
+	valueFlag(selectionGroup, "soft-rules", "", "rules.soft", func(p *policy) *[]string { return &p.Rules.Soft }, stringsFlag, "hard rules judged as soft (comma-separated): reported, never deciding compliance; plans act on them only with --soft-evictions"),
 
 	valueFlag(redisGroup, "redis-port", "", "redis.port", func(p *policy) *int32 { return &p.Redis.Port }, int32Flag, "Redis client port of the pods"),
 	valueFlag(redisGroup, "redis-username-file", "", "redis.usernameFile", func(p *policy) *string { return &p.Redis.UsernameFile }, stringFlag, "file holding the Redis ACL user (e.g. a mounted Secret)"),
@@ -178,6 +183,8 @@ var policyFlagTable = []policyFlag{
 	valueFlag(planGroup, "max-plan-moves", "", "plan.maxMoves", func(p *policy) *int32 { return &p.Plan.MaxMoves }, int32Flag, fmt.Sprintf("longest plan considered (0: %d, or twice the lower bound on the moves needed when that is more)", plan.DefaultMaxMoves)),
 	valueFlag(planGroup, "max-plan-states", "", "plan.maxStates", func(p *policy) *int32 { return &p.Plan.MaxStates }, int32Flag, "placements the planner may evaluate per cluster; when they run out, the best plan found so far is shown as not proven minimal"),
 	valueFlag(planGroup, "allow-pending-steps", "", "plan.allowPendingSteps", func(p *policy) *bool { return &p.Plan.AllowPendingSteps }, boolFlag, allowPendingStepsUsage),
+	valueFlag(planGroup, "soft-evictions", "", "plan.softEvictions", func(p *policy) *int32 { return &p.Plan.SoftEvictions }, int32Flag, "most evictions a plan may add, once every hard rule holds, to lower the soft violations; each keeps every hard rule (0: soft rules are only reported)"),
+	valueFlag(planGroup, "best-effort", "", "plan.bestEffort", func(p *policy) *bool { return &p.Plan.BestEffort }, boolFlag, "where no placement satisfies every hard rule, plan the fewest evictions to the placement with the fewest violations (first the fewest pods left without a node, then the least excess over the limits), labelled best effort"),
 
 	valueFlag(executeGroup, "max-moves", "", "limits.maxMovesPerCluster", func(p *policy) *int32 { return &p.Limits.MaxMovesPerCluster }, int32Flag, "most evictions per Redis cluster in one run"),
 	valueFlag(executeGroup, "max-parallel-clusters", "", "limits.maxParallelClusters", func(p *policy) *int32 { return &p.Limits.MaxParallelClusters }, int32Flag, "Redis clusters that progress at once (each with one disruption in flight at most)"),
@@ -214,6 +221,9 @@ var policyFlagTable = []policyFlag{
 	valueFlag(executeGroup, "window-history-configmap", "", "windows.historyConfigMap", func(p *policy) *string { return &p.Windows.HistoryConfigMap }, stringFlag, "the ConfigMap, in the rebalancer's namespace (the pod's, or the kubeconfig context's), where the steps' durations are kept per Redis cluster for the p95 estimate"),
 
 	valueFlag(scheduleGroup, "schedule", "", "schedule", func(p *policy) *string { return &p.Schedule }, stringFlag, `when passes start: a cron expression (5 fields, @hourly/@daily/..., @every DURATION, optional CRON_TZ=<zone> prefix; UTC without one); a pass still running at the next tick skips it`),
+
+	valueFlag(scheduleGroup, "roles-interval", "", "watch.rolesInterval", func(p *policy) *time.Duration { return &p.Watch.RolesInterval.Duration }, durationFlag, "how often every selected Redis cluster's roles are read between passes (a role change that breaks MasterQuorum starts a pass off the schedule)"),
+	valueFlag(scheduleGroup, "quorum-pass-interval", "", "watch.quorumPassInterval", func(p *policy) *time.Duration { return &p.Watch.QuorumPassInterval.Duration }, durationFlag, "least time between two passes a broken MasterQuorum starts off the schedule"),
 
 	valueFlag(outputGroup, "output", "o", "output", func(p *policy) *string { return (*string)(&p.Output) }, stringFlag, contractUsage),
 }
@@ -271,7 +281,7 @@ func (o *policyOptions) addExecuteFlags(fs *pflag.FlagSet) {
 	o.bindGroup(fs, executeGroup, nil)
 }
 
-// addScheduleFlag binds --schedule (serve's).
+// addScheduleFlag binds --schedule and the watch's flags (serve's).
 func (o *policyOptions) addScheduleFlag(fs *pflag.FlagSet) {
 	o.bindGroup(fs, scheduleGroup, nil)
 }
@@ -300,6 +310,7 @@ func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 		}
 	}
 	var errs []error
+	var zeros field.ErrorList    // fields of v1alpha1.PositiveFields a flag gave as 0
 	given := map[string]string{} // field path → flag
 	fs.Visit(func(f *pflag.Flag) {
 		pf, ok := o.bound[f.Name]
@@ -310,11 +321,14 @@ func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 		if err := pf.apply(o, p); err != nil {
 			errs = append(errs, err)
 		}
+		if v1alpha1.IsPositiveField(pf.path) && isZeroValue(pf.field(p)) {
+			zeros = append(zeros, field.Invalid(field.NewPath(pf.path), f.Value.String(), v1alpha1.PositiveMessage+" (leave the flag out for its default)"))
+		}
 	})
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if fe := v1alpha1.ValidateRebalancerPolicy(p); len(fe) > 0 {
+	if fe := append(zeros, v1alpha1.ValidateRebalancerPolicy(p)...); len(fe) > 0 {
 		for _, e := range fe {
 			if name := flagOf(given, e.Field); name != "" {
 				e.Field += " (--" + name + ")"
@@ -325,6 +339,20 @@ func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 	v1alpha1.SetDefaults(p)
 	v1alpha1.ApplyLayout(p)
 	return p, nil
+}
+
+// isZeroValue reports whether a policy field a flag is bound to (what policyFlag.field returns)
+// holds a zero count or duration.
+func isZeroValue(v any) bool {
+	switch x := v.(type) {
+	case *int32:
+		return *x == 0
+	case *int64:
+		return *x == 0
+	case *time.Duration:
+		return *x == 0
+	}
+	return false
 }
 
 // flagOf returns the flag that set the field at path or one of its parents ("" when none did).

@@ -4,17 +4,19 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 	componentbaseconfig "k8s.io/component-base/config"
 	leoptions "k8s.io/component-base/config/options"
 	"k8s.io/klog/v2"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/cache"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
 )
 
@@ -60,6 +62,15 @@ on a Lease (--leader-elect-resource-namespace, default the pod's namespace;
 retry period 2s): only the leader acts. A leader that cannot renew its Lease stops acting at once
 and exits (status 1, to be restarted); a follower takes over when the Lease expires.
 
+Between passes serve watches: informers keep the nodes, pods, StatefulSets,
+PodDisruptionBudgets, PersistentVolumeClaims and PersistentVolumes it reads (after their first
+LIST, a pass issues no LIST: its report's apiRequests say so), and every selected Redis
+cluster's roles are read every --roles-interval (watch.rolesInterval, 5s). When a role change
+breaks MasterQuorum (Redis's own promotions after a node loss can leave one zone holding most
+masters), serve starts a pass off the schedule, at most one per --quorum-pass-interval
+(watch.quorumPassInterval, 1m); the pass waits at its health gate for Redis to settle, respects
+the maintenance windows, and restores MasterQuorum with failovers.
+
 One HTTP listener (--listen-address) serves:
   /healthz  200 while the process runs (500 when it leads and has not renewed its Lease in time)
   /readyz   200 once the API server answered, 503 during a graceful stop, and with leader
@@ -96,6 +107,11 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
+	if o.leaderElection.LeaderElect {
+		if err := validateLease(o.leaderElection); err != nil {
+			return &exitError{ExitError, err}
+		}
+	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
 	m := metrics.New(buildInfo())
@@ -104,7 +120,13 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	ex, closeRedis, err := o.run.executor(ctx, client, p, progressOut(cmd, p), stop)
+	watched, trigger, closeWatch, err := o.watch(ctx, client, p)
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	defer closeWatch()
+	o.run.source = watched
+	ex, closeRedis, err := o.run.executor(ctx, client, p, progressOut(cmd, p), stop, nil)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
@@ -117,11 +139,9 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	}
 	identity := ""
 	if le.LeaderElect {
-		host, err := os.Hostname()
-		if err != nil {
-			return &exitError{ExitError, fmt.Errorf("identity: %w", err)}
+		if identity, err = leaseIdentity(); err != nil {
+			return &exitError{ExitError, err}
 		}
-		identity = host + "_" + string(uuid.NewUUID())
 	}
 	l, err := net.Listen("tcp", o.listenAddress)
 	if err != nil {
@@ -131,16 +151,23 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	err = serve.Run(ctx, serve.Config{
 		Client: client, Schedule: p.Schedule, PassOnStart: o.passOnStart,
 		LeaderElection: le, Identity: identity, Listener: l, Metrics: m, Stop: stop,
+		Trigger: trigger, TriggerMinInterval: p.Watch.QuorumPassInterval.Duration,
 		Pass: func(ctx context.Context, _ <-chan struct{}) {
+			if err := watched.WaitForSync(ctx); err != nil {
+				klog.ErrorS(err, "Pass not started")
+				return
+			}
 			start := time.Now()
+			before := o.run.kube.requests.Counts()
 			rep, runErr := ex.Run(ctx)
-			code := o.run.report(cmd, p, rep, runErr)
-			outcome := outcomeOf(code)
-			m.RunDone(time.Now(), time.Since(start), outcome)
+			// The pass's own requests: the counter counts the informers' too, since start-up.
+			rep.APIRequests = observe.Since(rep.APIRequests, before)
+			o.run.report(cmd, p, rep, runErr)
+			m.RunDone(time.Now(), time.Since(start), rep.Outcome)
 			if runErr != nil {
 				klog.ErrorS(runErr, "Pass ended with an error")
 			}
-			klog.InfoS("Pass ended", "outcome", outcome, "clusters", len(rep.Clusters), "evictions", rep.Moves(), "seconds", rep.Seconds)
+			klog.InfoS("Pass ended", "outcome", rep.Outcome, "clusters", len(rep.Clusters), "evictions", rep.Moves(), "seconds", rep.Seconds)
 		},
 	})
 	if err != nil {
@@ -150,15 +177,37 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	return nil
 }
 
-// outcomeOf names run's exit status as the metrics' outcome label does.
-func outcomeOf(code int) metrics.Outcome {
-	switch code {
-	case ExitOK:
-		return metrics.OutcomeCompliant
-	case ExitViolations:
-		return metrics.OutcomeViolations
-	case ExitOutsideWindow:
-		return metrics.OutcomeOutsideWindow
+// watch starts serve's watched cache on client (the informers of what the rules read, and every
+// selected Redis cluster's roles read every watch.rolesInterval through a Redis client of its
+// own) and its MasterQuorum watch, which sends on the returned channel the reason to start a
+// pass whenever it finds MasterQuorum broken. stop stops the roles' reads and closes their
+// client; the informers stop with ctx.
+func (o *serveOptions) watch(ctx context.Context, client kubernetes.Interface, p *policy) (*cache.Cache, <-chan string, func(), error) {
+	sel, err := selection(&p.Selection)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return metrics.OutcomeError
+	opts, err := rules(p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rc, err := redisClient(ctx, client, &p.Redis)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	c := cache.New(client, cache.Options{
+		Namespace: sel.Namespace, ClusterLabel: p.Selection.ClusterLabel, Redis: rc, Selection: sel,
+		RolesInterval: p.Watch.RolesInterval.Duration,
+	})
+	trigger := make(chan string, 1)
+	c.QuorumWatch(opts, func(key string, vs []policies.Violation) {
+		why := fmt.Sprintf("%s: %s", key, vs[0].Message)
+		select {
+		case trigger <- why:
+		default: // a reason is pending already
+		}
+	})
+	c.Start(wctx)
+	return c, trigger, func() { cancel(); rc.Close() }, nil
 }
