@@ -21,12 +21,28 @@ export KWOK_BIN_DIR := $(TOOLS_CACHE)/kwok-$(KWOK_VERSION)
 export KUSTOMIZE_BIN_DIR := $(TOOLS_CACHE)/kustomize-$(KUSTOMIZE_VERSION)
 export HELM_BIN_DIR := $(TOOLS_CACHE)/helm-$(HELM_VERSION)
 
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app.Version=$(VERSION)
+# The version: git describe's, a release tag (v0.1.0) on a release commit.
+VERSION  ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null || echo dev)
+# The git commit built (the metrics' build_info and `redis-rebalancer version` show it).
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app.Version=$(VERSION) \
+            -X github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app.Revision=$(REVISION)
 FUZZTIME ?= 30s
 TEST_TIMEOUT ?= 45m
 
-IMAGE    ?= redis-rebalancer:$(VERSION)
+# The image: IMAGE_REGISTRY is a placeholder (registry.example.com) the manifests share; set it to
+# your registry (make image IMAGE_REGISTRY=ghcr.io/you) and the manifests' image with kustomize's
+# `images:` or Helm's image.repository. The manifests reference RELEASE, the chart's appVersion:
+# `make image` on the commit tagged RELEASE builds exactly the image they name.
+IMAGE_REGISTRY ?= registry.example.com
+IMAGE_REPO     ?= $(IMAGE_REGISTRY)/redis-rebalancer
+IMAGE          ?= $(IMAGE_REPO):$(VERSION)
+RELEASE        := $(shell awk '$$1=="appVersion:" {gsub(/"/, "", $$2); print $$2}' deploy/helm/redis-rebalancer/Chart.yaml)
+IMAGE_PLATFORMS ?= amd64 arm64
+# The OCI labels: the licenses label's SPDX expression, and created, the commit's time (the same
+# commit builds the same image).
+IMAGE_LICENSES ?= Apache-2.0
+COMMIT_TIME    ?= $(shell git log -1 --format=%cI 2>/dev/null)
 # The CA bundle put in the image (none when the file is missing).
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 
@@ -41,10 +57,17 @@ build: ## build bin/redis-rebalancer and bin/rebalancer-demo
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/redis-rebalancer ./cmd/redis-rebalancer
 	$(GO) build -o bin/rebalancer-demo ./cmd/rebalancer-demo
 
-image: ## build the container image without a Docker daemon: bin/image (OCI layout) and bin/redis-rebalancer-image.tar (docker load)
-	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/linux/redis-rebalancer ./cmd/redis-rebalancer
-	$(GO) run ./hack/image -binary bin/linux/redis-rebalancer -version $(VERSION) -tag $(IMAGE) \
-	  -layout bin/image -tarball bin/redis-rebalancer-image.tar $(if $(wildcard $(CA_CERTS)),-ca-certs $(CA_CERTS))
+image: ## build the container image without a Docker daemon for linux/amd64 and linux/arm64: bin/image (an OCI layout holding the image index) and bin/redis-rebalancer-image.tar (this machine's platform, for docker load)
+	for arch in $(IMAGE_PLATFORMS); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/linux/$$arch/redis-rebalancer ./cmd/redis-rebalancer || exit 1; \
+	done
+	$(GO) run ./hack/image $(foreach a,$(IMAGE_PLATFORMS),-binary $(a)=bin/linux/$(a)/redis-rebalancer) \
+	  -version $(VERSION) -revision $(REVISION) $(if $(COMMIT_TIME),-created $(COMMIT_TIME)) -licenses $(IMAGE_LICENSES) \
+	  -tag $(IMAGE) -layout bin/image -tarball bin/redis-rebalancer-image.tar $(if $(wildcard $(CA_CERTS)),-ca-certs $(CA_CERTS))
+	@if [ "$(VERSION)" != "$(RELEASE)" ]; then \
+	  echo "note: the manifests (deploy/) name $(IMAGE_REPO):$(RELEASE); this build is $(IMAGE), not a release tag:"; \
+	  echo "      set the image tag (kustomize images:, Helm image.tag) to use it"; \
+	fi
 
 deps: ## install Debian's redis-server and redis-tools when missing
 	@if ! command -v redis-server >/dev/null; then \

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,6 +158,17 @@ func wantGuardRules(webhook string, selfSigned bool) []rbacv1.PolicyRule {
 	return rules
 }
 
+// renderHelmKinds renders the Helm chart with its default values in kind job and deployment
+// (renderAll renders the default kind, cronjob), for checkRendering.
+func renderHelmKinds(t *testing.T, helmRelease, helmNamespace string) []rendering {
+	helm := tool(t, "helm", "HELM_BIN_DIR", helmVersion)
+	var rs []rendering
+	for _, kind := range []string{"job", "deployment"} {
+		rs = append(rs, rendering{name: "helm kind=" + kind, objs: render(t, helm, "template", helmRelease, repoPath("deploy/helm/redis-rebalancer"), "--namespace", helmNamespace, "--set", "kind="+kind)})
+	}
+	return rs
+}
+
 // wantClusterRules are the ClusterRole's rules: least privilege for a pass.
 var wantClusterRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
@@ -189,18 +201,28 @@ var wantPodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailure
 }}
 
 // checkRendering checks one rendering's RBAC and workloads: the ClusterRole's rules are exactly
-// wantClusterRules; every Role grants either a Secret by name (get only) or the Lease, and every
-// rendering has the Lease's Role (run and serve hold the same Lease); every pod runs as non-root
-// with a read-only root filesystem, no capabilities, seccomp RuntimeDefault; the CronJob never
-// runs two passes at once; every Job has wantPodFailurePolicy and backoffLimit 0.
+// wantClusterRules (less pods/eviction where Roles grant it per namespace); every Role grants
+// either a Secret by name (get only), the Lease, the step history's ConfigMap (create; get and
+// update by name) or pods/eviction in one namespace, and every rendering has the Lease's Role (run
+// and serve hold the same Lease); every pod runs as non-root with a read-only root filesystem, no
+// capabilities, seccomp RuntimeDefault; the CronJob never runs two passes at once; every Job has
+// wantPodFailurePolicy and backoffLimit 0.
 func checkRendering(t *testing.T, r rendering) {
 	t.Helper()
 	leaseRole := false
+	// With evictions granted per namespace (the chart's rbac.evictionNamespaces), the ClusterRole
+	// grants none.
+	want := wantClusterRules
+	for _, o := range r.objs {
+		if o.GetKind() == "Role" && slices.ContainsFunc(convert[rbacv1.Role](t, o).Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "pods/eviction") }) {
+			want = slices.DeleteFunc(slices.Clone(wantClusterRules), func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "pods/eviction") })
+		}
+	}
 	for _, o := range r.objs {
 		switch o.GetKind() {
 		case "ClusterRole":
 			cr := convert[rbacv1.ClusterRole](t, o)
-			want := wantClusterRules
+			want := want
 			switch {
 			case strings.HasSuffix(cr.Name, "-guard-cert"):
 				// kustomize guard-self-signed: the rotator's part, apart.
@@ -225,6 +247,13 @@ func checkRendering(t *testing.T, r rendering) {
 				case slices.Equal(rule.Resources, []string{"secrets"}):
 					if len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get"}) {
 						t.Errorf("%s: Role %s: secrets must be get by one resourceName, got %+v", r.name, role.Name, rule)
+					}
+				case slices.Equal(rule.Resources, []string{"pods/eviction"}) && slices.Equal(rule.Verbs, []string{"create"}):
+					// Evictions granted in one namespace (the chart's rbac.evictionNamespaces).
+				case slices.Equal(rule.Resources, []string{"configmaps"}) && slices.Equal(rule.APIGroups, []string{""}):
+					// The step history: create, or get/update of the one ConfigMap by name.
+					if !slices.Equal(rule.Verbs, []string{"create"}) && (len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get", "update"})) {
+						t.Errorf("%s: Role %s: configmaps must be create, or get/update by name, got %+v", r.name, role.Name, rule)
 					}
 				case slices.Equal(rule.Resources, []string{"leases"}) && slices.Equal(rule.APIGroups, []string{"coordination.k8s.io"}):
 					leaseRole = true
@@ -355,7 +384,8 @@ func (a *applier) apply(ctx context.Context, manager string, objs []*unstructure
 }
 
 // serviceAccountKubeconfig writes a kubeconfig holding a token of the ServiceAccount ns/name
-// (TokenRequest API) for the bed's API server, and returns its path and a client.
+// (TokenRequest API) for the bed's API server, its context in namespace ns, and returns its path
+// and a client.
 func serviceAccountKubeconfig(t *testing.T, env *harness.Env, ns, name string) (string, kubernetes.Interface) {
 	t.Helper()
 	tr, err := env.Client().CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
@@ -375,7 +405,7 @@ func serviceAccountKubeconfig(t *testing.T, env *harness.Env, ns, name string) (
 	kc.Clusters["bed"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: ca}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
 	// The context's namespace is the ServiceAccount's, as a pod's in-cluster configuration has it:
-	// run's and serve's Lease default to it.
+	// run's and serve's Lease and the step history default to it.
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "bed", AuthInfo: name, Namespace: ns}
 	kc.CurrentContext = name
 	path := filepath.Join(t.TempDir(), "sa.kubeconfig")
@@ -403,7 +433,7 @@ func TestDeploy(t *testing.T) {
 	ctx := t.Context()
 	const helmRelease, helmNamespace = "redis-rebalancer-helm", "redis-rebalancer-helm"
 	rs := renderAll(t, helmRelease, helmNamespace)
-	for _, r := range rs {
+	for _, r := range append(slices.Clone(rs), renderHelmKinds(t, helmRelease, helmNamespace)...) {
 		t.Logf("%s: %s", r.name, strings.Join(r.kinds(), ", "))
 		checkRendering(t, r)
 	}
@@ -488,6 +518,11 @@ func TestDeploy(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Verb: "delete", Resource: "validatingwebhookconfigurations", Group: "admissionregistration.k8s.io", Name: "redis-rebalancer-guard"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "secrets", Name: "redis-rebalancer-guard-tls"}, true},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "secrets", Name: "other"}, false},
+		// The step history: its ConfigMap by name in the rebalancer's namespace, and no other.
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "configmaps", Name: "redis-rebalancer-history"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "configmaps", Name: "redis-rebalancer-policy"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "list", Resource: "configmaps"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "configmaps"}, false},
 	} {
 		review, err := sa.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &c.attr},
@@ -555,6 +590,46 @@ func TestDeploy(t *testing.T) {
 		t.Fatalf("the run evicted %v and failed over %q; the scenario needs both", moved, failedOver)
 	}
 	f.finish(t)
+
+	// The step history the run kept, as the ServiceAccount (deploy/base/history-role.yaml): the
+	// durations of this cluster's steps, and its rejoins with the bytes the replica synced.
+	cm, err := f.Client().CoreV1().ConfigMaps("redis-rebalancer").Get(ctx, v1alpha1.DefaultHistoryConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("step history: %v", err)
+	}
+	var hist execute.StepHistory
+	if err := json.Unmarshal([]byte(cm.Data[execute.HistoryKey(cr.Namespace+"/"+cr.Name)]), &hist); err != nil {
+		t.Fatalf("step history of %s/%s: %v (data %v)", cr.Namespace, cr.Name, err, cm.Data)
+	}
+	t.Logf("step history of %s/%s: %+v", cr.Namespace, cr.Name, hist)
+	if len(hist.Steps[report.StepEvict]) != len(moved) || len(hist.Resyncs) != len(moved) || hist.Resyncs[0].Bytes <= 0 || hist.Resyncs[0].Seconds <= 0 {
+		t.Errorf("step history %+v: want %d evictions and as many rejoins, with their bytes", hist, len(moved))
+	}
+
+	// serve as the ServiceAccount, electing on a Lease where it has no rights (the test's
+	// namespace): it cannot take part in the election, so /readyz says 503 and why, /healthz 200.
+	noLease := startCLI(t, nil, cliArgs("serve", f.Env, "--kubeconfig", kubeconfig, "--listen-address", "127.0.0.1:0", "--schedule", "@every 1h",
+		"--leader-elect-resource-namespace", f.Namespace)...)
+	noLease.waitLine(`"msg":"Not ready: this replica cannot take part in the leader election"`, time.Minute)
+	addr := serveAddr(t, noLease)
+	for path, want := range map[string]int{"/readyz": http.StatusServiceUnavailable, "/healthz": http.StatusOK} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Logf("serve without Lease rights: GET %s: %d %s", path, resp.StatusCode, strings.TrimSpace(string(body)))
+		if resp.StatusCode != want || (path == "/readyz" && !strings.Contains(string(body), "may not get, update Lease "+f.Namespace+"/redis-rebalancer")) {
+			t.Errorf("GET %s: %d %q, want %d (naming the Lease rights missing)", path, resp.StatusCode, body, want)
+		}
+	}
+	if err := syscall.Kill(noLease.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := noLease.wait(time.Minute); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM, want 0", code)
+	}
 
 	// The Events on the moved pod: the failover (ours) and the eviction (the PodEvictor's).
 	pod := moved[0][strings.Index(moved[0], "/")+1:]

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -363,6 +364,7 @@ func (r *cliRun) wait(timeout time.Duration) int {
 	}
 	r.t.Logf("redis-rebalancer exited (%v); its output:\n%s", r.cmd.ProcessState, r.stderr())
 	r.assertNoProcessLeft()
+	r.assertJSONLines(r.cmd.Args[1:])
 	return r.cmd.ProcessState.ExitCode()
 }
 
@@ -399,9 +401,16 @@ func (r *cliRun) stderr() string {
 	return strings.Join(r.lines, "\n")
 }
 
-// errorLine returns the first line of the error the CLI printed ("redis-rebalancer: …", without
-// the prefix), or "" when it printed none.
+// errorLine returns the error the CLI ended with: the "err" of its "Command failed" log entry
+// (--logging-format=json), or the first line "redis-rebalancer: …" without the prefix (text);
+// "" when it printed none.
 func (r *cliRun) errorLine() string {
+	for _, l := range r.logs() {
+		if l["msg"] == "Command failed" {
+			s, _ := l["err"].(string)
+			return s
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, l := range r.lines {
@@ -410,6 +419,30 @@ func (r *cliRun) errorLine() string {
 		}
 	}
 	return ""
+}
+
+// assertJSONLines checks, when the CLI logs JSON (--logging-format json), that every line it
+// printed on stderr is one JSON object: the log entries, the progress as "Progress" entries,
+// the error as "Command failed".
+func (r *cliRun) assertJSONLines(args []string) {
+	r.t.Helper()
+	if !slices.Contains(args, "json") || !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--logging-format") }) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	bad := 0
+	for _, l := range r.lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			if bad++; bad <= 5 {
+				r.t.Errorf("stderr line is not one JSON object (%v): %q", err, l)
+			}
+		}
+	}
+	if bad > 0 {
+		r.t.Errorf("%d of %d stderr lines are not JSON with --logging-format json", bad, len(r.lines))
+	}
 }
 
 // report returns the run's JSON report (stdout); it fails the test when there is none.

@@ -160,12 +160,22 @@ func TestPostScaleDown(t *testing.T) {
 	if evictions < 1 || failovers < 1 {
 		t.Errorf("the run made %d evictions and %d failovers; the scenario needs at least one of each", evictions, failovers)
 	}
-	// The structured log has a line per failover and per eviction, naming the cluster.
+	// The structured log has a line per failover and per eviction, naming the Redis cluster
+	// (namespace, cluster) and the move's shard, pod, node and step.
 	cr := res.report.Clusters[0]
 	count := map[string]int{}
 	for _, l := range res.logs {
-		if l["cluster"] == cr.Namespace+"/"+cr.Name {
-			count[fmt.Sprint(l["msg"])]++
+		if l["namespace"] != cr.Namespace || l["cluster"] != cr.Name {
+			continue
+		}
+		msg := fmt.Sprint(l["msg"])
+		count[msg]++
+		if msg == "Master failed over" || msg == "Pod evicted" {
+			for _, k := range []string{"shard", "pod", "node", "step"} {
+				if s, _ := l[k].(string); s == "" {
+					t.Errorf("log line %v has no %s", l, k)
+				}
+			}
 		}
 	}
 	if count["Master failed over"] != failovers || count["Pod evicted"] != evictions {
@@ -217,6 +227,14 @@ func assertAPIRequests(t *testing.T, rep report.Run, evictions int) {
 	}
 	if got := count["get pods"]; got > polls {
 		t.Errorf("get pods = %d, more than the %d polls of the re-creation waits: something reads pods one by one", got, polls)
+	}
+	// The step history: one read at the start when windows are judged (none here), then a read
+	// and a write per Redis cluster that measured steps.
+	if got, most := count["get configmaps"], len(rep.Clusters)+1; got > most {
+		t.Errorf("get configmaps = %d, more than the step history's %d", got, most)
+	}
+	if got, most := count["update configmaps"]+count["create configmaps"], len(rep.Clusters); got > most {
+		t.Errorf("writes of configmaps = %d, more than the step history's %d", got, most)
 	}
 	if got := count["create pods/eviction"]; got != 2*evictions {
 		t.Errorf("create pods/eviction = %d, want %d (a dry run and an eviction per eviction made)", got, 2*evictions)

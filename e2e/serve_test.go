@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"os"
@@ -166,13 +167,14 @@ func TestServeLeaderElection(t *testing.T) {
 	// after a failover waits for 3 s of quiet on the old master: servePolicy).
 	a.waitLine("✓ failover (", 3*time.Minute)
 	wantSamples(t, "leader", scrape(t, addrA), []metricWant{
-		{"redis_rebalancer_failovers_total", map[string]string{"result": string(execute.FailoverSucceeded)}, 1},
+		{"redis_rebalancer_failovers_total", map[string]string{"namespace": f.Namespace, "cluster": cmp.Or(f.Scenario.Cluster, "redis"), "result": string(execute.FailoverSucceeded)}, 1},
 		{"redis_rebalancer_step_duration_seconds", map[string]string{"step": "failover"}, 1},
 		{"redis_rebalancer_leader", nil, 1},
 		{"redis_rebalancer_build_info", nil, 1},
 	})
 	killed := time.Now()
 	a.kill()
+	a.assertJSONLines(a.cmd.Args[1:]) // killed: wait, which checks it, is not called
 	if strings.Contains(a.stderr(), "✓ evict (") {
 		t.Fatalf("the leader evicted before it was killed: the test needs the kill between the failover and the eviction")
 	}
@@ -196,8 +198,9 @@ func TestServeLeaderElection(t *testing.T) {
 	}
 
 	wantSamples(t, "new leader", scrape(t, addrB), []metricWant{
-		{"redis_rebalancer_evictions_total", map[string]string{"result": string(execute.EvictionEvicted)}, 1},
-		{"redis_rebalancer_moves_total", map[string]string{"result": "done"}, 1},
+		{"redis_rebalancer_evictions_total", map[string]string{"namespace": f.Namespace, "cluster": cmp.Or(f.Scenario.Cluster, "redis"), "result": string(execute.EvictionEvicted)}, 1},
+		{"redis_rebalancer_moves_total", map[string]string{"namespace": f.Namespace, "cluster": cmp.Or(f.Scenario.Cluster, "redis"), "result": "done"}, 1},
+		{"redis_rebalancer_pass_duration_seconds", nil, 1},
 		{"redis_rebalancer_step_duration_seconds", map[string]string{"step": "evict"}, 1},
 		{"redis_rebalancer_step_duration_seconds", map[string]string{"step": "roleCheck"}, 1},
 		{"redis_rebalancer_runs_total", map[string]string{"outcome": "compliant"}, 1},
@@ -205,7 +208,7 @@ func TestServeLeaderElection(t *testing.T) {
 		{"redis_rebalancer_last_run_timestamp_seconds", nil, float64(killed.Unix())},
 		{"redis_rebalancer_last_run_duration_seconds", nil, 0.001},
 		{"redis_rebalancer_leader", nil, 1},
-		{"redis_rebalancer_build_info", nil, 1},
+		{"redis_rebalancer_build_info", map[string]string{"version": app.Version}, 1},
 	})
 	fams := scrape(t, addrB)
 	if v := gaugeSum(fams, "redis_rebalancer_violations", map[string]string{"namespace": f.Namespace, "phase": "before"}); v < 1 {

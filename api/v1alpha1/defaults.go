@@ -41,8 +41,11 @@ const (
 	// writes pings its replicas only every repl-ping-replica-period (10 s by default), so values
 	// below about 11 need that setting lowered too.
 	DefaultMaxLastIOSeconds = 15
-	// DefaultStepEstimate is windows.stepEstimate.
-	DefaultStepEstimate = StepEstimateBound
+	// DefaultStepEstimate is windows.stepEstimate: the bound of a step never measured, what
+	// it took before otherwise.
+	DefaultStepEstimate = StepEstimateP95
+	// DefaultHistoryConfigMap is windows.historyConfigMap.
+	DefaultHistoryConfigMap = "redis-rebalancer-history"
 	// DefaultWindowDuration is a maintenance window's duration.
 	DefaultWindowDuration = time.Hour
 	// DefaultOutput is output.
@@ -165,6 +168,7 @@ func SetDefaults(p *RebalancerPolicy) {
 	if p.Windows.StepEstimate == "" {
 		p.Windows.StepEstimate = DefaultStepEstimate
 	}
+	setString(&p.Windows.HistoryConfigMap, DefaultHistoryConfigMap)
 	for i := range p.Windows.Windows {
 		setDuration(&p.Windows.Windows[i].Duration, DefaultWindowDuration)
 	}

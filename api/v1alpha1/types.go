@@ -354,8 +354,11 @@ const (
 	// StepEstimateBound expects each step to take as long as its timeouts allow: a move starts
 	// only when it cannot outlast the window, even if every wait runs to its timeout.
 	StepEstimateBound StepEstimate = "bound"
-	// StepEstimateP95 expects each step to take the 95th percentile of the durations this pass
-	// has measured for that step (nearest rank); a step not measured yet counts its bound.
+	// StepEstimateP95 expects each step to take the 95th percentile (nearest rank) of the
+	// durations measured for that step in this Redis cluster by earlier passes (the step history,
+	// windows.historyConfigMap) and this one, and in this pass's other clusters, at most its
+	// bound; a rejoin's durations are scaled to the dataset of the pod that moves (used_memory)
+	// at the sync rate they showed. A step never measured counts its bound.
 	StepEstimateP95 StepEstimate = "p95"
 )
 
@@ -364,8 +367,17 @@ const (
 // duration ends before the window closes.
 type Windows struct {
 	// stepEstimate is how a move's expected duration is judged: bound (the sum of its steps'
-	// timeouts) or p95 (the 95th percentile of each step's durations measured in this pass).
+	// timeouts) or p95 (the 95th percentile of each step's durations measured in this Redis
+	// cluster by earlier passes and this one, a rejoin scaled to the pod's dataset; the bound
+	// for a step never measured).
 	StepEstimate StepEstimate `json:"stepEstimate"`
+	// historyConfigMap names the ConfigMap, in the rebalancer's own namespace (the pod's; from
+	// a workstation, the kubeconfig context's), where each pass that acts keeps the durations of
+	// the steps it measured, one key per Redis cluster (the newest 20 per step; each rejoin with
+	// the dataset it synced). Read and written with stepEstimate p95 only; a pass that may not
+	// (RBAC: get and update on it, create on configmaps) logs it and judges with its own
+	// measures.
+	HistoryConfigMap string `json:"historyConfigMap"`
 	// windows are the maintenance windows; a pass may act while any is open. Empty: at any
 	// time.
 	Windows []Window `json:"windows"`

@@ -398,6 +398,11 @@ func validateOneSource(path *field.Path, what, secretName, file, env string) fie
 
 func validateWindows(w *Windows, path *field.Path) field.ErrorList {
 	errs := validateEnum(path.Child("stepEstimate"), w.StepEstimate, StepEstimateBound, StepEstimateP95)
+	if w.HistoryConfigMap != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(w.HistoryConfigMap) {
+			errs = append(errs, field.Invalid(path.Child("historyConfigMap"), w.HistoryConfigMap, msg))
+		}
+	}
 	for i, win := range w.Windows {
 		p := path.Child("windows").Index(i)
 		if win.Schedule == "" {

@@ -2,8 +2,12 @@
 // go-containerregistry: an empty base (no registry can be reached to pull distroless from), one
 // layer holding the static binary, /etc/passwd and /etc/group entries for the non-root user
 // 65532 (distroless's "nonroot") and, when given, a CA bundle; the config runs the binary as that
-// user. No shell, no package manager, nothing else. It writes an OCI image layout and a
-// docker-loadable tarball (`docker load`, `podman load`, `kind load image-archive`).
+// user. No shell, no package manager, nothing else. One image per platform (linux/amd64 and
+// linux/arm64 from `make image`), gathered in an OCI image index; each carries the OCI
+// annotations (org.opencontainers.image.*: title, version, revision, created from the commit's
+// time, source, licenses) as config labels, and the index as annotations. It writes an OCI image
+// layout holding the index and a docker-loadable tarball of one platform's image (`docker load`,
+// `podman load`, `kind load image-archive`: they load no index).
 //
 // The Dockerfile at the repository's root builds the same image on distroless/static:nonroot
 // where a daemon and a registry are at hand. hack/image is the command `make image` runs.
@@ -38,9 +42,15 @@ const (
 	CACertsPath = "/etc/ssl/certs/ca-certificates.crt"
 	// User is the user and group the container runs as: distroless's nonroot, 65532:65532.
 	User = "65532:65532"
-	// SourceLabel and VersionLabel are the OCI annotations set as config labels.
-	SourceLabel  = "org.opencontainers.image.source"
-	VersionLabel = "org.opencontainers.image.version"
+	// The OCI annotations (image-spec annotations.md) set as config labels and on the index.
+	TitleLabel    = "org.opencontainers.image.title"
+	SourceLabel   = "org.opencontainers.image.source"
+	VersionLabel  = "org.opencontainers.image.version"
+	RevisionLabel = "org.opencontainers.image.revision"
+	CreatedLabel  = "org.opencontainers.image.created"
+	LicensesLabel = "org.opencontainers.image.licenses"
+	// Title is the image's title.
+	Title = "redis-rebalancer"
 	// Source is the project's repository.
 	Source = "https://github.com/redis-rebalancer/redis-rebalancer"
 )
@@ -59,20 +69,53 @@ type Options struct {
 	// CACerts is the path of a PEM CA bundle to put at CACertsPath ("": none; the API server's
 	// CA comes with the service account, Redis's with --redis-tls-ca).
 	CACerts string
-	// Version is the image's version label.
+	// Version is the image's version label (git describe's output; a release tag at a release).
 	Version string
-	// Arch is the image's architecture (runtime.GOARCH when empty).
+	// Revision is the git commit the binary was built from (the revision label).
+	Revision string
+	// Created is when the image counts as created: the commit's time, so that the same commit
+	// gives the same image (the created label and the config's created; the Unix epoch when
+	// zero).
+	Created time.Time
+	// Licenses is the SPDX license expression of the licenses label ("": no label).
+	Licenses string
+	// Arch is the image's architecture (runtime.GOARCH when empty); the binary must be built for
+	// it (its ELF machine is checked).
 	Arch string
 }
 
-// Build returns the image. It fails when the binary is missing, not an ELF file, or dynamically
-// linked (it would not start on an empty base).
+// Labels returns the OCI annotations opts give an image: title, source and version always;
+// revision, created and licenses when known.
+func (opts Options) Labels() map[string]string {
+	l := map[string]string{TitleLabel: Title, SourceLabel: Source, VersionLabel: opts.Version}
+	if opts.Revision != "" {
+		l[RevisionLabel] = opts.Revision
+	}
+	if !opts.Created.IsZero() {
+		l[CreatedLabel] = opts.Created.UTC().Format(time.RFC3339)
+	}
+	if opts.Licenses != "" {
+		l[LicensesLabel] = opts.Licenses
+	}
+	return l
+}
+
+// elfMachines are the ELF machines of the architectures an image is built for.
+var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// Build returns the image of one platform. It fails when the binary is missing, not an ELF file,
+// dynamically linked (it would not start on an empty base), or built for another architecture
+// than opts.Arch.
 func Build(opts Options) (v1.Image, error) {
 	bin, err := os.ReadFile(opts.Binary)
 	if err != nil {
 		return nil, fmt.Errorf("image: %w", err)
 	}
-	if err := checkStatic(opts.Binary); err != nil {
+	arch := opts.Arch
+	if arch == "" {
+		arch = runtime.GOARCH
+	}
+	if err := checkStatic(opts.Binary, arch); err != nil {
 		return nil, fmt.Errorf("image: %s: %w", opts.Binary, err)
 	}
 	files := []file{
@@ -108,9 +151,9 @@ func Build(opts Options) (v1.Image, error) {
 		return nil, fmt.Errorf("image: %w", err)
 	}
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	arch := opts.Arch
-	if arch == "" {
-		arch = runtime.GOARCH
+	created := opts.Created
+	if created.IsZero() {
+		created = time.Unix(0, 0)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -118,13 +161,13 @@ func Build(opts Options) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", arch
-	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
+	cf.Created = v1.Time{Time: created.UTC()}
 	cf.Config = v1.Config{
 		User:       User,
 		Entrypoint: []string{BinaryPath},
 		WorkingDir: "/",
 		Env:        []string{"PATH=/", "HOME=/home/nonroot"},
-		Labels:     map[string]string{SourceLabel: Source, VersionLabel: opts.Version},
+		Labels:     opts.Labels(),
 	}
 	if opts.CACerts != "" {
 		cf.Config.Env = append(cf.Config.Env, "SSL_CERT_FILE="+CACertsPath)
@@ -136,9 +179,32 @@ func Build(opts Options) (v1.Image, error) {
 	return img, nil
 }
 
-// Write writes img as an OCI image layout in dir (replaced) and as a docker-loadable tarball at
-// tarPath, tagged ref.
-func Write(img v1.Image, dir, tarPath, ref string) error {
+// Index gathers the images of several platforms in an OCI image index, each manifest's
+// descriptor with its platform (from the image's config), the index annotated with labels (the
+// OCI annotations Options.Labels gives).
+func Index(labels map[string]string, imgs ...v1.Image) (v1.ImageIndex, error) {
+	var adds []mutate.IndexAddendum
+	seen := map[string]bool{}
+	for _, img := range imgs {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, fmt.Errorf("image: index: %w", err)
+		}
+		p := cf.Platform()
+		if seen[p.String()] {
+			return nil, fmt.Errorf("image: index: two images for %s", p)
+		}
+		seen[p.String()] = true
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: p}})
+	}
+	idx := mutate.IndexMediaType(mutate.AppendManifests(empty.Index, adds...), types.OCIImageIndex)
+	return mutate.Annotations(idx, labels).(v1.ImageIndex), nil
+}
+
+// Write writes idx as an OCI image layout in dir (replaced), the index named ref, and tarImg (one
+// platform's image: docker load takes no index) as a docker-loadable tarball at tarPath, tagged
+// ref.
+func Write(idx v1.ImageIndex, tarImg v1.Image, dir, tarPath, ref string) error {
 	tag, err := name.NewTag(ref)
 	if err != nil {
 		return fmt.Errorf("image: tag: %w", err)
@@ -150,21 +216,21 @@ func Write(img v1.Image, dir, tarPath, ref string) error {
 	if err != nil {
 		return fmt.Errorf("image: layout: %w", err)
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag.String()})); err != nil {
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag.String()})); err != nil {
 		return fmt.Errorf("image: layout: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(tarPath), 0o755); err != nil {
 		return fmt.Errorf("image: %w", err)
 	}
-	if err := tarball.WriteToFile(tarPath, tag, img); err != nil {
+	if err := tarball.WriteToFile(tarPath, tag, tarImg); err != nil {
 		return fmt.Errorf("image: tarball: %w", err)
 	}
 	return nil
 }
 
-// checkStatic returns an error unless path is an ELF executable without a program interpreter
-// (a statically linked binary).
-func checkStatic(path string) error {
+// checkStatic returns an error unless path is an ELF executable for arch without a program
+// interpreter (a statically linked binary).
+func checkStatic(path, arch string) error {
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("not an ELF binary: %w", err)
@@ -174,6 +240,9 @@ func checkStatic(path string) error {
 		if p.Type == elf.PT_INTERP {
 			return errors.New("dynamically linked (it has a program interpreter): build it with CGO_ENABLED=0")
 		}
+	}
+	if want, ok := elfMachines[arch]; ok && f.Machine != want {
+		return fmt.Errorf("built for %s, not %s (GOARCH=%s)", f.Machine, arch, arch)
 	}
 	return nil
 }

@@ -6,22 +6,62 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"sigs.k8s.io/yaml"
 )
 
-// staticBinary builds a tiny static Go program (CGO_ENABLED=0), as `make image` builds the real
-// one, and returns its path.
+// staticBinary builds a tiny static Go program (CGO_ENABLED=0) for linux/amd64, as `make image`
+// builds the real one, and returns its path.
 func staticBinary(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	return staticBinaryFor(t, "amd64")
+}
+
+// stubs holds the stand-in binaries built so far, by architecture, in stubDir (TestMain removes it).
+var (
+	stubMu  sync.Mutex
+	stubs   = map[string]string{}
+	stubDir string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if stubDir != "" {
+		os.RemoveAll(stubDir)
+	}
+	os.Exit(code)
+}
+
+// staticBinaryFor builds the tiny static program for linux/arch (once per test process).
+func staticBinaryFor(t *testing.T, arch string) string {
+	t.Helper()
+	stubMu.Lock()
+	defer stubMu.Unlock()
+	if p, ok := stubs[arch]; ok {
+		return p
+	}
+	if stubDir == "" {
+		d, err := os.MkdirTemp("", "image-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stubDir = d
+	}
+	dir := filepath.Join(stubDir, arch)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nimport \"os/user\"\n\nfunc main() { _, _ = user.Current() }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -31,10 +71,11 @@ func staticBinary(t *testing.T) string {
 	out := filepath.Join(dir, "bin")
 	cmd := exec.Command("go", "build", "-o", out, ".")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0", "GOFLAGS=")
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0", "GOFLAGS=")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build of the stand-in binary: %v\n%s", err, b)
 	}
+	stubs[arch] = out
 	return out
 }
 
@@ -78,7 +119,9 @@ func TestImage(t *testing.T) {
 	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	img, err := Build(Options{Binary: bin, CACerts: ca, Version: "v1.2.3", Arch: "amd64"})
+	created := time.Date(2026, 11, 20, 9, 30, 0, 0, time.FixedZone("CET", 3600))
+	opts := Options{Binary: bin, CACerts: ca, Version: "v1.2.3", Revision: "0123456789abcdef0123456789abcdef01234567", Created: created, Licenses: "Apache-2.0", Arch: "amd64"}
+	img, err := Build(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +131,18 @@ func TestImage(t *testing.T) {
 	}
 	want := v1.Config{
 		User: "65532:65532", Entrypoint: []string{"/redis-rebalancer"}, WorkingDir: "/",
-		Env:    []string{"PATH=/", "HOME=/home/nonroot", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
-		Labels: map[string]string{SourceLabel: Source, VersionLabel: "v1.2.3"},
+		Env: []string{"PATH=/", "HOME=/home/nonroot", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
+		Labels: map[string]string{
+			"org.opencontainers.image.title": "redis-rebalancer", "org.opencontainers.image.version": "v1.2.3",
+			"org.opencontainers.image.revision": "0123456789abcdef0123456789abcdef01234567", "org.opencontainers.image.created": "2026-11-20T08:30:00Z",
+			"org.opencontainers.image.source": "https://github.com/redis-rebalancer/redis-rebalancer", "org.opencontainers.image.licenses": "Apache-2.0",
+		},
 	}
 	if diff := cmp.Diff(want, cf.Config); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	if !cf.Created.Time.Equal(created) {
+		t.Errorf("config created %s, want the commit's time %s", cf.Created.Time, created)
 	}
 	if cf.OS != "linux" || cf.Architecture != "amd64" {
 		t.Errorf("platform %s/%s, want linux/amd64", cf.OS, cf.Architecture)
@@ -134,7 +184,11 @@ func TestImage(t *testing.T) {
 	// Both outputs read back as the same image.
 	dir := filepath.Join(t.TempDir(), "layout")
 	tarPath := filepath.Join(t.TempDir(), "image.tar")
-	if err := Write(img, dir, tarPath, "redis-rebalancer:v1.2.3"); err != nil {
+	one, err := Index(opts.Labels(), img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(one, img, dir, tarPath, "redis-rebalancer:v1.2.3"); err != nil {
 		t.Fatal(err)
 	}
 	wantDigest, _ := img.Digest()
@@ -142,7 +196,15 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := p.ImageIndex()
+	top, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := top.IndexManifest()
+	if err != nil || len(tm.Manifests) != 1 {
+		t.Fatalf("layout's top index %+v (%v), want one index", tm, err)
+	}
+	idx, err := top.ImageIndex(tm.Manifests[0].Digest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +213,7 @@ func TestImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(m.Manifests) != 1 || m.Manifests[0].Digest != wantDigest {
-		t.Errorf("layout holds %+v, want the image %s", m.Manifests, wantDigest)
+		t.Errorf("layout's index holds %+v, want the image %s", m.Manifests, wantDigest)
 	}
 	fromTar, err := tarball.ImageFromPath(tarPath, nil)
 	if err != nil {
@@ -166,7 +228,7 @@ func TestImage(t *testing.T) {
 	}
 
 	// Reproducible: the same inputs give the same digest.
-	again, err := Build(Options{Binary: bin, CACerts: ca, Version: "v1.2.3", Arch: "amd64"})
+	again, err := Build(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,5 +249,145 @@ func TestImageRefusesDynamicBinaries(t *testing.T) {
 	}
 	if _, err := Build(Options{Binary: "image.go"}); err == nil || !strings.Contains(err.Error(), "not an ELF binary") {
 		t.Errorf("Build of a Go source file: %v, want not an ELF binary", err)
+	}
+	if _, err := Build(Options{Binary: staticBinaryFor(t, "arm64"), Arch: "amd64"}); err == nil || !strings.Contains(err.Error(), "built for EM_AARCH64, not amd64") {
+		t.Errorf("Build of an arm64 binary as amd64: %v, want a refusal", err)
+	}
+}
+
+// TestImageIndex builds the image for linux/amd64 and linux/arm64, as `make image` does: the
+// layout holds one OCI image index with both platforms' manifests, each with its platform, each
+// image's binary for its architecture, the index annotated with the OCI labels; the tarball is
+// the amd64 image.
+func TestImageIndex(t *testing.T) {
+	opts := Options{Version: "v0.1.0", Revision: "abc", Created: time.Date(2026, 11, 20, 8, 30, 0, 0, time.UTC), Licenses: "Apache-2.0"}
+	bins := map[string]string{"amd64": staticBinaryFor(t, "amd64"), "arm64": staticBinaryFor(t, "arm64")}
+	dir := filepath.Join(t.TempDir(), "layout")
+	tarPath := filepath.Join(t.TempDir(), "image.tar")
+	if err := run(opts, []string{"amd64=" + bins["amd64"], "arm64=" + bins["arm64"]}, "2026-11-20T08:30:00Z", dir, tarPath, "registry.example.com/redis-rebalancer:v0.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := top.IndexManifest()
+	if err != nil || len(tm.Manifests) != 1 || tm.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "registry.example.com/redis-rebalancer:v0.1.0" {
+		t.Fatalf("layout's top index %+v (%v), want one index named by the tag", tm, err)
+	}
+	idx, err := top.ImageIndex(tm.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.MediaType != "application/vnd.oci.image.index.v1+json" {
+		t.Errorf("index media type %s, want an OCI image index", m.MediaType)
+	}
+	if diff := cmp.Diff(opts.Labels(), m.Annotations); diff != "" {
+		t.Errorf("index annotations (-want +got):\n%s", diff)
+	}
+	var platforms []string
+	for _, d := range m.Manifests {
+		if d.Platform == nil {
+			t.Fatalf("manifest %s has no platform", d.Digest)
+		}
+		platforms = append(platforms, d.Platform.String())
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cf.Architecture != d.Platform.Architecture || cf.Config.Labels[RevisionLabel] != "abc" || cf.Config.Labels[CreatedLabel] != "2026-11-20T08:30:00Z" {
+			t.Errorf("%s: config architecture %s, labels %v", d.Platform, cf.Architecture, cf.Config.Labels)
+		}
+		_, data := layerFiles(t, img)
+		want, _ := os.ReadFile(bins[d.Platform.Architecture])
+		if !cmp.Equal(want, data["/redis-rebalancer"]) {
+			t.Errorf("%s: the image's binary is not the %s build", d.Platform, d.Platform.Architecture)
+		}
+	}
+	sort.Strings(platforms)
+	if diff := cmp.Diff([]string{"linux/amd64", "linux/arm64"}, platforms); diff != "" {
+		t.Errorf("platforms (-want +got):\n%s", diff)
+	}
+	fromTar, err := tarball.ImageFromPath(tarPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf, err := fromTar.ConfigFile(); err != nil || cf.Architecture != "amd64" {
+		t.Errorf("tarball's image: %v (%v), want the amd64 image", cf, err)
+	}
+}
+
+// TestManifestsNameTheImage: `make image` at the release (VERSION = the chart's appVersion, what
+// git describe says on the release's tag) tags the image the manifests run: the chart's
+// image.repository and appVersion, and every kustomize overlay's images entry.
+func TestManifestsNameTheImage(t *testing.T) {
+	root := filepath.Join("..", "..")
+	read := func(rel string, v any) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(b, v); err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+	}
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	read("deploy/helm/redis-rebalancer/Chart.yaml", &chart)
+	var values struct {
+		Image struct{ Repository, Tag string } `json:"image"`
+	}
+	read("deploy/helm/redis-rebalancer/values.yaml", &values)
+	if chart.AppVersion == "" || values.Image.Tag != "" {
+		t.Fatalf("chart appVersion %q, image.tag %q: want the release as appVersion and no tag (the appVersion is the tag)", chart.AppVersion, values.Image.Tag)
+	}
+	chartImage := values.Image.Repository + ":" + chart.AppVersion
+
+	cmd := exec.Command("make", "-n", "-s", "image", "VERSION="+chart.AppVersion)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n image: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`-tag (\S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("make -n image prints no -tag:\n%s", out)
+	}
+	if got := string(m[1]); got != chartImage {
+		t.Errorf("make image at the release tags %s; the chart runs %s", got, chartImage)
+	}
+	for _, a := range []string{"amd64", "arm64"} {
+		if !strings.Contains(string(out), "-binary "+a+"=") {
+			t.Errorf("make image builds no %s image:\n%s", a, out)
+		}
+	}
+
+	overlays, err := filepath.Glob(filepath.Join(root, "deploy", "overlays", "*", "kustomization.yaml"))
+	if err != nil || len(overlays) == 0 {
+		t.Fatalf("no overlay: %v", err)
+	}
+	for _, o := range overlays {
+		rel, _ := filepath.Rel(root, o)
+		var k struct {
+			Images []struct{ Name, NewName, NewTag string } `json:"images"`
+		}
+		read(rel, &k)
+		if len(k.Images) != 1 || k.Images[0].NewName+":"+k.Images[0].NewTag != chartImage {
+			t.Errorf("%s names %+v, want %s", rel, k.Images, chartImage)
+		}
 	}
 }

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
+	"k8s.io/klog/v2"
+
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
@@ -24,6 +28,9 @@ type run struct {
 	events    *recording
 	budget    *budget
 	estimates *estimates
+	// history keeps the step durations between runs (nil: none, or no longer: it failed once).
+	history   *historyStore
+	historyMu sync.Mutex
 	// act is false when the run started outside every window (and windows are not ignored):
 	// the run then only observes and reports.
 	act bool
@@ -36,6 +43,19 @@ func (e *Executor) newRun(ctx context.Context) *run {
 	rn := &run{Executor: e, budget: newBudget(e.cfg), estimates: newEstimates(e.windows.StepEstimate())}
 	_, open := e.windows.Open(e.cfg.Clock.Now())
 	rn.act = open || e.cfg.IgnoreWindows
+	if e.cfg.History.Name != "" {
+		rn.history = &historyStore{client: e.cfg.Client, ref: e.cfg.History}
+		if e.windows.StepEstimate() == v1alpha1.StepEstimateP95 && !e.windows.Always() && !e.cfg.IgnoreWindows {
+			hctx, cancel := context.WithTimeout(ctx, e.cfg.RequestTimeout)
+			h, err := rn.history.load(hctx)
+			cancel()
+			if err != nil {
+				rn.historyFailed(err)
+			} else {
+				rn.estimates.load(h)
+			}
+		}
+	}
 	if !e.cfg.DryRun {
 		rn.events = newRecording(e.cfg.Client, e.cfg.Recorder)
 		if rn.act {
@@ -43,6 +63,40 @@ func (e *Executor) newRun(ctx context.Context) *run {
 		}
 	}
 	return rn
+}
+
+// saveHistory adds what the run measured in cluster to the step history, unless the run is a
+// dry run, keeps no history, or measured nothing there.
+func (rn *run) saveHistory(ctx context.Context, cluster string) {
+	rn.historyMu.Lock()
+	store := rn.history
+	rn.historyMu.Unlock()
+	if store == nil || rn.cfg.DryRun {
+		return
+	}
+	h := rn.estimates.measuredIn(cluster)
+	if h == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, rn.cfg.RequestTimeout)
+	defer cancel()
+	if err := store.save(sctx, cluster, h, rn.cfg.Clock.Now()); err != nil {
+		rn.historyFailed(err)
+		return
+	}
+	klog.V(2).InfoS("Step history saved", append(clusterKeys(cluster), "configMap", klog.KRef(store.ref.Namespace, store.ref.Name))...)
+}
+
+// historyFailed logs why the step history cannot be used and turns it off for the rest of the
+// run (the estimates keep what this run measures).
+func (rn *run) historyFailed(err error) {
+	rn.historyMu.Lock()
+	defer rn.historyMu.Unlock()
+	if rn.history == nil {
+		return
+	}
+	rn.history = nil
+	klog.InfoS("Step history unavailable: the window estimates use this run's measures only", "err", err.Error())
 }
 
 // close waits for the run's events to be written.

@@ -14,8 +14,9 @@
 // It owns the Executor and its Config, a cluster's observe–plan–move loop (cluster.go), one
 // move's driver (move.go), the steps (their list and shared state in steps.go; the step funcs in
 // steps_gate.go, steps_failover.go and steps_evict.go; the health wait in health.go), the run's
-// eviction limits (limits.go) and the line-prefixed progress output of clusters run in parallel
-// (output.go). It depends on Kubernetes through kubernetes.Interface and on Redis through the Redis interface
+// eviction limits (limits.go), the steps' expected durations (estimates.go) and the step history
+// kept between runs in a ConfigMap (history.go), the structured log lines (log.go) and the
+// progress output: line-prefixed for clusters run in parallel, or log entries (output.go). It depends on Kubernetes through kubernetes.Interface and on Redis through the Redis interface
 // declared here. It imports observe (what the cluster looks like now, its health), plan (what to
 // move), report (what it did, and the maps it prints), window (maintenance windows), policies and
 // redisctl; nothing in rebalancer/ imports it.
@@ -32,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -160,6 +162,15 @@ type Config struct {
 	// Out receives the human-readable progress: maps, steps and durations (discarded when nil).
 	// Lines of clusters run in parallel are prefixed with "[namespace/name] ".
 	Out io.Writer
+	// ProgressLog writes the progress as structured log entries instead of to Out: one klog
+	// entry "Progress" per non-blank line, its text under "text", a cluster's lines with the
+	// keys namespace and cluster (no prefix). With --logging-format=json every line the process
+	// writes on its standard error is then one JSON object.
+	ProgressLog bool
+	// LogEveryStep logs every step of a move at level 0 (one log entry per step, with its
+	// duration); otherwise the steps that only continue are logged at V(2), and only skips,
+	// aborts, failovers, evictions and the move's end at level 0 (log.go).
+	LogEveryStep bool
 	// Clock gives the time of the maintenance windows and measures durations (the real clock
 	// when nil). The waits' timeouts run on real time.
 	Clock clock.PassiveClock
@@ -178,6 +189,13 @@ type Config struct {
 	// StoppedBy report.StoppedGracefulStop. Cancelling Run's context is the hard stop: every
 	// step in flight is cut short. Nil: never.
 	Stop <-chan struct{}
+	// History names the ConfigMap where the durations of the steps a run measures are kept
+	// between runs, one key per Redis cluster (history.go): a run that is not a dry run adds
+	// what it measured in a cluster once done with it, and with the p95 step estimate a run
+	// starts from what earlier runs measured (estimates.go). A run that cannot read or write it
+	// (RBAC: get and update that ConfigMap, create configmaps in its namespace) logs why once
+	// and goes on without it. Empty Name: no history kept.
+	History types.NamespacedName
 	// Source is where observations read the API server's objects (observe.Lister on Client, a
 	// LIST per resource and observation, when nil; serve gives its watched cache).
 	Source observe.Source
@@ -216,7 +234,10 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.FullSyncTimeout, DefaultFullSyncTimeout)
 	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
 	setDefault(&c.PollInterval, DefaultPollInterval)
-	if c.Out == nil {
+	switch {
+	case c.ProgressLog:
+		c.Out = newLogWriter()
+	case c.Out == nil:
 		c.Out = io.Discard
 	}
 	if c.Clock == nil {
@@ -382,7 +403,12 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 		}
 		ran[i] = true
 		var w io.Writer = out
-		if parallel {
+		switch {
+		case e.cfg.ProgressLog:
+			lw := newLogWriter(clusterKeys(keys[i])...)
+			defer lw.Flush()
+			w = lw
+		case parallel:
 			pw := newPrefixWriter(out, "["+keys[i]+"] ")
 			defer pw.Flush()
 			w = pw
@@ -392,6 +418,7 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 		if errs[i] != nil {
 			errs[i] = fmt.Errorf("cluster %s: %w", keys[i], errs[i])
 		}
+		rn.saveHistory(ctx, keys[i])
 		e.cfg.Observer.Cluster(rep.Clusters[i])
 	})
 	if rn.stopping() {

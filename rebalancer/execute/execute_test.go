@@ -602,8 +602,9 @@ func TestResyncingIsNotCompliant(t *testing.T) {
 // without time left for the move skips it; --ignore-windows acts; a window closing during the
 // failover lets the move finish and stops the next one.
 func TestWindows(t *testing.T) {
+	// The bound estimate: a move needs its timeouts' sum (TestWindowLearnsFromHistory: p95).
 	nightly := func(d time.Duration) window.Config {
-		return window.Config{Windows: []window.Window{{Schedule: "0 2 * * *", Duration: d}}}
+		return window.Config{StepEstimate: v1alpha1.StepEstimateBound, Windows: []window.Window{{Schedule: "0 2 * * *", Duration: d}}}
 	}
 	at := func(s string) time.Time {
 		ts, err := time.Parse(time.RFC3339, s)
@@ -708,7 +709,7 @@ func TestMoveBound(t *testing.T) {
 	timeouts := func(c *Config) {
 		c.HealthTimeout, c.RequestTimeout, c.FailoverTimeout = 10*time.Second, time.Second, 2*time.Second
 		c.DrainTimeout, c.RecreateTimeout, c.RejoinTimeout = 3*time.Second, 4*time.Second, 5*time.Second
-		c.Window = window.Config{Windows: []window.Window{{Schedule: "0 2 * * *", Duration: time.Hour}}}
+		c.Window = window.Config{StepEstimate: v1alpha1.StepEstimateBound, Windows: []window.Window{{Schedule: "0 2 * * *", Duration: time.Hour}}}
 	}
 	cfg := tb.config()
 	timeouts(&cfg)
@@ -903,21 +904,49 @@ func TestPollDropsARoundRefusedBeforeTheDeadline(t *testing.T) {
 }
 
 // TestEstimates checks the expected duration of steps: their bounds, or the p95 of what was
-// measured.
+// measured in this cluster (earlier runs' history and this run) and this run's other clusters,
+// capped at the bound; a rejoin's scaled to the dataset to sync.
 func TestEstimates(t *testing.T) {
 	steps := []step{{name: "a", bound: 10 * time.Second}, {name: "b", bound: time.Minute}}
 	bound := newEstimates(v1alpha1.StepEstimateBound)
 	p95 := newEstimates(v1alpha1.StepEstimateP95)
 	for i := 1; i <= 20; i++ {
-		bound.record("a", time.Duration(i)*time.Millisecond)
-		p95.record("a", time.Duration(i)*time.Millisecond)
+		bound.record("ns/x", "a", time.Duration(i)*time.Millisecond, 0)
+		p95.record("ns/x", "a", time.Duration(i)*time.Millisecond, 0)
 	}
-	if got, want := bound.expected(steps), 70*time.Second; got != want {
+	if got, want := bound.expected("ns/x", steps, 0), 70*time.Second; got != want {
 		t.Errorf("bound: %s, want %s", got, want)
 	}
 	// a: the 19th of 20 measures (nearest rank); b: not measured, its bound.
-	if got, want := p95.expected(steps), time.Minute+19*time.Millisecond; got != want {
+	if got, want := p95.expected("ns/x", steps, 0), time.Minute+19*time.Millisecond; got != want {
 		t.Errorf("p95: %s, want %s", got, want)
+	}
+	// Another cluster of the same run counts this run's measures too.
+	if got, want := p95.expected("ns/y", steps, 0), time.Minute+19*time.Millisecond; got != want {
+		t.Errorf("p95 of another cluster: %s, want %s", got, want)
+	}
+
+	rejoin := []step{{name: report.StepRejoin, bound: 5 * time.Minute}}
+	for _, tc := range []struct {
+		name    string
+		history *StepHistory
+		dataset int64
+		want    time.Duration
+	}{
+		{name: "no rejoin measured → its bound", history: &StepHistory{}, dataset: 1 << 30, want: 5 * time.Minute},
+		{name: "4 s for 100 MiB, 100 MiB now → 4 s", history: &StepHistory{Resyncs: []Resync{{Seconds: 4, Bytes: 100 << 20}}}, dataset: 100 << 20, want: 4 * time.Second},
+		{name: "4 s for 100 MiB, 1000 MiB now → 40 s (the measured rate)", history: &StepHistory{Resyncs: []Resync{{Seconds: 4, Bytes: 100 << 20}}}, dataset: 1000 << 20, want: 40 * time.Second},
+		{name: "4 s for 100 MiB, 10 MiB now → 4 s (never less than measured)", history: &StepHistory{Resyncs: []Resync{{Seconds: 4, Bytes: 100 << 20}}}, dataset: 10 << 20, want: 4 * time.Second},
+		{name: "dataset unknown → 4 s unscaled", history: &StepHistory{Resyncs: []Resync{{Seconds: 4, Bytes: 100 << 20}}}, dataset: -1, want: 4 * time.Second},
+		{name: "4 s for 100 MiB, 100 GiB now → the bound (a rejoin past it aborts)", history: &StepHistory{Resyncs: []Resync{{Seconds: 4, Bytes: 100 << 20}}}, dataset: 100 << 30, want: 5 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEstimates(v1alpha1.StepEstimateP95)
+			e.load(map[string]*StepHistory{"ns/x": tc.history})
+			if got := e.expected("ns/x", rejoin, tc.dataset); got != tc.want {
+				t.Errorf("rejoin estimate %s, want %s", got, tc.want)
+			}
+		})
 	}
 }
 

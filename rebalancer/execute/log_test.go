@@ -64,9 +64,11 @@ func logged(lines []map[string]any, keys []string, msgs ...string) [][]string {
 }
 
 func TestLogLines(t *testing.T) {
-	keys := []string{"cluster", "pod", "step", "oldMaster", "newMaster", "stoppedBy"}
+	keys := []string{"namespace", "cluster", "shard", "pod", "node", "step", "oldMaster", "newMaster", "stoppedBy"}
 	events := []string{"Outside every maintenance window: observing only", "Move skipped", "Move aborted", "Master failed over", "Pod evicted", "Move done", "Cluster stopped"}
-	pod := `{"name":"redis-s3-0","namespace":"redis"}`
+	move := func(msg, shard, pod, node, step string, rest ...string) []string {
+		return append([]string{msg, `"redis"`, `"redis"`, `"` + shard + `"`, `"` + pod + `"`, `"` + node + `"`, `"` + step + `"`}, rest...)
+	}
 	for _, tc := range []struct {
 		name   string
 		setup  func(tb *testbed)
@@ -74,15 +76,15 @@ func TestLogLines(t *testing.T) {
 		want   [][]string
 	}{
 		{
-			name: "a master moved, then two failover steps → failover, eviction and the move's end, then each failover step's, each naming cluster and pod",
+			name: "a master moved, then two failover steps → failover, eviction and the move's end, then each failover step's, each naming namespace, cluster, shard, pod, node and step",
 			want: [][]string{
-				{"Master failed over", `"redis/redis"`, pod, "", `"redis-s3-0"`, `"redis-s3-1"`, ""},
-				{"Pod evicted", `"redis/redis"`, pod, "", "", "", ""},
-				{"Move done", `"redis/redis"`, pod, "", "", "", ""},
-				{"Master failed over", `"redis/redis"`, `{"name":"redis-s2-0","namespace":"redis"}`, "", `"redis-s2-0"`, `"redis-s2-1"`, ""},
-				{"Move done", `"redis/redis"`, `{"name":"redis-s2-0","namespace":"redis"}`, "", "", "", ""},
-				{"Master failed over", `"redis/redis"`, `{"name":"redis-s4-0","namespace":"redis"}`, "", `"redis-s4-0"`, `"redis-s4-1"`, ""},
-				{"Move done", `"redis/redis"`, `{"name":"redis-s4-0","namespace":"redis"}`, "", "", "", ""},
+				move("Master failed over", "redis-s3", "redis-s3-0", "n1", "failover", `"redis-s3-0"`, `"redis-s3-1"`, ""),
+				move("Pod evicted", "redis-s3", "redis-s3-0", "n1", "evict", "", "", ""),
+				move("Move done", "redis-s3", "redis-s3-0", "n1", "reobserve", "", "", ""),
+				move("Master failed over", "redis-s2", "redis-s2-0", "n1", "failover", `"redis-s2-0"`, `"redis-s2-1"`, ""),
+				move("Move done", "redis-s2", "redis-s2-0", "n1", "reobserve", "", "", ""),
+				move("Master failed over", "redis-s4", "redis-s4-0", "n2", "failover", `"redis-s4-0"`, `"redis-s4-1"`, ""),
+				move("Move done", "redis-s4", "redis-s4-0", "n2", "reobserve", "", "", ""),
 			},
 		},
 		{
@@ -91,8 +93,8 @@ func TestLogLines(t *testing.T) {
 				tb.onEviction = func(_ *policyv1.Eviction, dryRun bool) (bool, error) { return dryRun, tooManyRequests() }
 			},
 			want: [][]string{
-				{"Move skipped", `"redis/redis"`, pod, `"pdbDryRun"`, "", "", ""},
-				{"Cluster stopped", `"redis/redis"`, "", "", "", "", `"pdbDryRun"`},
+				move("Move skipped", "redis-s3", "redis-s3-0", "n1", "pdbDryRun", "", "", ""),
+				{"Cluster stopped", `"redis"`, `"redis"`, "", "", "", "", "", "", `"pdbDryRun"`},
 			},
 		},
 		{
@@ -101,8 +103,8 @@ func TestLogLines(t *testing.T) {
 				c.Window = window.Config{Windows: []window.Window{{Schedule: "0 5 * * *", Duration: time.Hour}}}
 			},
 			want: [][]string{
-				{"Outside every maintenance window: observing only", "", "", "", "", "", ""},
-				{"Cluster stopped", `"redis/redis"`, "", "", "", "", `"window"`},
+				{"Outside every maintenance window: observing only", "", "", "", "", "", "", "", "", ""},
+				{"Cluster stopped", `"redis"`, `"redis"`, "", "", "", "", "", "", `"window"`},
 			},
 		},
 	} {
@@ -119,5 +121,48 @@ func TestLogLines(t *testing.T) {
 				t.Errorf("log lines (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestLogEveryStep: with LogEveryStep and ProgressLog, a move logs one entry per step at level
+// 0, each with namespace, cluster, shard, pod, node and step, and the progress goes to the log
+// as "Progress" entries (a cluster's with its namespace and cluster), none to Out.
+func TestLogEveryStep(t *testing.T) {
+	lines := captureLogs(t)
+	tb := newTestbed(t, scenario.PostScaleDown())
+	if _, err := runExecutor(t, tb, func(c *Config) { c.LogEveryStep, c.ProgressLog = true, true }); err != nil {
+		t.Fatal(err)
+	}
+	if tb.out.Len() != 0 {
+		t.Errorf("Out got %d bytes with ProgressLog, want none:\n%s", tb.out.Len(), tb.out.String())
+	}
+	var steps []string
+	progress := 0
+	for _, l := range lines() {
+		if l["msg"] == "Progress" {
+			progress++
+			if l["namespace"] != "redis" || l["cluster"] != "redis" || l["text"] == "" {
+				t.Errorf("progress entry %v: want namespace, cluster and text", l)
+			}
+			continue
+		}
+		if l["step"] == nil {
+			continue
+		}
+		for _, k := range []string{"namespace", "cluster", "shard", "pod", "node"} {
+			if s, _ := l[k].(string); s == "" {
+				t.Errorf("step entry %v: no %s", l, k)
+			}
+		}
+		if l["pod"] == "redis-s3-0" {
+			steps = append(steps, l["step"].(string))
+		}
+	}
+	want := []string{"window", "healthGate", "placeable", "pdbDryRun", "failover", "drain", "roleCheck", "evict", "recreate", "rejoin", "reobserve"}
+	if diff := cmp.Diff(want, steps); diff != "" {
+		t.Errorf("the first move's step entries (-want +got):\n%s", diff)
+	}
+	if progress < 10 {
+		t.Errorf("%d progress entries, want the maps and the steps' lines", progress)
 	}
 }

@@ -43,7 +43,9 @@ func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, p plan.Plan
 			break
 		}
 		cr.printf("  ✓ %s (%s): %s\n", s.name, d.Round(time.Millisecond), res.reason)
-		cr.estimates.record(s.name, d)
+		if s.name != report.StepRejoin || m.resynced {
+			cr.estimates.record(cr.key, s.name, d, m.synced)
+		}
 	}
 	cr.finish(m, res, cr.cfg.Clock.Since(start))
 	return *m.rep, m.after, res

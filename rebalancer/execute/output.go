@@ -3,7 +3,10 @@ package execute
 import (
 	"bytes"
 	"io"
+	"strings"
 	"sync"
+
+	"k8s.io/klog/v2"
 )
 
 // syncWriter serialises writes to w: clusters run in parallel share it.
@@ -58,4 +61,48 @@ func (w *prefixWriter) Flush() {
 	if len(w.buf) > 0 {
 		w.Write([]byte("\n"))
 	}
+}
+
+// logWriter writes each whole line of progress as a structured log entry (klog's "Progress",
+// with keysAndValues and the line under "text"; blank lines are dropped), so that a process
+// logging JSON writes nothing else on its standard error (Config.ProgressLog). Flush logs a last
+// partial line. Safe for concurrent use.
+type logWriter struct {
+	mu  sync.Mutex
+	kv  []any
+	buf []byte
+}
+
+func newLogWriter(keysAndValues ...any) *logWriter { return &logWriter{kv: keysAndValues} }
+
+// Write buffers p and logs every line it completes.
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		line, rest, found := bytes.Cut(w.buf, []byte("\n"))
+		if !found {
+			break
+		}
+		w.log(line)
+		w.buf = append(w.buf[:0], rest...)
+	}
+	return len(p), nil
+}
+
+// Flush logs the buffered partial line, if any.
+func (w *logWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.log(w.buf)
+	w.buf = w.buf[:0]
+}
+
+func (w *logWriter) log(line []byte) {
+	text := strings.TrimRight(string(line), " \r")
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	klog.InfoS("Progress", append(w.kv[:len(w.kv):len(w.kv)], "text", text)...)
 }

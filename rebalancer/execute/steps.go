@@ -109,7 +109,12 @@ type moveRun struct {
 	release func()
 	// recreated is the pod the StatefulSet re-created; after the cluster observed at the end.
 	recreated *corev1.Pod
-	after     *policies.Cluster
+	// dataset is the pod's used_memory in bytes, read for the p95 window estimate (0: not read,
+	// -1: unreadable); synced is the re-created replica's once it rejoined (0: unknown), and
+	// resynced whether it rejoined at all (a pod left Pending does not).
+	dataset, synced int64
+	resynced        bool
+	after           *policies.Cluster
 	// steps are the move's steps; index the one running.
 	steps []step
 	index int

@@ -172,6 +172,10 @@ func (cr *clusterRun) rejoin(ctx context.Context, m *moveRun) result {
 	if err := cr.cfg.Redis.WaitRejoin(ctx, addr, m.masterID, timeout, progress); err != nil {
 		return abort(fmt.Errorf("rejoin: %w", err))
 	}
+	m.resynced = true
+	if n := cr.usedMemory(ctx, addr); n > 0 {
+		m.synced = n
+	}
 	return proceed("%s (%s) rejoined as an in-sync replica%s", m.recreated.Name, addr, full)
 }
 

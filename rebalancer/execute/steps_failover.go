@@ -27,7 +27,7 @@ import (
 // skips; one not verified in time, or a Redis that does not answer, aborts. In a failover step
 // of the plan, a pod that is no longer a master skips (the roles changed since the plan).
 func (cr *clusterRun) failover(ctx context.Context, m *moveRun) result {
-	if r := cr.windowCheck(m, m.index, "the rest of the move (failover to re-observe)"); r.outcome != report.OutcomeContinue {
+	if r := cr.windowCheck(ctx, m, m.index, "the rest of the move (failover to re-observe)"); r.outcome != report.OutcomeContinue {
 		return r
 	}
 	topo := m.health.Redis.Topology

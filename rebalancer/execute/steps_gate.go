@@ -11,10 +11,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/klog/v2"
+
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
 
 // The steps that disrupt nothing, run before any failover or eviction: the maintenance window,
@@ -22,14 +26,17 @@ import (
 
 // windowStep is the window step: a maintenance window is open with time left for the whole
 // move, so that a window that closes never cuts a move between its failover and the pod's return.
-func (cr *clusterRun) windowStep(_ context.Context, m *moveRun) result {
-	return cr.windowCheck(m, m.index, "the move")
+func (cr *clusterRun) windowStep(ctx context.Context, m *moveRun) result {
+	return cr.windowCheck(ctx, m, m.index, "the move")
 }
 
 // windowCheck continues when no window is configured, windows are ignored, or a window is open
 // with time left for m's steps from index from on; otherwise it skips, saying when the next
 // window opens or how much time is left against how much the steps need.
-func (cr *clusterRun) windowCheck(m *moveRun, from int, what string) result {
+//
+// With the p95 estimate, a move whose pod resyncs (an eviction) reads the pod's dataset first
+// (used_memory), to which the rejoins measured before are scaled (estimates.expected).
+func (cr *clusterRun) windowCheck(ctx context.Context, m *moveRun, from int, what string) result {
 	switch {
 	case cr.handOff != "":
 		return proceed("a hand-off before a disruption another tool makes (%s): maintenance windows do not apply", cr.handOff)
@@ -38,8 +45,11 @@ func (cr *clusterRun) windowCheck(m *moveRun, from int, what string) result {
 	case cr.cfg.IgnoreWindows:
 		return proceed("maintenance windows ignored (--ignore-windows)")
 	}
+	if cr.windows.StepEstimate() == v1alpha1.StepEstimateP95 && m.dataset == 0 && hasStep(m.steps[from:], report.StepRejoin) {
+		m.dataset = cr.usedMemory(ctx, m.addr)
+	}
 	now := cr.cfg.Clock.Now()
-	need := cr.estimates.expected(m.steps[from:])
+	need := cr.estimates.expected(cr.key, m.steps[from:], m.dataset)
 	closes, open := cr.windows.Open(now)
 	if !open {
 		return result{outcome: report.OutcomeSkip, stoppedBy: report.StepWindow, reason: cr.closedReason(now)}
@@ -50,6 +60,34 @@ func (cr *clusterRun) windowCheck(m *moveRun, from int, what string) result {
 			reason: fmt.Sprintf("maintenance window: closes at %s, in %s; %s needs up to %s (%s estimate)", timeText(closes), left.Round(time.Second), what, need.Round(time.Millisecond), cr.windows.StepEstimate())}
 	}
 	return proceed("window open until %s: %s left, %s needs up to %s (%s estimate)", timeText(closes), left.Round(time.Second), what, need.Round(time.Millisecond), cr.windows.StepEstimate())
+}
+
+// hasStep reports whether steps include the step name.
+func hasStep(steps []step, name string) bool {
+	for _, s := range steps {
+		if s.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// usedMemory returns the used_memory (INFO memory, bytes) of the Redis node at addr, or -1 when
+// it cannot be read in RequestTimeout (the estimates then do not scale the rejoins).
+func (cr *clusterRun) usedMemory(ctx context.Context, addr string) int64 {
+	rctx, cancel := context.WithTimeout(ctx, cr.cfg.RequestTimeout)
+	defer cancel()
+	v, err := cr.cfg.Redis.Do(rctx, addr, "INFO", "memory")
+	s, ok := v.(string)
+	if err != nil || !ok {
+		klog.V(2).InfoS("used_memory not read", append(clusterKeys(cr.key), "addr", addr, "err", err)...)
+		return -1
+	}
+	n := redisctl.ParseInfo(s).Int("used_memory", -1)
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // healthGate is the health gate: every pod Ready, Redis healthy. A cluster still resyncing is

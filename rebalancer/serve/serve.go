@@ -181,6 +181,9 @@ type server struct {
 	schedule cron.Schedule
 	watchdog *leaderelection.HealthzAdaptor
 	ready    atomic.Bool
+	// leaseDenied says why this replica cannot take part in the leader election ("" when it
+	// can; leaseaccess.go): /readyz fails meanwhile.
+	leaseDenied atomic.Value
 
 	// The gate: the passes in flight, and closed once a graceful stop refuses new ones.
 	mu       sync.Mutex
@@ -231,6 +234,11 @@ func Run(ctx context.Context, cfg Config) error {
 
 	if _, err := cfg.Client.Discovery().ServerVersion(); err != nil {
 		return fmt.Errorf("serve: API server: %w", err)
+	}
+	if cfg.LeaderElection.LeaderElect {
+		checkCtx, stopChecks := context.WithCancel(ctx)
+		defer stopChecks()
+		s.checkLeaseAccess(checkCtx)
 	}
 	s.ready.Store(true)
 	klog.InfoS("Serving", "address", cfg.Listener.Addr().String(), "schedule", cfg.Schedule, "leaderElection", cfg.LeaderElection.LeaderElect)
@@ -435,8 +443,9 @@ func (s *server) close() {
 }
 
 // mux serves /healthz (the process runs; a leader that stopped renewing its Lease past the lease
-// duration is not healthy), /readyz (the API server answered at start and no graceful stop is
-// under way) and /metrics.
+// duration is not healthy), /readyz (the API server answered at start, no graceful stop is under
+// way, and with leader election this replica may get and update the Lease: leaseaccess.go) and
+// /metrics.
 func (s *server) mux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -451,6 +460,10 @@ func (s *server) mux() *http.ServeMux {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.ready.Load() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		if why, _ := s.leaseDenied.Load().(string); why != "" {
+			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

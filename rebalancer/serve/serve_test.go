@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +54,7 @@ func startReplica(t *testing.T, client *fake.Clientset, name string) *replica {
 	r.cancel = cancel
 	cfg := Config{
 		Client: client, Schedule: "@every 1h", PassOnStart: true, LeaderElection: le, Identity: name,
-		Listener: l, Metrics: metrics.New("test"), Stop: r.stop,
+		Listener: l, Metrics: metrics.New(metrics.BuildInfo{Version: "test"}), Stop: r.stop,
 		Pass: func(ctx context.Context, stop <-chan struct{}) {
 			r.mu.Lock()
 			r.passes++
@@ -79,6 +80,18 @@ func startReplica(t *testing.T, client *fake.Clientset, name string) *replica {
 		}
 	})
 	return r
+}
+
+// electionClient returns a fake API server whose SelfSubjectAccessReviews answer allow(verb) for
+// the Lease (the fake's default answer is "denied"); every verb is allowed when allow is nil.
+func electionClient(allow func(verb string) bool) *fake.Clientset {
+	client := fake.NewClientset()
+	client.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		r := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+		r.Status.Allowed = allow == nil || allow(r.Spec.ResourceAttributes.Verb)
+		return true, r, nil
+	})
+	return client
 }
 
 func (r *replica) passCount() int {
@@ -111,7 +124,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 // stop lets its pass end at the stop, releases the Lease, and the other replica takes over at
 // once (well within the lease duration) and passes.
 func TestLeaderElection(t *testing.T) {
-	client := fake.NewClientset()
+	client := electionClient(nil)
 	a := startReplica(t, client, "a")
 	waitFor(t, "a leads and passes", 5*time.Second, func() bool { return a.passCount() == 1 })
 	b := startReplica(t, client, "b")
@@ -175,7 +188,7 @@ func TestWithoutLeaderElection(t *testing.T) {
 	go func() {
 		done <- Run(context.Background(), Config{
 			Client: fake.NewClientset(), Schedule: "@every 1s", PassOnStart: true, Listener: l,
-			Metrics: metrics.New("test"), Stop: stop,
+			Metrics: metrics.New(metrics.BuildInfo{Version: "test"}), Stop: stop,
 			Pass: func(context.Context, <-chan struct{}) { mu.Lock(); passes++; mu.Unlock() },
 		})
 	}()
@@ -210,7 +223,7 @@ func TestValidate(t *testing.T) {
 	valid := func() Config {
 		return Config{
 			Client: fake.NewClientset(), Pass: func(context.Context, <-chan struct{}) {}, Schedule: "*/10 * * * *",
-			LeaderElection: DefaultLeaderElection("ns"), Identity: "me", Listener: l, Metrics: metrics.New("t"),
+			LeaderElection: DefaultLeaderElection("ns"), Identity: "me", Listener: l, Metrics: metrics.New(metrics.BuildInfo{Version: "test"}),
 		}
 	}
 	for _, tc := range []struct {
@@ -245,7 +258,7 @@ func TestValidate(t *testing.T) {
 // TestLeaseLost takes the Lease away from the leader (another holder renews it): the leader's
 // pass is cancelled at once and Run returns ErrLeaseLost.
 func TestLeaseLost(t *testing.T) {
-	client := fake.NewClientset()
+	client := electionClient(nil)
 	// The fake keeps no resource versions: play the API server refusing a's updates once the Lease
 	// was taken (a's cached copy is stale then). The reactor is installed before any request: the
 	// fake's reaction chain is not safe to change while in use.
@@ -301,7 +314,7 @@ func TestPassesNeverOverlap(t *testing.T) {
 	go func() {
 		done <- Run(context.Background(), Config{
 			Client: fake.NewClientset(), Schedule: "@every 1s", PassOnStart: true, Listener: l,
-			Metrics: metrics.New("test"), Stop: stop,
+			Metrics: metrics.New(metrics.BuildInfo{Version: "test"}), Stop: stop,
 			Pass: func(ctx context.Context, stop <-chan struct{}) {
 				mu.Lock()
 				running++
@@ -328,6 +341,39 @@ func TestPassesNeverOverlap(t *testing.T) {
 	}
 }
 
+// TestReadyzNeedsLeaseRights: a replica that may not update the Lease cannot take part in the
+// election: /readyz answers 503 naming what it may not do (/healthz stays 200: restarting it
+// would not help), and it never passes; once the rights are granted, the next check makes it
+// ready and it leads.
+func TestReadyzNeedsLeaseRights(t *testing.T) {
+	leaseAccessInterval = 100 * time.Millisecond
+	t.Cleanup(func() { leaseAccessInterval = LeaseAccessInterval })
+	var granted atomic.Bool
+	client := electionClient(func(verb string) bool { return verb == "get" || granted.Load() })
+	// Without the rights the API server refuses the election's create too.
+	client.PrependReactor("create", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if granted.Load() {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), DefaultLeaseName, errors.New("RBAC: access denied"))
+	})
+	r := startReplica(t, client, "a")
+	waitFor(t, "a serves", 5*time.Second, func() bool { code, _ := r.get(t, "/healthz"); return code == http.StatusOK })
+	code, body := r.get(t, "/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "may not update, create Lease kube-system/redis-rebalancer") {
+		t.Errorf("/readyz without Lease rights: %d %q, want 503 naming update and create", code, body)
+	}
+	if code, _ := r.get(t, "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz without Lease rights: %d, want 200", code)
+	}
+	if n := r.passCount(); n != 0 {
+		t.Errorf("%d passes without Lease rights, want 0", n)
+	}
+	granted.Store(true)
+	waitFor(t, "ready once granted", 5*time.Second, func() bool { code, _ := r.get(t, "/readyz"); return code == http.StatusOK })
+	waitFor(t, "leads and passes once granted", 10*time.Second, func() bool { return r.passCount() == 1 })
+}
+
 // TestTrigger: with a schedule that never comes and no pass at start, a reason on Trigger starts
 // a pass at once; reasons sent while TriggerMinInterval has not passed since are dropped, and
 // one sent after it starts the next pass.
@@ -343,7 +389,7 @@ func TestTrigger(t *testing.T) {
 	go func() {
 		done <- Run(context.Background(), Config{
 			Client: fake.NewClientset(), Schedule: "0 0 1 1 *", Listener: l,
-			Metrics: metrics.New("test"), Stop: stop,
+			Metrics: metrics.New(metrics.BuildInfo{Version: "test"}), Stop: stop,
 			Trigger: trigger, TriggerMinInterval: 700 * time.Millisecond,
 			Pass: func(context.Context, <-chan struct{}) { passes.Add(1) },
 		})

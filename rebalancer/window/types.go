@@ -35,6 +35,6 @@ type Config struct {
 	// Windows are the maintenance windows; a run may act while any of them is open. Empty: always.
 	Windows []Window `json:"windows,omitempty"`
 	// StepEstimate chooses how a move's expected duration is judged against the time left
-	// (v1alpha1.StepEstimateBound when empty).
+	// (v1alpha1.DefaultStepEstimate when empty).
 	StepEstimate v1alpha1.StepEstimate `json:"stepEstimate,omitempty"`
 }

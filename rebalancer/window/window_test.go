@@ -144,8 +144,8 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.StepEstimate() != v1alpha1.StepEstimateBound {
-		t.Errorf("StepEstimate = %q, want %q", s.StepEstimate(), v1alpha1.StepEstimateBound)
+	if s.StepEstimate() != v1alpha1.DefaultStepEstimate {
+		t.Errorf("StepEstimate = %q, want %q", s.StepEstimate(), v1alpha1.DefaultStepEstimate)
 	}
 	if got, want := s.String(), "@daily for 1h0m0s"; got != want {
 		t.Errorf("String = %q, want %q", got, want)

@@ -51,7 +51,7 @@ func (o *analysisOptions) analyze(cmd *cobra.Command, popts func(*policy) plan.O
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	m, rc, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, o.model.snapshot.redisRoles)
+	m, rc, err := o.model.model(cmd.Context(), errLines(cmd), p, o.model.snapshot.redisRoles)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}

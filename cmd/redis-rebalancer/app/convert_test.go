@@ -35,7 +35,7 @@ func TestExecutorConfig(t *testing.T) {
 	want := []any{"redis", v1alpha1.DefaultClusterLabel, 200000, execute.DefaultMaxMoves, execute.DefaultMaxParallelClusters,
 		ptr.To[uint](2), (*uint)(nil), (*uint)(nil), redisctl.FailoverForce,
 		execute.DefaultFailoverTimeout, execute.DefaultDrainQuiet, execute.DefaultDrainTimeout, execute.DefaultHealthTimeout, execute.DefaultRecreateTimeout, execute.DefaultRejoinTimeout, execute.DefaultRequestTimeout,
-		window.Config{StepEstimate: v1alpha1.StepEstimateBound, Windows: []window.Window{{Schedule: "@daily", Duration: 2 * time.Hour}}}}
+		window.Config{StepEstimate: v1alpha1.DefaultStepEstimate, Windows: []window.Window{{Schedule: "@daily", Duration: 2 * time.Hour}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -59,7 +59,7 @@ there are findings, 1 on error.`,
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
-			m, rc, err := o.model.model(cmd.Context(), cmd.ErrOrStderr(), p, o.model.snapshot.redisRoles && opts.ShardSource.Kind == policies.ShardRedis)
+			m, rc, err := o.model.model(cmd.Context(), errLines(cmd), p, o.model.snapshot.redisRoles && opts.ShardSource.Kind == policies.ShardRedis)
 			if err != nil {
 				return &exitError{ExitError, err}
 			}

@@ -236,7 +236,8 @@ var policyFlagTable = []policyFlag{
 			return nil
 		},
 	},
-	valueFlag(executeGroup, "window-step-estimate", "", "windows.stepEstimate", func(p *policy) *string { return (*string)(&p.Windows.StepEstimate) }, stringFlag, "how long a move is expected to take when the time left in the window is judged: bound (its timeouts) or p95 (of the steps this run has measured; the bound until measured)"),
+	valueFlag(executeGroup, "window-step-estimate", "", "windows.stepEstimate", func(p *policy) *string { return (*string)(&p.Windows.StepEstimate) }, stringFlag, "how long a move is expected to take when the time left in the window is judged: bound (its timeouts) or p95 (of what each step took in this Redis cluster before, kept in --window-history-configmap, and in this run; a rejoin scaled to the pod's dataset; the bound until measured)"),
+	valueFlag(executeGroup, "window-history-configmap", "", "windows.historyConfigMap", func(p *policy) *string { return &p.Windows.HistoryConfigMap }, stringFlag, "the ConfigMap, in the rebalancer's namespace (the pod's, or the kubeconfig context's), where the steps' durations are kept per Redis cluster for the p95 estimate"),
 
 	valueFlag(scheduleGroup, "schedule", "", "schedule", func(p *policy) *string { return &p.Schedule }, stringFlag, `when passes start: a cron expression (5 fields, @hourly/@daily/..., @every DURATION, optional CRON_TZ=<zone> prefix; UTC without one); a pass still running at the next tick skips it`),
 

@@ -5,13 +5,18 @@
 package app
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 
+	"github.com/go-redis/redis/v8"
 	"github.com/spf13/cobra"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
@@ -81,12 +86,55 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 // stdout keeps the reports. Logging is process-wide and component-base applies it once: a command
 // run again in the same process (tests, e2e) with the same logging flags only points the log
 // lines at its own errOut; other logging flags there are an error.
+//
+// With the json format every line the process writes on its standard error is one JSON object:
+// the progress becomes log entries (execute.Config.ProgressLog), notes and the final error are
+// logged (errLines, exitCode), and go-redis's own log lines go through klog (redisLogger).
 func applyLogging(c *logsapi.LoggingConfiguration, errOut io.Writer) error {
 	logOut.set(errOut)
 	if err := logsapi.ValidateAndApplyWithOptions(c, &logsapi.LoggingOptions{ErrorStream: logOut, InfoStream: logOut}, nil); err != nil {
 		return &exitError{ExitError, fmt.Errorf("logging: %w", err)}
 	}
+	jsonLogs.Store(c.Format == logsapi.JSONLogFormat)
+	redis.SetLogger(redisLogger{})
 	return nil
+}
+
+// jsonLogs is true once the logging flags applied say --logging-format=json.
+var jsonLogs atomic.Bool
+
+// redisLogger sends go-redis's log lines (connection pool and cluster-state notes, which it
+// otherwise prints on the standard error with the standard library's logger) to klog at V(2).
+type redisLogger struct{}
+
+func (redisLogger) Printf(_ context.Context, format string, v ...interface{}) {
+	klog.V(2).InfoS("Redis client", "note", fmt.Sprintf(format, v...))
+}
+
+// errLines is where a command writes its notes for a human (stderr): the command's error output
+// in text mode, one log entry ("Note", the line under "text") per line with --logging-format=json.
+func errLines(cmd *cobra.Command) io.Writer {
+	if jsonLogs.Load() {
+		return &noteWriter{}
+	}
+	return cmd.ErrOrStderr()
+}
+
+// noteWriter logs each whole line written to it as a klog entry "Note" (blank lines dropped).
+type noteWriter struct{ buf []byte }
+
+func (w *noteWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		line, rest, found := bytes.Cut(w.buf, []byte("\n"))
+		if !found {
+			return len(p), nil
+		}
+		if text := strings.TrimRight(string(line), " \r"); strings.TrimSpace(text) != "" {
+			klog.InfoS("Note", "text", text)
+		}
+		w.buf = append(w.buf[:0], rest...)
+	}
 }
 
 func init() {
@@ -122,21 +170,27 @@ func Main() int {
 
 // exitCode runs cmd, prints its error (if any) to cmd's error output as "redis-rebalancer: …",
 // and returns the exit code: ExitOK, the code an exitError carries, or ExitError.
+// With --logging-format=json the error is a log entry ("Command failed", its exit code under
+// "exitCode") instead of a line of text.
 func exitCode(cmd *cobra.Command) int {
 	err := cmd.Execute()
-	klog.Flush()
+	defer klog.Flush()
 	if err == nil {
 		return ExitOK
 	}
+	code := ExitError
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer:", ee.err)
-		}
-		return ee.code
+		code, err = ee.code, ee.err
 	}
-	fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer:", err)
-	return ExitError
+	switch {
+	case err == nil:
+	case jsonLogs.Load():
+		klog.ErrorS(err, "Command failed", "exitCode", code)
+	default:
+		fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer:", err)
+	}
+	return code
 }
 
 // printJSON writes v to w as JSON indented by two spaces, as -o json prints every report.

@@ -2,6 +2,11 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,6 +58,52 @@ func runExitCases(t *testing.T, cases []exitCase) {
 			for _, w := range tc.wantErr {
 				if !strings.Contains(errOut, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}
+
+// TestJSONLogsOnStderr: with --logging-format=json every line a command writes on its standard
+// error is one JSON object: a refused policy's error, a failed connection's, and the notes of an
+// offline model (a snapshot with objects the rules do not use).
+func TestJSONLogsOnStderr(t *testing.T) {
+	snap := filepath.Join(t.TempDir(), "snap.yaml")
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "post-scale-down.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, []byte("\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: unused\n  namespace: redis\n")...)
+	if err := os.WriteFile(snap, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantMsgs []string
+	}{
+		{name: "a bad flag value → 1, the error as one entry", args: []string{"run", "--max-moves", "-2", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantMsgs: []string{"Command failed"}},
+		{name: "no kubeconfig → 1, the error as one entry", args: []string{"run", "-o", "json", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantMsgs: []string{"Command failed"}},
+		{name: "an offline check with a skipped kind → 3, the note as one entry", args: []string{"check", "--snapshot", snap, "--role-label", roleLabel}, wantCode: ExitViolations, wantMsgs: []string{"Note"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, append(tc.args, "--logging-format", "json")...)
+			if code != tc.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.wantCode, errOut)
+			}
+			var msgs []string
+			for _, line := range strings.Split(strings.TrimSuffix(errOut, "\n"), "\n") {
+				var entry map[string]any
+				if err := json.Unmarshal([]byte(line), &entry); err != nil {
+					t.Errorf("stderr line %q is not one JSON object: %v", line, err)
+					continue
+				}
+				msgs = append(msgs, fmt.Sprint(entry["msg"]))
+			}
+			for _, w := range tc.wantMsgs {
+				if !slices.Contains(msgs, w) {
+					t.Errorf("stderr has no %q entry: %v", w, msgs)
 				}
 			}
 		})

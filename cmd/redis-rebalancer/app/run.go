@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	componentbaseconfig "k8s.io/component-base/config"
@@ -36,6 +37,12 @@ type runOptions struct {
 	redis *redisctl.Client
 	// dryRun plans and prints without acting; ignoreWindows acts outside the maintenance windows.
 	dryRun, ignoreWindows bool
+	// progress writes the progress (maps, plans, steps): on stdout, on stderr with -o json (as
+	// log entries with --logging-format=json).
+	progress bool
+	// serving is set by serve: with --logging-format=json its progress and text summaries are
+	// log entries whatever -o says (a long-running process's output is its log).
+	serving bool
 	// observer, when set, is told what each run does (serve's metrics).
 	observer execute.Observer
 	// leaderElection is the Lease run holds while it acts (serve's, by default: one run or
@@ -48,7 +55,7 @@ type runOptions struct {
 
 func newRunOptions() *runOptions {
 	return &runOptions{
-		kube: newKubeOptions(), policy: newPolicyOptions(),
+		kube: newKubeOptions(), policy: newPolicyOptions(), progress: true,
 		// The Lease's namespace is filled in when the command runs (leaseConfig).
 		leaderElection: serve.DefaultLeaderElection(""), leaseWait: lease.DefaultWait,
 	}
@@ -105,6 +112,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.policy.addExecuteFlags(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", o.dryRun, "plan and print; make no failover and no eviction")
 	fs.BoolVar(&o.ignoreWindows, "ignore-windows", o.ignoreWindows, "act outside the maintenance windows (a manual run; logged and reported)")
+	fs.BoolVar(&o.progress, "progress", o.progress, "write the progress (maps, plans, each step): on stdout, on stderr with -o json; with --logging-format=json as log entries (\"Progress\") when on stderr, and always in serve; false leaves the log lines and the report")
 	o.policy.addOutputFlag(fs, "text: progress and maps on stdout; json: the run report on stdout (README \"JSON output\"), progress on stderr")
 }
 
@@ -147,6 +155,25 @@ func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, 
 		return nil, nil, err
 	}
 	cfg.Client, cfg.Redis, cfg.Out, cfg.Requests = client, rc, out, o.kube.requests
+	switch {
+	case !o.progress:
+		cfg.Out = io.Discard
+	case o.progressLogged(p):
+		// The progress shares stderr with the log lines: one JSON object per line.
+		cfg.ProgressLog = true
+	}
+	// With JSON logs, one entry per step of every move (the text logs keep the key events).
+	cfg.LogEveryStep = jsonLogs.Load()
+	if p.Windows.StepEstimate == v1alpha1.StepEstimateP95 {
+		// The step history lives beside the rebalancer: the pod's namespace (a workstation's
+		// kubeconfig context's), as serve's Lease does.
+		ns, err := o.kube.namespace()
+		if err != nil {
+			rc.Close()
+			return nil, nil, err
+		}
+		cfg.History = types.NamespacedName{Namespace: ns, Name: p.Windows.HistoryConfigMap}
+	}
 	cfg.DryRun, cfg.IgnoreWindows = o.dryRun, o.ignoreWindows
 	cfg.Stop, cfg.Goal, cfg.Source = stop, goal, o.source
 	if o.observer != nil {
@@ -195,9 +222,12 @@ from what it finds.
 
 Maintenance windows (--window, repeatable): outside every window run only observes, plans and
 reports, and says when the next window opens. Inside one, a move starts only when its expected
-duration ends before the window closes: the sum of its steps' bounds (their timeouts; 30s for the
-steps without one), or with --window-step-estimate p95 the 95th percentile of each step's
-durations measured in this run. --ignore-windows acts anyway (reported as "ignored").
+duration ends before the window closes. With --window-step-estimate p95 (the default) a step is
+expected to take the 95th percentile of what it took in this Redis cluster before (the step
+history, kept in the ConfigMap --window-history-configmap in the rebalancer's namespace) and in
+this run, a rejoin scaled to the moving pod's dataset (used_memory) at the measured sync rate;
+a step never measured counts its bound. With bound, every step counts its bound: its timeout
+(30s for the steps without one). --ignore-windows acts anyway (reported as "ignored").
 
 Up to --max-parallel-clusters Redis clusters progress at once (progress lines are then prefixed
 with [namespace/name]); --max-pods-to-evict-per-node, -per-namespace and -total limit the run's
@@ -304,11 +334,24 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 		return &exitError{ExitError, err}
 	}
 	defer closeRedis()
-	rep, runErr := o.pass(ctx, out, client, ex)
+	leaseOut := out
+	switch {
+	case !o.progress:
+		leaseOut = io.Discard
+	case o.progressLogged(p):
+		leaseOut = errLines(cmd) // each line one log entry: stderr stays JSON
+	}
+	rep, runErr := o.pass(ctx, leaseOut, client, ex)
 	if code := o.report(cmd, p, rep, runErr); code != ExitOK {
 		return &exitError{code, runErr}
 	}
 	return nil
+}
+
+// progressLogged reports whether the progress is written as log entries: with
+// --logging-format=json when it goes to stderr (-o json), and always for serve.
+func (o *runOptions) progressLogged(p *policy) bool {
+	return jsonLogs.Load() && (p.Output == v1alpha1.OutputJSON || o.serving)
 }
 
 // pass runs the executor once, holding the Lease (lease.Hold) unless this is a dry run or
@@ -380,9 +423,11 @@ func progressOut(cmd *cobra.Command, p *policy) io.Writer {
 func (o *runOptions) report(cmd *cobra.Command, p *policy, rep *report.Run, runErr error) int {
 	if p.Output == v1alpha1.OutputJSON {
 		if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
-			fmt.Fprintln(cmd.ErrOrStderr(), "redis-rebalancer: report:", err)
+			fmt.Fprintln(errLines(cmd), "redis-rebalancer: report:", err)
 			return ExitError
 		}
+	} else if o.progressLogged(p) {
+		printRunSummary(errLines(cmd), rep)
 	} else {
 		printRunSummary(progressOut(cmd, p), rep)
 	}

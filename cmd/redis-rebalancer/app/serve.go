@@ -78,7 +78,9 @@ the maintenance windows, and restores MasterQuorum with failovers.
 
 One HTTP listener (--listen-address) serves:
   /healthz  200 while the process runs (500 when it leads and has not renewed its Lease in time)
-  /readyz   200 once the API server answered, 503 during a graceful stop
+  /readyz   200 once the API server answered, 503 during a graceful stop, and with leader
+            election 503 while this replica may not get and update the Lease (or create it
+            when missing): checked with SelfSubjectAccessReviews at start and every 30s
   /metrics  Prometheus metrics, prefix redis_rebalancer_ (deploy/README.md "Metrics")
 
 The first SIGTERM or SIGINT is a graceful stop: no further pass starts, the pass in flight
@@ -128,8 +130,8 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
-	m := metrics.New(Version)
-	o.run.observer = m
+	m := metrics.New(buildInfo())
+	o.run.observer, o.run.serving = m, true
 	client, err := o.run.kube.client()
 	if err != nil {
 		return &exitError{ExitError, err}

@@ -1,56 +1,133 @@
-{{/* The objects' name: the release name, or release-chart when it does not hold the chart's name. */}}
+{{/* The chart's name: nameOverride or the chart's. */}}
+{{- define "redis-rebalancer.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The objects' name: fullnameOverride, else the release name, or release-name when it does not hold the name. */}}
 {{- define "redis-rebalancer.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "redis-rebalancer.name" . -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The namespace of the chart's objects: namespaceOverride or the release's. */}}
+{{- define "redis-rebalancer.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "redis-rebalancer.labels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "redis-rebalancer.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "redis-rebalancer.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "redis-rebalancer.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
-{{/* The pod spec every kind shares; .args are the container's arguments. */}}
+{{/* The ServiceAccount the pods run as. */}}
+{{- define "redis-rebalancer.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "redis-rebalancer.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The arguments every pass shares, after the command's own: the policy, logging, extraArgs. */}}
+{{- define "redis-rebalancer.commonArgs" -}}
+{{- $args := list "--policy=/etc/redis-rebalancer/policy.yaml" (printf "--logging-format=%s" .Values.logging.format) -}}
+{{- if .Values.logging.verbosity -}}
+{{- $args = append $args (printf "-v=%v" .Values.logging.verbosity) -}}
+{{- end -}}
+{{- concat $args .Values.extraArgs | toJson -}}
+{{- end -}}
+
+{{/* The pod template's metadata: the selector labels and podLabels; the policy's checksum (a
+changed policy rolls the pods) and podAnnotations. .extra are more annotations (a YAML map). */}}
+{{- define "redis-rebalancer.podMetadata" -}}
+labels:
+  {{- include "redis-rebalancer.selectorLabels" .root | nindent 2 }}
+  {{- with .root.Values.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+annotations:
+  checksum/config: {{ include (print .root.Template.BasePath "/configmap.yaml") .root | sha256sum }}
+  {{- with .extra }}
+  {{- . | nindent 2 }}
+  {{- end }}
+  {{- with .root.Values.podAnnotations }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end -}}
+
+{{/* The pod spec every kind shares; .args are the container's arguments (a list), .ports its
+ports and probes (YAML), .spread the default topology spread constraints (YAML). */}}
 {{- define "redis-rebalancer.podSpec" -}}
-serviceAccountName: {{ include "redis-rebalancer.fullname" .root }}
-terminationGracePeriodSeconds: {{ .root.Values.terminationGracePeriodSeconds }}
+{{- $v := .root.Values -}}
+serviceAccountName: {{ include "redis-rebalancer.serviceAccountName" .root }}
+{{- if kindIs "bool" $v.automountServiceAccountToken }}
+automountServiceAccountToken: {{ $v.automountServiceAccountToken }}
+{{- end }}
+{{- with $v.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $v.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+terminationGracePeriodSeconds: {{ $v.terminationGracePeriodSeconds }}
 securityContext:
-  {{- toYaml .root.Values.podSecurityContext | nindent 2 }}
-{{- with .root.Values.nodeSelector }}
+  {{- toYaml $v.podSecurityContext | nindent 2 }}
+{{- with $v.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .root.Values.tolerations }}
+{{- with $v.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with (.affinity | default .root.Values.affinity) }}
+{{- with ($v.affinity | default .affinity) }}
 affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if $v.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml $v.topologySpreadConstraints | nindent 2 }}
+{{- else if .spread }}
+topologySpreadConstraints:
+  {{- .spread | nindent 2 }}
+{{- end }}
+{{- with $v.dnsConfig }}
+dnsConfig:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 containers:
 - name: redis-rebalancer
-  image: "{{ .root.Values.image.repository }}:{{ .root.Values.image.tag | default .root.Chart.AppVersion }}"
-  imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+  image: "{{ $v.image.repository }}:{{ $v.image.tag | default .root.Chart.AppVersion }}"
+  imagePullPolicy: {{ $v.image.pullPolicy }}
   args:
-    {{- toYaml (concat .args .root.Values.extraArgs) | nindent 4 }}
+    {{- toYaml .args | nindent 4 }}
   {{- with .ports }}
   {{- . | nindent 2 }}
   {{- end }}
   securityContext:
-    {{- toYaml .root.Values.securityContext | nindent 4 }}
+    {{- toYaml $v.securityContext | nindent 4 }}
   resources:
-    {{- toYaml .root.Values.resources | nindent 4 }}
+    {{- toYaml $v.resources | nindent 4 }}
   volumeMounts:
   - name: policy
     mountPath: /etc/redis-rebalancer
@@ -70,6 +147,13 @@ volumes:
 {{/* The guard's names: its Service, webhook configuration and certificate Secret. */}}
 {{- define "redis-rebalancer.guard" -}}
 {{- printf "%s-guard" (include "redis-rebalancer.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The RoleBinding subject: the ServiceAccount. */}}
+{{- define "redis-rebalancer.subject" -}}
+- kind: ServiceAccount
+  name: {{ include "redis-rebalancer.serviceAccountName" . }}
+  namespace: {{ include "redis-rebalancer.namespace" . }}
 {{- end -}}
 
 {{/* The Lease flags of every kind: run's and serve's (docs/operations.md). */}}
