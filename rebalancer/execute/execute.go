@@ -463,7 +463,9 @@ func (e *Executor) clusterKeys(ctx context.Context) (keys, notRedis []string, er
 		return nil, nil, err
 	}
 	if !observe.NamesWorkloads(e.cfg.Policy) {
-		notRedis = e.dropNotRedis(ctx, model)
+		if notRedis, err = e.dropNotRedis(ctx, model); err != nil {
+			return nil, nil, err
+		}
 	}
 	for _, c := range model.Clusters {
 		keys = append(keys, c.Key())
@@ -515,9 +517,10 @@ func nextOpenText(next *time.Time, now time.Time) string {
 
 // dropNotRedis reads the Redis topology of every cluster of model at once (under
 // observe.DefaultRedisDeadline) and removes from model.Clusters those whose pods are no Redis
-// Cluster (observe.ErrNotRedis), returning their keys sorted. The roles read are not used: each
-// cluster's turn observes it again.
-func (e *Executor) dropNotRedis(ctx context.Context, model *policies.Model) []string {
+// Cluster (observe.ErrNotRedis), returning their keys sorted, and an error when that leaves none
+// (observe.Selection.CheckRedis). The roles read are not used: each cluster's turn observes it
+// again.
+func (e *Executor) dropNotRedis(ctx context.Context, model *policies.Model) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, observe.DefaultRedisDeadline)
 	defer cancel()
 	errs := make([]error, len(model.Clusters))
@@ -535,5 +538,5 @@ func (e *Executor) dropNotRedis(ctx context.Context, model *policies.Model) []st
 		klog.V(2).InfoS("Left out: no Redis Cluster", "cluster", k, "reason", byKey[k])
 	}
 	sort.Strings(dropped)
-	return dropped
+	return dropped, e.cfg.Selection.CheckRedis(model, dropped, byKey)
 }

@@ -116,6 +116,18 @@ func (s Selection) Check(snap *policies.Snapshot, opts policies.Options, m *poli
 	return fmt.Errorf("no Redis cluster: the %d pods in %s that carry the cluster label %s belong to no Redis cluster's workload%s", labelled, s.where(), key, allow)
 }
 
+// CheckRedis is Check after DropNotRedis: when every selected Redis cluster was left out as no
+// Redis Cluster (dropped, their keys; errs, the read errors by key), the selection matched no
+// Redis cluster, an error naming them and the first reason (a wrong Redis port looks the same as
+// a workload that is not Redis), unless allowed.
+func (s Selection) CheckRedis(m *policies.Model, dropped []string, errs map[string]error) error {
+	if len(m.Clusters) > 0 || len(dropped) == 0 || s.AllowEmpty {
+		return nil
+	}
+	return fmt.Errorf("no Redis cluster: every workload selected was left out as no Redis Cluster (%s: %v); is the Redis port right (--redis-port, redis.port)? selection.workloadSelector names the Redis workloads; --allow-empty (selection.allowEmpty) accepts a selection without any",
+		strings.Join(dropped, ", "), errs[dropped[0]])
+}
+
 // Filter keeps in m.Clusters, in their order, only the clusters s selects.
 func (s Selection) Filter(m *policies.Model) {
 	kept := m.Clusters[:0]

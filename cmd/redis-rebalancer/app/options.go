@@ -255,8 +255,13 @@ func (o *modelOptions) build(ctx context.Context, errOut io.Writer, p *policy, s
 	errs := observe.ReadRedis(rctx, rc, m.Clusters)
 	if !observe.NamesWorkloads(opts) {
 		// No workload selector: a workload is Redis when its pods answer as Redis Cluster nodes.
-		for _, k := range observe.DropNotRedis(m, errs) {
+		dropped := observe.DropNotRedis(m, errs)
+		for _, k := range dropped {
 			klog.V(2).InfoS("Left out: no Redis Cluster", "cluster", k, "reason", errs[k])
+		}
+		if err := sel.CheckRedis(m, dropped, errs); err != nil {
+			rc.Close()
+			return nil, nil, err
 		}
 	}
 	for _, c := range m.Clusters {
