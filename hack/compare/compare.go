@@ -53,7 +53,13 @@ import (
 const (
 	toolRebalancer  = "redis-rebalancer"
 	toolDescheduler = "descheduler"
+	// toolPlugin is the descheduler built with the RedisClusterBalance balance plugin
+	// (hack/descheduler-plugin), its profile enabling that plugin alone.
+	toolPlugin = "descheduler + RedisClusterBalance"
 )
+
+// toolSlugs name each tool in the scenario's namespace.
+var toolSlugs = map[string]string{toolRebalancer: "rebalancer", toolDescheduler: "descheduler", toolPlugin: "plugin"}
 
 // redisNodeTimeout is the test bed's cluster-node-timeout (test/redisserver's default).
 const redisNodeTimeout = 2 * time.Second
@@ -62,6 +68,9 @@ const redisNodeTimeout = 2 * time.Second
 type Config struct {
 	// Rebalancer and Descheduler are the binaries.
 	Rebalancer, Descheduler string
+	// DeschedulerPlugin is the descheduler built with RedisClusterBalance
+	// (hack/descheduler-plugin); its rows are left out when empty.
+	DeschedulerPlugin string
 	// Scenarios names the scenarios (scenarioNames).
 	Scenarios []string
 	// ReadyDelay is how long every (re-)created pod takes to become Running and Ready.
@@ -98,6 +107,11 @@ func (c Config) validate() error {
 			return errors.New("-rebalancer and -descheduler are required")
 		}
 		if _, err := os.Stat(bin); err != nil {
+			return err
+		}
+	}
+	if c.DeschedulerPlugin != "" {
+		if _, err := os.Stat(c.DeschedulerPlugin); err != nil {
 			return err
 		}
 	}
@@ -188,8 +202,12 @@ func run(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	defer bed.Stop()
 	var results []Result
+	tools := []string{toolRebalancer, toolDescheduler}
+	if cfg.DeschedulerPlugin != "" {
+		tools = append(tools, toolPlugin)
+	}
 	for _, name := range cfg.Scenarios {
-		for _, tool := range []string{toolRebalancer, toolDescheduler} {
+		for _, tool := range tools {
 			fmt.Fprintf(cfg.Out, "compare: %s with %s ...\n", name, tool)
 			r := runOne(ctx, cfg, bed, name, tool, log)
 			fmt.Fprintf(cfg.Out, "compare: %s with %s: %s\n", name, tool, r.summary())
@@ -217,7 +235,7 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 	sc := cs.make()
 	env, err := bed.Setup(ctx, sc, harness.Options{
 		Log:            log,
-		Namespace:      fmt.Sprintf("%s-%s", name, tool),
+		Namespace:      fmt.Sprintf("%s-%s", name, toolSlugs[tool]),
 		PodAnnotations: map[string]string{localcluster.PodReadyDelayAnnotation: cfg.ReadyDelay.String()},
 		RunningPods:    cs.runningPods,
 		RecordStops:    true,
@@ -250,7 +268,9 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 	case toolRebalancer:
 		res.ToolExit, err = runRebalancer(ctx, cfg, env, mon, log)
 	case toolDescheduler:
-		res.ToolExit, err = runDescheduler(ctx, cfg, env, mon, log)
+		res.ToolExit, err = runDescheduler(ctx, cfg, cfg.Descheduler, env, mon, log, topologySpreadProfile(env))
+	case toolPlugin:
+		res.ToolExit, err = runDescheduler(ctx, cfg, cfg.DeschedulerPlugin, env, mon, log, redisClusterBalanceProfile(env))
 	}
 	mon.stop(ctx)
 	if err != nil {
@@ -299,23 +319,47 @@ func runRebalancer(ctx context.Context, cfg Config, env *harness.Env, mon *monit
 	return code, nil
 }
 
-// runDescheduler runs the stock descheduler in its loop (every DeschedulingInterval) with
-// RemovePodsViolatingTopologySpreadConstraint on the scenario's namespace and the DefaultEvictor,
-// until compliance or the budget, then stops it (SIGTERM).
-func runDescheduler(ctx context.Context, cfg Config, env *harness.Env, mon *monitor, log io.Writer) (int, error) {
+// topologySpreadProfile is the stock descheduler's DeschedulerPolicy profile:
+// RemovePodsViolatingTopologySpreadConstraint on the scenario's namespace and the DefaultEvictor.
+func topologySpreadProfile(env *harness.Env) map[string]any {
+	return map[string]any{
+		"name": "compare",
+		"pluginConfig": []any{
+			map[string]any{"name": "DefaultEvictor", "args": map[string]any{}},
+			map[string]any{"name": "RemovePodsViolatingTopologySpreadConstraint", "args": map[string]any{
+				"namespaces": map[string]any{"include": []string{env.Namespace}},
+			}},
+		},
+		"plugins": map[string]any{"balance": map[string]any{"enabled": []string{"RemovePodsViolatingTopologySpreadConstraint"}}},
+	}
+}
+
+// redisClusterBalanceProfile is the profile of the descheduler built with RedisClusterBalance:
+// that plugin alone on the scenario's namespace (its Redis port; redis-rebalancer's defaults
+// otherwise, at most 10 evictions per cycle as `redis-rebalancer run --max-moves 10`) and the
+// DefaultEvictor.
+func redisClusterBalanceProfile(env *harness.Env) map[string]any {
+	return map[string]any{
+		"name": "compare",
+		"pluginConfig": []any{
+			map[string]any{"name": "DefaultEvictor", "args": map[string]any{}},
+			map[string]any{"name": "RedisClusterBalance", "args": map[string]any{
+				"namespaces":         map[string]any{"include": []string{env.Namespace}},
+				"redisPort":          env.Port,
+				"maxMovesPerCluster": 10,
+			}},
+		},
+		"plugins": map[string]any{"balance": map[string]any{"enabled": []string{"RedisClusterBalance"}}},
+	}
+}
+
+// runDescheduler runs a descheduler binary in its loop (every DeschedulingInterval) with the
+// DeschedulerPolicy profile given, until compliance or the budget, then stops it (SIGTERM).
+func runDescheduler(ctx context.Context, cfg Config, bin string, env *harness.Env, mon *monitor, log io.Writer, profile map[string]any) (int, error) {
 	policy := map[string]any{
 		"apiVersion": "descheduler/v1alpha2",
 		"kind":       "DeschedulerPolicy",
-		"profiles": []any{map[string]any{
-			"name": "compare",
-			"pluginConfig": []any{
-				map[string]any{"name": "DefaultEvictor", "args": map[string]any{}},
-				map[string]any{"name": "RemovePodsViolatingTopologySpreadConstraint", "args": map[string]any{
-					"namespaces": map[string]any{"include": []string{env.Namespace}},
-				}},
-			},
-			"plugins": map[string]any{"balance": map[string]any{"enabled": []string{"RemovePodsViolatingTopologySpreadConstraint"}}},
-		}},
+		"profiles":   []any{profile},
 	}
 	data, err := yaml.Marshal(policy)
 	if err != nil {
@@ -330,7 +374,7 @@ func runDescheduler(ctx context.Context, cfg Config, env *harness.Env, mon *moni
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return 0, err
 	}
-	cmd := exec.Command(cfg.Descheduler, "--kubeconfig", env.Kubeconfig(), "--policy-config-file", path,
+	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig(), "--policy-config-file", path,
 		"--descheduling-interval", cfg.DeschedulingInterval.String(), "--disable-metrics", "--secure-port", "0", "--v", "2")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(log, &out), io.MultiWriter(log, &out)

@@ -29,6 +29,12 @@ func TestTable(t *testing.T) {
 			want: "| s | descheduler | no (MaxPodsPerNode, Unschedulable) | never | 2 | 1 | 10 of 100 | 3 | n6: no (1 masters; after 8s: cluster_state:fail) |",
 		},
 		{
+			name: "the descheduler with RedisClusterBalance → its own row",
+			r: Result{Scenario: "s", Tool: toolPlugin, Compliant: true, Reached: 9 * time.Second, Evictions: 1,
+				Acked: 3000, LostNode: "n3", LostMasters: 1, Survived: true, SurviveNote: "ok after 4.2s"},
+			want: "| s | descheduler + RedisClusterBalance | yes | 9s | 1 | 0 | 0 of 3000 | 0 | n3: yes (1 masters; ok after 4.2s) |",
+		},
+		{
 			name: "measurement failed → the error's first line, pipes escaped",
 			r:    Result{Scenario: "s", Tool: toolDescheduler, Err: errors.New("a|b\nsecond line")},
 			want: "| s | descheduler | measurement failed: a/b | | | | | | |",
@@ -59,5 +65,10 @@ func TestConfigValidate(t *testing.T) {
 	bad.Descheduler = ""
 	if err := bad.validate(); err == nil {
 		t.Error("no descheduler: no error")
+	}
+	bad = cfg
+	bad.DeschedulerPlugin = "/nonexistent/descheduler-redis"
+	if err := bad.validate(); err == nil {
+		t.Error("a descheduler-plugin binary that does not exist: no error")
 	}
 }

@@ -9,10 +9,12 @@ go 1.26.8
 
 require (
 	github.com/go-logr/logr v1.4.3
+	github.com/google/go-cmp v0.7.0
 	github.com/redis-rebalancer/redis-rebalancer v0.0.0-00010101000000-000000000000
 	github.com/spf13/cobra v1.10.2
 	k8s.io/api v0.36.1
 	k8s.io/apimachinery v0.36.1
+	k8s.io/client-go v0.36.1
 	k8s.io/component-base v0.36.1
 	k8s.io/klog/v2 v2.140.0
 	sigs.k8s.io/descheduler v0.36.0
@@ -111,7 +113,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	k8s.io/apiserver v0.36.1 // indirect
-	k8s.io/client-go v0.36.1 // indirect
 	k8s.io/component-helpers v0.36.1 // indirect
 	k8s.io/csi-translation-lib v0.36.1 // indirect
 	k8s.io/kms v0.36.1 // indirect

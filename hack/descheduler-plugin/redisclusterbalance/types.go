@@ -21,7 +21,7 @@ type RedisClusterBalanceArgs struct {
 	// RedisPort is the Redis client port of the pods (6379 when 0).
 	RedisPort int32 `json:"redisPort,omitempty"`
 	// MaxMovesPerCluster bounds the evictions of one descheduling cycle per Redis cluster
-	// (redis-rebalancer's default, 3, when 0). The profile's evictor limits
+	// (redis-rebalancer's default, 10, when 0). The profile's evictor limits
 	// (maxNoOfPodsToEvictPerNode, ...) still hold.
 	MaxMovesPerCluster int32 `json:"maxMovesPerCluster,omitempty"`
 	// HealthGateTimeout bounds the wait for a healthy Redis cluster before and after a move;
