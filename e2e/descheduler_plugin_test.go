@@ -143,7 +143,7 @@ func TestDeschedulerPlugin(t *testing.T) {
 		default:
 		}
 		// The plugin's own verdict first (its cycle is over: no move is in flight), then ours.
-		if !strings.Contains(out.String(), fmt.Sprintf(`namespace=%q name="redis" compliant=true`, f.Namespace)) {
+		if !strings.Contains(out.String(), fmt.Sprintf(`namespace=%q name=%q compliant=true`, f.Namespace, sc.ClusterLabels()[sc.ClusterLabel()])) {
 			why = "the plugin has not reported the Redis cluster compliant yet"
 			return false, nil
 		}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -268,9 +269,9 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 	case toolRebalancer:
 		res.ToolExit, err = runRebalancer(ctx, cfg, env, mon, log)
 	case toolDescheduler:
-		res.ToolExit, err = runDescheduler(ctx, cfg, cfg.Descheduler, env, mon, log, topologySpreadProfile(env))
+		res.ToolExit, err = runDescheduler(ctx, cfg, cfg.Descheduler, env, mon, log, topologySpreadProfile(env), nil)
 	case toolPlugin:
-		res.ToolExit, err = runDescheduler(ctx, cfg, cfg.DeschedulerPlugin, env, mon, log, redisClusterBalanceProfile(env))
+		res.ToolExit, err = runDescheduler(ctx, cfg, cfg.DeschedulerPlugin, env, mon, log, redisClusterBalanceProfile(env), pluginCycleCompliant(env))
 	}
 	mon.stop(ctx)
 	if err != nil {
@@ -353,9 +354,21 @@ func redisClusterBalanceProfile(env *harness.Env) map[string]any {
 	}
 }
 
+// pluginCycleCompliant says, from the descheduler's output, whether a cycle of RedisClusterBalance
+// has ended with the scenario's Redis cluster compliant: its moves, failover steps included (which
+// move no pod, so that the monitor's compliance may hold before them), are all made.
+func pluginCycleCompliant(env *harness.Env) func(output string) bool {
+	name := env.Scenario.ClusterLabels()[env.Scenario.ClusterLabel()]
+	line := fmt.Sprintf(`"Redis cluster" plugin="RedisClusterBalance" namespace=%q name=%q compliant=true`, env.Namespace, name)
+	return func(output string) bool { return strings.Contains(output, line) }
+}
+
 // runDescheduler runs a descheduler binary in its loop (every DeschedulingInterval) with the
-// DeschedulerPolicy profile given, until compliance or the budget, then stops it (SIGTERM).
-func runDescheduler(ctx context.Context, cfg Config, bin string, env *harness.Env, mon *monitor, log io.Writer, profile map[string]any) (int, error) {
+// DeschedulerPolicy profile given, until compliance or the budget, then stops it (SIGTERM). When
+// settled is not nil, it also waits (within the budget) until settled holds on the descheduler's
+// output so far, as runRebalancer waits for `redis-rebalancer run` to exit.
+func runDescheduler(ctx context.Context, cfg Config, bin string, env *harness.Env, mon *monitor, log io.Writer, profile map[string]any, settled func(output string) bool) (int, error) {
+	began := time.Now()
 	policy := map[string]any{
 		"apiVersion": "descheduler/v1alpha2",
 		"kind":       "DeschedulerPolicy",
@@ -376,7 +389,7 @@ func runDescheduler(ctx context.Context, cfg Config, bin string, env *harness.En
 	}
 	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig(), "--policy-config-file", path,
 		"--descheduling-interval", cfg.DeschedulingInterval.String(), "--disable-metrics", "--secure-port", "0", "--v", "2")
-	var out bytes.Buffer
+	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(log, &out), io.MultiWriter(log, &out)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -395,6 +408,13 @@ func runDescheduler(ctx context.Context, cfg Config, bin string, env *harness.En
 		return cmd.ProcessState.ExitCode(), fmt.Errorf("descheduler exited early: %v\n%s", err, tail(out.Bytes(), 2000))
 	case <-reached:
 	}
+	if settled != nil {
+		if left := cfg.Budget - time.Since(began); left > 0 {
+			_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, left, true, func(context.Context) (bool, error) {
+				return settled(string(out.Bytes())), nil
+			})
+		}
+	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-done:
@@ -403,6 +423,25 @@ func runDescheduler(ctx context.Context, cfg Config, bin string, env *harness.En
 		<-done
 	}
 	return cmd.ProcessState.ExitCode(), nil
+}
+
+// lockedBuffer is a bytes.Buffer that a process writes while another goroutine reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Bytes returns a copy of what was written so far.
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
 }
 
 func tail(b []byte, n int) string {
