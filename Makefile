@@ -85,10 +85,11 @@ DESCHEDULER_PLUGIN_BIN := bin/descheduler-redis
 descheduler-plugin: ## build bin/descheduler-redis: the descheduler with the RedisClusterBalance balance plugin
 	./hack/descheduler-plugin/build.sh $(CURDIR)/$(DESCHEDULER_PLUGIN_BIN)
 
-fuzz: deps ## fuzz the CLUSTER NODES and INFO parsers and the snapshot decoder for FUZZTIME each
+fuzz: deps ## fuzz the CLUSTER NODES and INFO parsers, the snapshot decoder and the policy loader for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClusterNodes$$' -fuzztime $(FUZZTIME) ./redisctl
 	$(GO) test -run '^$$' -fuzz '^FuzzParseInfo$$' -fuzztime $(FUZZTIME) ./redisctl
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSnapshot$$' -fuzztime $(FUZZTIME) ./rebalancer/observe
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./api/v1alpha1
 
 bench: deps ## benchmarks, figures printed and nothing asserted: the rules, failover under write load (20 failovers), and the scale benchmark (5,000 nodes, 150,000 pods: analysis, plans, and the descheduler's topology-spread plugin side by side; the check command live and offline)
 	$(GO) test -run '^$$' -bench . -benchmem ./policies

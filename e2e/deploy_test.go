@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +41,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
@@ -155,18 +158,23 @@ func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
 	return &v
 }
 
+// wantPodFailurePolicy is every Job's (and CronJob's Job's) podFailurePolicy: an error or a
+// cluster that needs attention fails the Job at once, the rebalancer's own pod disrupted is run
+// again (docs/operations.md).
+var wantPodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+	{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget}}},
+	{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+		ContainerName: ptr.To("redis-rebalancer"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{app.ExitError, app.ExitViolations},
+	}},
+}}
+
 // checkRendering checks one rendering's RBAC and workloads: the ClusterRole's rules are exactly
-// wantClusterRules; every Role grants either a Secret by name (get only) or the Lease (and the
-// Lease only where serve runs); every pod runs as non-root with a read-only root filesystem, no
-// capabilities, seccomp RuntimeDefault; the CronJob never runs two passes at once.
+// wantClusterRules; every Role grants either a Secret by name (get only) or the Lease, and every
+// rendering has the Lease's Role (run and serve hold the same Lease); every pod runs as non-root
+// with a read-only root filesystem, no capabilities, seccomp RuntimeDefault; the CronJob never
+// runs two passes at once; every Job has wantPodFailurePolicy and backoffLimit 0.
 func checkRendering(t *testing.T, r rendering) {
 	t.Helper()
-	serve := false
-	for _, o := range r.objs {
-		if o.GetKind() == "Deployment" {
-			serve = true
-		}
-	}
 	leaseRole := false
 	for _, o := range r.objs {
 		switch o.GetKind() {
@@ -208,6 +216,10 @@ func checkRendering(t *testing.T, r rendering) {
 				cj.Spec.SuccessfulJobsHistoryLimit == nil || cj.Spec.FailedJobsHistoryLimit == nil || cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds == nil {
 				t.Errorf("%s: CronJob %s: want concurrencyPolicy Forbid, startingDeadlineSeconds, both history limits and the Job's activeDeadlineSeconds; got %+v", r.name, cj.Name, cj.Spec)
 			}
+			checkJobSpec(t, r.name+" CronJob "+cj.Name, cj.Spec.JobTemplate.Spec)
+		case "Job":
+			j := convert[batchv1.Job](t, o)
+			checkJobSpec(t, r.name+" Job "+j.Name, j.Spec)
 		case "Deployment":
 			d := convert[appsv1.Deployment](t, o)
 			if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 || !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--leader-elect=true") {
@@ -215,8 +227,19 @@ func checkRendering(t *testing.T, r rendering) {
 			}
 		}
 	}
-	if leaseRole != serve {
-		t.Errorf("%s: a Lease Role: %v; a Deployment (serve): %v. The Lease is for serve only", r.name, leaseRole, serve)
+	if !leaseRole {
+		t.Errorf("%s: no Role on the Lease: run and serve both hold it", r.name)
+	}
+}
+
+// checkJobSpec checks a Job's podFailurePolicy (wantPodFailurePolicy) and that it is not retried.
+func checkJobSpec(t *testing.T, what string, spec batchv1.JobSpec) {
+	t.Helper()
+	if diff := cmp.Diff(wantPodFailurePolicy, spec.PodFailurePolicy); diff != "" {
+		t.Errorf("%s: podFailurePolicy (-want +got):\n%s", what, diff)
+	}
+	if spec.BackoffLimit == nil || *spec.BackoffLimit != 0 {
+		t.Errorf("%s: backoffLimit %v, want 0", what, spec.BackoffLimit)
 	}
 }
 
@@ -316,7 +339,9 @@ func serviceAccountKubeconfig(t *testing.T, env *harness.Env, ns, name string) (
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["bed"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: ca}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "bed", AuthInfo: name}
+	// The context's namespace is the ServiceAccount's, as a pod's in-cluster configuration has it:
+	// run's and serve's Lease default to it.
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "bed", AuthInfo: name, Namespace: ns}
 	kc.CurrentContext = name
 	path := filepath.Join(t.TempDir(), "sa.kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
@@ -393,7 +418,7 @@ func TestDeploy(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "update", Resource: "statefulsets", Group: "apps"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "events", Group: "events.k8s.io"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
-		// The Lease: in the rebalancer's namespace only (the deployment overlay's Role), by name.
+		// The Lease: in the rebalancer's namespace only (the base's Role), by name.
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "leases", Group: "coordination.k8s.io"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "create", Resource: "leases", Group: "coordination.k8s.io"}, true},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, true},
@@ -436,8 +461,15 @@ func TestDeploy(t *testing.T) {
 		t.Errorf("get secret redis/redis-password as the ServiceAccount: %v, want it read", err)
 	}
 
-	// The whole scenario as the ServiceAccount (a later --kubeconfig wins).
-	run := startCLI(t, nil, runArgs(f.Env, "--kubeconfig", kubeconfig)...)
+	// The whole scenario as the ServiceAccount, with the cronjob overlay's arguments (a later flag
+	// wins: the test's policy, kubeconfig, namespace and Redis port), the Lease in the
+	// ServiceAccount's namespace as in a pod.
+	cronArgs := overlayArgs(t, rs, "kustomize overlays/cronjob", "CronJob")
+	deployArgs := overlayArgs(t, rs, "kustomize overlays/deployment", "Deployment")
+	asPod := func(args []string, extra ...string) []string {
+		return append(append(append([]string(nil), args...), cliArgs("", f.Env)[1:]...), append([]string{"--kubeconfig", kubeconfig}, extra...)...)
+	}
+	run := startCLI(t, nil, asPod(cronArgs)...)
 	code := run.wait(4 * time.Minute)
 	rep := run.report()
 	assertExit(t, code, app.ExitOK, run)
@@ -481,4 +513,72 @@ func TestDeploy(t *testing.T) {
 			t.Errorf("no %s event from %s on pod %s", reason, execute.EventSource, pod)
 		}
 	}
+	if rep.Lease == nil || rep.Lease.Namespace != "redis-rebalancer" || rep.Lease.Name != "redis-rebalancer" {
+		t.Errorf("the run's Lease %+v, want redis-rebalancer/redis-rebalancer (the ServiceAccount's namespace)", rep.Lease)
+	}
+
+	// The deployment overlay beside the cronjob overlay: serve (the Deployment's arguments) leads
+	// on the same Lease, and a run (the CronJob's) then waits for it, gives up without acting
+	// (leaseHeld, exit 0), and acts once serve has released the Lease (graceful stop).
+	srv := startCLI(t, nil, asPod(deployArgs, "--listen-address", "127.0.0.1:0", "--pass-on-start=false")...)
+	leading := srv.waitLine(`"Leading`, time.Minute)
+	identity := jsonField(t, leading, "identity")
+	held := startCLI(t, nil, asPod(cronArgs, "--lease-wait", "3s")...)
+	code = held.wait(time.Minute)
+	assertExit(t, code, app.ExitOK, held)
+	hrep := held.report()
+	if hrep.Outcome != report.OutcomeLeaseHeld || len(hrep.Clusters) != 0 || hrep.Lease == nil || hrep.Lease.Holder != identity {
+		t.Errorf("run beside serve: outcome %s, %d clusters, Lease %+v; want leaseHeld, nothing read, held by serve (%s)", hrep.Outcome, len(hrep.Clusters), hrep.Lease, identity)
+	}
+	held.waitLine(`"Lease held by another process: waiting"`, time.Second)
+	if err := syscall.Kill(srv.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := srv.wait(time.Minute); code != app.ExitOK {
+		t.Errorf("serve exited %d after SIGTERM, want 0", code)
+	}
+	after := startCLI(t, nil, asPod(cronArgs, "--lease-wait", "30s")...)
+	assertExit(t, after.wait(2*time.Minute), app.ExitOK, after)
+	if arep := after.report(); arep.Outcome != report.OutcomeCompliant || arep.Lease == nil || arep.Lease.Holder == identity {
+		t.Errorf("run after serve released the Lease: outcome %s, Lease %+v; want compliant, held by the run", arep.Outcome, arep.Lease)
+	}
+}
+
+// overlayArgs returns the container arguments of the workload of kind in the rendering named
+// name, without --policy (the test gives its own policy file).
+func overlayArgs(t *testing.T, rs []rendering, name, kind string) []string {
+	t.Helper()
+	for _, r := range rs {
+		if r.name != name {
+			continue
+		}
+		for _, o := range r.objs {
+			if o.GetKind() != kind {
+				continue
+			}
+			var args []string
+			for _, a := range podSpecs(t, o)[0].Containers[0].Args {
+				if !strings.HasPrefix(a, "--policy") {
+					args = append(args, a)
+				}
+			}
+			return args
+		}
+	}
+	t.Fatalf("no %s in %s", kind, name)
+	return nil
+}
+
+// jsonField returns the string value of key in a JSON log line.
+func jsonField(t *testing.T, line, key string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("log line %q: %v", line, err)
+	}
+	v, _ := m[key].(string)
+	if v == "" {
+		t.Fatalf("log line %q has no %s", line, key)
+	}
+	return v
 }

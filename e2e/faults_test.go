@@ -336,13 +336,16 @@ func freshRunCompletes(t *testing.T, f *faultEnv) {
 		if cr.Compliant && healthErr != nil {
 			t.Errorf("fresh run %d reports compliance, but Redis is not healthy as it exits: %v", attempts, healthErr)
 		}
-		if (code == app.ExitOK) != cr.Compliant {
-			t.Errorf("fresh run %d exited %d with compliant=%v; want exit 0 exactly when compliant", attempts, code, cr.Compliant)
+		if cr.Compliant != (cr.Outcome == report.OutcomeCompliant) {
+			t.Errorf("fresh run %d: compliant=%v with outcome %s", attempts, cr.Compliant, cr.Outcome)
+		}
+		if want := exitOf(cr.Outcome); code != want {
+			t.Errorf("fresh run %d exited %d with outcome %s; want %d", attempts, code, cr.Outcome, want)
 		}
 		if code != app.ExitOK && code != app.ExitViolations {
 			return false, fmt.Errorf("fresh run %d exited %d (%s), want 0 or 3", attempts, code, run.errorLine())
 		}
-		return code == app.ExitOK, nil
+		return cr.Compliant, nil
 	})
 	if err != nil {
 		t.Errorf("no fresh run completed the fix (%d runs): %v", attempts, err)
@@ -352,6 +355,17 @@ func freshRunCompletes(t *testing.T, f *faultEnv) {
 	res.writer = f.finish(t)
 	res.stops = f.Stops()
 	assertCompliantAndHealthy(t, res)
+}
+
+// exitOf is run's exit status for an outcome (docs/operations.md's table).
+func exitOf(o report.Outcome) int {
+	switch o {
+	case report.OutcomeError:
+		return app.ExitError
+	case report.OutcomeNeedsAttention:
+		return app.ExitViolations
+	}
+	return app.ExitOK
 }
 
 // assertExit checks a run's exit status.
@@ -370,6 +384,9 @@ func waitStopped(t *testing.T, run *cliRun, exit int, stoppedBy, prefix string) 
 	code := run.wait(3 * time.Minute)
 	rep := run.report()
 	assertExit(t, code, exit, run)
+	if want := exitOf(rep.Outcome); want != code {
+		t.Errorf("the report's outcome %s means exit %d, the run exited %d", rep.Outcome, want, code)
+	}
 	cr := onlyCluster(t, rep)
 	if cr.StoppedBy != stoppedBy {
 		t.Errorf("stopped by %q, want %q", cr.StoppedBy, stoppedBy)

@@ -22,16 +22,21 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
-// TestBitnamiPostScaleDown runs the post-scale-down drift on a cluster laid out as Bitnami's
-// redis-cluster chart lays it out: one StatefulSet of 10 pods with the chart's labels only, its
-// release-wide PodDisruptionBudget, the password in the chart's Secret, the recommended spread
-// constraints set through the chart's topologySpreadConstraints value and its soft
-// anti-affinity; masters are ordinals 0..4, as the chart's init makes them. Shards come from
+// TestBitnamiPostScaleDown runs the post-scale-down drift on a cluster installed as Bitnami's
+// redis-cluster chart installs it (scenario.LayoutBitnami): one StatefulSet of 10 pods created by
+// the StatefulSet controller from the chart's template (RollingUpdate, Parallel, the chart's
+// labels, selector and requests with ephemeral-storage), its release-wide PodDisruptionBudget,
+// the password in the chart's Secret, the recommended spread constraints set through the chart's
+// topologySpreadConstraints value and its soft anti-affinity; the cluster formed by redis-cli
+// --cluster create over the pods in ordinal order, as the chart's init forms it (masters 0..4,
+// master i with replica 5+((i+1) mod 5)). The chart's persistence is off here
+// (persistence.enabled=false): the zonal claims are the zonal volumes' test. Shards come from
 // Redis alone. Before the run, the plan made offline (a snapshot and the CLUSTER NODES output)
 // equals the live one, and lint reports the soft anti-affinity, live and offline.
 func TestBitnamiPostScaleDown(t *testing.T) {
 	const password = "bitnami-e2e-password"
 	sc := scenario.BitnamiPostScaleDown()
+	sc.NoPersistence = true
 	opts := harness.Options{
 		RedisArgs: []string{"--requirepass", password, "--masterauth", password},
 		Redis:     redisctl.Options{Password: password},
@@ -49,14 +54,16 @@ func TestBitnamiPostScaleDown(t *testing.T) {
 	}, []lint.Kind{lint.SoftAntiAffinity})
 }
 
-// TestOTPostScaleDown runs the post-scale-down drift on a cluster laid out as OT's redis-operator
-// lays it out: StatefulSets redis-cluster-leader and redis-cluster-follower of 5 each, the
-// operator's labels (role fixed per StatefulSet, redis-role kept in step with Redis by the
-// harness's operator stand-in), a PodDisruptionBudget per role, the recommended spread constraints
-// set through spec.redisLeader/redisFollower; follower i replicates leader i. Shards come from
-// Redis alone, matched to pods by the FQDN each Redis node announces. Before the run, the plan
-// made offline equals the live one, and lint reports the soft anti-affinity and the budgets per
-// role, live and offline.
+// TestOTPostScaleDown runs the post-scale-down drift on a cluster installed as OT's
+// redis-operator installs it: StatefulSets redis-cluster-leader and redis-cluster-follower of 5
+// each (RollingUpdate, OrderedReady), the operator's labels (role fixed per StatefulSet,
+// redis-role kept in step with Redis by the harness's operator stand-in), a PodDisruptionBudget
+// per role, the recommended spread constraints set through spec.redisLeader/redisFollower; the
+// cluster formed as the operator forms it: redis-cli --cluster create over the leaders, then
+// redis-cli --cluster add-node --cluster-slave for each follower, which makes it a replica of a
+// leader with the fewest replicas. Shards come from Redis alone, matched to pods by the FQDN each
+// Redis node announces. Before the run, the plan made offline equals the live one, and lint
+// reports the soft anti-affinity and the budgets per role, live and offline.
 func TestOTPostScaleDown(t *testing.T) {
 	// OT has Redis 7 announce hostnames: its pods are matched to their Redis nodes by name.
 	// lint: a budget per role lets a drain take a leader and its follower together.
@@ -97,9 +104,11 @@ func layoutRun(t *testing.T, sc scenario.Scenario, opts harness.Options, layout 
 	t.Logf("%s: %d evictions, %d failovers; writer %s", layout, evictions, failovers, res.writer)
 }
 
-// assertShardsAsFormed checks that Redis's shards are the scenario's: the master of shard i is
-// the pod sc.PodName(i, 0) and every other pod of the shard replicates it; with hostnames, that
-// every node announces its pod's FQDN (so that pods are matched to nodes by name).
+// assertShardsAsFormed checks that Redis's shards are the ones redis-cli forms: the master of
+// shard i is the pod sc.PodName(i, 0) and, in Bitnami's layout, every other pod of the shard
+// (sc.ShardPods: the ordinals redis-cli pairs) replicates it; in OT's, each leader has
+// PodsPerShard-1 followers replicating it, whichever redis-cli chose; with hostnames, that every
+// node announces its pod's FQDN (so that pods are matched to nodes by name).
 func assertShardsAsFormed(ctx context.Context, env *harness.Env, hostnames bool) error {
 	sc := env.Scenario
 	pods, err := env.Client().CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sc.Selector()})
@@ -136,6 +145,20 @@ func assertShardsAsFormed(ctx context.Context, env *harness.Env, hostnames bool)
 		want[members[0]] = "master"
 		for _, p := range members[1:] {
 			want[p] = members[0]
+		}
+	}
+	if sc.Layout == scenario.LayoutOT { // the followers' leaders are redis-cli's choice
+		perLeader := map[string]int{}
+		for pod, of := range got {
+			if of != "master" {
+				perLeader[of]++
+				want[pod] = of
+			}
+		}
+		for i := 0; i < sc.Shards; i++ {
+			if n := perLeader[sc.PodName(i, 0)]; n != sc.PodsPerShard-1 {
+				return fmt.Errorf("leader %s has %d followers replicating it, want %d (Redis: %v)", sc.PodName(i, 0), n, sc.PodsPerShard-1, got)
+			}
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

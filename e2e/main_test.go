@@ -214,9 +214,11 @@ output: json
 // policyFile is e2ePolicy's file, written by TestMain.
 var policyFile string
 
-// runArgs returns `redis-rebalancer run`'s arguments for env (cliArgs).
+// runArgs returns `redis-rebalancer run`'s arguments for env (cliArgs), with the Lease in env's
+// namespace: each test's runs hold a Lease of their own, so that tests running in parallel do not
+// wait for each other (a run in a Job holds the Lease of the rebalancer's namespace).
 func runArgs(env *harness.Env, extra ...string) []string {
-	return cliArgs("run", env, extra...)
+	return cliArgs("run", env, append([]string{"--leader-elect-resource-namespace", env.Namespace}, extra...)...)
 }
 
 // cliArgs returns the arguments of `redis-rebalancer <command>` (run, plan, lint, serve) on env:

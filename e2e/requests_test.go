@@ -92,6 +92,7 @@ func fillNode(t *testing.T, env *harness.Env, node string) {
 // lands on a node with room, and no write is lost.
 func TestChartRequestsSomeNodesFull(t *testing.T) {
 	sc := scenario.BitnamiPostScaleDown()
+	sc.NoPersistence = true // the chart's claims are the zonal volumes' test
 	f := newFaultEnv(t, sc, harness.Options{Templates: chartRequests}, false)
 	full := []string{"n2", "n6"}
 	for _, n := range full {
@@ -143,6 +144,7 @@ func TestChartRequestsSomeNodesFull(t *testing.T) {
 // as they were. It fills every node of the shared bed, so it does not call t.Parallel.
 func TestChartRequestsNoRoom(t *testing.T) {
 	sc := scenario.BitnamiPostScaleDown()
+	sc.NoPersistence = true // the chart's claims are the zonal volumes' test
 	f := newFaultEnv(t, sc, harness.Options{Templates: chartRequests}, true)
 	roles := rolesOf(t, f.Env)
 	_, resume := pauseServer(t, f, sc.PodName(2, 1))

@@ -23,8 +23,8 @@ import (
 // read in UTC; these tests build them from the wall clock and never wait for a minute to turn.
 
 // TestFaultOutsideWindow: the only window opens daily 11–12 hours from now. The run observes,
-// plans and reports, changes nothing, and says when the window opens next: exit 4, stoppedBy
-// window.
+// plans and reports, changes nothing, and says when the window opens next: outcome
+// outsideWindow, exit 0, stoppedBy window.
 func TestFaultOutsideWindow(t *testing.T) {
 	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, false)
 	roles, pods := rolesOf(t, f.Env), podsOf(t, f.Env)
@@ -36,7 +36,7 @@ func TestFaultOutsideWindow(t *testing.T) {
 	}
 
 	run := startCLI(t, nil, runArgs(f.Env, "--window", fmt.Sprintf("0 %d * * *|1h", hour))...)
-	rep, cr, _ := waitStopped(t, run, app.ExitOutsideWindow, report.StepWindow, "maintenance window: closed; next window opens at "+next.Format(time.RFC3339)+" (in ")
+	rep, cr, _ := waitStopped(t, run, app.ExitOK, report.StepWindow, "maintenance window: closed; next window opens at "+next.Format(time.RFC3339)+" (in ")
 	if rep.Window.Open || rep.Window.NextOpen == nil || !rep.Window.NextOpen.Equal(next) {
 		t.Errorf("report's window %+v, want closed, next opening at %s", rep.Window, next.Format(time.RFC3339))
 	}
@@ -80,8 +80,8 @@ var windowRunTimeouts = []struct {
 // every re-created pod takes windowReadyDelay to start, so the first move outlasts the slack.
 // The first move is made, each of its steps through the pod's return and the re-observation
 // (nothing interrupts it); the second is refused at its window step, before the window's end,
-// before any failover or eviction: the window would close before it could end. Exit 4,
-// stoppedBy window; the master stays where it is, a master. With the bound estimate a window
+// before any failover or eviction: the window would close before it could end. Outcome
+// outsideWindow, exit 0, stoppedBy window; the master stays where it is, a master. With the bound estimate a window
 // cannot close inside a move (no move starts without its bound left); the close inside a step,
 // between a verified failover and the pod's return, is execute's TestWindows (its clock).
 func TestFaultWindowRunsOut(t *testing.T) {
@@ -124,7 +124,7 @@ func TestFaultWindowRunsOut(t *testing.T) {
 	run := startCLI(t, nil, runArgs(f.Env, append(flags, "--window", schedule)...)...)
 	run.waitLineWith(3*time.Minute, "move skipped at "+report.StepWindow)
 	refused := time.Now()
-	rep, cr, got := waitStopped(t, run, app.ExitOutsideWindow, report.StepWindow, fmt.Sprintf("maintenance window: closes at %s, in ", end.Format(time.RFC3339)))
+	rep, cr, got := waitStopped(t, run, app.ExitOK, report.StepWindow, fmt.Sprintf("maintenance window: closes at %s, in ", end.Format(time.RFC3339)))
 	if want := fmt.Sprintf("; the move needs up to %s (bound estimate)", bound); !strings.HasSuffix(got, want) {
 		t.Errorf("reason %q does not end with %q", got, want)
 	}

@@ -147,6 +147,41 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 	return m, nil
 }
 
+// isWorkload reports whether a workload whose pods carry podLabels is a Redis workload for
+// Options.WorkloadSelector (always when it is nil or empty).
+func (m *Model) isWorkload(podLabels map[string]string) bool {
+	sel := m.Options.WorkloadSelector
+	return sel == nil || sel.Empty() || sel.Matches(labels.Set(podLabels))
+}
+
+// notMember says why pod p, which carries the cluster label, is not a member of its cluster, ""
+// when it is: a member is a pod a Redis workload owns (its controller is a StatefulSet whose
+// template Options.WorkloadSelector matches, or, matched by the pod's own labels, a StatefulSet
+// the snapshot lacks or a controller of a kind in Options.RecreatingOwners), or a pod without a
+// controller (a Redis node run by hand, never evicted). A Job's pod (the chart's cluster-update
+// Job) and another controller's (a Deployment's ReplicaSet of the same Helm release, the
+// rebalancer's own pods) are never members.
+func (m *Model) notMember(p *corev1.Pod, kind, owner string, sts *appsv1.StatefulSet) string {
+	switch {
+	case kind == "Job" || kind == "CronJob":
+		return fmt.Sprintf("owned by %s %s: a Job's pod is never a Redis cluster member", kind, owner)
+	case kind == "StatefulSet" && sts != nil:
+		if !m.isWorkload(sts.Spec.Template.Labels) {
+			return fmt.Sprintf("owned by StatefulSet %s, whose template the workload selector %s does not match", owner, m.Options.WorkloadSelector)
+		}
+	case kind == "StatefulSet", slices.Contains(m.Options.RecreatingOwners, kind):
+		if !m.isWorkload(p.Labels) {
+			return fmt.Sprintf("owned by %s %s, and the workload selector %s does not match its labels", kind, owner, m.Options.WorkloadSelector)
+		}
+	case kind == "":
+		// A pod without a controller: a Redis node run by hand. It is judged (and never
+		// evicted: nothing would re-create it).
+	default:
+		return fmt.Sprintf("owned by %s %s: not a Redis workload (a StatefulSet, or one of recreatingOwners)", kind, owner)
+	}
+	return ""
+}
+
 // addRare records what scheduled pod k (pods[k], on podNode[k]) gives the plugins few pods need:
 // its scalar requests (NodeResourcesFit), host ports (NodePorts) and inline disks
 // (VolumeRestrictions).
@@ -223,7 +258,7 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 	stsByName := make(map[nsName]*appsv1.StatefulSet, len(snap.StatefulSets))
 	for _, s := range snap.StatefulSets {
 		stsByName[nsName{s.Namespace, s.Name}] = s
-		if v, ok := s.Spec.Template.Labels[key]; ok {
+		if v, ok := s.Spec.Template.Labels[key]; ok && m.isWorkload(s.Spec.Template.Labels) {
 			c := get(s.Namespace, v)
 			c.StatefulSets = append(c.StatefulSets, s)
 		}
@@ -239,18 +274,31 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 			c = get(p.Namespace, v)
 			last = c
 		}
-		mem := &Member{Pod: p, Node: -1, Ordinal: -1, Terminating: p.DeletionTimestamp != nil, req: reqs[pi]}
+		var kind, owner string
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+			kind, owner = ref.Kind, ref.Name
+		}
+		var sts *appsv1.StatefulSet
+		if kind == "StatefulSet" {
+			sts = stsByName[nsName{p.Namespace, owner}]
+		}
+		if why := m.notMember(p, kind, owner, sts); why != "" {
+			c.NotMembers = append(c.NotMembers, NotMember{Pod: p, Why: why})
+			if c.notMember == nil {
+				c.notMember = map[*corev1.Pod]bool{}
+			}
+			c.notMember[p] = true
+			continue
+		}
+		mem := &Member{Pod: p, Node: -1, Ordinal: -1, Terminating: p.DeletionTimestamp != nil, req: reqs[pi], sts: sts}
 		if p.Spec.NodeName != "" {
 			mem.Node = m.NodeIndex(p.Spec.NodeName)
 		}
 		mem.Unschedulable = isUnschedulable(p)
-		var kind, owner string
-		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-			kind, owner = ref.Kind, ref.Name
-			mem.Owner = ref.Kind + "/" + ref.Name
+		if kind != "" {
+			mem.Owner = kind + "/" + owner
 		}
 		if kind == "StatefulSet" {
-			mem.sts = stsByName[nsName{p.Namespace, owner}]
 			if i := strings.LastIndex(p.Name, "-"); i >= 0 && p.Name[:i] == owner {
 				if o, err := strconv.Atoi(p.Name[i+1:]); err == nil {
 					mem.Ordinal = o
@@ -267,7 +315,10 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 	pdbs := m.pdbSelectors(newBuilder(m), snap.PodDisruptionBudgets)
 	var todo []*Cluster
 	for _, c := range order {
-		if len(c.Members) > 0 { // else a StatefulSet scaled to zero, or pods not yet created
+		// Else a StatefulSet scaled to zero, pods not yet created, or no Redis workload at all
+		// (only pods of other owners share the label).
+		if len(c.Members) > 0 {
+			sort.Slice(c.NotMembers, func(i, j int) bool { return c.NotMembers[i].Pod.Name < c.NotMembers[j].Pod.Name })
 			todo = append(todo, c)
 		}
 	}
@@ -309,13 +360,39 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 	return nil
 }
 
-// memberOf reports whether pod p (scheduled, unfinished) is a member of cluster c.
+// memberOf reports whether pod p (scheduled, unfinished) is a member of cluster c: the rules
+// count it through the cluster's placement, and other pods (NotMembers among them) as the model
+// has them.
 func (c *Cluster) memberOf(p *corev1.Pod) bool {
 	if p.Namespace != c.Namespace {
 		return false
 	}
 	v, ok := p.Labels[c.model.Options.ClusterLabel]
-	return ok && v == c.Name
+	return ok && v == c.Name && !c.notMember[p]
+}
+
+// Admits reports whether pod p, listed afresh, is one of the cluster's pods by the rules Build
+// picks members with: it carries the cluster label's value in the cluster's namespace, is not
+// finished, and a workload of the cluster owns it (not a Job's pod, nor another app's of the same
+// Helm release). The executor filters the pods it lists by the cluster label with it.
+func (c *Cluster) Admits(p *corev1.Pod) bool {
+	m := c.model
+	if p.Namespace != c.Namespace || p.Labels[m.Options.ClusterLabel] != c.Name || isFinished(p) {
+		return false
+	}
+	var kind, owner string
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		kind, owner = ref.Kind, ref.Name
+	}
+	var sts *appsv1.StatefulSet
+	if kind == "StatefulSet" {
+		for _, s := range c.StatefulSets {
+			if s.Name == owner {
+				sts = s
+			}
+		}
+	}
+	return m.notMember(p, kind, owner, sts) == ""
 }
 
 // isUnschedulable reports a Pending pod the scheduler could not place.

@@ -160,7 +160,11 @@ func quorumNote(q Quorum, nodes int) string {
 	var parts []string
 	switch {
 	case m <= 2:
-		return fmt.Sprintf("with M=%d master(s) serving slots, losing any master leaves no majority to promote its replica: whatever the placement, the loss of a node or zone holding a master takes the whole cluster down; 3 or more masters (shards) would fix it. %s", m, best)
+		masters := "masters"
+		if m == 1 {
+			masters = "master"
+		}
+		return fmt.Sprintf("with M=%d %s serving slots, losing any master leaves no majority to promote its replica: whatever the placement, the loss of a node or zone holding a master takes the whole cluster down; 3 or more masters (shards) would fix it. %s", m, masters, best)
 	case q.ZoneBestEffort:
 		parts = append(parts, fmt.Sprintf("with M=%d masters in %d zones, some zone holds %d of them whatever the placement, and Redis needs %d of %d to promote a replica: the loss of that zone takes the whole cluster down; %s would fix it",
 			m, q.Zones, q.ZoneLimit, m/2+1, m, strings.Join(quorumFixes(m, q.Zones), ", or ")))

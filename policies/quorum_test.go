@@ -80,7 +80,7 @@ func TestMasterQuorum(t *testing.T) {
 			sc:     scenario.Scenario{Zones: scenario.ThreeZones(), Shards: 2, PodsPerShard: 2}.Placed([][]string{{"n1", "n3"}, {"n2", "n5"}}),
 			want:   []ruleHit{{policies.MasterQuorum, "zone-a", 2, 1}},
 			quorum: policies.Quorum{Applies: true, Masters: 2, Zones: 3, NodeLimit: 1, NodeBestEffort: true, ZoneLimit: 1, ZoneBestEffort: true},
-			note:   []string{"with M=2 master(s) serving slots, losing any master leaves no majority", "3 or more masters (shards) would fix it"},
+			note:   []string{"with M=2 masters serving slots, losing any master leaves no majority", "3 or more masters (shards) would fix it"},
 		},
 		{
 			name:   "a master without slots does not vote: M=4 instead of 5, n1 holds 3 of them → MasterQuorum n1 3/1",

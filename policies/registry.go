@@ -77,7 +77,7 @@ var registry = []RuleInfo{
 		Description: "every node holds fewer than N/3 of the cluster's pods (at most N/3 with relaxed limits)",
 		Fix:         "moves: evict the pods above the limit from the node",
 		lowerBound: func(lb int) string {
-			return fmt.Sprintf("%d pods above the per-node limit, one eviction each", lb)
+			return fmt.Sprintf("%s above the per-node limit, one eviction each", Plural(lb, "pod"))
 		},
 		check: func(c *Cluster, a ruleArgs) []Violation { return c.maxPerNode(a.g, a.brief) },
 	},
@@ -98,7 +98,7 @@ var registry = []RuleInfo{
 		Description: "every zone holds fewer than N/2 of the cluster's pods (at most N/2 with relaxed limits)",
 		Fix:         "moves: evict the pods above the limit from the zone",
 		lowerBound: func(lb int) string {
-			return fmt.Sprintf("%d pods above the per-zone limit, one eviction each", lb)
+			return fmt.Sprintf("%s above the per-zone limit, one eviction each", Plural(lb, "pod"))
 		},
 		check: func(c *Cluster, a ruleArgs) []Violation { return c.maxPerZone(a.g, a.brief) },
 	},
@@ -264,4 +264,13 @@ func (c *Cluster) evaluate(a ruleArgs, hardOnly, softOnly bool) []Violation {
 		}
 	}
 	return out
+}
+
+// Plural is n and what, with an s when n is not 1 ("1 pod", "3 pods"): the counts of the
+// messages of the rules and the commands.
+func Plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

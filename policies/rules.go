@@ -525,7 +525,7 @@ func (c *Cluster) unschedulable(p Placement, brief bool) []Violation {
 	v := Violation{Rule: Unschedulable, Count: len(idx), Limit: 0}
 	if !brief {
 		v.Pods = c.podNames(idx)
-		v.Message = fmt.Sprintf("%d pod(s) cannot be scheduled: %s", len(idx), strings.Join(v.Pods, ", "))
+		v.Message = fmt.Sprintf("%s cannot be scheduled: %s", Plural(len(idx), "pod"), strings.Join(v.Pods, ", "))
 	}
 	return []Violation{v}
 }

@@ -3,7 +3,6 @@ package policies
 import (
 	"fmt"
 	"net"
-	"slices"
 	"sort"
 	"strings"
 
@@ -123,17 +122,14 @@ func (m *Model) ownerShard(mem *Member, owner string) {
 }
 
 // ownerEvictable sets why the member's controller never re-creates it ("" when it does): a pod
-// without a controller, owned by a StatefulSet the snapshot lacks, or by a kind that is not a
-// StatefulSet nor one of Options.RecreatingOwners.
+// without a controller, or owned by a StatefulSet the snapshot lacks. (A pod of any other owner
+// than a StatefulSet or one of Options.RecreatingOwners is no member: Model.notMember.)
 func (m *Model) ownerEvictable(mem *Member, kind, name string) {
 	switch {
 	case kind == "":
 		mem.ownerWhy = "no controller: nothing would re-create the pod"
 	case kind == "StatefulSet" && mem.sts == nil:
 		mem.ownerWhy = fmt.Sprintf("StatefulSet %s is not in the snapshot: the re-creation template is unknown", name)
-	case kind == "StatefulSet", slices.Contains(m.Options.RecreatingOwners, kind):
-	default:
-		mem.ownerWhy = fmt.Sprintf("owner %s/%s is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)", kind, name)
 	}
 }
 
@@ -372,6 +368,7 @@ func (c *Cluster) matchRedis(nodes []RedisNode) (match []int, warnings []string)
 			warnings = append(warnings, fmt.Sprintf("Redis node %s at %s: more than one pod has that IP", shortID(n.ID), n.IP))
 		}
 	}
+	warnings = append(warnings, c.notMemberNodes(nodes, cands)...)
 	for i, mem := range c.Members {
 		match[i] = -1
 		cs := cands[i]
@@ -400,6 +397,37 @@ func (c *Cluster) matchRedis(nodes []RedisNode) (match []int, warnings []string)
 		}
 	}
 	return match, warnings
+}
+
+// notMemberNodes names the Redis nodes no member matches that are a pod of NotMembers (by its
+// announced hostname, or its IP on a running pod): Redis lists a pod that no workload of the
+// cluster owns, which is then neither judged nor evicted.
+func (c *Cluster) notMemberNodes(nodes []RedisNode, cands [][]int) []string {
+	if len(c.NotMembers) == 0 {
+		return nil
+	}
+	matched := map[int]bool{}
+	for _, cs := range cands {
+		for _, k := range cs {
+			matched[k] = true
+		}
+	}
+	var out []string
+	for k := range nodes {
+		n := &nodes[k]
+		if matched[k] {
+			continue
+		}
+		for _, nm := range c.NotMembers {
+			p := nm.Pod
+			if n.Hostname != "" && hostnameMatches(n.Hostname, p) ||
+				n.IP != "" && p.DeletionTimestamp == nil && p.Status.PodIP != "" && net.ParseIP(n.IP).Equal(net.ParseIP(p.Status.PodIP)) {
+				out = append(out, fmt.Sprintf("Redis node %s is pod %s, which is not a member (%s): not judged", shortID(n.ID), p.Name, nm.Why))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // several is what onlyMember returns when more than one member is the one asked for.

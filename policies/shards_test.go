@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -132,11 +133,12 @@ func TestApplyRedis(t *testing.T) {
 	}
 	threeShards := shards()
 	for _, tc := range []struct {
-		name   string
-		source string
-		snap   func(*policies.Snapshot)
-		nodes  func([]policies.RedisNode) []policies.RedisNode
-		want   shardView
+		name       string
+		source     string
+		recreating []string // Options.RecreatingOwners
+		snap       func(*policies.Snapshot)
+		nodes      func([]policies.RedisNode) []policies.RedisNode
+		want       shardView
 	}{
 		{
 			name: "one StatefulSet for the whole cluster (Bitnami), auto → Redis's 3 shards of 2, roles, all evictable",
@@ -150,7 +152,8 @@ func TestApplyRedis(t *testing.T) {
 			}},
 		},
 		{
-			name: "owners that agree with Redis (one owner per shard), auto → the owners' shards kept, named after them",
+			name:       "owners that agree with Redis (one InstanceSet per shard, a re-creating owner), auto → the owners' shards kept, named after them",
+			recreating: []string{"InstanceSet"},
 			snap: func(s *policies.Snapshot) {
 				for _, p := range s.Pods {
 					ord := map[string]int{"rc-0": 0, "rc-5": 0, "rc-1": 1, "rc-3": 1, "rc-2": 2, "rc-4": 2}[p.Name]
@@ -159,18 +162,7 @@ func TestApplyRedis(t *testing.T) {
 			},
 			want: shardView{Source: "owner", Shards: map[string]string{
 				"shard-0": "rc-0 master, rc-5 replica", "shard-1": "rc-1 master, rc-3 replica", "shard-2": "rc-2 master, rc-4 replica",
-			}, Never: map[string]string{
-				"rc-0": "owner InstanceSet/shard-0 is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)",
-				"rc-1": "owner InstanceSet/shard-1 is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)",
-				"rc-2": "owner InstanceSet/shard-2 is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)",
-				"rc-3": "owner InstanceSet/shard-1 is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)",
-				"rc-4": "owner InstanceSet/shard-2 is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)",
-				"rc-5": "owner InstanceSet/shard-0 is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)",
-			}, Warnings: []string{
-				"pods rc-0, rc-5 are never evicted: owner InstanceSet/shard-0 is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)",
-				"pods rc-1, rc-3 are never evicted: owner InstanceSet/shard-1 is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)",
-				"pods rc-2, rc-4 are never evicted: owner InstanceSet/shard-2 is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)",
-			}},
+			}, Never: map[string]string{}, Warnings: []string{}},
 		},
 		{
 			name: "Redis announces FQDNs and its IPs are not the pods' → matched by hostname alone",
@@ -252,7 +244,7 @@ func TestApplyRedis(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := policies.Build(snap, policies.Options{ShardSource: src})
+			m, err := policies.Build(snap, policies.Options{ShardSource: src, RecreatingOwners: tc.recreating})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -290,7 +282,9 @@ func evaluateRebuilt(t *testing.T, snap *policies.Snapshot, c *policies.Cluster)
 		p.Labels[key] = shardOf[p.Name]
 		clone.Pods = append(clone.Pods, p)
 	}
-	m, err := policies.Build(&clone, policies.Options{ShardSource: policies.ShardSource{Kind: policies.ShardLabel, Key: key}})
+	opts := c.Model().Options
+	opts.ShardSource = policies.ShardSource{Kind: policies.ShardLabel, Key: key}
+	m, err := policies.Build(&clone, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,8 +340,7 @@ func TestOwners(t *testing.T) {
 		{name: "StatefulSet → evictable, N its replicas", kind: "StatefulSet", keepSTS: true, wantN: 6, wantOwner: "StatefulSet/rc"},
 		{name: "StatefulSet missing from the snapshot → never evicted (no template), N the pod count", kind: "StatefulSet", wantN: 6, wantOwner: "StatefulSet/rc",
 			wantWhy: "StatefulSet rc is not in the snapshot: the re-creation template is unknown"},
-		{name: "InstanceSet not named as re-creating → never evicted, reported with its owner", kind: "InstanceSet", wantN: 6, wantOwner: "InstanceSet/owner-InstanceSet",
-			wantWhy: "owner InstanceSet/owner-InstanceSet is not a StatefulSet nor one of the owners that re-create pods (recreatingOwners)"},
+		{name: "InstanceSet not named as re-creating → no Redis workload: no cluster", kind: "InstanceSet"},
 		{name: "InstanceSet named as re-creating → evictable, re-created as it is", kind: "InstanceSet", recreating: []string{"InstanceSet"}, wantN: 6, wantOwner: "InstanceSet/owner-InstanceSet"},
 		{name: "no controller → never evicted, even when every kind is named", kind: "", recreating: []string{"InstanceSet", "StatefulSet"}, wantN: 6,
 			wantWhy: "no controller: nothing would re-create the pod"},
@@ -366,6 +359,12 @@ func TestOwners(t *testing.T) {
 			m, err := policies.Build(snap, policies.Options{RecreatingOwners: tc.recreating})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.wantN == 0 {
+				if len(m.Clusters) != 0 {
+					t.Fatalf("%d clusters, want none", len(m.Clusters))
+				}
+				return
 			}
 			c := m.Clusters[0]
 			if c.N != tc.wantN {
@@ -406,5 +405,106 @@ func TestParseRole(t *testing.T) {
 		if got := policies.ParseRole(in); got != want {
 			t.Errorf("ParseRole(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestMembership checks who is a member of a Redis cluster: the pods its workloads own, never a
+// pod that merely shares the cluster label (another app of the same Helm release, the chart's
+// cluster-update Job, a finished pod), and, with a workload selector, only the StatefulSets it
+// matches.
+func TestMembership(t *testing.T) {
+	release := map[string]string{policies.DefaultClusterLabel: "rc"}
+	web := func(name string) *corev1.Pod {
+		return fixture.Pod(name, fixture.WithLabels(policies.DefaultClusterLabel, "rc", "app.kubernetes.io/name", "web"), fixture.On("n1"), func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rc-web-5d9c", Controller: ptr.To(true)}}
+		})
+	}
+	job := fixture.Pod("rc-cluster-update-x7k2p", fixture.WithLabels(policies.DefaultClusterLabel, "rc", "app.kubernetes.io/name", "redis-cluster", "job-name", "rc-cluster-update"), fixture.On("n2"),
+		func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "rc-cluster-update", Controller: ptr.To(true)}}
+			p.Status.PodIP = "10.0.0.9"
+		})
+	done := fixture.Pod("rc-cluster-update-old", fixture.WithLabels(policies.DefaultClusterLabel, "rc"), fixture.On("n2"), fixture.Succeeded())
+	db := fixture.StatefulSet("rc-postgresql", 1, release, fixture.TemplateOf(fixture.Pod("t", fixture.WithLabels(policies.DefaultClusterLabel, "rc", "app.kubernetes.io/name", "postgresql"))))
+	dbPod := fixture.StatefulSetPod(db, 0, fixture.On("n3"))
+	for _, tc := range []struct {
+		name        string
+		sel         string // Options.WorkloadSelector
+		extra       []*corev1.Pod
+		sts         bool // the StatefulSet rc-postgresql of the same release
+		wantN       int
+		wantMembers int
+		wantNot     map[string]string // pod → the start of why it is not a member
+	}{
+		{
+			name:  "two web pods and the update Job's pod of the same release, a finished pod → not members, N the StatefulSet's 6",
+			extra: []*corev1.Pod{web("rc-web-1"), web("rc-web-2"), job, done}, wantN: 6, wantMembers: 6,
+			wantNot: map[string]string{
+				"rc-web-1": "owned by ReplicaSet rc-web-5d9c: not a Redis workload", "rc-web-2": "owned by ReplicaSet rc-web-5d9c: not a Redis workload",
+				"rc-cluster-update-x7k2p": "owned by Job rc-cluster-update: a Job's pod is never a Redis cluster member",
+			},
+		},
+		{
+			name: "another StatefulSet of the release, no workload selector → taken as Redis (N 7)",
+			sts:  true, extra: []*corev1.Pod{dbPod}, wantN: 7, wantMembers: 7, wantNot: map[string]string{},
+		},
+		{
+			name: "another StatefulSet of the release, workload selector app.kubernetes.io/name=redis-cluster → not a member (N 6)",
+			sel:  "app.kubernetes.io/name=redis-cluster", sts: true, extra: []*corev1.Pod{dbPod}, wantN: 6, wantMembers: 6,
+			wantNot: map[string]string{"rc-postgresql-0": "owned by StatefulSet rc-postgresql, whose template the workload selector"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := bitnamiLike()
+			for _, p := range snap.Pods {
+				p.Labels["app.kubernetes.io/name"] = "redis-cluster"
+			}
+			snap.StatefulSets[0].Spec.Template.Labels = map[string]string{policies.DefaultClusterLabel: "rc", "app.kubernetes.io/name": "redis-cluster"}
+			snap.Pods = append(snap.Pods, tc.extra...)
+			if tc.sts {
+				snap.StatefulSets = append(snap.StatefulSets, db)
+			}
+			sel, err := labels.Parse(tc.sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := policies.Build(snap, policies.Options{WorkloadSelector: sel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Clusters) != 1 {
+				t.Fatalf("%d clusters, want 1", len(m.Clusters))
+			}
+			c := m.Clusters[0]
+			if c.N != tc.wantN || len(c.Members) != tc.wantMembers {
+				t.Errorf("N %d, %d members; want %d and %d", c.N, len(c.Members), tc.wantN, tc.wantMembers)
+			}
+			got := map[string]string{}
+			for _, nm := range c.NotMembers {
+				got[nm.Pod.Name] = nm.Why
+				if want, ok := tc.wantNot[nm.Pod.Name]; ok && strings.HasPrefix(nm.Why, want) {
+					got[nm.Pod.Name] = want
+				}
+			}
+			if diff := cmp.Diff(tc.wantNot, got); diff != "" {
+				t.Errorf("not members (-want +got):\n%s", diff)
+			}
+			// A Redis node at a pod that is not a member is named, never matched.
+			stray := policies.RedisNode{ID: fmt.Sprintf("n9-%037d", 0), IP: "10.0.0.9", Role: policies.RoleMaster}
+			c.ApplyRedis(append(redisNodes(), stray))
+			var strays []string
+			for _, w := range c.Warnings {
+				if strings.HasPrefix(w, "Redis node n9-00000") {
+					strays = append(strays, w)
+				}
+			}
+			var want []string
+			if _, ok := tc.wantNot[job.Name]; ok {
+				want = []string{"Redis node n9-00000 is pod rc-cluster-update-x7k2p, which is not a member (owned by Job rc-cluster-update: a Job's pod is never a Redis cluster member): not judged"}
+			}
+			if diff := cmp.Diff(want, strays); diff != "" {
+				t.Errorf("warnings on the Redis node at the Job's pod (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -69,6 +69,13 @@ type Options struct {
 	// pod may be evicted, and is taken to come back with its own spec. A pod owned by another kind,
 	// or by no controller, is never evicted (Member.NotEvictable).
 	RecreatingOwners []string
+	// WorkloadSelector, when set and not empty, keeps as the Redis clusters' workloads only the
+	// StatefulSets whose pod template labels it matches (and, for a pod whose controller is one
+	// of RecreatingOwners or a StatefulSet the snapshot lacks, the pod's labels): the layouts name
+	// their Redis workloads with it (Bitnami's app.kubernetes.io/name=redis-cluster), so that
+	// another workload of the same Helm release is never taken for Redis. nil: every StatefulSet
+	// whose template carries ClusterLabel.
+	WorkloadSelector labels.Selector
 	// RoleLabel, when set, is the pod label that gives a pod's Redis role when Redis is not read
 	// ("master"/"primary", or "replica"/"slave"/"secondary"); Cluster.ApplyRedis replaces it with
 	// Redis's.
@@ -200,7 +207,11 @@ func (m *Model) NodeIndex(name string) int {
 	return -1
 }
 
-// Cluster is one Redis cluster: the pods sharing a value of the cluster label in one namespace.
+// Cluster is one Redis cluster: the pods its workloads own among those sharing a value of the
+// cluster label in one namespace. Its workloads are the StatefulSets whose template carries the
+// label (and Options.WorkloadSelector matches), and the controllers of kinds
+// Options.RecreatingOwners (and pods without a controller, run by hand); a pod of another owner
+// or of a Job is never a member (NotMembers), whatever labels it shares.
 type Cluster struct {
 	// Namespace and Name identify the cluster (Name is the cluster label's value).
 	Namespace, Name string
@@ -209,6 +220,10 @@ type Cluster struct {
 	N int
 	// Members are the cluster's pods, sorted by shard, then ordinal, then name.
 	Members []*Member
+	// NotMembers are the pods that carry the cluster label but no workload of the cluster owns
+	// (another app of the same Helm release, a Job's pod), with why; finished pods are not
+	// listed. Sorted by name.
+	NotMembers []NotMember
 	// Shards are sorted by name; Shard.Members index Members.
 	Shards []*Shard
 	// ZoneKey is the zone topology key of the cluster: the zone key its pods' node affinity, spread
@@ -234,10 +249,11 @@ type Cluster struct {
 	// could not be matched to one pod. Sorted.
 	Warnings []string
 
-	model   *Model
-	b       *builder // during Build only
-	allowed map[string]bool
-	zones   []string // node index → zone name for the rules (model.zoneNames[x])
+	model     *Model
+	notMember map[*corev1.Pod]bool // the pods of NotMembers
+	b         *builder             // during Build only
+	allowed   map[string]bool
+	zones     []string // node index → zone name for the rules (model.zoneNames[x])
 	// zoneID numbers zones (model.zoneIDs[x]), zoneName maps the numbers back to the names, and
 	// allowedID tells the allowed zones by number.
 	zoneID    []int32
@@ -269,6 +285,14 @@ type Cluster struct {
 	// read is set once an index that depends on the members' order or shards is built (state,
 	// node classes): ApplyRedis may no longer regroup them.
 	read atomic.Bool
+}
+
+// NotMember is a pod carrying a cluster's label that is not one of its members.
+type NotMember struct {
+	// Pod is the pod.
+	Pod *corev1.Pod
+	// Why says why it is not a member ("owned by ReplicaSet web-5d9c: not a Redis workload").
+	Why string
 }
 
 // Z returns the number of allowed zones.

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	_ "embed" // CommentedDefault
+	"maps"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,6 +169,9 @@ func ApplyLayout(p *RebalancerPolicy) {
 	setString(&sel.ShardSource, l.ShardSource)
 	setString(&sel.ShardSource, DefaultShardSource)
 	setString(&sel.RoleLabel, l.RoleLabel)
+	if w := &sel.WorkloadSelector; len(w.MatchLabels) == 0 && len(w.MatchExpressions) == 0 && len(l.WorkloadLabels) > 0 {
+		w.MatchLabels = maps.Clone(l.WorkloadLabels)
+	}
 	if len(sel.RecreatingOwners) == 0 && len(l.RecreatingOwners) > 0 {
 		sel.RecreatingOwners = append([]string(nil), l.RecreatingOwners...)
 	}

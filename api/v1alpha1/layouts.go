@@ -12,11 +12,13 @@ const (
 	// pods labelled cloud.netease.com/cluster-name.
 	LayoutSeed Layout = "seed"
 	// LayoutBitnami is the Bitnami redis-cluster chart: one StatefulSet holds every node of the
-	// cluster (shards only Redis knows), pods labelled app.kubernetes.io/instance=<release>, the
-	// password in Secret <fullname> under redis-password.
+	// cluster (shards only Redis knows), pods labelled app.kubernetes.io/instance=<release> and
+	// app.kubernetes.io/name=redis-cluster, the password in Secret <fullname> under
+	// redis-password.
 	LayoutBitnami Layout = "bitnami"
 	// LayoutOT is OT-CONTAINER-KIT's redis-operator: StatefulSets <name>-leader and
-	// <name>-follower (shards only Redis knows), pods labelled cluster=<name>, redis-role kept in
+	// <name>-follower (shards only Redis knows), pods labelled cluster=<name> and
+	// redis_setup_type=cluster, redis-role kept in
 	// step with Redis, Redis 7 announcing hostnames; the password in the Secret the RedisCluster
 	// names (its key, usually password).
 	LayoutOT Layout = "ot"
@@ -39,6 +41,8 @@ var Layouts = []Layout{LayoutSeed, LayoutBitnami, LayoutOT, LayoutUcloud, Layout
 type LayoutDefaults struct {
 	// ClusterLabel, ShardSource and RoleLabel are selection's fields ("": the policy's default).
 	ClusterLabel, ShardSource, RoleLabel string
+	// WorkloadLabels are selection.workloadSelector's matchLabels (nil: none).
+	WorkloadLabels map[string]string
 	// RecreatingOwners is selection.recreatingOwners.
 	RecreatingOwners []string
 	// UsernameKey and PasswordKey are the keys of redis.usernameSecretRef and
@@ -52,9 +56,15 @@ func DefaultsOf(l Layout) LayoutDefaults {
 	case LayoutSeed:
 		return LayoutDefaults{ClusterLabel: "cloud.netease.com/cluster-name", ShardSource: ShardSourceOwner}
 	case LayoutBitnami:
-		return LayoutDefaults{ClusterLabel: "app.kubernetes.io/instance", ShardSource: ShardSourceRedis, PasswordKey: "redis-password"}
+		return LayoutDefaults{
+			ClusterLabel: "app.kubernetes.io/instance", ShardSource: ShardSourceRedis, PasswordKey: "redis-password",
+			WorkloadLabels: map[string]string{"app.kubernetes.io/name": "redis-cluster"},
+		}
 	case LayoutOT:
-		return LayoutDefaults{ClusterLabel: "cluster", ShardSource: ShardSourceRedis, RoleLabel: "redis-role", PasswordKey: "password"}
+		return LayoutDefaults{
+			ClusterLabel: "cluster", ShardSource: ShardSourceRedis, RoleLabel: "redis-role", PasswordKey: "password",
+			WorkloadLabels: map[string]string{"redis_setup_type": "cluster"},
+		}
 	case LayoutUcloud:
 		return LayoutDefaults{ClusterLabel: "redis.kun/name", ShardSource: ShardSourceOwner, PasswordKey: "password"}
 	case LayoutKubeBlocks:

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestLayouts checks that every layout sets a valid policy (its fields pass validation) and that
@@ -18,7 +19,8 @@ func TestLayouts(t *testing.T) {
 				t.Fatalf("layout %q gives an invalid policy: %v", l, errs.ToAggregate())
 			}
 			d := DefaultsOf(l)
-			want := Selection{Layout: l, ClusterLabel: d.ClusterLabel, ShardSource: d.ShardSource, RoleLabel: d.RoleLabel, RecreatingOwners: d.RecreatingOwners}
+			want := Selection{Layout: l, ClusterLabel: d.ClusterLabel, ShardSource: d.ShardSource, RoleLabel: d.RoleLabel, RecreatingOwners: d.RecreatingOwners,
+				WorkloadSelector: metav1.LabelSelector{MatchLabels: d.WorkloadLabels}}
 			if want.ClusterLabel == "" {
 				want.ClusterLabel = DefaultClusterLabel
 			}
@@ -29,7 +31,8 @@ func TestLayouts(t *testing.T) {
 				t.Errorf("selection (-want +got):\n%s", diff)
 			}
 			explicit := Default()
-			explicit.Selection = Selection{Layout: l, ClusterLabel: "mine", ShardSource: "label:shard", RoleLabel: "role", RecreatingOwners: []string{"Mine"}}
+			explicit.Selection = Selection{Layout: l, ClusterLabel: "mine", ShardSource: "label:shard", RoleLabel: "role", RecreatingOwners: []string{"Mine"},
+				WorkloadSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "mine"}}}
 			explicit.Redis.PasswordSecretRef.Key = "pw"
 			keep := explicit.DeepCopy()
 			ApplyLayout(explicit)

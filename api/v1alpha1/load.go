@@ -70,7 +70,7 @@ func Load(path string) (*RebalancerPolicy, error) {
 //
 // Every problem is reported at once, as an *InvalidError: unknown fields, values that are not of
 // their field's type (a duration such as "2 hours", a word where a number goes), a missing or
-// other apiVersion or kind, and every validation error. A document that is not a YAML mapping is
+// other apiVersion or kind, a field of PositiveFields given as 0, and every validation error. A document that is not a YAML mapping is
 // a plain error.
 func Decode(data []byte) (*RebalancerPolicy, error) {
 	j, err := yaml.YAMLToJSONStrict(data)
@@ -84,6 +84,7 @@ func Decode(data []byte) (*RebalancerPolicy, error) {
 	errs := checkTypeMeta(doc)
 	// The decoder stops at the first value it cannot read: find them all, and leave them out.
 	errs = append(errs, badValues(doc, reflect.TypeFor[RebalancerPolicy](), nil)...)
+	errs = append(errs, givenZeros(doc)...)
 	if j, err = json.Marshal(doc); err != nil {
 		return nil, err
 	}

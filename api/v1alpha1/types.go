@@ -82,8 +82,19 @@ type Selection struct {
 	Layout Layout `json:"layout"`
 	// clusterLabel is the pod label whose value names the Redis cluster (the seed layout's:
 	// cloud.netease.com/cluster-name). Pods without it are not Redis pods. "": the layout's
-	// (app.kubernetes.io/instance without one).
+	// (app.kubernetes.io/instance without one). A Redis cluster's members are the pods its
+	// workloads own among those sharing the label's value: the StatefulSets whose template
+	// carries it (and workloadSelector matches) and the controllers of recreatingOwners; a pod of
+	// another owner (another app of the same Helm release, the rebalancer itself) or of a Job is
+	// never a member.
 	ClusterLabel string `json:"clusterLabel"`
+	// workloadSelector keeps as Redis workloads only the StatefulSets whose pod template labels
+	// it matches (a Kubernetes label selector), so that another StatefulSet of the same Helm
+	// release is not taken for Redis (Bitnami's layout: app.kubernetes.io/name=redis-cluster; OT's:
+	// redis_setup_type=cluster). Empty: the layout's (without one, every StatefulSet whose template
+	// carries clusterLabel; live, a workload none of whose pods answers as a Redis Cluster node is
+	// then left out as not Redis).
+	WorkloadSelector metav1.LabelSelector `json:"workloadSelector"`
 	// shardSource says where a pod's shard comes from: owner (its controller: one StatefulSet
 	// per shard), redis (CLUSTER NODES: a master serving slots and the replicas whose master it
 	// is, Redis nodes matched to pods by pod IP or announced hostname; offline, from
@@ -102,6 +113,11 @@ type Selection struct {
 	// no controller, is reported and never evicted. Empty: the layout's (without one,
 	// StatefulSets only).
 	RecreatingOwners []string `json:"recreatingOwners"`
+	// allowEmpty makes a selection that matches no Redis cluster no error, for namespaces that
+	// may legitimately have none yet. Without it, every command that reads clusters fails
+	// (exit 1) when the selection matches none, saying what matched nothing (a namespace, the
+	// cluster label or the label selector): a typo is not taken for compliance.
+	AllowEmpty bool `json:"allowEmpty"`
 }
 
 // The shard sources selection.shardSource names. Its text form is one of them, or label:KEY for

@@ -18,10 +18,91 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// PositiveFields are the paths of the fields whose zero value stands for their default: left out
+// of a file they take it, but given as 0 in a file (Decode) or by a flag they are refused, since
+// 0 itself would mean nothing sensible (no move, no time, no port, no lag at all). "[]" stands
+// for every element of a list. The other numeric fields say what their 0 means (plan.maxMoves,
+// the limits.maxNoOfPodsToEvict… fields: no limit).
+var PositiveFields = []string{
+	"plan.maxStates",
+	"limits.maxMovesPerCluster", "limits.maxParallelClusters",
+	"failover.timeout", "failover.drainQuiet", "failover.drainTimeout",
+	"timeouts.healthGate", "timeouts.recreate", "timeouts.rejoin", "timeouts.request",
+	"redis.port", "redis.dialTimeout", "redis.readTimeout", "redis.writeTimeout", "redis.maxLagBytes", "redis.maxLastIOSeconds",
+	"windows.windows[].duration",
+	"watch.rolesInterval", "watch.quorumPassInterval",
+}
+
+// PositiveMessage is the validation message of a field of PositiveFields given as 0; what
+// restores the default follows it.
+const PositiveMessage = "must be positive: 0 has no meaning here"
+
+// IsPositiveField reports whether the field at path (windows.windows[2].duration: indexes are
+// ignored) is one of PositiveFields.
+func IsPositiveField(path string) bool {
+	return slices.Contains(PositiveFields, indexes.ReplaceAllString(path, "[]"))
+}
+
+// indexes matches a list index in a field path ("[2]").
+var indexes = regexp.MustCompile(`\[[0-9]+\]`)
+
+// givenZeros refuses each field of PositiveFields that doc (a policy file's JSON object) gives as
+// 0 ("0s" for a duration).
+func givenZeros(doc map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	var walk func(v any, segs []string, path *field.Path)
+	walk = func(v any, segs []string, path *field.Path) {
+		if len(segs) == 0 {
+			if isZero(v) {
+				errs = append(errs, field.Invalid(path, v, PositiveMessage+" (leave the field out for its default)"))
+			}
+			return
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		name, list := strings.CutSuffix(segs[0], "[]")
+		child, ok := m[name]
+		if !ok {
+			return
+		}
+		p := fieldPath(path, name)
+		if !list {
+			walk(child, segs[1:], p)
+			return
+		}
+		items, _ := child.([]any)
+		for i, item := range items {
+			walk(item, segs[1:], p.Index(i))
+		}
+	}
+	for _, f := range PositiveFields {
+		walk(doc, strings.Split(f, "."), nil)
+	}
+	return errs
+}
+
+// isZero reports whether a decoded JSON value is a zero number or a zero duration.
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	case string:
+		d, err := time.ParseDuration(x)
+		return err == nil && d == 0
+	}
+	return false
+}
+
 // ValidateRebalancerPolicy checks p as a file gives it (before defaults) or as flags left it,
 // and returns every problem, each with its field path ("limits.maxMovesPerCluster"). A zero value
-// means the default and is valid; negative counts and durations, unknown enumeration values
-// (selection.layout, failover.mode, windows.stepEstimate, output, the rule names of rules), a shard source that does not
+// means the default and is valid (a file or a flag that gives one of PositiveFields as 0 is
+// refused by Decode and by the command line, which see what was given); negative counts and
+// durations, unknown enumeration values (selection.layout, failover.mode, windows.stepEstimate,
+// output, the rule names of rules), a shard source that does not
 // parse, owner kinds that are no kind names, cron expressions that do not parse or never fire,
 // malformed label keys, selectors and names, and credentials given twice are not. apiVersion and
 // kind are the decoder's to check.
@@ -36,7 +117,7 @@ func ValidateRebalancerPolicy(p *RebalancerPolicy) field.ErrorList {
 	errs = append(errs, validateRedis(&p.Redis, field.NewPath("redis"))...)
 	errs = append(errs, validateWindows(&p.Windows, field.NewPath("windows"))...)
 	if p.Schedule != "" {
-		if _, err := cron.ParseStandard(p.Schedule); err != nil {
+		if _, err := parseCron(cron.ParseStandard, p.Schedule); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("schedule"), p.Schedule, err.Error()))
 		}
 	}
@@ -63,6 +144,7 @@ func validateSelection(s *Selection, path *field.Path) field.ErrorList {
 		}
 	}
 	errs = append(errs, metav1validation.ValidateLabelSelector(&s.LabelSelector, metav1validation.LabelSelectorValidationOptions{}, path.Child("labelSelector"))...)
+	errs = append(errs, metav1validation.ValidateLabelSelector(&s.WorkloadSelector, metav1validation.LabelSelectorValidationOptions{}, path.Child("workloadSelector"))...)
 	if s.ClusterLabel != "" {
 		errs = append(errs, metav1validation.ValidateLabelName(s.ClusterLabel, path.Child("clusterLabel"))...)
 	}
@@ -122,7 +204,7 @@ var windowScheduleReference = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // expression that never fires. The error does not repeat the expression. rebalancer/window
 // compiles the windows with it.
 func ParseWindowSchedule(spec string) (*cron.SpecSchedule, error) {
-	s, err := windowScheduleParser.Parse(spec)
+	s, err := parseCron(windowScheduleParser.Parse, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +216,15 @@ func ParseWindowSchedule(spec string) (*cron.SpecSchedule, error) {
 		return nil, errors.New("never fires")
 	}
 	return ss, nil
+}
+
+// parseCron parses spec with parse (robfig/cron/v3), refusing first what makes that parser
+// panic: a CRON_TZ= or TZ= prefix with nothing after the zone (it slices up to the first space).
+func parseCron(parse func(string) (cron.Schedule, error), spec string) (cron.Schedule, error) {
+	if (strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=")) && !strings.Contains(spec, " ") {
+		return nil, errors.New("a time zone prefix (CRON_TZ=<zone>) must be followed by a space and the schedule")
+	}
+	return parse(spec)
 }
 
 // kindName is what a Kubernetes kind looks like (InstanceSet, RedisCluster).

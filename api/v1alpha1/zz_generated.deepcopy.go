@@ -210,6 +210,7 @@ func (in *Selection) DeepCopyInto(out *Selection) {
 	*out = *in
 	in.Namespaces.DeepCopyInto(&out.Namespaces)
 	in.LabelSelector.DeepCopyInto(&out.LabelSelector)
+	in.WorkloadSelector.DeepCopyInto(&out.WorkloadSelector)
 	if in.RecreatingOwners != nil {
 		in, out := &in.RecreatingOwners, &out.RecreatingOwners
 		*out = make([]string, len(*in))

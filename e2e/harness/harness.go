@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,6 +109,9 @@ type Env struct {
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	opDone   chan struct{}
+	// formed is, in Bitnami's and OT's layouts, each pod's shard index as Redis was formed
+	// (ShardOf).
+	formed map[string]int
 }
 
 func (e *Env) logf(format string, args ...any) {
@@ -159,9 +163,11 @@ func SetupForTest(t testing.TB, sc scenario.Scenario, opts Options) *Env {
 // Setup lays out sc on the bed in a namespace of its own: its PodDisruptionBudgets and
 // StatefulSets (and, in Bitnami's layout with a password in opts.Redis, the chart's password
 // Secret), its pods bound to the nodes it names, a redis-server per pod (on the environment's own
-// port), the Redis Cluster formed over them (the shards sc.ShardPods says, the first pod of each
-// the master), and an operator stand-in. sc must name exactly the bed's zones and nodes. On
-// error everything the environment started is stopped.
+// port), the Redis Cluster formed over them, and an operator stand-in. In the seed layout the
+// harness forms the cluster itself (the shards sc.ShardPods says, the first pod of each the
+// master); in Bitnami's and OT's the real redis-cli forms it as the chart's init and the
+// operator do (chart.go), and Env.ShardOf tells the shards it made. sc must name exactly the
+// bed's zones and nodes. On error everything the environment started is stopped.
 func (b *Bed) Setup(ctx context.Context, sc scenario.Scenario, opts Options) (*Env, error) {
 	if opts.Namespace != "" {
 		return b.setup(ctx, sc, opts, opts.Namespace, true)
@@ -232,12 +238,16 @@ func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns 
 	}()
 	sc.Namespace = ns
 	sc.Tolerations = append(sc.Tolerations, fixture.KwokToleration())
-	sc.SchedulerName = ManualScheduler
+	lay := e.layOutChart // Bitnami's chart, OT's operator: installed as they install it
+	if sc.Layout == scenario.LayoutSeed {
+		sc.SchedulerName = ManualScheduler
+		lay = e.layOut
+	}
 	e.Scenario = sc
 	if err := e.startRedis(ctx, opts); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
-	if err := e.layOut(ctx, opts); err != nil {
+	if err := lay(ctx, opts); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	e.startOperator()
@@ -256,7 +266,8 @@ func (e *Env) startRedis(ctx context.Context, opts Options) error {
 	if _, err := e.Cluster.Namespace(ctx, e.Namespace); err != nil {
 		return err
 	}
-	sel, err := labels.Parse(e.Scenario.Selector())
+	// A Job's pod with the cluster's labels (Bitnami's cluster-update Job) runs no redis-server.
+	sel, err := labels.Parse(e.Scenario.Selector() + ",!" + batchv1.JobNameLabel)
 	if err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ func (e *Env) addNewMembers(ctx context.Context) error {
 	shardOf := map[string]int{} // pod IP → the scenario's shard
 	for _, p := range pods.Items {
 		if p.Status.PodIP != "" {
-			shardOf[p.Status.PodIP] = e.Scenario.ShardOf(p.Name)
+			shardOf[p.Status.PodIP] = e.ShardOf(p.Name)
 		}
 	}
 	var errs []error

@@ -19,7 +19,9 @@
 // must tolerate it (fixture.KwokToleration). Pods become Running and Ready as soon as they are scheduled and
 // get an IP from their node's pod CIDR (PodNetwork.<i>.0/24), a loopback address that a test can
 // bind a real server (redis-server) to. Pod annotations PodReadyDelayAnnotation and
-// PodDeleteDelayAnnotation slow starts and terminations down.
+// PodDeleteDelayAnnotation slow starts and terminations down. A Job's pod completes as soon as it
+// runs, with the exit code its PodExitCodeAnnotation gives (0 without one), so that the Job
+// controller judges it as it would a real container's.
 //
 // No Service should select loopback pod IPs: EndpointSlices reject them. A StatefulSet's
 // serviceName only has to be set.

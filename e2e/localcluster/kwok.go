@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -27,6 +28,10 @@ const (
 	// delete): it stays Running, with its deletionTimestamp set, for the duration. It simulates
 	// a slow shutdown.
 	PodDeleteDelayAnnotation = "pod-delete.stage.kwok.x-k8s.io/delay"
+	// PodExitCodeAnnotation is the exit code of the container of a Job's pod (a number, "0"
+	// without the annotation): kwok completes a Job's pod at once, Succeeded with exit code 0,
+	// or Failed with this exit code (reason Error), as a container that exited with it.
+	PodExitCodeAnnotation = "pod-complete.stage.kwok.x-k8s.io/exit-code"
 )
 
 // stageFiles are the Stage documents kwok runs with, relative to Binaries.KwokStages, and the
@@ -35,7 +40,7 @@ var stageFiles = []struct{ path, delayAnnotation string }{
 	{"node/fast/node-initialize.yaml", ""},
 	{"node/heartbeat-with-lease/node-heartbeat-with-lease.yaml", ""},
 	{"pod/fast/pod-ready.yaml", PodReadyDelayAnnotation},
-	{"pod/fast/pod-complete.yaml", ""},
+	{"pod/fast/pod-complete.yaml", ""}, // with an exit code: withExitCode
 	{"pod/fast/pod-delete.yaml", PodDeleteDelayAnnotation},
 }
 
@@ -51,6 +56,11 @@ func writeKwokConfig(path, stageDir string) error {
 		}
 		if s.delayAnnotation != "" {
 			if data, err = withDelayFrom(data, s.delayAnnotation); err != nil {
+				return fmt.Errorf("stage %s: %w", s.path, err)
+			}
+		}
+		if s.path == "pod/fast/pod-complete.yaml" {
+			if data, err = withExitCode(data); err != nil {
 				return fmt.Errorf("stage %s: %w", s.path, err)
 			}
 		}
@@ -82,6 +92,27 @@ func withDelayFrom(data []byte, annotation string) ([]byte, error) {
 		},
 	}
 	return yaml.Marshal(stage)
+}
+
+// withExitCode returns kwok's pod-complete Stage (which completes a Job's Running pod: phase
+// Succeeded, every container terminated with exit code 0) with the exit code taken from the pod's
+// PodExitCodeAnnotation: 0 or none, Succeeded as before; another, phase Failed and every container
+// terminated with that exit code, reason Error.
+func withExitCode(data []byte) ([]byte, error) {
+	s := string(data)
+	for _, r := range []struct{ old, new string }{
+		// On the same line: a line of its own would break the block scalar's indentation.
+		{"{{ $now := Now }}", "{{ $now := Now }}{{ $code := or ( index ( or .metadata.annotations dict ) \"" + PodExitCodeAnnotation + "\" ) \"0\" }}"},
+		{"exitCode: 0", "exitCode: {{ $code }}"},
+		{"reason: Completed", "reason: {{ if eq $code \"0\" }}Completed{{ else }}Error{{ end }}"},
+		{"phase: Succeeded", "phase: {{ if eq $code \"0\" }}Succeeded{{ else }}Failed{{ end }}"},
+	} {
+		if strings.Count(s, r.old) != 1 {
+			return nil, fmt.Errorf("want one %q, found %d", r.old, strings.Count(s, r.old))
+		}
+		s = strings.Replace(s, r.old, r.new, 1)
+	}
+	return []byte(s), nil
 }
 
 func (c *Cluster) startKwok(pt ports) (*component, error) {

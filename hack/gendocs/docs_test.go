@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -19,7 +20,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
+	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/test/doctable"
 )
 
 // moduleRootForTest is the module root, from this package's directory.
@@ -554,5 +557,42 @@ func TestReadmeRunMatchesExample(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("README.md's before: block has %d lines, want the map and the violations", n)
+	}
+}
+
+// TestOutcomeTableMatchesRun checks docs/operations.md's outcome table against run: one row per
+// outcome (report.Outcomes, in their order of severity), the exit status app.ExitStatus gives,
+// and the Job status that exit status gets from the manifests' podFailurePolicy (Complete on 0,
+// Failed by the policy otherwise). e2e/jobs_test.go checks the same rows on a real control
+// plane.
+func TestOutcomeTableMatchesRun(t *testing.T) {
+	rows, err := doctable.Read(filepath.Join(moduleRootForTest(t), "docs", "operations.md"), "outcomes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []report.Outcome
+	for _, r := range rows {
+		o := report.Outcome(r["outcome"])
+		got = append(got, o)
+		want := app.ExitStatus(o)
+		if r["exit status"] != strconv.Itoa(want) {
+			t.Errorf("outcome %s: the table says exit %q, run exits %d", o, r["exit status"], want)
+		}
+		wantJob := "Complete"
+		if want != app.ExitOK {
+			wantJob = "Failed (`PodFailurePolicy`)"
+		}
+		if r["Job status"] != wantJob {
+			t.Errorf("outcome %s: the table says Job status %q, want %q for exit %d", o, r["Job status"], wantJob, want)
+		}
+		if o.Expected() != (want == app.ExitOK) {
+			t.Errorf("outcome %s: Expected() %v but exit %d", o, o.Expected(), want)
+		}
+		if r["when"] == "" || r["alert"] == "" {
+			t.Errorf("outcome %s: when %q, alert %q: both must be written", o, r["when"], r["alert"])
+		}
+	}
+	if diff := cmp.Diff(report.Outcomes, got); diff != "" {
+		t.Errorf("the table's outcomes (-report.Outcomes +table):\n%s", diff)
 	}
 }

@@ -225,6 +225,9 @@ func (g *generator) fields(t reflect.Type, v reflect.Value, path string) ([]*fie
 		if doc == "" {
 			return nil, fmt.Errorf("%s: field %s.%s has no doc comment", p, t.Name(), sf.Name)
 		}
+		if v1alpha1.IsPositiveField(p) {
+			doc += " 0 is refused (leave the field out for its default)."
+		}
 		f := &field{name: name, path: p, doc: doc, t: sf.Type, v: v.Field(i), flags: g.flags[p]}
 		var err error
 		switch {
@@ -417,7 +420,8 @@ func (g *generator) markdown(fields []*field, policyYAML []byte) []byte {
 	fmt.Fprintf(&b, "%s\n\n", g.docs["RebalancerPolicy"].doc)
 	b.WriteString("A policy file starts with `apiVersion: " + v1alpha1.SchemeGroupVersion.String() + "` and `kind: " + v1alpha1.Kind + "`; every other field may be left out and takes the default below. " +
 		"Loading is strict: an unknown field is an error naming its path. The policy is then validated and every problem is listed at once (`redis-rebalancer policy validate FILE` does only that); " +
-		"only a valid policy is defaulted and used. A flag of the \"Flags\" column, given on the command line, overrides the file's field; each flag's default is the field's default.\n\n")
+		"only a valid policy is defaulted and used. A flag of the \"Flags\" column, given on the command line, overrides the file's field; each flag's default is the field's default. " +
+		"A count or a duration whose 0 would mean nothing (no time, no move, no port) refuses 0, in the file and from its flag; the fields where 0 means something say what.\n\n")
 	b.WriteString("Generated from the doc comments of `api/v1alpha1/types.go` by `go generate ./api/v1alpha1` (`make generate`); `go test ./hack/gendocs` fails when this file is stale.\n\n")
 	for _, f := range fields {
 		fmt.Fprintf(&b, "## `%s`\n\n%s\n\n", f.name, f.doc)

@@ -12,6 +12,7 @@ package constraints
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,14 +60,42 @@ type Input struct {
 	Relaxed bool
 }
 
+// Bounds of Input.
+const (
+	// MaxShards is the most shards of a Redis cluster: each master serves at least one of its
+	// 16384 hash slots.
+	MaxShards = 16384
+	// MaxPodsPerShard is the most pods of one shard (a master and its replicas) Generate takes:
+	// far more than any Redis deployment runs, and small enough that N = Shards × PodsPerShard
+	// fits the int32 of a StatefulSet's replicas and a constraint's maxSkew.
+	MaxPodsPerShard = 1024
+)
+
 // Generate returns what the operator writes into every StatefulSet template of the cluster: hard
 // topology spread on hostname (NodeMaxSkew) and, with two or more zones, on the zone (ZoneMaxSkew);
 // soft maxSkew 1 on the same keys; required pod anti-affinity inside the shard on hostname (one
-// zone) or zone; and required node affinity on the zones when listed. It fails when Shards or
-// PodsPerShard is below 1 or the cluster or shard labels are missing.
+// zone) or zone; and required node affinity on the zones when listed. It fails when Shards is not
+// within 1…MaxShards, PodsPerShard not within 1…MaxPodsPerShard, a zone is empty or listed twice,
+// or the cluster or shard labels are missing.
 func Generate(in Input) ([]corev1.TopologySpreadConstraint, *corev1.Affinity, error) {
 	if in.Shards < 1 || in.PodsPerShard < 1 {
 		return nil, nil, fmt.Errorf("constraints: shards and pods per shard must be at least 1 (got %d, %d)", in.Shards, in.PodsPerShard)
+	}
+	if in.Shards > MaxShards {
+		return nil, nil, fmt.Errorf("constraints: %d shards: a Redis cluster has at most %d (one hash slot per master)", in.Shards, MaxShards)
+	}
+	if in.PodsPerShard > MaxPodsPerShard {
+		return nil, nil, fmt.Errorf("constraints: %d pods per shard: at most %d", in.PodsPerShard, MaxPodsPerShard)
+	}
+	seen := map[string]bool{}
+	for _, z := range in.Zones {
+		switch {
+		case z == "":
+			return nil, nil, fmt.Errorf("constraints: zones %q: an empty zone name", strings.Join(in.Zones, ","))
+		case seen[z]:
+			return nil, nil, fmt.Errorf("constraints: zone %s listed twice", z)
+		}
+		seen[z] = true
 	}
 	if len(in.ClusterLabels) == 0 || len(in.ShardLabels) == 0 {
 		return nil, nil, fmt.Errorf("constraints: cluster labels and shard labels are required")

@@ -86,6 +86,11 @@ func TestGenerate(t *testing.T) {
 		},
 		{name: "no shards → error", in: input(func(in *Input) { in.Shards = 0 }), wantErr: true},
 		{name: "no shard labels → error", in: input(func(in *Input) { in.ShardLabels = nil }), wantErr: true},
+		{name: "more shards than hash slots → error", in: input(func(in *Input) { in.Shards = MaxShards + 1 }), wantErr: true},
+		{name: "shards that overflow N → error", in: input(func(in *Input) { in.Shards = 1 << 62 }), wantErr: true},
+		{name: "too many pods per shard → error", in: input(func(in *Input) { in.PodsPerShard = MaxPodsPerShard + 1 }), wantErr: true},
+		{name: "an empty zone → error", in: input(func(in *Input) { in.Zones = []string{"a", ""} }), wantErr: true},
+		{name: "a zone twice → error", in: input(func(in *Input) { in.Zones = []string{"a", "a"} }), wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tsc, aff, err := Generate(tc.in)

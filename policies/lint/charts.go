@@ -208,30 +208,58 @@ func allowedNodes(c *policies.Cluster) int {
 }
 
 // chartValues returns, as YAML, the chart's values (Bitnami) or the RedisCluster's fields (OT)
-// that set the recommended constraints for c (constraints.Generate for N pods, the cluster's zones
-// and zone key): the spread constraints on the pods the chart selects, the required node affinity
-// on the allowed zones, and what the chart has of the anti-affinity inside a shard.
+// that set the recommended constraints for c (ChartValues for its N pods, allowed nodes, zones
+// and zone key, on the pods the chart selects).
 func chartValues(c *policies.Cluster, chart Chart, relaxed bool) (string, error) {
-	sel := chartSelector(c, chart)
 	var zones []string
 	if c.Z() >= 2 || c.ZoneList {
 		zones = c.AllowedZones
 	}
+	return ChartValues(ChartInput{Chart: chart, Selector: chartSelector(c, chart), N: c.N, Nodes: allowedNodes(c),
+		Zones: zones, ZoneKey: c.ZoneKey, Relaxed: relaxed})
+}
+
+// ChartInput is what ChartValues writes values for.
+type ChartInput struct {
+	// Chart is ChartBitnami or ChartOT.
+	Chart Chart
+	// Selector labels select every pod of the cluster as the chart's own selectors do
+	// (Bitnami: app.kubernetes.io/name and app.kubernetes.io/instance; OT: cluster=<name>).
+	Selector map[string]string
+	// N is the number of pods of the cluster; Nodes the number of nodes in its allowed zones
+	// (0: unknown, then Bitnami's podAntiAffinityPreset hard is not written).
+	N, Nodes int
+	// Zones are the allowed zones (none or one: the single-zone rules); ZoneKey their node label.
+	Zones   []string
+	ZoneKey string
+	// Relaxed drops the "minus 1" of the hard maxSkews (constraints.Input.Relaxed).
+	Relaxed bool
+}
+
+// ChartValues returns, as YAML, the chart's values (Bitnami's redis-cluster chart: redis.*) or
+// the RedisCluster's fields (OT's redis-operator: the role anti-affinity annotation and
+// spec.redisLeader/redisFollower) that set the recommended constraints (constraints.Generate for
+// in.N pods in in.Zones): the spread constraints on the pods the chart selects, the required
+// node affinity on the allowed zones, and what the chart has of the anti-affinity inside a shard
+// (Bitnami: podAntiAffinityPreset hard when every pod can have a node of its own; OT: the
+// annotation). Neither can name a shard, so no per-shard term is written. It fails for another
+// chart.
+func ChartValues(in ChartInput) (string, error) {
 	spread, aff, err := constraints.Generate(constraints.Input{
-		ClusterLabels: sel, ShardLabels: sel, // the shard's anti-affinity is not used
-		Shards: c.N, PodsPerShard: 1, Zones: zones, ZoneKey: c.ZoneKey, Relaxed: relaxed,
+		ClusterLabels: in.Selector, ShardLabels: in.Selector, // the shard's anti-affinity is not used
+		Shards: in.N, PodsPerShard: 1, Zones: in.Zones, ZoneKey: in.ZoneKey, Relaxed: in.Relaxed,
 	})
 	if err != nil {
 		return "", fmt.Errorf("lint: values: %w", err)
 	}
 	var v any
-	switch chart {
+	switch in.Chart {
 	case ChartBitnami:
 		redis := map[string]any{"topologySpreadConstraints": spread}
-		if len(zones) > 0 {
-			redis["nodeAffinityPreset"] = map[string]any{"type": "hard", "key": c.ZoneKey, "values": zones}
+		if len(in.Zones) > 0 {
+			redis["nodeAffinityPreset"] = map[string]any{"type": "hard", "key": in.ZoneKey, "values": in.Zones}
 		}
-		if c.N <= allowedNodes(c) {
+		if in.Nodes > 0 && in.N <= in.Nodes {
 			redis["podAntiAffinityPreset"] = "hard"
 		}
 		v = map[string]any{"redis": redis}
@@ -272,4 +300,17 @@ func chartSelector(c *policies.Cluster, chart Chart) map[string]string {
 		}
 	}
 	return map[string]string{policies.DefaultClusterLabel: c.Name}
+}
+
+// SelectorOf returns the labels chart's own selectors select the pods of the cluster name with:
+// Bitnami's StatefulSet selector for release name (app.kubernetes.io/name: redis-cluster,
+// app.kubernetes.io/instance: name), OT's cluster=name; nil for another chart.
+func SelectorOf(chart Chart, name string) map[string]string {
+	switch chart {
+	case ChartBitnami:
+		return map[string]string{"app.kubernetes.io/name": bitnamiChartName, "app.kubernetes.io/instance": name}
+	case ChartOT:
+		return map[string]string{otClusterLabel: name}
+	}
+	return nil
 }

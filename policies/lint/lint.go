@@ -97,8 +97,10 @@ func Masters(c *policies.Cluster) int {
 
 // Finding is one difference between a StatefulSet template and the recommendation.
 type Finding struct {
+	// Namespace and Cluster name the Redis cluster (JSON namespace and name, as in check's,
+	// plan's and run's reports).
 	Namespace   string `json:"namespace"`
-	Cluster     string `json:"cluster"`
+	Cluster     string `json:"name"`
 	StatefulSet string `json:"statefulSet"`
 	Kind        Kind   `json:"kind"`
 	// Want and Got describe the recommended and the actual setting.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
@@ -256,5 +257,186 @@ func TestLintChartsWithoutShards(t *testing.T) {
 				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestLintChartsAdviceApplied applies what lint's findings advise, as the chart or the operator
+// would render it (Bitnami: the redis.* values into the StatefulSet's template, pdb.maxUnavailable
+// into the release's budget; OT: spec.redisLeader/redisFollower into the leader and follower
+// StatefulSets, the role anti-affinity annotation as its webhook's term on each pod's partner, the
+// cluster's PodDisruptionBudget instead of the per-role ones), lints again, and wants only what the
+// chart cannot express: SoftAntiAffinity when a shard's pods must be kept out of one zone (no
+// value names a shard) or, for Bitnami, out of one node with more pods than nodes.
+func TestLintChartsAdviceApplied(t *testing.T) {
+	oneZone := []scenario.Zone{{Name: "zone-a", Nodes: []string{"n1", "n2", "n3", "n4", "n5", "n6"}}}
+	small := func(l scenario.Layout) scenario.Scenario {
+		return scenario.Scenario{Layout: l, Cluster: "redis-cluster", Zones: oneZone, Shards: 3, PodsPerShard: 2}.Placed([][]string{
+			{"n1", "n4"}, {"n2", "n5"}, {"n3", "n6"},
+		})
+	}
+	bare := func(s *policies.Snapshot) { // the chart's defaults: no spread constraints, no node affinity
+		for _, sts := range s.StatefulSets {
+			sts.Spec.Template.Spec.TopologySpreadConstraints = nil
+			if a := sts.Spec.Template.Spec.Affinity; a != nil {
+				a.NodeAffinity = nil
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		sc    scenario.Scenario
+		tweak func(*policies.Snapshot)
+		// left is what remains once the advice is applied.
+		left []Kind
+	}{
+		{
+			name: "Bitnami chart defaults, pdb.maxUnavailable 2, 3 zones, 10 pods on 6 nodes → only SoftAntiAffinity left",
+			sc:   scenario.BitnamiPostScaleDown(),
+			tweak: func(s *policies.Snapshot) {
+				bare(s)
+				s.PodDisruptionBudgets[0].Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+			},
+			left: []Kind{SoftAntiAffinity},
+		},
+		{
+			name:  "Bitnami chart defaults, one zone, 6 pods on 6 nodes → no finding left",
+			sc:    small(scenario.LayoutBitnami),
+			tweak: bare,
+		},
+		{
+			name:  "OT post-scale-down, a budget per role, 3 zones → only SoftAntiAffinity left",
+			sc:    scenario.OTPostScaleDown(),
+			tweak: bare,
+			left:  []Kind{SoftAntiAffinity},
+		},
+		{
+			name:  "OT, one zone, a budget per role → no finding left",
+			sc:    small(scenario.LayoutOT),
+			tweak: bare,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := tc.sc.MustSnapshot()
+			tc.tweak(snap)
+			lintSnap := func() []Finding {
+				t.Helper()
+				m, err := policies.Build(snap, policies.Options{ClusterLabel: tc.sc.ClusterLabel()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.Clusters[0].ApplyRedis(tc.sc.RedisNodes())
+				return Lint(m, false)
+			}
+			before := lintSnap()
+			if len(before) <= len(tc.left) {
+				t.Fatalf("before: %d findings, want more than what is left (%v)", len(before), tc.left)
+			}
+			for _, f := range before {
+				t.Logf("before: %s: %s", f.Kind, f.Message)
+				applyAdvice(t, snap, f)
+			}
+			var left []Kind
+			for _, f := range lintSnap() {
+				t.Logf("after: %s: %s", f.Kind, f.Message)
+				left = append(left, f.Kind)
+			}
+			if diff := cmp.Diff(tc.left, left); diff != "" {
+				t.Errorf("findings once their advice is applied (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// applyAdvice applies finding f's advice to snap as the chart or operator renders it: Bitnami's
+// redis.topologySpreadConstraints, redis.nodeAffinityPreset (hard: required node affinity In
+// the values), redis.podAntiAffinityPreset hard (a required anti-affinity on the hostname over
+// the release's pods) and pdb.maxUnavailable; OT's spec.redisLeader/redisFollower fields, its role
+// anti-affinity annotation (the webhook's term against the partner pod, on the hostname) and the
+// PodDisruptionBudget to create in place of the per-role ones.
+func applyAdvice(t *testing.T, snap *policies.Snapshot, f Finding) {
+	t.Helper()
+	if strings.Contains(f.Message, "pdb.maxUnavailable: 1") {
+		for _, b := range snap.PodDisruptionBudgets {
+			b.Spec.MaxUnavailable, b.Spec.MinAvailable = ptr.To(intstr.FromInt32(1)), nil
+		}
+	}
+	if f.Values == "" {
+		return
+	}
+	spec := func(sts *appsv1.StatefulSet) *corev1.PodSpec {
+		s := &sts.Spec.Template.Spec
+		if s.Affinity == nil {
+			s.Affinity = &corev1.Affinity{}
+		}
+		return s
+	}
+	if strings.Contains(f.Values, "kind: PodDisruptionBudget") {
+		var pdb policyv1.PodDisruptionBudget
+		if err := yaml.UnmarshalStrict([]byte(f.Values), &pdb); err != nil {
+			t.Fatalf("%s values: %v", f.Kind, err)
+		}
+		snap.PodDisruptionBudgets = []*policyv1.PodDisruptionBudget{&pdb}
+		return
+	}
+	switch {
+	case strings.HasPrefix(f.Values, "redis:"):
+		var v struct {
+			Redis struct {
+				TopologySpreadConstraints []corev1.TopologySpreadConstraint
+				NodeAffinityPreset        struct {
+					Type, Key string
+					Values    []string
+				}
+				PodAntiAffinityPreset string
+			}
+		}
+		if err := yaml.UnmarshalStrict([]byte(f.Values), &v); err != nil {
+			t.Fatalf("%s values: %v", f.Kind, err)
+		}
+		for _, sts := range snap.StatefulSets {
+			s := spec(sts)
+			s.TopologySpreadConstraints = v.Redis.TopologySpreadConstraints
+			if p := v.Redis.NodeAffinityPreset; p.Type == "hard" {
+				s.Affinity.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+						{Key: p.Key, Operator: corev1.NodeSelectorOpIn, Values: p.Values},
+					}}},
+				}}
+			}
+			if v.Redis.PodAntiAffinityPreset == "hard" {
+				s.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+					fixture.Term(corev1.LabelHostname, sts.Spec.Selector.MatchLabels),
+				}}
+			}
+		}
+	default:
+		type role struct {
+			TopologySpreadConstraints []corev1.TopologySpreadConstraint
+			Affinity                  *corev1.Affinity
+		}
+		var v struct {
+			Metadata struct{ Annotations map[string]string }
+			Spec     struct{ RedisLeader, RedisFollower role }
+		}
+		if err := yaml.UnmarshalStrict([]byte(f.Values), &v); err != nil {
+			t.Fatalf("%s values: %v", f.Kind, err)
+		}
+		for _, sts := range snap.StatefulSets {
+			r := v.Spec.RedisLeader
+			if sts.Spec.Template.Labels[otRoleLabel] == "follower" {
+				r = v.Spec.RedisFollower
+			}
+			s := spec(sts)
+			s.TopologySpreadConstraints = r.TopologySpreadConstraints
+			if r.Affinity != nil {
+				s.Affinity.NodeAffinity = r.Affinity.NodeAffinity
+			}
+		}
+		if v.Metadata.Annotations[OTAntiAffinityAnnotation] == "true" {
+			for _, p := range snap.Pods {
+				partner := strings.NewReplacer("leader", "follower", "follower", "leader").Replace(p.Name)
+				fixture.AntiAffinity(corev1.LabelHostname, map[string]string{appsv1.StatefulSetPodNameLabel: partner})(p)
+			}
+		}
 	}
 }

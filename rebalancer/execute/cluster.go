@@ -216,7 +216,8 @@ func (cr *clusterRun) runCluster(ctx context.Context) (rep report.ClusterRun, _ 
 	rep.After = nonNil(after.Evaluate(after.Current()))
 	rep.PlacementCompliant = len(policies.Hard(rep.After)) == 0
 	rep.Compliant = rep.PlacementCompliant && rep.Health.Healthy()
-	if !rep.Compliant && cannotFix(rep.StoppedBy) {
+	rep.Outcome = report.ClusterOutcome(&rep)
+	if !rep.Outcome.Expected() {
 		cr.events.clusterNotFixed(after, rep)
 	}
 	cr.printf("\nafter:\n")
@@ -359,18 +360,6 @@ func softText(mv plan.Move) string {
 		return " (soft: every hard rule holds before and after)"
 	}
 	return ""
-}
-
-// cannotFix reports whether a cluster that does not comply, stopped by stoppedBy, is one the run
-// could not fix (ReasonClusterNotFixed): not one waiting for a window, for the next run (move
-// budget, graceful stop), or only planned (dry run). A cluster stopped by nothing does not comply
-// because Redis is not healthy: that is not for the rebalancer to fix either.
-func cannotFix(stoppedBy string) bool {
-	switch stoppedBy {
-	case "", report.StepWindow, report.StoppedMaxMoves, report.StoppedDryRun, report.StoppedGracefulStop:
-		return false
-	}
-	return true
 }
 
 // exposureText says what a move that leaves its pod Pending costs: which shard runs without it,

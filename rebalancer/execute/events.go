@@ -44,8 +44,10 @@ const (
 	// step and the error.
 	ReasonMoveAborted = "RedisMoveAborted"
 	// ReasonClusterNotFixed (Warning, on each StatefulSet of the Redis cluster): the run ended
-	// with the cluster not compliant for a reason other than a closed window, the move budget
-	// or a dry run: no plan, a skipped or aborted move, an observation that failed.
+	// with the cluster not compliant and an outcome that is not expected
+	// (report.OutcomeNeedsAttention or report.OutcomeError): no plan, a skipped or aborted move,
+	// an observation that failed; not a closed window, the move budget or an eviction limit, a
+	// graceful stop or a dry run.
 	ReasonClusterNotFixed = "RedisClusterNotFixed"
 
 	// EvictionStrategy is the StrategyName given to the PodEvictor: the reason of its eviction

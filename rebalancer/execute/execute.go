@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
@@ -286,23 +287,32 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	start := clk.Now()
 	rn := e.newRun(ctx)
 	defer rn.close()
-	rep := &report.Run{Window: rn.windowState(start), Clusters: []report.ClusterRun{}, Limits: report.Limits{
+	rep := &report.Run{Started: start.UTC(), Window: rn.windowState(start), Clusters: []report.ClusterRun{}, Limits: report.Limits{
 		MaxPodsToEvictPerNode: e.cfg.MaxPodsToEvictPerNode, MaxPodsToEvictPerNamespace: e.cfg.MaxPodsToEvictPerNamespace,
 		MaxPodsToEvictTotal: e.cfg.MaxPodsToEvictTotal, MaxParallelClusters: e.cfg.MaxParallelClusters,
 	}}
 	defer func() { rep.Seconds = report.Seconds(clk.Since(start)) }()
 	e.printWindow(rep.Window)
 
-	keys, err := e.clusterKeys(ctx)
+	keys, notRedis, err := e.clusterKeys(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("execute: %w", err)
+		err = fmt.Errorf("execute: %w", err)
+		rep.Classify(err)
+		return rep, err
 	}
 	if len(keys) == 0 {
 		fmt.Fprintf(e.cfg.Out, "no Redis cluster found (pods labelled %s", cmp.Or(e.cfg.Policy.ClusterLabel, policies.DefaultClusterLabel))
 		if sel := e.cfg.Selection.Selector; sel != nil && !sel.Empty() {
 			fmt.Fprintf(e.cfg.Out, " and matching %s", sel)
 		}
-		fmt.Fprintln(e.cfg.Out, ")")
+		if len(notRedis) > 0 {
+			fmt.Fprintf(e.cfg.Out, "; left out as no Redis Cluster, their Ready pods refusing the Redis port or answering without cluster mode: %s", strings.Join(notRedis, ", "))
+		}
+		fmt.Fprint(e.cfg.Out, "): nothing to do")
+		if e.cfg.Selection.AllowEmpty {
+			fmt.Fprint(e.cfg.Out, " (allowEmpty)")
+		}
+		fmt.Fprintln(e.cfg.Out)
 	}
 	rep.Clusters = make([]report.ClusterRun, len(keys))
 	errs := make([]error, len(keys))
@@ -348,25 +358,41 @@ func (e *Executor) Run(ctx context.Context) (*report.Run, error) {
 	if e.cfg.Requests != nil {
 		rep.APIRequests = e.cfg.Requests.Counts()
 	}
-	return rep, errors.Join(errs...)
+	err = errors.Join(errs...)
+	rep.Classify(err)
+	return rep, err
 }
 
 // clusterKeys returns the keys of the Redis clusters the run looks at, sorted: from the Source
-// when it keeps them (observe.ClusterObserver), else from a model of the selection.
-func (e *Executor) clusterKeys(ctx context.Context) ([]string, error) {
+// when it keeps them (observe.ClusterObserver), else from a model of the selection, without the
+// clusters left out as no Redis Cluster (dropNotRedis, when the policy names no workload), whose
+// keys it returns second. A selection that matches nothing is an error (a typo) unless allowed
+// (observe.Selection.Check).
+func (e *Executor) clusterKeys(ctx context.Context) (keys, notRedis []string, err error) {
 	if o, ok := e.cfg.Source.(observe.ClusterObserver); ok {
-		return o.ClusterKeys(e.cfg.Selection), nil
+		if keys := o.ClusterKeys(e.cfg.Selection); len(keys) > 0 || e.cfg.Selection.AllowEmpty {
+			return keys, nil, nil
+		}
 	}
-	model, err := observe.LiveFrom(ctx, e.cfg.Source, e.cfg.Policy, e.cfg.Selection)
+	snap, err := e.cfg.Source.Snapshot(ctx, e.cfg.Selection.Namespace)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var keys []string
+	model, err := observe.Model(snap, e.cfg.Policy, e.cfg.Selection)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.cfg.Selection.Check(snap, e.cfg.Policy, model); err != nil {
+		return nil, nil, err
+	}
+	if !observe.NamesWorkloads(e.cfg.Policy) {
+		notRedis = e.dropNotRedis(ctx, model)
+	}
 	for _, c := range model.Clusters {
 		keys = append(keys, c.Key())
 	}
 	sort.Strings(keys)
-	return keys, nil
+	return keys, notRedis, nil
 }
 
 // printWindow says whether the run may act, and why.
@@ -408,4 +434,29 @@ func nextOpenText(next *time.Time, now time.Time) string {
 		return "no window opens within five years"
 	}
 	return fmt.Sprintf("next window opens at %s (in %s)", timeText(*next), next.Sub(now).Round(time.Second))
+}
+
+// dropNotRedis reads the Redis topology of every cluster of model at once (under
+// observe.DefaultRedisDeadline) and removes from model.Clusters those whose pods are no Redis
+// Cluster (observe.ErrNotRedis), returning their keys sorted. The roles read are not used: each
+// cluster's turn observes it again.
+func (e *Executor) dropNotRedis(ctx context.Context, model *policies.Model) []string {
+	ctx, cancel := context.WithTimeout(ctx, observe.DefaultRedisDeadline)
+	defer cancel()
+	errs := make([]error, len(model.Clusters))
+	workqueue.ParallelizeUntil(ctx, 16, len(model.Clusters), func(i int) {
+		_, errs[i] = observe.ApplyRedis(ctx, e.cfg.Redis, model.Clusters[i])
+	})
+	byKey := map[string]error{}
+	for i, c := range model.Clusters {
+		if errs[i] != nil {
+			byKey[c.Key()] = errs[i]
+		}
+	}
+	dropped := observe.DropNotRedis(model, byKey)
+	for _, k := range dropped {
+		klog.V(2).InfoS("Left out: no Redis Cluster", "cluster", k, "reason", byKey[k])
+	}
+	sort.Strings(dropped)
+	return dropped
 }

@@ -42,7 +42,8 @@ func gateKey(text string) string {
 }
 
 // waitHealthy waits up to HealthTimeout until every pod of c is Ready and Redis is healthy
-// (observe.JudgeHealthExpecting on a fresh list of the pods, the planned Pending pods accepted),
+// (observe.JudgeHealthExpecting on a fresh list of the pods c admits, the planned Pending pods
+// accepted),
 // reintroducing nodes that lost each other's address meanwhile. The first round judges first
 // when given (the pods of an observation just made: they are not listed again), the others a
 // fresh list. On timeout it returns the last whole round's status with the error.
@@ -57,9 +58,15 @@ func (cr *clusterRun) waitHealthy(ctx context.Context, c *policies.Cluster, firs
 		if first != nil {
 			first = nil
 		} else {
-			var err error
-			if pods, err = cr.cfg.Source.Pods(ctx, c.Namespace, sel); err != nil {
+			list, err := cr.cfg.Source.Pods(ctx, c.Namespace, sel)
+			if err != nil {
 				return false, gateStatus{text: err.Error(), apiErr: true}
+			}
+			pods = make([]*corev1.Pod, 0, len(list))
+			for _, p := range list {
+				if c.Admits(p) { // not a Job's pod, nor another app's of the release
+					pods = append(pods, p)
+				}
 			}
 		}
 		got := observe.JudgeHealthExpecting(ctx, cr.cfg.Redis, c, pods, cr.pending)

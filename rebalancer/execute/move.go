@@ -20,6 +20,7 @@ import (
 func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, p plan.Plan) (report.MoveResult, *policies.Cluster, result) {
 	start := cr.cfg.Clock.Now()
 	m := cr.newMoveRun(c, p)
+	m.rep.Started = start.UTC()
 	var res result
 	for i, s := range m.steps {
 		m.index = i

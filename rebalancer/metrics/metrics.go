@@ -24,26 +24,6 @@ import (
 // Namespace is every metric's prefix (redis_rebalancer_).
 const Namespace = "redis_rebalancer"
 
-// Outcome is a pass's outcome: the label value of RunDone's metrics, one per exit status of
-// `run` (cmd/redis-rebalancer/app's help lists them).
-type Outcome string
-
-// Outcomes of a pass.
-const (
-	// OutcomeCompliant: every Redis cluster complies (exit status 0).
-	OutcomeCompliant Outcome = "compliant"
-	// OutcomeError: a step aborted or a cluster could not be observed (exit status 1).
-	OutcomeError Outcome = "error"
-	// OutcomeViolations: some cluster does not comply (exit status 3).
-	OutcomeViolations Outcome = "violations"
-	// OutcomeOutsideWindow: every cluster that does not comply waits for a window (exit status 4).
-	OutcomeOutsideWindow Outcome = "outside_window"
-)
-
-// Outcomes lists every Outcome: the last-run outcome gauge has one series each (1 for the last
-// pass's outcome, 0 for the others).
-var Outcomes = []Outcome{OutcomeCompliant, OutcomeError, OutcomeViolations, OutcomeOutsideWindow}
-
 // StepBuckets are the step-duration histogram's buckets (seconds): a role check takes
 // milliseconds, a re-creation or a rejoin minutes.
 var StepBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
@@ -94,7 +74,7 @@ func New(version string) *Metrics {
 		}, []string{"step"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "runs_total",
-			Help: "Passes made, by outcome (compliant, violations, outside_window, error).",
+			Help: "Passes made, by outcome (compliant, progressing, outsideWindow, leaseHeld, dryRun, needsAttention, error).",
 		}, []string{"outcome"}),
 		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "last_run_timestamp_seconds",
@@ -121,7 +101,7 @@ func New(version string) *Metrics {
 	m.registry.MustRegister(m.violations, m.moves, m.failovers, m.evictions, m.stepSeconds, m.runs,
 		m.lastRun, m.lastDuration, m.lastOutcome, m.leader, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, o := range Outcomes {
+	for _, o := range report.Outcomes {
 		m.lastOutcome.WithLabelValues(string(o)).Set(0)
 	}
 	return m
@@ -186,12 +166,13 @@ func (m *Metrics) Cluster(cr report.ClusterRun) {
 	}
 }
 
-// RunDone records a pass's end: when it ended, how long it took, and its outcome.
-func (m *Metrics) RunDone(end time.Time, took time.Duration, outcome Outcome) {
+// RunDone records a pass's end: when it ended, how long it took, and its outcome (the report's:
+// report.Run.Outcome, one of report.Outcomes).
+func (m *Metrics) RunDone(end time.Time, took time.Duration, outcome report.Outcome) {
 	m.runs.WithLabelValues(string(outcome)).Inc()
 	m.lastRun.Set(float64(end.UnixNano()) / 1e9)
 	m.lastDuration.Set(took.Seconds())
-	for _, o := range Outcomes {
+	for _, o := range report.Outcomes {
 		v := 0.0
 		if o == outcome {
 			v = 1

@@ -31,7 +31,7 @@ func TestMetrics(t *testing.T) {
 		After:  []policies.Violation{{Rule: policies.NodeSpread, Soft: true}},
 	})
 	end := time.Date(2026, 3, 10, 2, 30, 0, 0, time.UTC)
-	m.RunDone(end, 12*time.Second, OutcomeCompliant)
+	m.RunDone(end, 12*time.Second, report.OutcomeCompliant)
 	m.SetLeader(true)
 
 	want := `
@@ -48,16 +48,19 @@ redis_rebalancer_moves_total{result="skipped"} 1
 # HELP redis_rebalancer_last_run_outcome The last pass's outcome: 1 for it, 0 for the other outcomes.
 # TYPE redis_rebalancer_last_run_outcome gauge
 redis_rebalancer_last_run_outcome{outcome="compliant"} 1
+redis_rebalancer_last_run_outcome{outcome="dryRun"} 0
 redis_rebalancer_last_run_outcome{outcome="error"} 0
-redis_rebalancer_last_run_outcome{outcome="outside_window"} 0
-redis_rebalancer_last_run_outcome{outcome="violations"} 0
+redis_rebalancer_last_run_outcome{outcome="leaseHeld"} 0
+redis_rebalancer_last_run_outcome{outcome="needsAttention"} 0
+redis_rebalancer_last_run_outcome{outcome="outsideWindow"} 0
+redis_rebalancer_last_run_outcome{outcome="progressing"} 0
 # HELP redis_rebalancer_last_run_timestamp_seconds When the last pass ended (Unix time, seconds).
 # TYPE redis_rebalancer_last_run_timestamp_seconds gauge
 redis_rebalancer_last_run_timestamp_seconds 1.7731098e+09
 # HELP redis_rebalancer_last_run_duration_seconds How long the last pass took (seconds).
 # TYPE redis_rebalancer_last_run_duration_seconds gauge
 redis_rebalancer_last_run_duration_seconds 12
-# HELP redis_rebalancer_runs_total Passes made, by outcome (compliant, violations, outside_window, error).
+# HELP redis_rebalancer_runs_total Passes made, by outcome (compliant, progressing, outsideWindow, leaseHeld, dryRun, needsAttention, error).
 # TYPE redis_rebalancer_runs_total counter
 redis_rebalancer_runs_total{outcome="compliant"} 1
 # HELP redis_rebalancer_leader 1 while this process holds the leader election's Lease (only the leader acts), else 0.
@@ -91,15 +94,15 @@ redis_rebalancer_leader 1
 
 	// A second pass: the gauges follow it.
 	m.Cluster(report.ClusterRun{Namespace: "redis", Name: "a"})
-	m.RunDone(end.Add(time.Minute), time.Second, OutcomeError)
+	m.RunDone(end.Add(time.Minute), time.Second, report.OutcomeError)
 	if got := testutil.ToFloat64(m.violations.WithLabelValues("redis", "a", "MaxPodsPerNode", "before")); got != 0 {
 		t.Errorf("violations after the second pass = %v, want 0", got)
 	}
 	got := map[string]float64{}
-	for _, o := range Outcomes {
+	for _, o := range report.Outcomes {
 		got[string(o)] = testutil.ToFloat64(m.lastOutcome.WithLabelValues(string(o)))
 	}
-	if diff := cmp.Diff(map[string]float64{"compliant": 0, "error": 1, "violations": 0, "outside_window": 0}, got); diff != "" {
+	if diff := cmp.Diff(map[string]float64{"compliant": 0, "progressing": 0, "outsideWindow": 0, "leaseHeld": 0, "dryRun": 0, "needsAttention": 0, "error": 1}, got); diff != "" {
 		t.Errorf("last outcome (-want +got):\n%s", diff)
 	}
 }

@@ -1,9 +1,11 @@
 package observe
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,7 +30,8 @@ func RedisNodesFile(namespace, name string) string { return namespace + "_" + na
 // LoadRedisNodes reads the CLUSTER NODES files at path: one file, or every regular file of a
 // directory (not its subdirectories, nor hidden files). It returns the nodes by cluster key
 // ("namespace/name"). A file whose name is not "<namespace>_<cluster>[.ext]", two files for one
-// cluster, or a file that does not parse as CLUSTER NODES output is an error naming the file.
+// cluster, a file that does not parse as CLUSTER NODES output, or one that no Redis prints (a node
+// ID twice, a slot served by two masters: checkRedisNodes) is an error naming the file.
 func LoadRedisNodes(path string) (map[string][]policies.RedisNode, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -71,10 +74,49 @@ func LoadRedisNodes(path string) (map[string][]policies.RedisNode, error) {
 		if len(nodes) == 0 {
 			return nil, fmt.Errorf("redis nodes %s: no node", f)
 		}
+		if err := checkRedisNodes(nodes); err != nil {
+			return nil, fmt.Errorf("redis nodes %s: %w", f, err)
+		}
 		topo := redisctl.MergeViews([]redisctl.View{{Addr: f, Nodes: nodes}})
 		out[key], from[key] = RedisNodes(topo.Nodes), f
 	}
 	return out, nil
+}
+
+// checkRedisNodes refuses what one node's CLUSTER NODES never prints: a node ID on two lines, and
+// a slot that two masters (or one master twice) serve. Each error names the lines.
+func checkRedisNodes(nodes []redisctl.Node) error {
+	var errs []error
+	line := map[string]int{}
+	for i, n := range nodes {
+		if prev, ok := line[n.ID]; ok {
+			errs = append(errs, fmt.Errorf("node %s on lines %d and %d: a node ID is listed once", n.ID, prev, i+1))
+			continue
+		}
+		line[n.ID] = i + 1
+	}
+	type served struct {
+		r    redisctl.SlotRange
+		line int
+		id   string
+	}
+	var ranges []served
+	for i, n := range nodes {
+		for _, r := range n.Slots {
+			ranges = append(ranges, served{r, i + 1, n.ID})
+		}
+	}
+	slices.SortFunc(ranges, func(a, b served) int { return a.r.Start - b.r.Start })
+	var reach served // of the ranges before b, the one that reaches furthest
+	for i, b := range ranges {
+		if i > 0 && b.r.Start <= reach.r.End {
+			errs = append(errs, fmt.Errorf("slots %d-%d (line %d, node %s) and %d-%d (line %d, node %s) overlap: a slot is served by one master", reach.r.Start, reach.r.End, reach.line, reach.id, b.r.Start, b.r.End, b.line, b.id))
+		}
+		if i == 0 || b.r.End > reach.r.End {
+			reach = b
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // clusterOfFile reads "<namespace>_<cluster>[.ext]" into "namespace/cluster".

@@ -14,6 +14,26 @@ func TestLoadRedisNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lines := strings.Split(strings.TrimSpace(string(real)), "\n")
+	// A master's line with its slots replaced.
+	withSlots := func(line, slots string) string {
+		f := strings.Fields(line)
+		return strings.Join(append(f[:8:8], slots), " ")
+	}
+	master := ""
+	for _, l := range lines {
+		if strings.Contains(l, "master") && len(strings.Fields(l)) > 8 {
+			master = l
+			break
+		}
+	}
+	otherMaster := ""
+	for _, l := range lines {
+		if l != master && strings.Contains(l, "master") && len(strings.Fields(l)) > 8 {
+			otherMaster = l
+			break
+		}
+	}
 	for _, tc := range []struct {
 		name    string
 		files   map[string]string // name → content, in a directory
@@ -30,6 +50,14 @@ func TestLoadRedisNodes(t *testing.T) {
 		{name: "not CLUSTER NODES output → error naming the file", files: map[string]string{"redis_rc.txt": "hello world\n"}, wantErr: "redis_rc.txt: redisctl: CLUSTER NODES"},
 		{name: "an empty file → error", files: map[string]string{"redis_rc.txt": "\n"}, wantErr: "redis_rc.txt: no node"},
 		{name: "an empty directory → error", files: map[string]string{}, wantErr: "holds no file"},
+		{name: "a node ID twice → error naming it and both lines", files: map[string]string{"redis_rc.txt": string(real) + lines[0] + "\n"},
+			wantErr: "node " + strings.Fields(lines[0])[0] + " on lines 1 and 7: a node ID is listed once"},
+		{name: "two masters serving one slot → error naming both ranges", files: map[string]string{"redis_rc.txt": withSlots(master, "0-100") + "\n" + withSlots(otherMaster, "100-200") + "\n"},
+			wantErr: "slots 0-100 (line 1, node " + strings.Fields(master)[0] + ") and 100-200 (line 2, node " + strings.Fields(otherMaster)[0] + ") overlap"},
+		{name: "a range inside another, after a third → error", files: map[string]string{"redis_rc.txt": withSlots(master, "0-1000") + "\n" + withSlots(otherMaster, "10-20 500-600") + "\n"},
+			wantErr: "slots 0-1000 (line 1, node " + strings.Fields(master)[0] + ") and 500-600 (line 2"},
+		{name: "adjacent ranges → no error", files: map[string]string{"redis_rc.txt": withSlots(master, "0-100") + "\n" + withSlots(otherMaster, "101-200") + "\n"},
+			want: map[string]int{"redis/rc": 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

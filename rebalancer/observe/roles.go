@@ -43,6 +43,9 @@ func ApplyRedis(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*r
 	if err != nil {
 		switch {
 		case topo != nil && len(topo.Views) == 0 && len(topo.Unreachable) > 0:
+			if why := notRedisCluster(c, topo.Unreachable); why != "" {
+				return nil, fmt.Errorf("%w: %s", ErrNotRedis, why)
+			}
 			return nil, unanswered(topo.Unreachable)
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("no Redis node answered before the deadline (%d nodes): %w", len(addrs), err)
@@ -51,6 +54,60 @@ func ApplyRedis(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*r
 	}
 	c.ApplyRedis(RedisNodes(topo.Nodes))
 	return topo, nil
+}
+
+// ErrNotRedis is what ApplyRedis's error wraps when the cluster's pods are no Redis Cluster at
+// the Redis port: every member is Ready, and each refused the connection or answered that it is
+// no Redis Cluster node (cluster support disabled, or not the Redis protocol). A workload of
+// another application that shares the cluster label looks so; a Redis Cluster that is down does
+// not (its pods are not Ready).
+var ErrNotRedis = errors.New("not a Redis Cluster")
+
+// notRedisCluster says why c's pods are no Redis Cluster (ErrNotRedis), "" when they may be:
+// errs are the errors of every node queried, none of which answered.
+func notRedisCluster(c *policies.Cluster, errs map[string]error) string {
+	for _, m := range c.Members {
+		if !PodReady(m.Pod) {
+			return ""
+		}
+	}
+	refused, other := 0, 0
+	for _, err := range errs {
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			refused++
+		case strings.Contains(err.Error(), "cluster support disabled"), // a Redis without cluster mode
+			strings.Contains(err.Error(), "redis: invalid reply"), strings.Contains(err.Error(), "redis: can't parse"): // not the Redis protocol
+			other++
+		default:
+			return ""
+		}
+	}
+	return fmt.Sprintf("its %d Ready pods are no Redis Cluster nodes (%d refused the connection, %d answered without cluster mode)", len(c.Members), refused, other)
+}
+
+// DropNotRedis removes from m.Clusters the clusters whose error in errs (by cluster key, as
+// ReadRedis returns them) is ErrNotRedis, and returns their keys: with a policy that names no
+// Redis workload (no workload selector), a workload is Redis only when its pods answer as Redis
+// Cluster nodes.
+func DropNotRedis(m *policies.Model, errs map[string]error) []string {
+	var dropped []string
+	kept := m.Clusters[:0]
+	for _, c := range m.Clusters {
+		if err, ok := errs[c.Key()]; ok && errors.Is(err, ErrNotRedis) {
+			dropped = append(dropped, c.Key())
+			continue
+		}
+		kept = append(kept, c)
+	}
+	m.Clusters = kept
+	return dropped
+}
+
+// NamesWorkloads reports whether opts name the Redis workloads (a workload selector): otherwise
+// a workload is taken for Redis only when its pods answer as Redis Cluster nodes (DropNotRedis).
+func NamesWorkloads(opts policies.Options) bool {
+	return opts.WorkloadSelector != nil && !opts.WorkloadSelector.Empty()
 }
 
 // RedisNodes converts CLUSTER NODES lines (a merged topology's, or one file's) into what the

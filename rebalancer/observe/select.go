@@ -1,8 +1,10 @@
 package observe
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -21,6 +23,8 @@ type Selection struct {
 	IncludeNamespaces, ExcludeNamespaces []string
 	// Selector keeps the clusters with a pod whose labels it matches (nil or empty = all).
 	Selector labels.Selector
+	// AllowEmpty makes a selection that keeps no Redis cluster no error (Check).
+	AllowEmpty bool
 }
 
 // NewSelection returns the Selection of namespace and the label selector in selector's text form
@@ -50,6 +54,66 @@ func (s Selection) Matches(c *policies.Cluster) bool {
 		}
 	}
 	return false
+}
+
+// inNamespaces reports whether s's namespaces (Namespace, IncludeNamespaces, ExcludeNamespaces)
+// hold namespace ns.
+func (s Selection) inNamespaces(ns string) bool {
+	if s.Namespace != "" && ns != s.Namespace {
+		return false
+	}
+	return !(len(s.IncludeNamespaces) > 0 && !slices.Contains(s.IncludeNamespaces, ns) || slices.Contains(s.ExcludeNamespaces, ns))
+}
+
+// where names s's namespaces for a message: `namespace "redis"`, `namespaces a, b`, `every
+// namespace but kube-system`, `every namespace`.
+func (s Selection) where() string {
+	switch {
+	case s.Namespace != "":
+		return fmt.Sprintf("namespace %q", s.Namespace)
+	case len(s.IncludeNamespaces) > 0:
+		return "namespaces " + strings.Join(s.IncludeNamespaces, ", ")
+	case len(s.ExcludeNamespaces) > 0:
+		return "every namespace but " + strings.Join(s.ExcludeNamespaces, ", ")
+	}
+	return "every namespace"
+}
+
+// Check returns nil when m (built from snap with opts, filtered by s) holds a Redis cluster or s
+// allows none (AllowEmpty); else an error that says what matched nothing, so that a typo in a
+// namespace, a cluster label or a label selector is not mistaken for compliance: no pod at all,
+// no pod in the selected namespaces, no pod there carrying the cluster label, or no Redis
+// cluster there with a pod the label selector matches.
+func (s Selection) Check(snap *policies.Snapshot, opts policies.Options, m *policies.Model) error {
+	if len(m.Clusters) > 0 || s.AllowEmpty {
+		return nil
+	}
+	const allow = "; --allow-empty (selection.allowEmpty) accepts a selection without any"
+	key := opts.ClusterLabel
+	if key == "" {
+		key = policies.DefaultClusterLabel
+	}
+	var inNS, labelled int
+	for _, p := range snap.Pods {
+		if !s.inNamespaces(p.Namespace) {
+			continue
+		}
+		inNS++
+		if _, ok := p.Labels[key]; ok {
+			labelled++
+		}
+	}
+	switch {
+	case len(snap.Pods) == 0:
+		return errors.New("no Redis cluster: there is no pod at all (an empty List or snapshot, or nothing the API server lists)" + allow)
+	case inNS == 0:
+		return fmt.Errorf("no Redis cluster: no pod in %s (%d pods elsewhere: is the namespace right? --namespace, selection.namespaces)%s", s.where(), len(snap.Pods), allow)
+	case labelled == 0:
+		return fmt.Errorf("no Redis cluster: none of the %d pods in %s carries the cluster label %s (--cluster-label, selection.clusterLabel, or --layout)%s", inNS, s.where(), key, allow)
+	case s.Selector != nil && !s.Selector.Empty():
+		return fmt.Errorf("no Redis cluster: %d pods in %s carry the cluster label %s, and no Redis cluster there has a pod the label selector %q matches (--selector, selection.labelSelector)%s", labelled, s.where(), key, s.Selector.String(), allow)
+	}
+	return fmt.Errorf("no Redis cluster: the %d pods in %s that carry the cluster label %s belong to no Redis cluster's workload%s", labelled, s.where(), key, allow)
 }
 
 // Filter keeps in m.Clusters, in their order, only the clusters s selects.

@@ -155,9 +155,13 @@ func CheckSnapshot(snap *policies.Snapshot) error {
 			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxNamedNodes))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s (%d pods)", n, missing[n]))
+		parts = append(parts, fmt.Sprintf("%s (%s)", n, policies.Plural(missing[n], "pod")))
 	}
-	return fmt.Errorf("snapshot: %d pods are bound to %d nodes it does not contain: %s (include every node: kubectl get nodes,pods,... -A)", pods, len(names), strings.Join(parts, ", "))
+	are := "are"
+	if pods == 1 {
+		are = "is"
+	}
+	return fmt.Errorf("snapshot: %s %s bound to %s it does not contain: %s (include every node: kubectl get nodes,pods,... -A)", policies.Plural(pods, "pod"), are, policies.Plural(len(names), "node"), strings.Join(parts, ", "))
 }
 
 // EncodeSnapshot writes snap as one YAML List, the form `kubectl get -o yaml` prints and

@@ -271,10 +271,10 @@ func quorumLimits(q policies.Quorum) string {
 	return fmt.Sprintf("at most %d of %d masters per node", q.NodeLimit, q.Masters)
 }
 
-// Outcome says where a move's pod goes: the expected node and the nodes the scheduler may choose
+// Destination says where a move's pod goes: the expected node and the nodes the scheduler may choose
 // instead (CandidatesText), or that it waits Pending; then the Pending pods the move lets the
 // scheduler place.
-func Outcome(mv plan.Move) string {
+func Destination(mv plan.Move) string {
 	s := mv.Expected + "; scheduler may choose " + CandidatesText(mv)
 	if mv.WaitsPending {
 		s = "waits Pending (no node fits until a later move frees room)"
@@ -373,7 +373,7 @@ func MoveText(mv plan.Move) string {
 	if mv.Kind == plan.KindFailover {
 		return fmt.Sprintf("fail %s (%s) over to %s (%s): no pod moves", mv.From, mv.Node, mv.To, mv.ToNode)
 	}
-	return fmt.Sprintf("evict %s from %s (%s) → %s", mv.Pod, mv.Node, roleAndFailover(mv), Outcome(mv))
+	return fmt.Sprintf("evict %s from %s (%s) → %s", mv.Pod, mv.Node, roleAndFailover(mv), Destination(mv))
 }
 
 // StepsText counts a plan's steps: "1 eviction, 2 failovers" (failovers only when there are).

@@ -12,6 +12,17 @@ import (
 // "JSON output"): camelCase names, durations in seconds (float), fields added, never renamed or
 // removed.
 type Run struct {
+	// Outcome is how the run ended (Classify): the most severe of its clusters' outcomes, or
+	// OutcomeError, or OutcomeLeaseHeld. run's exit status follows from it.
+	Outcome Outcome `json:"outcome"`
+	// Error is set when the run failed (OutcomeError): every cluster's error and the run's own,
+	// as the exit message gives them.
+	Error string `json:"error,omitempty"`
+	// Lease is the Lease the run held while it acted, or the one another holder kept (nil when
+	// the run took none: a dry run, or --leader-elect=false).
+	Lease *Lease `json:"lease,omitempty"`
+	// Started is when the run started (RFC 3339, UTC).
+	Started time.Time `json:"started"`
 	// Window is the maintenance-window verdict at the start of the run.
 	Window WindowState `json:"window"`
 	// Limits are the run's eviction limits and what was counted against them.
@@ -23,6 +34,18 @@ type Run struct {
 	APIRequests []observe.APIRequests `json:"apiRequests,omitempty"`
 	// Seconds is the run's duration.
 	Seconds float64 `json:"seconds"`
+}
+
+// Lease is the coordination.k8s.io Lease that makes one run or serve act at a time.
+type Lease struct {
+	// Namespace and Name name the Lease.
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Holder is the identity that held it: this run's while it acted, or the other holder's when
+	// the run gave up waiting (OutcomeLeaseHeld).
+	Holder string `json:"holder"`
+	// WaitedSeconds is how long the run waited for it.
+	WaitedSeconds float64 `json:"waitedSeconds"`
 }
 
 // WindowState says whether the run could act: the maintenance windows and their state when the
@@ -128,6 +151,8 @@ type ClusterRun struct {
 	// Compliant reports whether the cluster complies at the end: every hard rule holds and Redis
 	// is healthy (a cluster still resyncing does not comply).
 	Compliant bool `json:"compliant"`
+	// Outcome is how the cluster's part of the run ended (ClusterOutcome).
+	Outcome Outcome `json:"outcome"`
 	// Moves are the moves tried, in order.
 	Moves []MoveResult `json:"moves"`
 	// Stopped says why the run stopped acting on the cluster before compliance ("" otherwise):
@@ -229,6 +254,9 @@ type MoveResult struct {
 	Error string `json:"error,omitempty"`
 	// Steps are the steps run, in order.
 	Steps []Step `json:"steps"`
+	// Started is when the move's first step started (RFC 3339 with fractions, UTC): with
+	// Seconds, the interval in which the move may have disrupted the cluster.
+	Started time.Time `json:"started"`
 	// Seconds is the whole move's duration.
 	Seconds float64 `json:"seconds"`
 }

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -27,12 +28,15 @@ const (
 	// redis-cluster-operator does): one StatefulSet and one PodDisruptionBudget per shard, pods
 	// labelled with the cluster and the shard, pod -0 the master. The zero value.
 	LayoutSeed Layout = ""
-	// LayoutBitnami is Bitnami's redis-cluster chart (bitnami/charts, bitnami/redis-cluster 13.x):
-	// one StatefulSet "<fullname>" holding every node of the cluster, the chart's standard labels
-	// only (app.kubernetes.io/name, app.kubernetes.io/instance, ...), one PodDisruptionBudget for
-	// the release (pdb.maxUnavailable 1), the password in Secret "<fullname>" key
-	// "redis-password". The chart's init (redis-cli --cluster create --cluster-replicas R) makes
-	// ordinals 0..M-1 the masters; here ordinal M·o+i is the o-th replica of master i.
+	// LayoutBitnami is Bitnami's redis-cluster chart (bitnami/redis-cluster 13.0.5) as it installs
+	// with its default values: one StatefulSet "<fullname>" holding every node of the cluster
+	// (selector instance + name, RollingUpdate, podManagementPolicy Parallel, a volume claim
+	// template redis-data of 8Gi ReadWriteOnce on the default StorageClass), the chart's standard
+	// labels only, the "nano" requests (cpu 100m, memory 128Mi, ephemeral-storage 50Mi), one
+	// PodDisruptionBudget for the release (maxUnavailable 1, the cluster-update Job's pod
+	// excluded), the password in Secret "<fullname>" key "redis-password". The chart's init runs
+	// redis-cli --cluster create --cluster-replicas R over the pods in ordinal order: ordinals
+	// 0..M-1 become the masters, and the replicas pair as BitnamiOrdinal says.
 	LayoutBitnami Layout = "bitnami"
 	// LayoutOT is OT-CONTAINER-KIT's redis-operator (RedisCluster v1beta2): StatefulSets
 	// "<name>-leader" (M pods) and "<name>-follower" (M·(PodsPerShard-1) pods), labels app,
@@ -72,6 +76,34 @@ const (
 	// required hostname anti-affinity between leader-i and follower-i.
 	OTAntiAffinityAnnotation = "redisclusters.redis.redis.opstreelabs.in/role-anti-affinity"
 )
+
+// The Bitnami chart's persistence and resources with its default values (values.yaml:
+// persistence.size, redis.resourcesPreset "nano").
+const (
+	// BitnamiClaimTemplate is the name of the StatefulSet's volume claim template (and of the pod
+	// volume): the claims are "redis-data-<pod>".
+	BitnamiClaimTemplate = "redis-data"
+	// BitnamiClaimSize is persistence.size.
+	BitnamiClaimSize = "8Gi"
+	// BitnamiCPU, BitnamiMemory and BitnamiEphemeralStorage are the nano preset's requests.
+	BitnamiCPU, BitnamiMemory, BitnamiEphemeralStorage = "100m", "128Mi", "50Mi"
+)
+
+// BitnamiOrdinal returns the ordinal of shard i's o-th pod as the chart's init forms the cluster
+// (redis-cli --cluster create --cluster-replicas R over the N pods in ordinal order, every pod at
+// an IP of its own): ordinals 0..M-1 are the masters (o = 0 gives i); redis-cli rotates the other
+// ordinals by one, M+1, ..., N-1, M, and hands them out R at a time to masters 0, 1, ...: for 10
+// pods and one replica each, master i with ordinal 5+((i+1) mod 5).
+func (s Scenario) BitnamiOrdinal(i, o int) int { return s.bitnamiOrdinal(i, o) }
+
+func (s Scenario) bitnamiOrdinal(i, o int) int {
+	if o == 0 {
+		return i
+	}
+	m, r := s.Shards, s.PodsPerShard-1
+	rest := s.N() - m
+	return m + (i*r+o-1+1)%rest
+}
 
 // BitnamiFullname returns the chart's fullname for the release (common.names.fullname): the
 // release name when it contains the chart's name, else "<release>-redis-cluster".
@@ -184,6 +216,14 @@ func (s Scenario) layoutTemplate(role string) (corev1.PodTemplateSpec, error) {
 		case LayoutBitnami:
 			p.Labels = s.bitnamiLabels()
 			c.Name = s.BitnamiFullname()
+			c.Resources.Requests = corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(BitnamiCPU), corev1.ResourceMemory: resource.MustParse(BitnamiMemory),
+				corev1.ResourceEphemeralStorage: resource.MustParse(BitnamiEphemeralStorage),
+			}
+			c.VolumeMounts = []corev1.VolumeMount{{Name: BitnamiClaimTemplate, MountPath: "/bitnami/redis/data"}}
+			if s.NoPersistence { // persistence.enabled=false: an emptyDir instead of the claim
+				p.Spec.Volumes = []corev1.Volume{{Name: BitnamiClaimTemplate, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			}
 			// redis.podAntiAffinityPreset: soft (the chart's default): common.affinities.pods.soft.
 			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: nodeAff, PodAntiAffinity: &corev1.PodAntiAffinity{
 				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
@@ -205,7 +245,8 @@ func (s Scenario) layoutTemplate(role string) (corev1.PodTemplateSpec, error) {
 	return t, nil
 }
 
-// layoutStatefulSets returns the Bitnami StatefulSet or OT's two.
+// layoutStatefulSets returns the Bitnami StatefulSet or OT's two, with updateStrategy
+// RollingUpdate (partition 0), as the chart and the operator create them.
 func (s Scenario) layoutStatefulSets() ([]*appsv1.StatefulSet, error) {
 	type set struct {
 		name, role string
@@ -213,8 +254,18 @@ func (s Scenario) layoutStatefulSets() ([]*appsv1.StatefulSet, error) {
 		labels     map[string]string // the StatefulSet's own and its selector
 	}
 	var sets []set
+	var claims []corev1.PersistentVolumeClaim
 	switch s.Layout {
 	case LayoutBitnami:
+		if !s.NoPersistence {
+			claims = []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: BitnamiClaimTemplate, Labels: s.bitnamiMatchLabels()},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(BitnamiClaimSize)}},
+				},
+			}}
+		}
 		sets = []set{{s.BitnamiFullname(), "", s.N(), s.bitnamiMatchLabels()}}
 	case LayoutOT:
 		if s.PodsPerShard < 2 {
@@ -237,10 +288,16 @@ func (s Scenario) layoutStatefulSets() ([]*appsv1.StatefulSet, error) {
 			sts.Namespace = s.ns()
 			sts.Labels = t.Labels
 			sts.Spec.ServiceName = st.name + "-headless"
-			// OnDelete: the harness changes the templates after binding the first pods; neither
-			// chart's default (RollingUpdate) would keep the pods as they are.
-			sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
-			sts.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+			sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{
+				Type: appsv1.RollingUpdateStatefulSetStrategyType, RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](0)},
+			}
+			// The chart's podManagementPolicy; OT's operator leaves the default (OrderedReady).
+			if s.Layout == LayoutBitnami {
+				sts.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+			} else {
+				sts.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+			}
+			sts.Spec.VolumeClaimTemplates = claims
 		}))
 	}
 	return out, nil

@@ -38,11 +38,11 @@ func TestLayouts(t *testing.T) {
 			podLabels: map[string]string{AppLabel: AppValue, policies.DefaultClusterLabel: "redis", ShardLabel: "redis-s0"},
 		},
 		{
-			name:   "Bitnami post-scale-down → one StatefulSet of 10, one PDB, masters 0..4",
+			name:   "Bitnami post-scale-down → one StatefulSet of 10, one PDB, masters 0..4 paired as redis-cli pairs them",
 			sc:     BitnamiPostScaleDown(),
 			sets:   map[string]int32{"redis-cluster": 10},
 			pdbs:   []string{"redis-cluster"},
-			shard0: []string{"redis-cluster-0", "redis-cluster-5"}, shard4: []string{"redis-cluster-4", "redis-cluster-9"},
+			shard0: []string{"redis-cluster-0", "redis-cluster-6"}, shard4: []string{"redis-cluster-4", "redis-cluster-5"},
 			n1: []string{"redis-cluster-0", "redis-cluster-1", "redis-cluster-2", "redis-cluster-3"},
 			podLabels: map[string]string{
 				AppLabel: "redis-cluster", BitnamiInstanceLabel: "redis-cluster", "app.kubernetes.io/managed-by": "Helm",
@@ -157,4 +157,73 @@ func podByName(pods []*corev1.Pod, name string) *corev1.Pod {
 		}
 	}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// TestBitnamiOrdinal checks the pairing of `redis-cli --cluster create --cluster-replicas R`
+// over the chart's pods in ordinal order.
+func TestBitnamiOrdinal(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		shards, perShd int
+		want           [][]int // by shard: master, then replicas
+	}{
+		{"10 pods, 1 replica each → master i with 5+((i+1) mod 5)", 5, 2, [][]int{{0, 6}, {1, 7}, {2, 8}, {3, 9}, {4, 5}}},
+		{"6 pods, 1 replica each → master i with 3+((i+1) mod 3)", 3, 2, [][]int{{0, 4}, {1, 5}, {2, 3}}},
+		{"15 pods, 2 replicas each → the rotated ordinals two at a time", 5, 3, [][]int{{0, 6, 7}, {1, 8, 9}, {2, 10, 11}, {3, 12, 13}, {4, 14, 5}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := Scenario{Layout: LayoutBitnami, Shards: tc.shards, PodsPerShard: tc.perShd}
+			var got [][]int
+			for i := 0; i < tc.shards; i++ {
+				var shard []int
+				for o := 0; o < tc.perShd; o++ {
+					shard = append(shard, sc.BitnamiOrdinal(i, o))
+				}
+				got = append(got, shard)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ordinals by shard (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBitnamiAsInstalled checks the chart's facts in the Bitnami layout's objects: the
+// StatefulSet's selector, update strategy, pod management and claim template, the pods' requests
+// and claims, and persistence.enabled=false.
+func TestBitnamiAsInstalled(t *testing.T) {
+	snap := BitnamiPostScaleDown().MustSnapshot()
+	sts := snap.StatefulSets[0]
+	if diff := cmp.Diff(map[string]string{AppLabel: BitnamiChartName, BitnamiInstanceLabel: "redis-cluster"}, sts.Spec.Selector.MatchLabels); diff != "" {
+		t.Errorf("selector (-want +got):\n%s", diff)
+	}
+	if sts.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType || sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("updateStrategy %s, podManagementPolicy %s; want RollingUpdate, Parallel", sts.Spec.UpdateStrategy.Type, sts.Spec.PodManagementPolicy)
+	}
+	if len(sts.Spec.VolumeClaimTemplates) != 1 {
+		t.Fatalf("%d claim templates, want 1", len(sts.Spec.VolumeClaimTemplates))
+	}
+	ct := sts.Spec.VolumeClaimTemplates[0]
+	if ct.Name != BitnamiClaimTemplate || ct.Spec.StorageClassName != nil || ct.Spec.Resources.Requests.Storage().String() != "8Gi" {
+		t.Errorf("claim template %s, class %v, size %s; want redis-data on the default class, 8Gi", ct.Name, ct.Spec.StorageClassName, ct.Spec.Resources.Requests.Storage())
+	}
+	p := podByName(snap.Pods, "redis-cluster-3")
+	req := p.Spec.Containers[0].Resources.Requests
+	if req.Cpu().String() != "100m" || req.Memory().String() != "128Mi" || req.StorageEphemeral().String() != "50Mi" {
+		t.Errorf("requests %v, want cpu 100m, memory 128Mi, ephemeral-storage 50Mi", req)
+	}
+	if len(p.Spec.Volumes) != 1 || p.Spec.Volumes[0].PersistentVolumeClaim == nil || p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "redis-data-redis-cluster-3" {
+		t.Errorf("volumes %+v, want redis-data on claim redis-data-redis-cluster-3", p.Spec.Volumes)
+	}
+
+	sc := BitnamiPostScaleDown()
+	sc.NoPersistence = true
+	snap = sc.MustSnapshot()
+	if n := len(snap.StatefulSets[0].Spec.VolumeClaimTemplates); n != 0 {
+		t.Errorf("persistence.enabled=false: %d claim templates, want 0", n)
+	}
+	p = podByName(snap.Pods, "redis-cluster-3")
+	if len(p.Spec.Volumes) != 1 || p.Spec.Volumes[0].EmptyDir == nil {
+		t.Errorf("persistence.enabled=false: volumes %+v, want redis-data as an emptyDir", p.Spec.Volumes)
+	}
 }

@@ -83,6 +83,10 @@ type Scenario struct {
 	RoleLabels bool
 	// Image is the container image (informational; kwok runs no container).
 	Image string
+	// NoPersistence, in Bitnami's layout, installs the chart with persistence.enabled=false: the
+	// pods keep their data in an emptyDir instead of a claim of the StatefulSet's
+	// redis-data template.
+	NoPersistence bool
 }
 
 func (s Scenario) ns() string {
@@ -107,13 +111,13 @@ func (s Scenario) N() int { return s.Shards * s.PodsPerShard }
 func (s Scenario) ShardName(i int) string { return fmt.Sprintf("%s-s%d", s.cluster(), i) }
 
 // PodName returns the name of shard i's o-th pod (o = 0: the master the cluster is formed
-// with): "<Cluster>-s<i>-<o>" (seed); "<fullname>-<M·o+i>" (Bitnami: the chart's init makes
-// ordinals 0..M-1 the masters); "<Cluster>-leader-<i>" for o = 0 and
+// with): "<Cluster>-s<i>-<o>" (seed); "<fullname>-<ordinal>" (Bitnami: the ordinals
+// `redis-cli --cluster create` pairs, BitnamiOrdinal); "<Cluster>-leader-<i>" for o = 0 and
 // "<Cluster>-follower-<M·(o-1)+i>" otherwise (OT: follower j replicates leader j mod M).
 func (s Scenario) PodName(i, o int) string {
 	switch s.Layout {
 	case LayoutBitnami:
-		return fmt.Sprintf("%s-%d", s.BitnamiFullname(), s.Shards*o+i)
+		return fmt.Sprintf("%s-%d", s.BitnamiFullname(), s.bitnamiOrdinal(i, o))
 	case LayoutOT:
 		if o == 0 {
 			return fmt.Sprintf("%s-leader-%d", s.cluster(), i)
@@ -159,12 +163,13 @@ func (s Scenario) ZoneNames() []string {
 }
 
 // Nodes returns one node per listed node name (fixture.Node: hostname label, 32 CPUs, 256Gi
-// of memory and 110 pods allocatable), labelled with its zone.
+// of memory and 110 pods allocatable, and NodeEphemeralStorage of ephemeral storage, which a
+// kubelet always reports), labelled with its zone.
 func (s Scenario) Nodes() []*corev1.Node {
 	var out []*corev1.Node
 	for _, z := range s.Zones {
 		for _, name := range z.Nodes {
-			n := fixture.Node(name)
+			n := fixture.Node(name, fixture.WithAllocatable(string(corev1.ResourceEphemeralStorage)+"="+NodeEphemeralStorage))
 			if z.Name != "" {
 				fixture.InZone(z.Name)(n)
 			}
@@ -199,8 +204,9 @@ func (s Scenario) Template(i int) (corev1.PodTemplateSpec, error) {
 	return fixture.TemplateOf(tmpl), nil
 }
 
-// StatefulSets returns the layout's StatefulSets (seed: one per shard), updateStrategy OnDelete
-// (as an operator leaves them after a resize), podManagementPolicy Parallel.
+// StatefulSets returns the layout's StatefulSets: in the seed layout one per shard,
+// updateStrategy OnDelete (as an operator leaves them after a resize), podManagementPolicy
+// Parallel; in Bitnami's and OT's, layoutStatefulSets's.
 func (s Scenario) StatefulSets() ([]*appsv1.StatefulSet, error) {
 	if s.Layout != LayoutSeed {
 		return s.layoutStatefulSets()
@@ -414,3 +420,7 @@ func SeedDeadlock() Scenario {
 		{"n1", "n3"}, {"n4", "n2"}, {"n6"},
 	})
 }
+
+// NodeEphemeralStorage is the ephemeral storage allocatable on a scenario's nodes, as the test
+// bed's kwok nodes report it (localcluster.DefaultNodeEphemeralStorage).
+const NodeEphemeralStorage = "100Gi"

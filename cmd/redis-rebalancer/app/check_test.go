@@ -20,8 +20,9 @@ func TestCheckExitCodes(t *testing.T) {
 		{name: "missing snapshot file → 1", args: []string{"check", "--snapshot", "does-not-exist.yaml"}, wantCode: ExitError, wantErr: []string{"redis-rebalancer: snapshot:"}},
 		{name: "bad output format → 1", args: []string{"check", "--snapshot", "../../../examples/excluded-zone.yaml", "-o", "xml"}, wantCode: ExitError, wantErr: []string{`output (--output): Unsupported value: "xml": supported values: "text", "table", "json"`}},
 		{name: "bad selector → 1", args: []string{"check", "--snapshot", "../../../examples/excluded-zone.yaml", "-l", "a=(b"}, wantCode: ExitError, wantErr: []string{"--selector:"}},
-		{name: "selector matching no pod → 0, no cluster", args: []string{"check", "--snapshot", "../../../examples/post-scale-down.yaml", "-l", "app=nothing"}, wantCode: ExitOK, wantOut: []string{"no Redis cluster found"}},
-		{name: "other namespace → 0, no cluster", args: []string{"check", "--snapshot", "../../../examples/post-scale-down.yaml", "-n", "elsewhere"}, wantCode: ExitOK, wantOut: []string{"no Redis cluster found"}},
+		{name: "selector matching no pod → 1, the selector named", args: []string{"check", "--snapshot", "../../../examples/post-scale-down.yaml", "-l", "app=nothing"}, wantCode: ExitError, wantErr: []string{`no Redis cluster there has a pod the label selector "app=nothing" matches`, "--allow-empty"}},
+		{name: "a namespace without pods → 1, the namespace named", args: []string{"check", "--snapshot", "../../../examples/post-scale-down.yaml", "-n", "elsewhere"}, wantCode: ExitError, wantErr: []string{`no pod in namespace "elsewhere"`}},
+		{name: "a namespace without pods, --allow-empty → 0, no cluster", args: []string{"check", "--snapshot", "../../../examples/post-scale-down.yaml", "-n", "elsewhere", "--allow-empty"}, wantCode: ExitOK, wantOut: []string{"no Redis cluster found"}},
 	})
 }
 

@@ -44,12 +44,20 @@ type constraintsOptions struct {
 	in                               constraints.Input
 	clusterLabel, clusterName, shard string
 	shardLabel, zones                string
+	// output is -o: yaml (the fragment with its comments) or json (the fragment alone; the
+	// comments as note lines on stderr).
+	output string
+	// layout (bitnami, ot) prints the chart's values or the RedisCluster's fields; nodes is the
+	// number of nodes in the allowed zones (0: unknown).
+	layout string
+	nodes  int
 }
 
 func newConstraintsOptions() *constraintsOptions {
 	return &constraintsOptions{
 		in:           constraints.Input{Shards: defaultShards, PodsPerShard: defaultPodsPerShard, ZoneKey: policies.LabelZone},
 		clusterLabel: policies.DefaultClusterLabel, shardLabel: constraints.DefaultShardLabel, shard: defaultShardValue,
+		output: "yaml",
 	}
 }
 
@@ -62,6 +70,10 @@ func (o *constraintsOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.clusterName, "cluster-name", o.clusterName, "the Redis cluster's name (the cluster label's value)")
 	fs.StringVar(&o.shardLabel, "shard-label", o.shardLabel, "pod label naming the shard")
 	fs.StringVar(&o.shard, "shard", o.shard, "the shard label's value for this StatefulSet")
+	fs.StringVarP(&o.output, "output", "o", o.output, "output format: yaml (the fragment with comments) or json (the fragment alone, e.g. for kubectl patch --type merge; the comments as note lines on stderr)")
+	fs.StringVar(&o.layout, "layout", o.layout, "bitnami: print the values of Bitnami's redis-cluster chart for release --cluster-name; ot: the fields of OT's RedisCluster --cluster-name (N = --shards × --pods-per-shard); empty: a StatefulSet template fragment per shard")
+	fs.IntVar(&o.nodes, "nodes", o.nodes, "with --layout bitnami: nodes in the allowed zones; podAntiAffinityPreset hard is written when every pod can have one of its own (0: unknown, not written)")
+	zeroMeans(fs, "nodes")
 	fs.BoolVar(&o.in.Relaxed, "relaxed-limits", o.in.Relaxed, `"at most" N/3 and N/2 (maxSkew without the "minus 1"), which avoids the 3-shard deadlock`)
 }
 
@@ -69,6 +81,9 @@ func (o *constraintsOptions) addFlags(fs *pflag.FlagSet) {
 func (o *constraintsOptions) input() (constraints.Input, error) {
 	if o.clusterName == "" {
 		return constraints.Input{}, fmt.Errorf("--cluster-name is required")
+	}
+	if o.output != "yaml" && o.output != "json" {
+		return constraints.Input{}, fmt.Errorf("--output %q: yaml or json", o.output)
 	}
 	in := o.in
 	in.ClusterLabels = map[string]string{o.clusterLabel: o.clusterName}
@@ -95,17 +110,31 @@ StatefulSet:
   - required node affinity on the zones.
 --relaxed-limits drops the "minus 1" ("at most" N/3 and N/2), which avoids the 3-shard deadlock.
 
+With --layout bitnami or ot it prints instead what the chart or operator takes: the values of
+Bitnami's redis-cluster chart (redis.topologySpreadConstraints on the release's pods,
+redis.nodeAffinityPreset on the zones, redis.podAntiAffinityPreset hard when --nodes leaves every
+pod a node of its own) or the fields of OT's RedisCluster (spec.redisLeader/redisFollower
+topologySpreadConstraints and node affinity, the role anti-affinity annotation). Neither can name a
+shard, so the anti-affinity inside a shard is not among them (lint says what it costs).
+
 These constraints place pods, not roles: kube-scheduler knows no Redis role, so nothing here keeps
 the masters apart, and the operator's pod -0 = master convention drifts after every failover. The
 output says so in a comment, and says which loss the cluster cannot survive whatever the placement
 when its shards and zones leave one (2 shards; 4 shards in 3 zones; any cluster in 2 zones):
 redis-rebalancer's MasterQuorum rule checks the masters and fixes them with failovers.`,
-		Example: `  redis-rebalancer constraints --shards 5 --pods-per-shard 2 --zones zone-a,zone-b,zone-c --cluster-name rc1 --shard rc1-s0`,
-		Args:    cobra.NoArgs,
+		Example: `  redis-rebalancer constraints --shards 5 --pods-per-shard 2 --zones zone-a,zone-b,zone-c --cluster-name rc1 --shard rc1-s0
+  redis-rebalancer constraints --layout bitnami --shards 5 --pods-per-shard 2 --zones zone-a,zone-b,zone-c --cluster-name redis-cluster`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := o.input()
 			if err != nil {
 				return &exitError{ExitError, err}
+			}
+			if o.layout != "" {
+				if o.output == "json" {
+					return &exitError{ExitError, fmt.Errorf("--layout %s prints the chart's values as YAML; -o json is for the StatefulSet template fragment", o.layout)}
+				}
+				return o.printChartValues(cmd.OutOrStdout(), in)
 			}
 			spread, aff, err := constraints.Generate(in)
 			if err != nil {
@@ -115,17 +144,26 @@ redis-rebalancer's MasterQuorum rule checks the masters and fixes them with fail
 			frag := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
 				"topologySpreadConstraints": spread, "affinity": aff,
 			}}}}
+			notes := []string{"Note: " + lint.RolesNote + "."}
+			if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
+				notes = append(notes, fmt.Sprintf("MasterQuorum: %d shards, one master each: %s.", in.Shards, q.Note))
+			}
+			out := cmd.OutOrStdout()
+			if o.output == "json" {
+				for _, note := range notes {
+					fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", strings.TrimPrefix(note, "Note: "))
+				}
+				return printJSON(out, frag)
+			}
 			b, err := yaml.Marshal(frag)
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
-			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v\n",
 				n, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed)
 			fmt.Fprintf(out, "# StatefulSet template fragment for shard %q; pods must carry %s=%s and %s=%s.\n", o.shard, o.clusterLabel, o.clusterName, o.shardLabel, o.shard)
-			writeComment(out, "Note: "+lint.RolesNote+".")
-			if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
-				writeComment(out, fmt.Sprintf("MasterQuorum: %d shards, one master each: %s.", in.Shards, q.Note))
+			for _, note := range notes {
+				writeComment(out, note)
 			}
 			_, err = out.Write(b)
 			return err
@@ -133,4 +171,33 @@ redis-rebalancer's MasterQuorum rule checks the masters and fixes them with fail
 	}
 	o.addFlags(cmd.Flags())
 	return cmd
+}
+
+// printChartValues writes the values of the chart --layout names for the cluster in (N pods,
+// its zones), headed by comments saying where they go.
+func (o *constraintsOptions) printChartValues(out io.Writer, in constraints.Input) error {
+	chart := lint.Chart(o.layout)
+	n := in.Shards * in.PodsPerShard
+	values, err := lint.ChartValues(lint.ChartInput{Chart: chart, Selector: lint.SelectorOf(chart, o.clusterName), N: n, Nodes: o.nodes,
+		Zones: in.Zones, ZoneKey: in.ZoneKey, Relaxed: in.Relaxed})
+	if err != nil || (chart != lint.ChartBitnami && chart != lint.ChartOT) {
+		return &exitError{ExitError, fmt.Errorf("--layout %q: want bitnami or ot", o.layout)}
+	}
+	fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v\n",
+		n, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed)
+	switch chart {
+	case lint.ChartBitnami:
+		writeComment(out, fmt.Sprintf("Values of Bitnami's redis-cluster chart for release %q (helm upgrade --reuse-values -f this file). The chart names no shard, so no value keeps exactly a shard's pods apart.", o.clusterName))
+		if o.nodes == 0 || n > o.nodes {
+			writeComment(out, fmt.Sprintf("redis.podAntiAffinityPreset: hard (a node per pod) is left out: it needs at least %d nodes in the allowed zones (--nodes).", n))
+		}
+	case lint.ChartOT:
+		writeComment(out, fmt.Sprintf("Fields of OT's RedisCluster %q (merge into it; the annotation needs the operator's webhook). It names no shard: the annotation keeps leader-i and follower-i off one node, and nothing keeps them in different zones.", o.clusterName))
+	}
+	writeComment(out, "Note: "+lint.RolesNote+".")
+	if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
+		writeComment(out, fmt.Sprintf("MasterQuorum: %d shards, one master each: %s.", in.Shards, q.Note))
+	}
+	_, err = io.WriteString(out, values)
+	return err
 }

@@ -24,9 +24,9 @@ import (
 // engine package takes, one small function per package, written out field by field:
 //
 //	selection        observe.Selection   ← selection.namespaces, selection.labelSelector
-//	rules            policies.Options    ← selection (cluster label, shard source, role label,
-//	                                       recreating owners), rules (ruleSettings: enabled,
-//	                                       disabled, soft)
+//	rules            policies.Options    ← selection (cluster label, workload selector, shard
+//	                                       source, role label, recreating owners), rules
+//	                                       (ruleSettings: enabled, disabled, soft)
 //	planBounds       plan.Options        ← plan
 //	windowConfig     window.Config       ← windows
 //	executorConfig   execute.Config      ← all of the above, limits, failover, timeouts
@@ -42,7 +42,7 @@ func selection(s *v1alpha1.Selection) (observe.Selection, error) {
 	if err != nil {
 		return observe.Selection{}, fmt.Errorf("selection.labelSelector: %w", err)
 	}
-	out := observe.Selection{Selector: sel, ExcludeNamespaces: s.Namespaces.Exclude}
+	out := observe.Selection{Selector: sel, ExcludeNamespaces: s.Namespaces.Exclude, AllowEmpty: s.AllowEmpty}
 	if len(s.Namespaces.Include) == 1 {
 		out.Namespace = s.Namespaces.Include[0]
 	} else {
@@ -57,10 +57,14 @@ func rules(p *policy) (policies.Options, error) {
 	if err != nil {
 		return policies.Options{}, fmt.Errorf("selection.shardSource: %w", err)
 	}
+	workloads, err := metav1.LabelSelectorAsSelector(&p.Selection.WorkloadSelector)
+	if err != nil {
+		return policies.Options{}, fmt.Errorf("selection.workloadSelector: %w", err)
+	}
 	return policies.Options{
 		ClusterLabel: p.Selection.ClusterLabel, ShardSource: src, RoleLabel: p.Selection.RoleLabel,
-		RecreatingOwners: p.Selection.RecreatingOwners,
-		RelaxedLimits:    p.Rules.RelaxedLimits, ReleaseReplicaClaims: p.Rules.ReleaseReplicaClaims,
+		RecreatingOwners: p.Selection.RecreatingOwners, WorkloadSelector: workloads,
+		RelaxedLimits: p.Rules.RelaxedLimits, ReleaseReplicaClaims: p.Rules.ReleaseReplicaClaims,
 		Rules: ruleSettings(&p.Rules),
 	}, nil
 }

@@ -78,7 +78,7 @@ there are findings, 1 on error.`,
 				}
 			} else {
 				if len(findings) == 0 {
-					fmt.Fprintf(out, "%d Redis clusters checked: every StatefulSet follows the recommendation\n", len(m.Clusters))
+					fmt.Fprintf(out, "%s checked: every StatefulSet follows the recommendation\n", policies.Plural(len(m.Clusters), "Redis cluster"))
 				}
 				for _, f := range findings {
 					where := f.Namespace + "/" + f.Cluster

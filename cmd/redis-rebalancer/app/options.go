@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
@@ -119,6 +121,7 @@ func (o *snapshotOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.redisNodes, "redis-nodes", o.redisNodes, "with --snapshot: Redis's view, as `FILE` or a directory of files, each what \"redis-cli cluster nodes\" prints for one Redis cluster, named <namespace>_<cluster>[.ext] (the cluster label's value): roles and, by --shard-source, shards come from it exactly as live")
 	fs.BoolVar(&o.redisRoles, "redis-roles", o.redisRoles, "live: read each pod's Redis role (and, by --shard-source, shard) from Redis (needs network access to the pod IPs)")
 	fs.DurationVar(&o.redisDeadline, "redis-deadline", o.redisDeadline, "live: bound on reading the roles, then the health, of every Redis cluster (all clusters at once); what is not read by then stays unknown (roles) or unhealthy (health) (0: each node's read timeout only)")
+	zeroMeans(fs, "chunk-size", "redis-deadline")
 }
 
 // redisContext returns ctx bounded by --redis-deadline (unbounded when 0).
@@ -214,6 +217,10 @@ func (o *modelOptions) build(ctx context.Context, errOut io.Writer, p *policy, s
 	if err != nil {
 		return nil, nil, err
 	}
+	// A selection that matches nothing is an error (a typo), unless allowed.
+	if err := sel.Check(snap, opts, m); err != nil {
+		return nil, nil, err
+	}
 	if o.snapshot.file != "" {
 		var nodes map[string][]policies.RedisNode
 		if o.snapshot.redisNodes != "" {
@@ -246,6 +253,12 @@ func (o *modelOptions) build(ctx context.Context, errOut io.Writer, p *policy, s
 	rctx, cancel := o.snapshot.redisContext(ctx)
 	defer cancel()
 	errs := observe.ReadRedis(rctx, rc, m.Clusters)
+	if !observe.NamesWorkloads(opts) {
+		// No workload selector: a workload is Redis when its pods answer as Redis Cluster nodes.
+		for _, k := range observe.DropNotRedis(m, errs) {
+			klog.V(2).InfoS("Left out: no Redis Cluster", "cluster", k, "reason", errs[k])
+		}
+	}
 	for _, c := range m.Clusters {
 		if err, ok := errs[c.Key()]; ok {
 			fmt.Fprintf(errOut, "warning: %s: roles unknown: %v\n", c.Key(), err)
@@ -284,11 +297,24 @@ func setGCPercent() {
 	}
 }
 
-// validateFlags rejects a negative value given to any number or duration flag of fs: no flag of
-// redis-rebalancer takes one (each is a count, a bound, a size, a port, a rate or a timeout), and
-// a negative value would otherwise mean "no bound" to one library and an odd answer to another.
-// Flags left at their defaults are not looked at, nor flags bound to the policy
-// (policyFieldAnnotation): the policy's validation judges those and names the field.
+// zeroMeansAnnotation marks a number or duration flag whose 0 means something its help says
+// ("0: each resource in one request"); validateFlags refuses 0 for every other one.
+const zeroMeansAnnotation = "rebalancer.redis.io/zero-means"
+
+// zeroMeans marks the flags of fs named names with zeroMeansAnnotation.
+func zeroMeans(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		_ = fs.SetAnnotation(n, zeroMeansAnnotation, []string{"true"})
+	}
+}
+
+// validateFlags rejects a negative value given to any number or duration flag of fs, and 0 given
+// to one whose help does not say what 0 means (zeroMeansAnnotation): no flag of redis-rebalancer
+// takes a negative value (each is a count, a bound, a size, a port, a rate or a timeout), and
+// such a value, or a 0 with no meaning of its own, would otherwise mean "no bound" to one library,
+// the default to another, and an odd answer to a third. Flags left at their defaults are not
+// looked at, nor flags bound to the policy (policyFieldAnnotation): the policy's validation
+// judges those and names the field.
 func validateFlags(fs *pflag.FlagSet) error {
 	var errs []error
 	fs.Visit(func(f *pflag.Flag) {
@@ -296,13 +322,27 @@ func validateFlags(fs *pflag.FlagSet) error {
 			return
 		}
 		switch f.Value.Type() {
-		case "int", "int8", "int16", "int32", "int64", "float32", "float64", "duration":
-			if strings.HasPrefix(f.Value.String(), "-") {
+		case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "duration":
+			v := f.Value.String()
+			if strings.HasPrefix(v, "-") {
 				errs = append(errs, fmt.Errorf("--%s must not be negative, got %s", f.Name, f.Value))
+				return
+			}
+			if _, ok := f.Annotations[zeroMeansAnnotation]; !ok && zeroText(v) {
+				errs = append(errs, fmt.Errorf("--%s must be positive, got %s: 0 has no meaning here (leave the flag out for its default, %s)", f.Name, v, f.DefValue))
 			}
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// zeroText reports whether a number or duration flag's value is 0.
+func zeroText(v string) bool {
+	if d, err := time.ParseDuration(v); err == nil {
+		return d == 0
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	return err == nil && f == 0
 }
 
 // analysisOptions are check's and lint's options, and plan's but for the planner's bounds: where

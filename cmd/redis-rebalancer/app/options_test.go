@@ -53,7 +53,7 @@ items:
 		{name: "plan on an empty snapshot → 1, empty input", args: []string{"plan", "--snapshot", empty}, wantCode: ExitError, wantErr: []string{"empty input"}},
 		{name: "lint on an empty snapshot → 1, empty input", args: []string{"lint", "--snapshot", empty}, wantCode: ExitError, wantErr: []string{"empty input"}},
 		{name: "pods bound to nodes the snapshot lacks → 1, the nodes named", args: []string{"check", "--snapshot", noNodes}, wantCode: ExitError,
-			wantErr: []string{"2 pods are bound to 2 nodes it does not contain: n2 (1 pods), n3 (1 pods)"}},
+			wantErr: []string{"2 pods are bound to 2 nodes it does not contain: n2 (1 pod), n3 (1 pod)"}},
 		{name: "--max-plan-moves -1 → 1, the flag named", args: []string{"plan", "--snapshot", example, "--max-plan-moves", "-1"}, wantCode: ExitError, wantErr: []string{"plan.maxMoves (--max-plan-moves): Invalid value: -1"}},
 		{name: "--max-plan-states -1 → 1, the flag named", args: []string{"plan", "--snapshot", example, "--max-plan-states", "-1"}, wantCode: ExitError, wantErr: []string{"plan.maxStates (--max-plan-states): Invalid value: -1"}},
 		{name: "--chunk-size -5 → 1, the flag named", args: []string{"check", "--snapshot", example, "--chunk-size", "-5"}, wantCode: ExitError, wantErr: []string{"--chunk-size must not be negative"}},

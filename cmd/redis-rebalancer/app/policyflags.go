@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
@@ -31,11 +32,11 @@ type policyOptions struct {
 	flags *policy
 	// bound are the rows of policyFlagTable bound to a flag set, by flag name.
 	bound map[string]policyFlag
-	// The flags whose value is parsed into their field: --namespace, --selector, and --window
-	// (with --window-duration, which is no field).
-	namespace, selector string
-	windows             []string
-	windowDuration      time.Duration
+	// The flags whose value is parsed into their field: --namespace, --selector,
+	// --workload-selector, and --window (with --window-duration, which is no field).
+	namespace, selector, workloadSelector string
+	windows                               []string
+	windowDuration                        time.Duration
 }
 
 // policyFieldAnnotation marks a flag bound to a field of the policy (its value: the field's path).
@@ -152,9 +153,26 @@ var policyFlagTable = []policyFlag{
 	},
 	valueFlag(selectionGroup, "layout", "", "selection.layout", func(p *policy) *string { return (*string)(&p.Selection.Layout) }, stringFlag, "how the Redis clusters are deployed: seed, bitnami, ot, ucloud or kubeblocks; sets the defaults of --cluster-label, --shard-source, --role-label, --recreating-owners and the Redis Secret's keys (README: the layouts table); a flag given beside it wins"),
 	valueFlag(selectionGroup, "cluster-label", "", "selection.clusterLabel", func(p *policy) *string { return &p.Selection.ClusterLabel }, stringFlag, "pod label whose value names the Redis cluster (the seed layout's: cloud.netease.com/cluster-name; default: the layout's, app.kubernetes.io/instance without one)"),
+	{
+		group: selectionGroup, name: "workload-selector", path: "selection.workloadSelector",
+		usage: "only StatefulSets whose pod template matches this label selector are Redis workloads, e.g. app.kubernetes.io/name=redis-cluster (default: the layout's; without one, every StatefulSet whose template carries the cluster label)",
+		field: func(p *policy) any { return &p.Selection.WorkloadSelector },
+		bind: func(o *policyOptions, fs *pflag.FlagSet, f policyFlag, usage string) {
+			fs.StringVar(&o.workloadSelector, f.name, o.workloadSelector, usage)
+		},
+		apply: func(o *policyOptions, p *policy) error {
+			sel, err := metav1.ParseToLabelSelector(o.workloadSelector)
+			if err != nil {
+				return fmt.Errorf("--workload-selector: %w", err)
+			}
+			p.Selection.WorkloadSelector = *sel
+			return nil
+		},
+	},
 	valueFlag(selectionGroup, "shard-source", "", "selection.shardSource", func(p *policy) *string { return &p.Selection.ShardSource }, stringFlag, "where a pod's shard comes from: owner (its controller), redis (CLUSTER NODES; offline: --redis-nodes), label:KEY, or auto (the owner unless Redis groups the pods otherwise); default: the layout's, auto without one"),
 	valueFlag(selectionGroup, "role-label", "", "selection.roleLabel", func(p *policy) *string { return &p.Selection.RoleLabel }, stringFlag, "pod label giving the Redis role (master, replica/slave) when Redis is not read (offline without --redis-nodes, or --redis-roles=false); Redis's roles win when read (default: the layout's)"),
 	valueFlag(selectionGroup, "recreating-owners", "", "selection.recreatingOwners", func(p *policy) *[]string { return &p.Selection.RecreatingOwners }, stringsFlag, "kinds of controller besides StatefulSet that re-create an evicted pod (e.g. InstanceSet); pods of other owners, or of none, are never evicted (default: the layout's)"),
+	valueFlag(selectionGroup, "allow-empty", "", "selection.allowEmpty", func(p *policy) *bool { return &p.Selection.AllowEmpty }, boolFlag, "a selection that matches no Redis cluster is no error (exit 0; without it: exit 1 saying what matched nothing)"),
 	valueFlag(selectionGroup, "relaxed-limits", "", "rules.relaxedLimits", func(p *policy) *bool { return &p.Rules.RelaxedLimits }, boolFlag, `allow "at most" N/3 pods per node and N/2 per zone instead of "fewer than" (the strict limits can deadlock scheduling a three-shard cluster over several zones)`),
 	valueFlag(selectionGroup, "release-replica-claims", "", "rules.releaseReplicaClaims", func(p *policy) *bool { return &p.Rules.ReleaseReplicaClaims }, boolFlag, releaseReplicaClaimsUsage),
 	valueFlag(selectionGroup, "enable-rules", "", "rules.enabled", func(p *policy) *[]string { return &p.Rules.Enabled }, stringsFlag, "rules judged besides the default ones (comma-separated): SoftTopologySpread (ScheduleAnyway topology spread constraints) and PreferredAntiAffinity are judged only when listed (docs/rules.md lists the rules)"),
@@ -307,6 +325,7 @@ func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 		}
 	}
 	var errs []error
+	var zeros field.ErrorList    // fields of v1alpha1.PositiveFields a flag gave as 0
 	given := map[string]string{} // field path → flag
 	fs.Visit(func(f *pflag.Flag) {
 		pf, ok := o.bound[f.Name]
@@ -317,11 +336,14 @@ func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 		if err := pf.apply(o, p); err != nil {
 			errs = append(errs, err)
 		}
+		if v1alpha1.IsPositiveField(pf.path) && isZeroValue(pf.field(p)) {
+			zeros = append(zeros, field.Invalid(field.NewPath(pf.path), f.Value.String(), v1alpha1.PositiveMessage+" (leave the flag out for its default)"))
+		}
 	})
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if fe := v1alpha1.ValidateRebalancerPolicy(p); len(fe) > 0 {
+	if fe := append(zeros, v1alpha1.ValidateRebalancerPolicy(p)...); len(fe) > 0 {
 		for _, e := range fe {
 			if name := flagOf(given, e.Field); name != "" {
 				e.Field += " (--" + name + ")"
@@ -332,6 +354,20 @@ func (o *policyOptions) load(fs *pflag.FlagSet) (*policy, error) {
 	v1alpha1.SetDefaults(p)
 	v1alpha1.ApplyLayout(p)
 	return p, nil
+}
+
+// isZeroValue reports whether a policy field a flag is bound to (what policyFlag.field returns)
+// holds a zero count or duration.
+func isZeroValue(v any) bool {
+	switch x := v.(type) {
+	case *int32:
+		return *x == 0
+	case *int64:
+		return *x == 0
+	case *time.Duration:
+		return *x == 0
+	}
+	return false
 }
 
 // flagOf returns the flag that set the field at path or one of its parents ("" when none did).

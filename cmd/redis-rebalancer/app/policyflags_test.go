@@ -253,10 +253,10 @@ output: json
 			}),
 		},
 		{
-			name: "a flag set to 0 → the field's default again; -n '' → every namespace; -o text",
-			args: []string{"--policy", file, "--failover-timeout", "0", "-n", "", "-o", "text", "--selector", "app=redis"},
+			name: "-n '' → every namespace; -o text; 0 where it means no limit → no limit",
+			args: []string{"--policy", file, "--max-pods-to-evict-per-node", "0", "-n", "", "-o", "text", "--selector", "app=redis"},
 			want: withFile(func(p *policy) {
-				p.Failover.Timeout.Duration = v1alpha1.DefaultFailoverTimeout
+				p.Limits.MaxNoOfPodsToEvictPerNode = 0
 				p.Selection.Namespaces = v1alpha1.Namespaces{}
 				p.Output = v1alpha1.OutputText
 				p.Selection.LabelSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "redis"}}
@@ -289,6 +289,7 @@ output: json
 				p.Selection.Layout, p.Selection.RoleLabel = v1alpha1.LayoutOT, "role"
 				p.Selection.ClusterLabel, p.Selection.ShardSource = "cluster", "owner"
 				p.Selection.RecreatingOwners = []string{"RedisCluster", "InstanceSet"}
+				p.Selection.WorkloadSelector.MatchLabels = map[string]string{"redis_setup_type": "cluster"}
 				p.Redis.UsernameSecretRef.Key, p.Redis.PasswordSecretRef.Key = "redis-username", "password"
 				return p
 			}(),

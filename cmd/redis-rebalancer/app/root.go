@@ -20,17 +20,16 @@ import (
 
 // Exit codes of the commands.
 const (
-	// ExitOK: success; for check and run, every Redis cluster complies.
+	// ExitOK: success; for check, every Redis cluster complies; for run, an expected outcome
+	// (report.Outcome.Expected: compliant, progressing, outsideWindow, leaseHeld, dryRun).
 	ExitOK = 0
-	// ExitError: the command failed (bad flags, API server or Redis unreachable, ...).
+	// ExitError: the command failed (bad flags, API server or Redis unreachable, ...); for run,
+	// report.OutcomeError.
 	ExitError = 1
-	// ExitViolations: the command worked, and some cluster breaks a hard rule (for check and
-	// run: or its Redis is not healthy).
+	// ExitViolations: the command worked, and some cluster breaks a hard rule (check: or its
+	// Redis is not healthy); for run, report.OutcomeNeedsAttention: a cluster does not comply
+	// and the run could not get it there.
 	ExitViolations = 3
-	// ExitOutsideWindow: run changed nothing more because no maintenance window was open, or the
-	// open one had no time left for the next move; every cluster that does not comply waits for
-	// a window (the report says when the next one opens).
-	ExitOutsideWindow = 4
 )
 
 // exitError carries an exit code through cobra.
@@ -63,11 +62,15 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 	logging := logsapi.NewLoggingConfiguration()
 	logsapi.AddFlags(logging, root.PersistentFlags())
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		// The flags first: a logging flag's bad value is then named as a flag.
+		if err := validateFlags(cmd.Flags()); err != nil {
+			return err
+		}
 		if err := applyLogging(logging, cmd.ErrOrStderr()); err != nil {
 			return err
 		}
 		setGCPercent()
-		return validateFlags(cmd.Flags())
+		return nil
 	}
 	root.AddCommand(newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newPrepareDrainCommand(), newConstraintsCommand(), newLintCommand(), newPolicyCommand(), newVersionCommand())
 	return root

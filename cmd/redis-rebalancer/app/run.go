@@ -7,17 +7,23 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
+	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/klog/v2"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/lease"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
 )
 
 // errReleaseReplicaClaims is run's answer to rules.releaseReplicaClaims (--release-replica-claims)
@@ -33,12 +39,62 @@ type runOptions struct {
 	dryRun, ignoreWindows bool
 	// observer, when set, is told what each run does (serve's metrics).
 	observer execute.Observer
+	// leaderElection is the Lease run holds while it acts (serve's, by default: one run or
+	// serve acts at a time); LeaderElect false takes none. leaseWait bounds the wait for it.
+	leaderElection componentbaseconfig.LeaderElectionConfiguration
+	leaseWait      time.Duration
 	// source, when set, is where the executor observes the cluster (serve's watched cache).
 	source observe.Source
 }
 
 func newRunOptions() *runOptions {
-	return &runOptions{kube: newKubeOptions(), policy: newPolicyOptions()}
+	return &runOptions{
+		kube: newKubeOptions(), policy: newPolicyOptions(),
+		// The Lease's namespace is filled in when the command runs (leaseConfig).
+		leaderElection: serve.DefaultLeaderElection(""), leaseWait: lease.DefaultWait,
+	}
+}
+
+// addLeaseFlags binds run's Lease flags: serve's leader-election flags under the same names (the
+// same Lease by default), and --lease-wait. serve binds component-base's own instead.
+func (o *runOptions) addLeaseFlags(fs *pflag.FlagSet) {
+	le := &o.leaderElection
+	fs.BoolVar(&le.LeaderElect, "leader-elect", le.LeaderElect, "take the Lease serve's replicas elect their leader on before acting, hold it while acting and release it at the end, so that one run or serve acts at a time (--dry-run takes none)")
+	fs.StringVar(&le.ResourceName, "leader-elect-resource-name", le.ResourceName, "the Lease's name (serve's --leader-elect-resource-name: the processes that name the same Lease never act together)")
+	fs.StringVar(&le.ResourceNamespace, "leader-elect-resource-namespace", le.ResourceNamespace, "the Lease's namespace (default: the pod's own in a cluster, else the kubeconfig context's)")
+	fs.DurationVar(&le.LeaseDuration.Duration, "leader-elect-lease-duration", le.LeaseDuration.Duration, "how long the Lease stays held after its last renewal: a run killed while acting blocks the next one this long")
+	fs.DurationVar(&le.RenewDeadline.Duration, "leader-elect-renew-deadline", le.RenewDeadline.Duration, "how long run retries renewing the Lease before it stops acting at once (exit 1)")
+	fs.DurationVar(&le.RetryPeriod.Duration, "leader-elect-retry-period", le.RetryPeriod.Duration, "the period of the attempts to take and renew the Lease")
+	fs.DurationVar(&o.leaseWait, "lease-wait", o.leaseWait, "how long to wait while another run or serve holds the Lease, with a progress line every 10s; then run gives up without acting (outcome leaseHeld, exit 0). 0: give up after the first attempt")
+	zeroMeans(fs, "lease-wait")
+}
+
+// leaseConfig is the Lease run holds, on client: the Lease's namespace defaults to the pod's
+// own in a cluster, else the kubeconfig context's (serve's default); the identity is the
+// hostname and a random suffix (serve's form).
+func leaseConfig(kube *kubeOptions, client kubernetes.Interface, le componentbaseconfig.LeaderElectionConfiguration) (lease.Config, error) {
+	if le.ResourceNamespace == "" {
+		ns, err := kube.namespace()
+		if err != nil {
+			return lease.Config{}, err
+		}
+		le.ResourceNamespace = ns
+	}
+	id, err := leaseIdentity()
+	if err != nil {
+		return lease.Config{}, err
+	}
+	return lease.Config{Client: client, LeaderElection: le, Identity: id}, nil
+}
+
+// leaseIdentity is this process's identity in a Lease: its hostname (a pod's name) and a random
+// suffix.
+func leaseIdentity() (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("identity: %w", err)
+	}
+	return host + "_" + string(uuid.NewUUID()), nil
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
@@ -63,7 +119,24 @@ func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 	if p.Rules.ReleaseReplicaClaims {
 		return nil, errReleaseReplicaClaims
 	}
+	if le := o.leaderElection; le.LeaderElect && !o.dryRun {
+		if err := validateLease(le); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// validateLease checks the Lease's flags before anything is read (the namespace, which may come
+// from the kubeconfig later, aside).
+func validateLease(le componentbaseconfig.LeaderElectionConfiguration) error {
+	if le.ResourceNamespace == "" {
+		le.ResourceNamespace = "namespace-filled-in-later"
+	}
+	if err := lease.ValidateLeaderElection(le); err != nil {
+		return fmt.Errorf("--leader-elect-*: %w", err)
+	}
+	return nil
 }
 
 // executor connects to Redis through client (reading the policy's Redis Secret, when it names
@@ -153,18 +226,34 @@ Settings come from a RebalancerPolicy (--policy FILE; "redis-rebalancer policy d
 every field with its default): the flags' defaults are the policy's, and a flag given overrides
 the file's field. A policy or flag that does not validate stops run before it reads anything.
 
-Exit status:
-  0  every cluster complies (placement and Redis health)
-  1  error: the policy or a flag is invalid (every bad field is listed), a step aborted (API
-     server or Redis unreachable, failover not verified, pod not back in time, ...), or a
-     cluster could not be observed; the message is the first real reason (docs/runbook.md)
-  3  some cluster does not comply: a hard rule is broken or Redis is not healthy (move skipped,
-     move budget spent, no plan, cluster resyncing)
-  4  outside the maintenance windows: no window was open (or the open one left no time for the
-     next move), and every cluster that does not comply waits for one
+One actor at a time: run takes the Lease serve's replicas elect their leader on (the same
+--leader-elect-resource-namespace and --leader-elect-resource-name), holds it while it acts and
+releases it at the end. While another run or serve holds it, run waits up to --lease-wait with a
+progress line every 10s, then gives up without reading or changing anything (outcome leaseHeld).
+A Lease that cannot be renewed stops the run at once (exit 1). --dry-run takes no Lease;
+--leader-elect=false acts without one.
+
+Outcome and exit status (docs/operations.md: what a Job makes of each, what to alert on):
+  0  compliant       every cluster complies (placement and Redis health), or there was none
+                     (--allow-empty)
+     progressing     not yet: the move budget or an eviction limit was spent, or a graceful
+                     stop; the next run continues
+     outsideWindow   no window was open (or the open one left no time for the next move)
+     leaseHeld       another run or serve held the Lease for the whole --lease-wait
+     dryRun          --dry-run planned only
+  3  needsAttention  a cluster does not comply and this run could not get it there: no plan,
+                     Redis not healthy, a safety check skipped the move (PodDisruptionBudget, no
+                     node fits, failover refused, role check), the scheduler undoing the moves
+  1  error           the policy or a flag is invalid (every bad field is listed), a step aborted
+                     (API server or Redis unreachable, failover not verified, pod not back in
+                     time, ...), a cluster could not be observed, the Lease was lost; the
+                     message is the first real reason (docs/runbook.md)
+The JSON report's outcome (per run and per cluster) and error say the same; in text, the
+summary's first line does.
 
 -o json prints the run report (README "JSON output"): per cluster the moves with their steps
-(name, outcome continue/skip/abort, reason, seconds), the health, compliant, stopped/stoppedBy.`,
+(name, outcome continue/skip/abort, reason, seconds), the health, compliant, outcome,
+stopped/stoppedBy; and the run's outcome, error and Lease.`,
 		Example: `  # see what it would do
   redis-rebalancer run --dry-run -n redis
   # as a CronJob does: the policy from its ConfigMap, a flag overriding one field
@@ -181,6 +270,7 @@ Exit status:
 		},
 	}
 	o.addFlags(cmd.Flags())
+	o.addLeaseFlags(cmd.Flags())
 	return cmd
 }
 
@@ -199,16 +289,72 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	ex, closeRedis, err := o.executor(ctx, client, p, progressOut(cmd, p), stop, nil)
+	out := progressOut(cmd, p)
+	ex, closeRedis, err := o.executor(ctx, client, p, out, stop, nil)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
 	defer closeRedis()
-	rep, runErr := ex.Run(ctx)
+	rep, runErr := o.pass(ctx, out, client, ex)
 	if code := o.report(cmd, p, rep, runErr); code != ExitOK {
 		return &exitError{code, runErr}
 	}
 	return nil
+}
+
+// pass runs the executor once, holding the Lease (lease.Hold) unless this is a dry run or
+// --leader-elect=false. A Lease that stays held by another process for the whole wait is no
+// error: the report's outcome is report.OutcomeLeaseHeld and nothing was read or done. Progress
+// lines while waiting go to out.
+func (o *runOptions) pass(ctx context.Context, out io.Writer, client kubernetes.Interface, ex *execute.Executor) (*report.Run, error) {
+	if o.dryRun || !o.leaderElection.LeaderElect {
+		return ex.Run(ctx)
+	}
+	started := time.Now()
+	cfg, err := leaseConfig(&o.kube, client, o.leaderElection)
+	if err != nil {
+		return failedRun(started, err), err
+	}
+	cfg.Wait = o.leaseWait
+	ref := cfg.LeaderElection.ResourceNamespace + "/" + cfg.LeaderElection.ResourceName
+	cfg.Waiting = func(holder string, waited time.Duration) {
+		fmt.Fprintf(out, "waiting for the Lease %s: held by %s (waited %s of %s)\n", ref, holder, waited.Round(time.Second), o.leaseWait)
+	}
+	var rep *report.Run
+	held, err := lease.Hold(ctx, cfg, func(ctx context.Context) error {
+		var runErr error
+		rep, runErr = ex.Run(ctx)
+		return runErr
+	})
+	state := &report.Lease{Namespace: held.Namespace, Name: held.Name, Holder: held.Holder, WaitedSeconds: report.Seconds(held.Waited)}
+	var he *lease.HeldError
+	switch {
+	case errors.As(err, &he):
+		fmt.Fprintf(out, "the Lease %s stayed held by %s for %s: another run or serve acts; nothing done\n", ref, he.Holder, he.Waited.Round(time.Second))
+		rep = emptyRun(started)
+		rep.Outcome, rep.Lease = report.OutcomeLeaseHeld, state
+		return rep, nil
+	case rep == nil: // act never ran: the context ended, or the Lease could not be taken
+		rep = failedRun(started, err)
+	case err != nil: // the run's error, or the Lease lost while it acted (errors.Is lease.ErrLost)
+		rep.Classify(err)
+	}
+	rep.Lease = state
+	return rep, err
+}
+
+// emptyRun is the report of a run that read nothing: every list empty, not nil (the JSON
+// contract's lists are never null).
+func emptyRun(started time.Time) *report.Run {
+	return &report.Run{Started: started.UTC(), Window: report.WindowState{Windows: []string{}}, Clusters: []report.ClusterRun{}}
+}
+
+// failedRun is the report of a run that failed with err before it read anything.
+func failedRun(started time.Time, err error) *report.Run {
+	rep := emptyRun(started)
+	rep.Classify(err)
+	rep.Seconds = report.Seconds(time.Since(started))
+	return rep
 }
 
 // progressOut is where the progress goes: stdout, or stderr with -o json (the report is on
@@ -231,7 +377,7 @@ func (o *runOptions) report(cmd *cobra.Command, p *policy, rep *report.Run, runE
 	} else {
 		printRunSummary(progressOut(cmd, p), rep)
 	}
-	return runExitCode(rep, runErr, o.dryRun)
+	return ExitStatus(rep.Outcome)
 }
 
 // gracefulSignals returns a channel closed on the first SIGTERM or SIGINT (the graceful stop), a
@@ -269,22 +415,32 @@ func gracefulSignals(parent context.Context) (<-chan struct{}, context.Context, 
 	}
 }
 
-// runExitCode is run's exit status (see the command's help).
-func runExitCode(rep *report.Run, runErr error, dryRun bool) int {
-	switch {
-	case runErr != nil:
+// ExitStatus is run's exit status for a run's outcome: ExitError for report.OutcomeError,
+// ExitViolations for report.OutcomeNeedsAttention, ExitOK for every expected outcome (compliant,
+// progressing, outsideWindow, leaseHeld, dryRun), so that a Job that ran it completes.
+// docs/operations.md has the table (hack/gendocs checks it against this function).
+func ExitStatus(o report.Outcome) int {
+	switch o {
+	case report.OutcomeError:
 		return ExitError
-	case rep.Compliant() || dryRun:
-		return ExitOK
-	case rep.OnlyWindowStopped():
-		return ExitOutsideWindow
+	case report.OutcomeNeedsAttention:
+		return ExitViolations
 	}
-	return ExitViolations
+	return ExitOK
 }
 
-// printRunSummary writes the run's last lines: one per cluster, its verdict and why it stopped.
+// printRunSummary writes the run's last lines: the run's outcome first (a failed run says so on
+// that first line), then one line per cluster, its verdict and why it stopped.
 func printRunSummary(w io.Writer, rep *report.Run) {
-	fmt.Fprintf(w, "\nsummary: %d clusters, %d evictions, %d failover steps in %.1fs\n", len(rep.Clusters), rep.Moves(), rep.Failovers(), rep.Seconds)
+	if rep.Outcome == report.OutcomeError {
+		fmt.Fprintf(w, "\nrun failed (exit %d): %s\n", ExitError, firstLineOf(rep.Error))
+	} else {
+		fmt.Fprintf(w, "\noutcome: %s (exit %d): %s\n", rep.Outcome, ExitStatus(rep.Outcome), outcomeText(rep.Outcome))
+	}
+	fmt.Fprintf(w, "summary: %s, %s, %s in %.1fs\n", count(len(rep.Clusters), "Redis cluster", "Redis clusters"), count(rep.Moves(), "eviction", "evictions"), count(rep.Failovers(), "failover step", "failover steps"), rep.Seconds)
+	if l := rep.Lease; l != nil && rep.Outcome == report.OutcomeLeaseHeld {
+		fmt.Fprintf(w, "  the Lease %s/%s was held by %s for the whole wait (%.0fs)\n", l.Namespace, l.Name, l.Holder, l.WaitedSeconds)
+	}
 	for _, c := range rep.Clusters {
 		verdict := "complies (every hard rule holds, Redis healthy)"
 		if !c.Compliant {
@@ -294,7 +450,7 @@ func printRunSummary(w io.Writer, rep *report.Run) {
 			}
 			verdict += " Redis " + c.Health.Summary()
 		}
-		fmt.Fprintf(w, "  %s/%s %s\n", c.Namespace, c.Name, verdict)
+		fmt.Fprintf(w, "  %s/%s %s (%s)\n", c.Namespace, c.Name, verdict, c.Outcome)
 		if c.Stopped != "" {
 			fmt.Fprintf(w, "    stopped (%s): %s\n", c.StoppedBy, c.Stopped)
 		}
@@ -302,4 +458,37 @@ func printRunSummary(w io.Writer, rep *report.Run) {
 			fmt.Fprintf(w, "    then: %s\n", c.ObserveAfterError)
 		}
 	}
+}
+
+// outcomeText says what an outcome means for whoever reads the summary.
+func outcomeText(o report.Outcome) string {
+	switch o {
+	case report.OutcomeCompliant:
+		return "every Redis cluster complies"
+	case report.OutcomeProgressing:
+		return "progress made within the run's budget; the next run continues"
+	case report.OutcomeOutsideWindow:
+		return "waiting for a maintenance window; the next run inside one continues"
+	case report.OutcomeLeaseHeld:
+		return "another run or serve holds the Lease; nothing done"
+	case report.OutcomeDryRun:
+		return "planned only"
+	case report.OutcomeNeedsAttention:
+		return "a Redis cluster does not comply and this run could not get it there: see stopped below"
+	}
+	return string(o)
+}
+
+// count writes n with the singular or the plural noun: "1 Redis cluster", "2 evictions".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// firstLineOf returns s up to its first newline.
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }

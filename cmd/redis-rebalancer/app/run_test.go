@@ -32,7 +32,8 @@ func TestRunRefusesBeforeConnecting(t *testing.T) {
 	})
 }
 
-// TestRunExitCode checks run's exit status for each kind of report.
+// TestRunExitCode checks run's outcome and exit status for each kind of report: the expected
+// outcomes exit 0, so that a Job that ran them completes.
 func TestRunExitCode(t *testing.T) {
 	healthy := observe.Health{State: observe.HealthHealthy}
 	resyncing := observe.Health{State: observe.HealthResyncing, Reasons: []string{"replica_link_down a: master_link_status:down"}}
@@ -41,21 +42,40 @@ func TestRunExitCode(t *testing.T) {
 		name     string
 		clusters []report.ClusterRun
 		err      error
-		dryRun   bool
-		want     int
+		want     report.Outcome
+		wantCode int
 	}{
-		{name: "every cluster complies and is healthy → 0", clusters: []report.ClusterRun{ok}, want: ExitOK},
-		{name: "placement complies, Redis resyncing → 3", clusters: []report.ClusterRun{ok, {Name: "r", PlacementCompliant: true, Health: resyncing}}, want: ExitViolations},
-		{name: "a move skipped by a PodDisruptionBudget → 3", clusters: []report.ClusterRun{{Name: "p", Health: healthy, StoppedBy: report.StepPDBDryRun}}, want: ExitViolations},
-		{name: "outside every window → 4", clusters: []report.ClusterRun{ok, {Name: "w", Health: healthy, StoppedBy: report.StepWindow}}, want: ExitOutsideWindow},
-		{name: "one waits for the window, another was refused → 3", clusters: []report.ClusterRun{{Name: "w", StoppedBy: report.StepWindow}, {Name: "p", StoppedBy: report.StepPDBDryRun}}, want: ExitViolations},
-		{name: "an error → 1, whatever the clusters", clusters: []report.ClusterRun{{Name: "w", StoppedBy: report.StepWindow}}, err: errors.New("eviction: evict x: connection refused"), want: ExitError},
-		{name: "a dry run → 0", clusters: []report.ClusterRun{{Name: "d", StoppedBy: report.StoppedDryRun}}, dryRun: true, want: ExitOK},
+		{name: "every cluster complies and is healthy → compliant, 0", clusters: []report.ClusterRun{ok}, want: report.OutcomeCompliant, wantCode: ExitOK},
+		{name: "no cluster at all (--allow-empty) → compliant, 0", want: report.OutcomeCompliant, wantCode: ExitOK},
+		{name: "placement complies, Redis resyncing → needsAttention, 3", clusters: []report.ClusterRun{ok, {Name: "r", PlacementCompliant: true, Health: resyncing}}, want: report.OutcomeNeedsAttention, wantCode: ExitViolations},
+		{name: "a move skipped by a PodDisruptionBudget → needsAttention, 3", clusters: []report.ClusterRun{{Name: "p", Health: healthy, StoppedBy: report.StepPDBDryRun}}, want: report.OutcomeNeedsAttention, wantCode: ExitViolations},
+		{name: "no plan reaches compliance → needsAttention, 3", clusters: []report.ClusterRun{{Name: "n", Health: healthy, StoppedBy: report.StoppedNoPlan}}, want: report.OutcomeNeedsAttention, wantCode: ExitViolations},
+		{name: "the scheduler keeps undoing the moves → needsAttention, 3", clusters: []report.ClusterRun{{Name: "o", Health: healthy, StoppedBy: report.StoppedOffTrack}}, want: report.OutcomeNeedsAttention, wantCode: ExitViolations},
+		{name: "outside every window → outsideWindow, 0", clusters: []report.ClusterRun{ok, {Name: "w", Health: healthy, StoppedBy: report.StepWindow}}, want: report.OutcomeOutsideWindow, wantCode: ExitOK},
+		{name: "move budget spent → progressing, 0", clusters: []report.ClusterRun{{Name: "m", Health: healthy, StoppedBy: report.StoppedMaxMoves}}, want: report.OutcomeProgressing, wantCode: ExitOK},
+		{name: "an eviction limit reached → progressing, 0", clusters: []report.ClusterRun{{Name: "l", Health: healthy, StoppedBy: report.StoppedEvictionLimit}}, want: report.OutcomeProgressing, wantCode: ExitOK},
+		{name: "a graceful stop → progressing, 0", clusters: []report.ClusterRun{{Name: "g", Health: healthy, StoppedBy: report.StoppedGracefulStop}}, want: report.OutcomeProgressing, wantCode: ExitOK},
+		{name: "one progressing, one outside the window → progressing, 0", clusters: []report.ClusterRun{{Name: "w", StoppedBy: report.StepWindow}, {Name: "m", StoppedBy: report.StoppedMaxMoves}}, want: report.OutcomeProgressing, wantCode: ExitOK},
+		{name: "one waits for the window, another was refused → needsAttention, 3", clusters: []report.ClusterRun{{Name: "w", StoppedBy: report.StepWindow}, {Name: "p", StoppedBy: report.StepPDBDryRun}}, want: report.OutcomeNeedsAttention, wantCode: ExitViolations},
+		{name: "a cluster's step aborted → error, 1", clusters: []report.ClusterRun{ok, {Name: "a", StoppedBy: report.StepEvict, Error: "evict x: connection refused"}}, err: errors.New("cluster redis/a: evict x: connection refused"), want: report.OutcomeError, wantCode: ExitError},
+		{name: "an error → error, 1, whatever the clusters", clusters: []report.ClusterRun{{Name: "w", StoppedBy: report.StepWindow}}, err: errors.New("execute: context canceled"), want: report.OutcomeError, wantCode: ExitError},
+		{name: "a dry run → dryRun, 0", clusters: []report.ClusterRun{{Name: "d", StoppedBy: report.StoppedDryRun}}, want: report.OutcomeDryRun, wantCode: ExitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := runExitCode(&report.Run{Clusters: tc.clusters}, tc.err, tc.dryRun); got != tc.want {
-				t.Errorf("exit %d, want %d", got, tc.want)
+			rep := &report.Run{Clusters: tc.clusters}
+			rep.Classify(tc.err)
+			if rep.Outcome != tc.want {
+				t.Errorf("outcome %s, want %s", rep.Outcome, tc.want)
+			}
+			if got := ExitStatus(rep.Outcome); got != tc.wantCode {
+				t.Errorf("exit %d, want %d", got, tc.wantCode)
+			}
+			if (tc.err != nil) != (rep.Error != "") {
+				t.Errorf("report error %q for run error %v", rep.Error, tc.err)
 			}
 		})
+	}
+	if got := ExitStatus(report.OutcomeLeaseHeld); got != ExitOK {
+		t.Errorf("leaseHeld: exit %d, want 0", got)
 	}
 }

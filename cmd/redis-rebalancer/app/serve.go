@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	componentbaseconfig "k8s.io/component-base/config"
 	leoptions "k8s.io/component-base/config/options"
@@ -107,6 +105,11 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
+	if o.leaderElection.LeaderElect {
+		if err := validateLease(o.leaderElection); err != nil {
+			return &exitError{ExitError, err}
+		}
+	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
 	m := metrics.New(Version)
@@ -134,11 +137,9 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	}
 	identity := ""
 	if le.LeaderElect {
-		host, err := os.Hostname()
-		if err != nil {
-			return &exitError{ExitError, fmt.Errorf("identity: %w", err)}
+		if identity, err = leaseIdentity(); err != nil {
+			return &exitError{ExitError, err}
 		}
-		identity = host + "_" + string(uuid.NewUUID())
 	}
 	l, err := net.Listen("tcp", o.listenAddress)
 	if err != nil {
@@ -159,13 +160,12 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 			rep, runErr := ex.Run(ctx)
 			// The pass's own requests: the counter counts the informers' too, since start-up.
 			rep.APIRequests = observe.Since(rep.APIRequests, before)
-			code := o.run.report(cmd, p, rep, runErr)
-			outcome := outcomeOf(code)
-			m.RunDone(time.Now(), time.Since(start), outcome)
+			o.run.report(cmd, p, rep, runErr)
+			m.RunDone(time.Now(), time.Since(start), rep.Outcome)
 			if runErr != nil {
 				klog.ErrorS(runErr, "Pass ended with an error")
 			}
-			klog.InfoS("Pass ended", "outcome", outcome, "clusters", len(rep.Clusters), "evictions", rep.Moves(), "seconds", rep.Seconds)
+			klog.InfoS("Pass ended", "outcome", rep.Outcome, "clusters", len(rep.Clusters), "evictions", rep.Moves(), "seconds", rep.Seconds)
 		},
 	})
 	if err != nil {
@@ -208,17 +208,4 @@ func (o *serveOptions) watch(ctx context.Context, client kubernetes.Interface, p
 	})
 	c.Start(wctx)
 	return c, trigger, func() { cancel(); rc.Close() }, nil
-}
-
-// outcomeOf names run's exit status as the metrics' outcome label does.
-func outcomeOf(code int) metrics.Outcome {
-	switch code {
-	case ExitOK:
-		return metrics.OutcomeCompliant
-	case ExitViolations:
-		return metrics.OutcomeViolations
-	case ExitOutsideWindow:
-		return metrics.OutcomeOutsideWindow
-	}
-	return metrics.OutcomeError
 }

@@ -6,8 +6,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
 )
 
 // TestServeRefusesBeforeConnecting checks the flags serve rejects before it reads a kubeconfig.
@@ -19,17 +17,6 @@ func TestServeRefusesBeforeConnecting(t *testing.T) {
 		{name: "an empty schedule is the policy's default → it goes on to the kubeconfig → 1", args: []string{"serve", "--schedule", "", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"kubeconfig"}},
 		{name: "valid flags → it goes on to the kubeconfig → 1", args: []string{"serve", "--schedule", "CRON_TZ=Europe/Paris 0 2 * * *", "--leader-elect=false", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"kubeconfig"}},
 	})
-}
-
-// TestOutcomeOf maps every exit status of run to the metrics' outcome.
-func TestOutcomeOf(t *testing.T) {
-	for code, want := range map[int]metrics.Outcome{
-		ExitOK: metrics.OutcomeCompliant, ExitError: metrics.OutcomeError, ExitViolations: metrics.OutcomeViolations, ExitOutsideWindow: metrics.OutcomeOutsideWindow,
-	} {
-		if got := outcomeOf(code); got != want {
-			t.Errorf("outcomeOf(%d) = %s, want %s", code, got, want)
-		}
-	}
 }
 
 // TestGracefulSignals sends this process SIGTERM twice: the first closes the graceful stop, the

@@ -35,8 +35,8 @@ func TestPolicyArgs(t *testing.T) {
 		},
 		{
 			name: "every field set: kept as given",
-			args: "{namespaces: {include: [redis]}, clusterLabel: app, redisPort: 7000, maxMovesPerCluster: 6, healthGateTimeout: 1m, recreateTimeout: 2m, rejoinTimeout: 90s}",
-			want: &RedisClusterBalanceArgs{Namespaces: &api.Namespaces{Include: []string{"redis"}}, ClusterLabel: "app", RedisPort: 7000, MaxMovesPerCluster: 6,
+			args: "{namespaces: {include: [redis]}, allowEmpty: true, clusterLabel: app, redisPort: 7000, maxMovesPerCluster: 6, healthGateTimeout: 1m, recreateTimeout: 2m, rejoinTimeout: 90s}",
+			want: &RedisClusterBalanceArgs{Namespaces: &api.Namespaces{Include: []string{"redis"}}, AllowEmpty: true, ClusterLabel: "app", RedisPort: 7000, MaxMovesPerCluster: 6,
 				HealthGateTimeout: dur(time.Minute), RecreateTimeout: dur(2 * time.Minute), RejoinTimeout: dur(90 * time.Second)},
 		},
 		{

@@ -81,7 +81,7 @@ func (p *RedisClusterBalance) Name() string { return PluginName }
 // if any cluster's run aborted (the next cycle starts again from the health gate).
 func (p *RedisClusterBalance) Balance(ctx context.Context, _ []*corev1.Node) *frameworktypes.Status {
 	logger := klog.FromContext(ctx).WithValues("plugin", PluginName)
-	sel := observe.Selection{}
+	sel := observe.Selection{AllowEmpty: p.args.AllowEmpty}
 	if ns := p.args.Namespaces; ns != nil {
 		sel.IncludeNamespaces, sel.ExcludeNamespaces = ns.Include, ns.Exclude
 		if len(ns.Include) == 1 {

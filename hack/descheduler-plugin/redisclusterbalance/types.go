@@ -15,6 +15,9 @@ type RedisClusterBalanceArgs struct {
 	// Namespaces keeps the Redis clusters of the namespaces included, or drops those of the
 	// namespaces excluded (the descheduler's namespaces filter; nil: every namespace).
 	Namespaces *api.Namespaces `json:"namespaces,omitempty"`
+	// AllowEmpty makes a cycle that finds no Redis cluster in the namespaces no error (by default
+	// it is one, as for `redis-rebalancer run`: a namespace or label typo is named).
+	AllowEmpty bool `json:"allowEmpty,omitempty"`
 	// ClusterLabel is the pod label whose value names a pod's Redis cluster
 	// (policies.DefaultClusterLabel when empty).
 	ClusterLabel string `json:"clusterLabel,omitempty"`

@@ -60,3 +60,25 @@ volumes:
   configMap:
     name: {{ include "redis-rebalancer.fullname" .root }}-policy
 {{- end -}}
+
+{{/* The Lease flags of every kind: run's and serve's (docs/operations.md). */}}
+{{- define "redis-rebalancer.leaseArgs" -}}
+{{- $le := .Values.leaderElection -}}
+{{- list "--leader-elect=true" (printf "--leader-elect-resource-name=%s" $le.leaseName) (printf "--leader-elect-lease-duration=%s" $le.leaseDuration)
+      (printf "--leader-elect-renew-deadline=%s" $le.renewDeadline) (printf "--leader-elect-retry-period=%s" $le.retryPeriod) | toJson -}}
+{{- end -}}
+
+{{/* A Job's podFailurePolicy: an error (1) or a cluster that needs attention (3) fails the Job at
+once; the rebalancer's own pod disrupted is run again (docs/operations.md). */}}
+{{- define "redis-rebalancer.podFailurePolicy" -}}
+podFailurePolicy:
+  rules:
+  - action: Ignore
+    onPodConditions:
+    - type: DisruptionTarget
+  - action: FailJob
+    onExitCodes:
+      containerName: redis-rebalancer
+      operator: In
+      values: [1, 3]
+{{- end -}}
