@@ -131,11 +131,30 @@ func renderAll(t *testing.T, helmRelease, helmNamespace string) []rendering {
 	kustomize := tool(t, "kustomize", "KUSTOMIZE_BIN_DIR", kustomizeVersion)
 	helm := tool(t, "helm", "HELM_BIN_DIR", helmVersion)
 	var rs []rendering
-	for _, k := range []string{"base", "overlays/cronjob", "overlays/job", "overlays/deployment"} {
+	for _, k := range []string{"base", "overlays/cronjob", "overlays/job", "overlays/deployment", "overlays/guard", "overlays/guard-self-signed"} {
 		rs = append(rs, rendering{name: "kustomize " + k, objs: render(t, kustomize, "build", repoPath("deploy/"+k))})
 	}
-	rs = append(rs, rendering{name: "helm (defaults)", objs: render(t, helm, "template", helmRelease, repoPath("deploy/helm/redis-rebalancer"), "--namespace", helmNamespace)})
+	chart := []string{"template", helmRelease, repoPath("deploy/helm/redis-rebalancer"), "--namespace", helmNamespace}
+	rs = append(rs, rendering{name: "helm (defaults)", objs: render(t, helm, chart...)})
+	for _, c := range []string{"certManager", "selfSigned"} {
+		rs = append(rs, rendering{name: "helm (deployment, guard " + c + ")", objs: render(t, helm, append(chart, "--set", "kind=deployment", "--set", "guard.enabled=true", "--set", "guard.certificate="+c)...)})
+	}
 	return rs
+}
+
+// wantGuardRules are the eviction guard's ClusterRole's rules (webhook its configuration's name):
+// core Events list/watch, its webhook configuration get by name; with a self-issued certificate,
+// update by name and list/watch (the certificate rotator's cache) too.
+func wantGuardRules(webhook string, selfSigned bool) []rbacv1.PolicyRule {
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{webhook}, Verbs: []string{"get"}},
+	}
+	if selfSigned {
+		rules[1].Verbs = append(rules[1].Verbs, "update")
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, Verbs: []string{"list", "watch"}})
+	}
+	return rules
 }
 
 // wantClusterRules are the ClusterRole's rules: least privilege for a pass.
@@ -143,6 +162,7 @@ var wantClusterRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
 	{APIGroups: []string{""}, Resources: []string{"nodes", "persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"delete"}},
 	{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csinodes"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch"}},
@@ -180,13 +200,28 @@ func checkRendering(t *testing.T, r rendering) {
 		switch o.GetKind() {
 		case "ClusterRole":
 			cr := convert[rbacv1.ClusterRole](t, o)
-			if diff := cmp.Diff(wantClusterRules, cr.Rules); diff != "" {
+			want := wantClusterRules
+			switch {
+			case strings.HasSuffix(cr.Name, "-guard-cert"):
+				// kustomize guard-self-signed: the rotator's part, apart.
+				want = wantGuardRules("redis-rebalancer-guard", true)[1:]
+				want[0].Verbs = []string{"update"}
+			case strings.HasSuffix(cr.Name, "-guard"):
+				want = wantGuardRules(cr.Name, strings.Contains(r.name, "selfSigned"))
+			}
+			if diff := cmp.Diff(want, cr.Rules); diff != "" {
 				t.Errorf("%s: ClusterRole %s rules (-want +got):\n%s", r.name, cr.Name, diff)
 			}
 		case "Role":
 			role := convert[rbacv1.Role](t, o)
 			for _, rule := range role.Rules {
 				switch {
+				case strings.HasSuffix(role.Name, "-guard-cert") && slices.Equal(rule.Resources, []string{"secrets"}):
+					// The guard's self-issued certificate: its Secret get/update by name, and
+					// list/watch in serve's own namespace (the rotator's cache).
+					if !(len(rule.ResourceNames) == 1 && slices.Equal(rule.Verbs, []string{"get", "update"}) || len(rule.ResourceNames) == 0 && slices.Equal(rule.Verbs, []string{"list", "watch"})) {
+						t.Errorf("%s: Role %s: the certificate's Secret must be get/update by name or list/watch, got %+v", r.name, role.Name, rule)
+					}
 				case slices.Equal(rule.Resources, []string{"secrets"}):
 					if len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get"}) {
 						t.Errorf("%s: Role %s: secrets must be get by one resourceName, got %+v", r.name, role.Name, rule)
@@ -381,15 +416,30 @@ func TestDeploy(t *testing.T) {
 		}
 	}
 	a := newApplier(t, f.Env)
+	t.Cleanup(func() {
+		// The guard's webhook configurations are cluster-wide (on namespace "redis" only): gone
+		// with the test.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, name := range []string{"redis-rebalancer-guard", helmRelease + "-guard"} {
+			if err := f.Client().AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Error(err)
+			}
+		}
+	})
 	for _, r := range rs {
 		manager := "e2e-kustomize"
 		if strings.HasPrefix(r.name, "helm") {
 			manager = "e2e-helm"
 		}
-		if err := a.apply(ctx, manager, r.objs); err != nil {
+		// cert-manager's kinds need its CRDs, which the bed does not have.
+		objs := slices.DeleteFunc(slices.Clone(r.objs), func(o *unstructured.Unstructured) bool {
+			return o.GroupVersionKind().Group == "cert-manager.io"
+		})
+		if err := a.apply(ctx, manager, objs); err != nil {
 			t.Fatalf("%s: server-side apply: %v", r.name, err)
 		}
-		t.Logf("%s: %d objects applied (server-side) and read back", r.name, len(r.objs))
+		t.Logf("%s: %d objects applied (server-side) and read back", r.name, len(objs))
 	}
 
 	// The Secret the Role names, and another one.
@@ -416,6 +466,11 @@ func TestDeploy(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "get", Resource: "secrets", Name: "redis-password"}, true},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "pods", Subresource: "eviction"}, true},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "update", Resource: "statefulsets", Group: "apps"}, false},
+		// Claims: deleted after a replica's eviction (rules.releaseReplicaClaims), never written.
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "delete", Resource: "persistentvolumeclaims"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "persistentvolumeclaims"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "update", Resource: "persistentvolumeclaims"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "delete", Resource: "persistentvolumes"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "events", Group: "events.k8s.io"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
 		// The Lease: in the rebalancer's namespace only (the base's Role), by name.
@@ -424,6 +479,15 @@ func TestDeploy(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, true},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "kube-scheduler"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "delete", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, false},
+		// The eviction guard: Events watched, its own webhook configuration read (and updated, for
+		// a self-issued certificate's CA bundle), no other; the certificate's Secret in serve's
+		// namespace only.
+		{authorizationv1.ResourceAttributes{Verb: "watch", Resource: "events"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "get", Resource: "validatingwebhookconfigurations", Group: "admissionregistration.k8s.io", Name: "redis-rebalancer-guard"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "update", Resource: "validatingwebhookconfigurations", Group: "admissionregistration.k8s.io", Name: "other"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "delete", Resource: "validatingwebhookconfigurations", Group: "admissionregistration.k8s.io", Name: "redis-rebalancer-guard"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "secrets", Name: "redis-rebalancer-guard-tls"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "secrets", Name: "other"}, false},
 	} {
 		review, err := sa.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &c.attr},

@@ -39,11 +39,17 @@ func failoverPairs(cd report.ClusterDrain) []string {
 	return out
 }
 
-// kubectlDrain drains node as `kubectl drain` does (k8s.io/kubectl/pkg/drain: cordon, then evict
-// every pod through the Eviction API, retrying a 429 every retry), limited to the pods of
-// namespace (the shared test bed runs other tests' pods), and waits until every evicted pod is
-// gone.
+// kubectlDrain drains node as `kubectl drain` does (kubectlDrainNodes).
 func kubectlDrain(t *testing.T, env *harness.Env, node, namespace string, retry time.Duration) {
+	t.Helper()
+	kubectlDrainNodes(t, env, []string{node}, namespace, retry)
+}
+
+// kubectlDrainNodes drains nodes as `kubectl drain NODE...` does (k8s.io/kubectl/pkg/drain: cordon
+// every node, then, node after node, evict every pod through the Eviction API, retrying a 429
+// every retry), limited to the pods of namespace (the shared test bed runs other tests' pods),
+// and waits until every evicted pod is gone. The nodes are uncordoned when the test ends.
+func kubectlDrainNodes(t *testing.T, env *harness.Env, nodes []string, namespace string, retry time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -60,29 +66,33 @@ func kubectlDrain(t *testing.T, env *harness.Env, node, namespace string, retry 
 			t.Logf("drain: %s/%s evicted (err %v)", p.Namespace, p.Name, err)
 		},
 	}
-	n, err := env.Client().CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// The bed's nodes are shared: uncordon, whatever happened.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		h.Ctx = ctx
-		if n, err := env.Client().CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err == nil {
-			if err := drain.RunCordonOrUncordon(h, n, false); err != nil {
-				t.Errorf("uncordon %s: %v", node, err)
-			}
+	for _, node := range nodes {
+		n, err := env.Client().CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
-		t.Fatal(err)
+		t.Cleanup(func() {
+			// The bed's nodes are shared: uncordon, whatever happened.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			h.Ctx = ctx
+			if n, err := env.Client().CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err == nil {
+				if err := drain.RunCordonOrUncordon(h, n, false); err != nil {
+					t.Errorf("uncordon %s: %v", node, err)
+				}
+			}
+		})
+		if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
+			t.Fatal(err)
+		}
 	}
-	start := time.Now()
-	if err := drain.RunNodeDrain(h, node); err != nil {
-		t.Fatalf("drain %s: %v", node, err)
+	for _, node := range nodes {
+		start := time.Now()
+		if err := drain.RunNodeDrain(h, node); err != nil {
+			t.Fatalf("drain %s: %v", node, err)
+		}
+		t.Logf("drain of %s done in %v", node, time.Since(start).Round(10*time.Millisecond))
 	}
-	t.Logf("drain of %s done in %v", node, time.Since(start).Round(10*time.Millisecond))
 }
 
 // tlog writes the drain helper's output to the test log.

@@ -500,6 +500,7 @@ func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
 	if err := c.buildSpecs(); err != nil {
 		return err
 	}
+	c.findClaims()
 	c.findZones()
 	return nil
 }

@@ -193,8 +193,8 @@ type fitter struct {
 	c    *Cluster
 	i    int
 	spec *podSpec
-	// VolumeBinding, VolumeZone: the member's volume restrictions are lifted
-	// (ReleaseReplicaClaims).
+	// VolumeBinding, VolumeZone: the member's volume restrictions are lifted (its claims may be
+	// released: Cluster.ClaimsReleasable).
 	release bool
 	// NodeResourcesFit: requests of the other members, per node; for the scalar resources the
 	// pod requests, by slot of Cluster.scalars (set only when it requests any).
@@ -227,11 +227,9 @@ type fitter struct {
 // newFitter computes the state of member i's filter under placement p (p[i] is ignored). The
 // other members are visited once, for every plugin that counts them.
 func (c *Cluster) newFitter(p Placement, i int) *fitter {
-	m := c.model
-	mem := c.Members[i]
-	s := mem.incoming()
+	s := c.Members[i].incoming()
 	f := &fitter{c: c, i: i, spec: s, use: map[int]resources{}}
-	f.release = m.Options.ReleaseReplicaClaims && mem.Role == RoleReplica
+	f.release = c.ClaimsReleasable(i)
 	f.preFilterPodTopologySpread(p)
 	f.preFilterInterPodAffinity()
 	f.prepare()

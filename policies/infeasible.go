@@ -168,17 +168,18 @@ func (c *Cluster) shardDomains(stayOn map[int][]int, counts func(int) bool) []st
 }
 
 // pinnedByVolumes reports what the zonal PersistentVolumes forbid: members whose bound claims
-// only fit nodes of one zone stay in that zone (unless Options.ReleaseReplicaClaims releases a
-// replica's claims), so more pinned pods in one zone than MaxPodsPerZone allows (z ≥ 3), or two
+// only fit nodes of one zone stay in that zone (unless their claims may be released:
+// ClaimsReleasable), so more pinned pods in one zone than MaxPodsPerZone allows (z ≥ 3), or two
 // pinned pods of one shard in one zone (ShardSeparation), cannot be fixed by evictions.
 func (c *Cluster) pinnedByVolumes(z int) []string {
 	release := c.model.Options.ReleaseReplicaClaims
 	pinned := map[string]int{}
 	var zones []string // in order of first appearance
 	byShard := map[[2]string]int{}
-	for _, mem := range c.Members {
+	kept := map[string]string{} // zone → why the first pinned member's claims are kept
+	for i, mem := range c.Members {
 		s := mem.incoming()
-		if s.volume == nil || release && mem.Role == RoleReplica {
+		if s.volume == nil || c.ClaimsReleasable(i) {
 			continue
 		}
 		zone, one := "", true
@@ -198,25 +199,28 @@ func (c *Cluster) pinnedByVolumes(z int) []string {
 		}
 		if pinned[zone] == 0 {
 			zones = append(zones, zone)
+			kept[zone] = fmt.Sprintf("; %s keeps its claims: %s", mem.Name(), c.ClaimsKept(i))
 		}
 		pinned[zone]++
 		byShard[[2]string{mem.Shard, zone}]++
 	}
-	hint := "; releasing replicas' claims (--release-replica-claims) lets a replica move and resync from its master"
-	if release {
-		hint = ""
+	hint := func(zone string) string {
+		if release {
+			return kept[zone]
+		}
+		return "; releasing their claims (--release-replica-claims) lets a pod move, failed over first when it is a master, and resync in full from its shard's master"
 	}
 	var why []string
 	limit := ZoneLimit(c.N, c.model.Options.RelaxedLimits)
 	for _, zone := range zones {
 		if z >= 3 && pinned[zone] > limit && c.model.enforced(MaxPodsPerZone) {
-			why = append(why, fmt.Sprintf("zone %s holds %d pods whose zonal PersistentVolumes keep them there, more than the %d a zone may hold (MaxPodsPerZone)%s", zone, pinned[zone], limit, hint))
+			why = append(why, fmt.Sprintf("zone %s holds %d pods whose zonal PersistentVolumes keep them there, more than the %d a zone may hold (MaxPodsPerZone)%s", zone, pinned[zone], limit, hint(zone)))
 		}
 	}
 	for _, sh := range c.Shards {
 		for _, zone := range zones {
 			if byShard[[2]string{sh.Name, zone}] > 1 && c.model.enforced(ShardSeparation) {
-				why = append(why, fmt.Sprintf("shard %s has %d pods whose zonal PersistentVolumes keep them in zone %s (ShardSeparation)%s", sh.Name, byShard[[2]string{sh.Name, zone}], zone, hint))
+				why = append(why, fmt.Sprintf("shard %s has %d pods whose zonal PersistentVolumes keep them in zone %s (ShardSeparation)%s", sh.Name, byShard[[2]string{sh.Name, zone}], zone, hint(zone)))
 			}
 		}
 	}

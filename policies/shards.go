@@ -453,6 +453,11 @@ func (c *Cluster) onlyMember(is func(*Member) bool) int {
 // when present, are the pod's subdomain (when it has one; a StatefulSet's serviceName) and its
 // namespace ("redis-0.redis-headless.ns.svc.cluster.local", "redis-0.redis-headless",
 // "redis-0"). Case is ignored, as DNS does.
+// HostnameMatches reports whether h, the hostname a Redis node announces (Redis 7
+// cluster-announce-hostname), names pod p: its first label is the pod's hostname (or name), and
+// the next ones, when present, its subdomain and namespace (case-insensitively).
+func HostnameMatches(h string, p *corev1.Pod) bool { return hostnameMatches(h, p) }
+
 func hostnameMatches(h string, p *corev1.Pod) bool {
 	labels := strings.Split(strings.TrimSuffix(h, "."), ".")
 	host := p.Spec.Hostname

@@ -53,7 +53,7 @@ func (st *State) fitterFor(i int) *fitter {
 	f := &st.fit
 	*f = fitter{
 		c: c, i: i, spec: s, use: st.use,
-		release: c.model.Options.ReleaseReplicaClaims && mem.Role == RoleReplica,
+		release: c.ClaimsReleasable(i),
 		counts:  f.counts[:0], mins: f.mins[:0], self: f.self[:0],
 		anti: f.anti[:0], existing: f.existing[:0],
 	}

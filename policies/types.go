@@ -84,10 +84,12 @@ type Options struct {
 	// "at most N/3 (N/2)", where the strict form deadlocks (several zones, 3 shards). Off by
 	// default.
 	RelaxedLimits bool
-	// ReleaseReplicaClaims lets the filter ignore the volume topology of a replica's bound
-	// PersistentVolumes, because the executor may release a replica's claim (its data resyncs from
-	// its master). A master's claim is never released, nor the claim of a member whose role is
-	// unknown. Off by default.
+	// ReleaseReplicaClaims lets a move take a pod away from the zonal PersistentVolumes its
+	// claims are bound to: after its eviction the claims are deleted, its StatefulSet re-creates
+	// them empty, and the pod, a replica, resyncs in full from its shard's master. A master is
+	// failed over first, so that its pod is a replica when its claims go; a master's claim is
+	// never released. The filter then ignores the volume topology of the members whose claims may
+	// be released (Cluster.ClaimsReleasable). Off by default.
 	ReleaseReplicaClaims bool
 	// Rules says, per rule, whether it is judged and whether as a soft rule, like a descheduler
 	// profile's enabled and disabled plugins. A rule it does not name keeps its default
@@ -363,8 +365,14 @@ type Member struct {
 	// Unschedulable.
 	Unschedulable bool
 
-	sts       *appsv1.StatefulSet
-	req       resources // the pod's requests (its scalar resources: Model.podScalars)
+	sts *appsv1.StatefulSet
+	req resources // the pod's requests (its scalar resources: Model.podScalars)
+	// claims are the pod's claims whose bound PersistentVolume restricts the nodes it may run on
+	// (VolumeBinding, VolumeZone), when its StatefulSet re-creates every one of them from its
+	// volumeClaimTemplates; claimWhy says why they may not be released otherwise ("" when no
+	// claim restricts the pod, or every one may be).
+	claims    []string
+	claimWhy  string
 	cur, next *podSpec
 	// ownerWhy says why the pod's owner never re-creates it ("" when it does); shardWhy why its
 	// shard is unknown ("" when it is known).

@@ -19,12 +19,17 @@
 //     explicit request) and verifies that the roles really switched on every reachable node, or
 //     times out saying what it saw and leaves the cluster alone.
 //   - Rejoin (step 6): Client.WaitRejoin waits until a recreated pod's node is a connected,
-//     in-sync replica of its shard's master again, wherever its new IP is.
+//     in-sync replica of its shard's master again, wherever its new IP is, saying where a full
+//     sync stands (the master's snapshot prepared, on its way, loaded).
+//   - Re-introduction: Client.Reintroduce brings back a replica whose claim was released: its pod
+//     came back with an empty volume, as a new Redis node knowing nobody; it meets the shard's
+//     master, replicates it (a full sync), and every node forgets the old node's ID.
 //   - NewClusterClient returns a go-redis v8 cluster client that works with Redis 6 and 7.
 //
 // It never creates or grows a cluster: forming one (slot shares, CLUSTER MEET, ADDSLOTS,
 // REPLICATE) is test-only and lives in test/redistest, which also starts real redis-server
-// clusters on loopback for tests.
+// clusters on loopback for tests. Re-introducing a replica in place of one whose data was
+// released keeps the cluster's shape: as many nodes, the same masters and slots.
 //
 // It may import go-redis, k8s.io/apimachinery's wait and klog, and of this module only
 // api/v1alpha1 (the policy's defaults, which its own zero values take); the rebalancer imports

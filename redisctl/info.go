@@ -86,6 +86,11 @@ type Replication struct {
 	MasterLastIOSecondsAgo int
 	// MasterSyncInProgress is true while the replica loads a full sync from its master.
 	MasterSyncInProgress bool
+	// MasterSyncTotalBytes and MasterSyncReadBytes are master_sync_total_bytes (-1 with a
+	// diskless sync, whose size is not known in advance) and master_sync_read_bytes: the size of
+	// the snapshot a replica receives in a full sync and how much of it has arrived (-1 when
+	// absent: no sync in progress).
+	MasterSyncTotalBytes, MasterSyncReadBytes int64
 	// MasterLinkDownSinceSeconds is how long the link has been down (-1 when up or unknown).
 	MasterLinkDownSinceSeconds int
 	// ReplicaReplOffset is slave_repl_offset: the replication offset the replica has applied.
@@ -160,6 +165,8 @@ func (i Info) Replication() Replication {
 	r.MasterLinkStatus, _ = get("master_link_status")
 	r.MasterLastIOSecondsAgo = int(num("master_last_io_seconds_ago", -1))
 	r.MasterSyncInProgress = num("master_sync_in_progress", 0) == 1
+	r.MasterSyncTotalBytes = num("master_sync_total_bytes", -1)
+	r.MasterSyncReadBytes = num("master_sync_read_bytes", -1)
 	r.MasterLinkDownSinceSeconds = int(num("master_link_down_since_seconds", -1))
 	r.ReplicaReplOffset = num("slave_repl_offset", -1)
 	r.ReplicaReadReplOffset = num("slave_read_repl_offset", -1)

@@ -205,7 +205,7 @@ func TestParseInfoReplication(t *testing.T) {
 		{
 			name: "Redis 7 master with one replica (CRLF): role, offsets and slave0 entry",
 			text: "# Replication\r\nrole:master\r\nconnected_slaves:1\r\nslave0:ip=127.157.1.2,port=6379,state=online,offset=0,lag=1\r\nmaster_failover_state:no-failover\r\nmaster_replid:71f5ee151b7f1da19270448abab3633915e2be44\r\nmaster_repl_offset:2403\r\nsecond_repl_offset:-1\r\n",
-			want: redisctl.Replication{Role: "master", MasterPort: -1, MasterLastIOSecondsAgo: -1, MasterLinkDownSinceSeconds: -1,
+			want: redisctl.Replication{Role: "master", MasterPort: -1, MasterLastIOSecondsAgo: -1, MasterLinkDownSinceSeconds: -1, MasterSyncTotalBytes: -1, MasterSyncReadBytes: -1,
 				ReplicaReplOffset: -1, ReplicaReadReplOffset: -1, MasterReplOffset: 2403, ConnectedReplicas: 1,
 				Replicas:            []redisctl.ReplicaEntry{{IP: "127.157.1.2", Port: 6379, State: "online", Offset: 0, Lag: 1}},
 				MasterFailoverState: "no-failover"},
@@ -214,27 +214,27 @@ func TestParseInfoReplication(t *testing.T) {
 			name: "Redis 7 replica, link up (real capture): in-sync fields",
 			text: read("redis7.0.15-replication-replica.txt"),
 			want: redisctl.Replication{Role: "slave", MasterHost: "127.157.1.1", MasterPort: 6379, MasterLinkStatus: "up",
-				MasterLastIOSecondsAgo: 0, MasterLinkDownSinceSeconds: -1, ReplicaReplOffset: 2403, ReplicaReadReplOffset: 2403,
+				MasterLastIOSecondsAgo: 0, MasterLinkDownSinceSeconds: -1, MasterSyncTotalBytes: -1, MasterSyncReadBytes: -1, ReplicaReplOffset: 2403, ReplicaReadReplOffset: 2403,
 				MasterReplOffset: 2403, ConnectedReplicas: 0, MasterFailoverState: "no-failover"},
 		},
 		{
 			name: "Redis 7 replica whose master is down (real capture): link down, last io -1",
 			text: read("redis7.0.15-replication-replica-link-down.txt"),
 			want: redisctl.Replication{Role: "slave", MasterHost: "127.157.1.5", MasterPort: 6379, MasterLinkStatus: "down",
-				MasterLastIOSecondsAgo: -1, MasterLinkDownSinceSeconds: -1, ReplicaReplOffset: 0, ReplicaReadReplOffset: 0,
+				MasterLastIOSecondsAgo: -1, MasterLinkDownSinceSeconds: -1, MasterSyncTotalBytes: -1, MasterSyncReadBytes: -1, ReplicaReplOffset: 0, ReplicaReadReplOffset: 0,
 				MasterReplOffset: 0, ConnectedReplicas: 0, MasterFailoverState: "no-failover"},
 		},
 		{
 			name: "Redis 6 replica without slave_read_repl_offset: read offset unknown (-1)",
 			text: read("docs-redis6-replication-replica.txt"),
 			want: redisctl.Replication{Role: "slave", MasterHost: "10.0.0.1", MasterPort: 6379, MasterLinkStatus: "up",
-				MasterLastIOSecondsAgo: 3, MasterLinkDownSinceSeconds: -1, ReplicaReplOffset: 84219, ReplicaReadReplOffset: -1,
+				MasterLastIOSecondsAgo: 3, MasterLinkDownSinceSeconds: -1, MasterSyncTotalBytes: -1, MasterSyncReadBytes: -1, ReplicaReplOffset: 84219, ReplicaReadReplOffset: -1,
 				MasterReplOffset: 84219, ConnectedReplicas: 0, MasterFailoverState: "no-failover"},
 		},
 		{
 			name: "Redis 6 master with two replicas, one syncing: entries in slaveN order",
 			text: read("docs-redis6-replication-master-crlf.txt"),
-			want: redisctl.Replication{Role: "master", MasterPort: -1, MasterLastIOSecondsAgo: -1, MasterLinkDownSinceSeconds: -1,
+			want: redisctl.Replication{Role: "master", MasterPort: -1, MasterLastIOSecondsAgo: -1, MasterLinkDownSinceSeconds: -1, MasterSyncTotalBytes: -1, MasterSyncReadBytes: -1,
 				ReplicaReplOffset: -1, ReplicaReadReplOffset: -1, MasterReplOffset: 84219, ConnectedReplicas: 2,
 				Replicas: []redisctl.ReplicaEntry{
 					{IP: "10.0.0.4", Port: 6379, State: "online", Offset: 84205, Lag: 0},
@@ -250,9 +250,16 @@ func TestParseInfoReplication(t *testing.T) {
 			}(),
 		},
 		{
+			name: "Redis 7 replica in a full sync: sync in progress, bytes loaded of the total",
+			text: "# Replication\r\nrole:slave\r\nmaster_host:127.157.1.1\r\nmaster_port:6379\r\nmaster_link_status:down\r\nmaster_last_io_seconds_ago:-1\r\nmaster_sync_in_progress:1\r\nslave_read_repl_offset:1\r\nslave_repl_offset:1\r\nmaster_sync_total_bytes:10485760\r\nmaster_sync_read_bytes:4194304\r\nmaster_sync_left_bytes:6291456\r\nmaster_sync_perc:40.00\r\nmaster_sync_last_io_seconds_ago:0\r\nmaster_link_down_since_seconds:2\r\nconnected_slaves:0\r\n",
+			want: redisctl.Replication{Role: "slave", MasterHost: "127.157.1.1", MasterPort: 6379, MasterLinkStatus: "down",
+				MasterLastIOSecondsAgo: -1, MasterSyncInProgress: true, MasterSyncTotalBytes: 10485760, MasterSyncReadBytes: 4194304,
+				MasterLinkDownSinceSeconds: 2, ReplicaReplOffset: 1, ReplicaReadReplOffset: 1, MasterReplOffset: -1, ConnectedReplicas: 0},
+		},
+		{
 			name: "empty text: every field unknown",
 			text: "",
-			want: redisctl.Replication{MasterPort: -1, MasterLastIOSecondsAgo: -1, MasterLinkDownSinceSeconds: -1,
+			want: redisctl.Replication{MasterPort: -1, MasterLastIOSecondsAgo: -1, MasterLinkDownSinceSeconds: -1, MasterSyncTotalBytes: -1, MasterSyncReadBytes: -1,
 				ReplicaReplOffset: -1, ReplicaReadReplOffset: -1, MasterReplOffset: -1, ConnectedReplicas: -1},
 		},
 	}

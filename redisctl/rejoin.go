@@ -3,6 +3,8 @@ package redisctl
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,7 +79,56 @@ func (c *Client) rejoinStatus(ctx context.Context, addr, masterID string) (bool,
 		return false, fmt.Sprintf("master %s: link to the node %s", m.Addr(), seen.LinkState)
 	}
 	if _, prob := c.syncOf(ctx, me.ID, addr, m.ID, m.Addr(), HealthOptions{}); prob != "" {
+		if stage := c.fullSyncStage(ctx, addr, m.Addr()); stage != "" {
+			return false, "full sync from " + m.Addr() + ": " + stage
+		}
 		return false, "not in sync with " + m.Addr() + ": " + prob
 	}
 	return true, "in sync replica of " + m.Addr() + " (" + shortID(m.ID) + ")"
+}
+
+// fullSyncStage says where a full sync of the replica at addr from the master at masterAddr
+// stands, "" when none is seen under way: the master preparing its snapshot (the replica's
+// entry in the master's INFO replication in state wait_bgsave: a fork, or the
+// repl-diskless-sync-delay that lets more replicas share one transfer), the snapshot on its way
+// (send_bulk; on the replica master_sync_in_progress with the bytes read, of the total when a
+// disk-based sync announces it), or the replica loading it.
+func (c *Client) fullSyncStage(ctx context.Context, addr, masterAddr string) string {
+	rr, err := c.infoReplication(ctx, addr)
+	if err != nil {
+		return ""
+	}
+	state := ""
+	if mr, err := c.infoReplication(ctx, masterAddr); err == nil {
+		host, port, _ := net.SplitHostPort(addr)
+		for _, e := range mr.Replicas {
+			if e.IP == host && strconv.Itoa(e.Port) == port {
+				state = e.State
+			}
+		}
+	}
+	switch {
+	case rr.MasterSyncInProgress && rr.MasterSyncReadBytes >= 0 && rr.MasterSyncTotalBytes > 0:
+		return fmt.Sprintf("receiving the snapshot: %s of %s", bytesText(rr.MasterSyncReadBytes), bytesText(rr.MasterSyncTotalBytes))
+	case rr.MasterSyncInProgress && rr.MasterSyncReadBytes > 0:
+		return "receiving the snapshot (diskless): " + bytesText(rr.MasterSyncReadBytes)
+	case state == "wait_bgsave":
+		return "the master prepares its snapshot (a fork, or repl-diskless-sync-delay)"
+	case state == "send_bulk" || rr.MasterSyncInProgress:
+		return "the snapshot is on its way"
+	case rr.MasterLinkStatus != "up" && state == "online":
+		return "loading the snapshot"
+	}
+	return ""
+}
+
+// bytesText writes n bytes in B, KiB or MiB.
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }

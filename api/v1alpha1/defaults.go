@@ -49,7 +49,24 @@ const (
 	DefaultOutput = OutputText
 	// DefaultSchedule is schedule: serve starts a pass every 10 minutes.
 	DefaultSchedule = "*/10 * * * *"
+	// DefaultGuardMaxHold is guard.maxHold: long enough for a health gate, a verified failover
+	// and a client drain; short enough that a drain blocked by an unhealthy cluster goes on.
+	DefaultGuardMaxHold = 5 * time.Minute
+	// DefaultGuardFailurePolicy is guard.failurePolicy.
+	DefaultGuardFailurePolicy = FailurePolicyIgnore
+	// DefaultGuardTimeoutSeconds is guard.timeoutSeconds.
+	DefaultGuardTimeoutSeconds = 5
+	// MaxGuardTimeoutSeconds is the largest guard.timeoutSeconds: the guard answers well within
+	// it, and an evictor waits at most this long when the guard is down with failurePolicy Ignore.
+	MaxGuardTimeoutSeconds = 5
+	// DefaultGuardWebhookConfigurationName is guard.webhookConfigurationName (the installs').
+	DefaultGuardWebhookConfigurationName = "redis-rebalancer-guard"
 )
+
+// DefaultGuardDrainTaints are guard.drainTaints: the taints kubectl drain's cordon
+// (node.kubernetes.io/unschedulable, set by the node lifecycle controller), cluster-autoscaler's
+// scale-down and Karpenter's disruption put on a node before they evict its pods.
+var DefaultGuardDrainTaints = []string{"node.kubernetes.io/unschedulable", "ToBeDeletedByClusterAutoscaler", "karpenter.sh/disrupted"}
 
 // The rules a policy may name in rules.enabled, rules.disabled and rules.soft: the names of
 // policies' rule registry (a test there checks that both list the same rules), and AllRules,
@@ -91,6 +108,8 @@ const (
 	DefaultRecreateTimeout = 5 * time.Minute
 	// DefaultRejoinTimeout is timeouts.rejoin.
 	DefaultRejoinTimeout = 5 * time.Minute
+	// DefaultFullSyncTimeout is timeouts.fullSync.
+	DefaultFullSyncTimeout = 30 * time.Minute
 	// DefaultRequestTimeout is timeouts.request.
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultDialTimeout is redis.dialTimeout: opening one TCP (and TLS) connection to a node.
@@ -130,6 +149,7 @@ func SetDefaults(p *RebalancerPolicy) {
 	setDuration(&p.Timeouts.HealthGate, DefaultHealthTimeout)
 	setDuration(&p.Timeouts.Recreate, DefaultRecreateTimeout)
 	setDuration(&p.Timeouts.Rejoin, DefaultRejoinTimeout)
+	setDuration(&p.Timeouts.FullSync, DefaultFullSyncTimeout)
 	setDuration(&p.Timeouts.Request, DefaultRequestTimeout)
 
 	r := &p.Redis
@@ -154,6 +174,17 @@ func SetDefaults(p *RebalancerPolicy) {
 	}
 	setDuration(&p.Watch.RolesInterval, DefaultRolesInterval)
 	setDuration(&p.Watch.QuorumPassInterval, DefaultQuorumPassInterval)
+
+	g := &p.Guard
+	setDuration(&g.MaxHold, DefaultGuardMaxHold)
+	if g.FailurePolicy == "" {
+		g.FailurePolicy = DefaultGuardFailurePolicy
+	}
+	setInt32(&g.TimeoutSeconds, DefaultGuardTimeoutSeconds)
+	setString(&g.WebhookConfigurationName, DefaultGuardWebhookConfigurationName)
+	if len(g.DrainTaints) == 0 {
+		g.DrainTaints = append([]string(nil), DefaultGuardDrainTaints...)
+	}
 }
 
 // ApplyLayout fills the fields a layout sets that p leaves empty: first with selection.layout's

@@ -75,6 +75,14 @@ output: table
 			}),
 		},
 		{
+			name: "guard fields set → kept, the rest of guard defaulted",
+			yaml: header + "guard: {enabled: true, maxHold: 90s, failurePolicy: Fail, drainTaints: [example.com/draining]}\n",
+			want: policyWith(func(p *RebalancerPolicy) {
+				p.Guard.Enabled, p.Guard.MaxHold.Duration, p.Guard.FailurePolicy = true, 90*time.Second, FailurePolicyFail
+				p.Guard.DrainTaints = []string{"example.com/draining"}
+			}),
+		},
+		{
 			name: "JSON → read as YAML is",
 			yaml: `{"apiVersion": "rebalancer.redis.io/v1alpha1", "kind": "RebalancerPolicy", "plan": {"maxStates": 5000}}`,
 			want: policyWith(func(p *RebalancerPolicy) { p.Plan.MaxStates = 5000 }),
@@ -223,6 +231,17 @@ plan: {softEvictions: -1}
 				`apiVersion: Unsupported value: "descheduler/v1alpha2": supported values: "rebalancer.redis.io/v1alpha1"`,
 				`kind: Required value: must be RebalancerPolicy`,
 				`output: Unsupported value: "yaml": supported values: "text", "table", "json"`,
+			},
+		},
+		{
+			name: "guard: a negative hold, an unknown failure policy, a timeout above 5 s, a bad name and taint key → each",
+			yaml: header + "guard: {maxHold: -1s, failurePolicy: Retry, timeoutSeconds: 10, webhookConfigurationName: Guard_1, drainTaints: [\"bad key!\"]}\n",
+			want: []string{
+				`guard.drainTaints[0]: Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+				`guard.failurePolicy: Unsupported value: "Retry": supported values: "Ignore", "Fail"`,
+				`guard.maxHold: Invalid value: "-1s": must not be negative`,
+				`guard.timeoutSeconds: Invalid value: 10: must be between 1 and 5`,
+				`guard.webhookConfigurationName: Invalid value: "Guard_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 			},
 		},
 		{name: "a duplicate key → the YAML error", yaml: header + "output: json\noutput: text\n", wantText: `key "output" already set in map`},

@@ -45,6 +45,10 @@ type RebalancerPolicy struct {
 	Output OutputFormat `json:"output"`
 	// watch tunes what serve watches between its passes. Used by serve only.
 	Watch Watch `json:"watch"`
+	// guard configures the eviction guard that serve runs: a validating admission webhook on pod
+	// evictions that holds the eviction of a Redis master until it is failed over. Used by serve
+	// only.
+	Guard Guard `json:"guard"`
 }
 
 // Watch tunes serve's watched view between its passes: informers keep the objects the rules read
@@ -169,9 +173,12 @@ type Rules struct {
 	// fewer than N/3 and N/2 (MaxPodsPerNode, MaxPodsPerZone): for a three-shard cluster over
 	// several zones, the strict limits can deadlock scheduling (a pod left Pending for good).
 	RelaxedLimits bool `json:"relaxedLimits"`
-	// releaseReplicaClaims lets a plan move a replica away from its zonal PersistentVolume (its
-	// claim is released and it resyncs from its master). check and plan only: run and serve
-	// refuse it, since the executor never releases a claim.
+	// releaseReplicaClaims lets a move take a pod away from the zonal PersistentVolumes its claims
+	// are bound to: a master is failed over first, the pod is evicted, then its claims (from its
+	// StatefulSet's volumeClaimTemplates) are deleted; the StatefulSet re-creates them empty in
+	// the zone the scheduler picks, and the pod, a replica, resyncs in full from its shard's
+	// master. Only while that master is healthy, one released claim per shard at a time. Off by
+	// default: a pod on a zonal volume stays in its zone.
 	ReleaseReplicaClaims bool `json:"releaseReplicaClaims"`
 }
 
@@ -262,6 +269,11 @@ type Timeouts struct {
 	Recreate metav1.Duration `json:"recreate"`
 	// rejoin bounds the wait for a re-created pod to be a connected, in-sync replica again.
 	Rejoin metav1.Duration `json:"rejoin"`
+	// fullSync bounds the same wait for a pod whose claims the move released
+	// (rules.releaseReplicaClaims): it comes back empty and copies its master's whole dataset (a
+	// full resync: the master's snapshot, its transfer, its loading), which takes longer than the
+	// partial resync of a replica that kept its data.
+	FullSync metav1.Duration `json:"fullSync"`
 	// request bounds each step without a wait of its own: the placeability check, the
 	// PodDisruptionBudget dry run, the role check, the eviction request, the re-observation.
 	Request metav1.Duration `json:"request"`
@@ -382,3 +394,54 @@ const (
 	// OutputJSON is the JSON contract (README "JSON output").
 	OutputJSON OutputFormat = "json"
 )
+
+// FailurePolicy is what kube-apiserver does with an eviction when the eviction guard cannot be
+// reached or does not answer in time (admissionregistration.k8s.io/v1 FailurePolicyType).
+type FailurePolicy string
+
+// The failure policies.
+const (
+	// FailurePolicyIgnore lets the eviction through when the guard does not answer: a drain never
+	// waits on the guard, and a master may then be evicted without a failover.
+	FailurePolicyIgnore FailurePolicy = "Ignore"
+	// FailurePolicyFail refuses the eviction (500) when the guard does not answer: no master is
+	// evicted blindly, and every eviction in the selected namespaces waits for the guard
+	// (kubectl drain does not retry a 500; it fails).
+	FailurePolicyFail FailurePolicy = "Fail"
+)
+
+// Guard configures the eviction guard (serve only): every replica of serve answers kube-apiserver's
+// AdmissionReviews for CREATE pods/eviction in the selected namespaces on a TLS port, from its
+// watched cache and one bounded Redis read; it denies with 429 (TooManyRequests, which kubectl
+// drain, cluster-autoscaler, Karpenter and the descheduler retry) the eviction of a master serving
+// slots and of a pod whose shard would be left without a serving master or an in-sync replica,
+// and the leader fails each held master, and every master on a node being emptied, over to an
+// in-sync replica on a node that stays. The guard itself never evicts.
+type Guard struct {
+	// enabled makes serve answer the eviction webhook (--guard-listen-address) and hand masters
+	// off. The ValidatingWebhookConfiguration is installed apart (deploy/overlays/guard, the
+	// Helm chart's guard.enabled).
+	Enabled bool `json:"enabled"`
+	// maxHold is the longest the guard holds one pod's eviction, from the first 429 this replica
+	// answered for it; a later eviction of the pod is admitted with a Warning Event
+	// (RedisEvictionHoldExpired) and counted, so that a drain never hangs forever.
+	MaxHold metav1.Duration `json:"maxHold"`
+	// failurePolicy is the webhook configuration's failurePolicy: Ignore (an eviction goes
+	// through when the guard does not answer) or Fail (it is refused). The installs write it
+	// into the ValidatingWebhookConfiguration; serve warns at start when the live configuration
+	// (webhookConfigurationName) says otherwise.
+	FailurePolicy FailurePolicy `json:"failurePolicy"`
+	// timeoutSeconds is the webhook configuration's timeoutSeconds (1 to 5): how long
+	// kube-apiserver waits for the guard's answer before the failure policy applies. The guard
+	// bounds its Redis read to half of it.
+	TimeoutSeconds int32 `json:"timeoutSeconds"`
+	// webhookConfigurationName is the name of the ValidatingWebhookConfiguration the installs
+	// create: serve reads it at start (a GET of that one object) and, with a self-issued
+	// certificate (serve --guard-self-signed), writes the CA bundle into it.
+	WebhookConfigurationName string `json:"webhookConfigurationName"`
+	// drainTaints are the taint keys that mark a node as being emptied, beside a cordon
+	// (spec.unschedulable): the leader fails the masters on such a node over before any
+	// eviction arrives. Empty: node.kubernetes.io/unschedulable, ToBeDeletedByClusterAutoscaler
+	// (cluster-autoscaler) and karpenter.sh/disrupted (Karpenter).
+	DrainTaints []string `json:"drainTaints"`
+}

@@ -124,6 +124,29 @@ func ValidateRebalancerPolicy(p *RebalancerPolicy) field.ErrorList {
 	errs = append(errs, validateEnum(field.NewPath("output"), p.Output, OutputText, OutputTable, OutputJSON)...)
 	errs = append(errs, validateDuration(p.Watch.RolesInterval, field.NewPath("watch", "rolesInterval"))...)
 	errs = append(errs, validateDuration(p.Watch.QuorumPassInterval, field.NewPath("watch", "quorumPassInterval"))...)
+	errs = append(errs, validateGuard(&p.Guard, field.NewPath("guard"))...)
+	return errs
+}
+
+// validateGuard checks the eviction guard's fields: a known failure policy, a timeout of 0 (the
+// default) or 1 to MaxGuardTimeoutSeconds, a Kubernetes name for the webhook configuration, and
+// qualified names for the taint keys.
+func validateGuard(g *Guard, path *field.Path) field.ErrorList {
+	errs := validateDuration(g.MaxHold, path.Child("maxHold"))
+	errs = append(errs, validateEnum(path.Child("failurePolicy"), g.FailurePolicy, FailurePolicyIgnore, FailurePolicyFail)...)
+	if g.TimeoutSeconds != 0 && (g.TimeoutSeconds < 1 || g.TimeoutSeconds > MaxGuardTimeoutSeconds) {
+		errs = append(errs, field.Invalid(path.Child("timeoutSeconds"), g.TimeoutSeconds, fmt.Sprintf("must be between 1 and %d", MaxGuardTimeoutSeconds)))
+	}
+	if g.WebhookConfigurationName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(g.WebhookConfigurationName) {
+			errs = append(errs, field.Invalid(path.Child("webhookConfigurationName"), g.WebhookConfigurationName, msg))
+		}
+	}
+	for i, k := range g.DrainTaints {
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(path.Child("drainTaints").Index(i), k, msg))
+		}
+	}
 	return errs
 }
 
@@ -299,6 +322,7 @@ func validateTimeouts(t *Timeouts, path *field.Path) field.ErrorList {
 	errs = append(errs, validateDuration(t.HealthGate, path.Child("healthGate"))...)
 	errs = append(errs, validateDuration(t.Recreate, path.Child("recreate"))...)
 	errs = append(errs, validateDuration(t.Rejoin, path.Child("rejoin"))...)
+	errs = append(errs, validateDuration(t.FullSync, path.Child("fullSync"))...)
 	errs = append(errs, validateDuration(t.Request, path.Child("request"))...)
 	return errs
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/provisioner"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
@@ -49,6 +50,9 @@ type Bed struct {
 	Zones []scenario.Zone
 	// Started is when the bed's nodes were all Ready.
 	Started time.Time
+	// Provisioner provisions the claims of StorageClass provisioner.StorageClass (zonal
+	// PersistentVolumes, WaitForFirstConsumer) for every environment.
+	Provisioner *provisioner.Provisioner
 
 	log      io.Writer
 	workDir  string
@@ -114,8 +118,11 @@ func StartBed(ctx context.Context, opts BedOptions) (_ *Bed, err error) {
 			nodes++
 		}
 	}
+	if b.Provisioner, err = provisioner.Start(ctx, provisioner.Config{Client: b.Cluster.Client(), Log: opts.Log}); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
 	b.Started = time.Now()
-	fmt.Fprintf(b.log, "[harness] test bed up in %s: %d nodes in %d zones\n", time.Since(start).Round(10*time.Millisecond), nodes, len(b.Zones))
+	fmt.Fprintf(b.log, "[harness] test bed up in %s: %d nodes in %d zones, StorageClass %s (zonal volumes)\n", time.Since(start).Round(10*time.Millisecond), nodes, len(b.Zones), provisioner.StorageClass)
 	return b, nil
 }
 
@@ -123,6 +130,9 @@ func StartBed(ctx context.Context, opts BedOptions) (_ *Bed, err error) {
 // stopped first. Safe to call more than once.
 func (b *Bed) Stop() {
 	b.stopOnce.Do(func() {
+		if b.Provisioner != nil {
+			b.Provisioner.Stop()
+		}
 		if b.Cluster != nil {
 			b.Cluster.Stop()
 		}

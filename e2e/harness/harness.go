@@ -67,6 +67,11 @@ type Options struct {
 	// RecordStops makes the environment ask each pod's Redis node for its ROLE just before the
 	// runtime stops its server because the pod is going away (Env.Stops).
 	RecordStops bool
+	// NoMemberAdds keeps the operator stand-in from adding nodes that start empty to the
+	// cluster (Bitnami's chart adds nodes only in its cluster-update Job, on helm upgrade): a
+	// pod back with an empty volume stays out of the cluster unless the rebalancer re-introduces
+	// it (a replica whose claims it released).
+	NoMemberAdds bool
 	// AnnounceHostnames makes each redis-server announce its pod's FQDN
 	// (--cluster-announce-hostname <pod>.<subdomain>.<namespace>.svc.cluster.local, Redis 7),
 	// as OT's operator and KubeBlocks set Redis up: CLUSTER NODES then lists the hostname beside
@@ -105,6 +110,7 @@ type Env struct {
 
 	log      io.Writer
 	stops    *stopRecorder // with Options.RecordStops
+	noAdds   bool          // Options.NoMemberAdds
 	ownsBed  bool
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -230,7 +236,7 @@ func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns 
 	defer cancel()
 	start := time.Now()
 	ns, port := b.claim(ns, exact)
-	e := &Env{Bed: b, Cluster: b.Cluster, Namespace: ns, Port: port, log: opts.Log}
+	e := &Env{Bed: b, Cluster: b.Cluster, Namespace: ns, Port: port, log: opts.Log, noAdds: opts.NoMemberAdds}
 	defer func() {
 		if err != nil {
 			e.Stop()

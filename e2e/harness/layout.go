@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/redis-rebalancer/redis-rebalancer/e2e/provisioner"
 	"github.com/redis-rebalancer/redis-rebalancer/test/redistest"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
@@ -102,7 +104,9 @@ func (e *Env) createStatefulSets(ctx context.Context, annotations map[string]str
 }
 
 // bindPods binds the pods the scenario places to the nodes it names (pods/binding), as the
-// StatefulSet controller creates them; no scheduler serves ManualScheduler.
+// StatefulSet controller creates them; no scheduler serves ManualScheduler. A pod's unbound claims
+// (WaitForFirstConsumer) first get the node, as kube-scheduler's VolumeBinding plugin gives it
+// (claimsOn): the pod is bound once they are.
 func (e *Env) bindPods(ctx context.Context) error {
 	client := e.Client()
 	want := e.Scenario.Placement
@@ -119,6 +123,12 @@ func (e *Env) bindPods(ctx context.Context) error {
 			if !ok || bound[p.Name] || p.Spec.NodeName != "" {
 				if p.Spec.NodeName != "" {
 					bound[p.Name] = true
+				}
+				continue
+			}
+			if ready, err := e.claimsOn(ctx, p, node); err != nil || !ready {
+				if err != nil {
+					return false, err
 				}
 				continue
 			}
@@ -140,6 +150,38 @@ func (e *Env) bindPods(ctx context.Context) error {
 		return fmt.Errorf("bind pods (%d of %d bound): %w", len(bound), len(want), err)
 	}
 	return nil
+}
+
+// claimsOn puts pod p's unbound claims on node (annotation volume.kubernetes.io/selected-node, as
+// kube-scheduler's VolumeBinding PreBind does for WaitForFirstConsumer claims, so that their
+// provisioner creates their volumes where the pod runs) and reports whether every claim is bound.
+// A claim the StatefulSet controller has not created yet is not ready.
+func (e *Env) claimsOn(ctx context.Context, p *corev1.Pod, node string) (bool, error) {
+	claims := e.Client().CoreV1().PersistentVolumeClaims(p.Namespace)
+	ready := true
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		c, err := claims.Get(ctx, v.PersistentVolumeClaim.ClaimName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			ready = false
+			continue
+		case err != nil:
+			return false, fmt.Errorf("claim %s of pod %s: %w", v.PersistentVolumeClaim.ClaimName, p.Name, err)
+		case c.Spec.VolumeName != "":
+			continue
+		}
+		ready = false
+		if c.Annotations[provisioner.AnnSelectedNode] == "" {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, provisioner.AnnSelectedNode, node)
+			if _, err := claims.Patch(ctx, c.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				return false, fmt.Errorf("put claim %s on node %s: %w", c.Name, node, err)
+			}
+		}
+	}
+	return ready, nil
 }
 
 // waitServers waits for the redis-server of every pod the scenario places and returns their

@@ -30,13 +30,16 @@ func (e *Env) startOperator() {
 }
 
 // operate is the operator stand-in: every 500 ms it adds each Redis node that is alone (a new pod
-// with an empty data dir) to the cluster as a replica of its shard's master, and in OT's layout
-// sets each pod's redis-role label to its Redis role (OT's UpdatePodRoleLabel).
+// with an empty data dir) to the cluster as a replica of its shard's master (not with
+// Options.NoMemberAdds), and in OT's layout sets each pod's redis-role label to its Redis role
+// (OT's UpdatePodRoleLabel).
 func (e *Env) operate(ctx context.Context) {
 	defer close(e.opDone)
 	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, false, func(ctx context.Context) (bool, error) {
-		if err := e.addNewMembers(ctx); err != nil && ctx.Err() == nil {
-			e.logf("operator: %v", err)
+		if !e.noAdds {
+			if err := e.addNewMembers(ctx); err != nil && ctx.Err() == nil {
+				e.logf("operator: %v", err)
+			}
 		}
 		if e.Scenario.Layout == scenario.LayoutOT {
 			if err := e.syncRoleLabels(ctx); err != nil && ctx.Err() == nil {

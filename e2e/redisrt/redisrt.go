@@ -4,9 +4,13 @@
 // one real redis-server (cluster mode, append-only file) per Running pod, bound to and announcing
 // the pod IP.
 //
-// Every pod has a data directory DataRoot/<namespace>/<pod-name> that outlives the pod, as a PVC
-// does: a StatefulSet pod recreated on another node (same name, new IP) gets a new server on its new
-// IP with the same nodes.conf, hence the same Redis node ID, and the cluster learns its new address.
+// A pod's data lives with its volume, as on a real node: a pod with a PersistentVolumeClaim keeps
+// its data in DataRoot/volumes/<PersistentVolume name> (its first claim's bound volume), so a
+// StatefulSet pod re-created with the same claim (same name, new node, new IP) gets a new server
+// on its new IP with the same nodes.conf, hence the same Redis node ID, and the cluster learns its
+// new address; a pod whose claim was deleted and re-created gets a new, empty volume and starts as
+// a new Redis node. A pod without a claim keeps DataRoot/<namespace>/<pod-name>, which outlives
+// the pod as if it were one.
 //
 // Readiness: the runtime never writes to the API. kwok already sets the pod Ready condition (from
 // its pod-ready stage); the runtime does not fight it. A server counts as running once it accepts
@@ -83,8 +87,9 @@ type Config struct {
 	// Selector selects the Redis pods (for example app.kubernetes.io/name=redis); nil selects every
 	// pod.
 	Selector labels.Selector
-	// DataRoot holds the per-pod data directories DataRoot/<namespace>/<pod-name>; created when
-	// missing. The directories outlive the pods (they play the PVCs) and the runtime.
+	// DataRoot holds the data directories, DataRoot/volumes/<PersistentVolume> for a pod with a
+	// claim and DataRoot/<namespace>/<pod-name> for one without; created when missing. The
+	// directories outlive the pods and the runtime.
 	DataRoot string
 	// Port is the Redis client port of every server (DefaultPort when 0); the cluster bus is
 	// Port+10000.
@@ -161,8 +166,9 @@ type ServerInfo struct {
 	IP, Addr string
 	// Pid is the redis-server process id.
 	Pid int
-	// Dir is the pod's data directory (nodes.conf, append-only files, redis.log).
-	Dir string
+	// Dir is the pod's data directory (nodes.conf, append-only files, redis.log); Volume the
+	// PersistentVolume it belongs to ("" for a pod without a claim).
+	Dir, Volume string
 	// Restarts counts the restarts after crashes since the server was started for this pod and IP.
 	Restarts int
 	// Paused reports a server stopped with Pause (SIGSTOP) and not resumed yet.
@@ -174,7 +180,7 @@ type ServerInfo struct {
 type entry struct {
 	key, namespace, name string
 	uid                  types.UID
-	ip, dir              string
+	ip, dir, volume      string
 	srv                  *redisserver.Server // exited after a crash until restarted
 	stopping             bool                // being stopped on purpose; listed until removed
 	exited               bool                // srv crashed: not listed
@@ -377,7 +383,7 @@ func (r *Runtime) serversLocked() []ServerInfo {
 		}
 		out = append(out, ServerInfo{
 			Namespace: e.namespace, Name: e.name, UID: e.uid,
-			IP: e.ip, Addr: e.srv.Addr(), Pid: e.srv.Pid(), Dir: e.dir, Restarts: e.restarts, Paused: e.paused,
+			IP: e.ip, Addr: e.srv.Addr(), Pid: e.srv.Pid(), Dir: e.dir, Volume: e.volume, Restarts: e.restarts, Paused: e.paused,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -593,7 +599,10 @@ func (r *Runtime) reconcile(key string) error {
 		// and that pod's stop is queued or in progress). Retry once it is gone.
 		return fmt.Errorf("%s is still used by the server of %s", addr, other)
 	}
-	dir := filepath.Join(r.cfg.DataRoot, namespace, name)
+	dir, volume, err := r.dataDir(r.ctx, pod)
+	if err != nil {
+		return err
+	}
 	args := r.cfg.ExtraArgs
 	if r.cfg.PodArgs != nil {
 		args = append(slices.Clone(args), r.cfg.PodArgs(pod)...)
@@ -625,7 +634,7 @@ func (r *Runtime) reconcile(key string) error {
 		return nil
 	}
 	if e == nil {
-		e = &entry{key: key, namespace: namespace, name: name, uid: uid, ip: ip, dir: dir}
+		e = &entry{key: key, namespace: namespace, name: name, uid: uid, ip: ip, dir: dir, volume: volume}
 		r.entries[key] = e
 	} else {
 		e.restarts++
@@ -646,12 +655,36 @@ func (r *Runtime) reconcile(key string) error {
 	r.mu.Unlock()
 
 	r.queue.Forget(key)
+	on := ""
+	if volume != "" {
+		on = ", volume " + volume
+	}
 	if restarts > 0 {
-		r.logf("redis-server %s started on %s (pid %d, restart %d)", key, srv.Addr(), srv.Pid(), restarts)
+		r.logf("redis-server %s started on %s (pid %d%s, restart %d)", key, srv.Addr(), srv.Pid(), on, restarts)
 	} else {
-		r.logf("redis-server %s started on %s (pid %d)", key, srv.Addr(), srv.Pid())
+		r.logf("redis-server %s started on %s (pid %d%s)", key, srv.Addr(), srv.Pid(), on)
 	}
 	return nil
+}
+
+// dataDir returns the data directory of pod and the PersistentVolume it belongs to: its first
+// claim's bound volume's directory, or, for a pod without a claim, the pod's own (volume "").
+// A claim not bound yet is an error (the reconcile is retried).
+func (r *Runtime) dataDir(ctx context.Context, pod *corev1.Pod) (dir, volume string, err error) {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		claim, err := r.cfg.Client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, v.PersistentVolumeClaim.ClaimName, metav1.GetOptions{})
+		if err != nil {
+			return "", "", fmt.Errorf("claim %s: %w", v.PersistentVolumeClaim.ClaimName, err)
+		}
+		if claim.Spec.VolumeName == "" {
+			return "", "", fmt.Errorf("claim %s is not bound yet", claim.Name)
+		}
+		return filepath.Join(r.cfg.DataRoot, "volumes", claim.Spec.VolumeName), claim.Spec.VolumeName, nil
+	}
+	return filepath.Join(r.cfg.DataRoot, pod.Namespace, pod.Name), "", nil
 }
 
 // waitPong waits until srv answers PING with PONG, or with NOAUTH when it requires a password

@@ -661,3 +661,60 @@ func TestPassword(t *testing.T) {
 		t.Errorf("PING without the password = %v; want NOAUTH", err)
 	}
 }
+
+// TestDataFollowsTheVolume checks that a pod with a claim keeps its data with the claim's
+// PersistentVolume: re-created with the same claim it gets the same data directory (the same
+// Redis node ID); re-created after its claim was deleted and re-created on another volume it
+// starts empty (a new node ID), while the old volume's directory keeps the old data. A pod whose
+// claim is not bound yet gets no server until it is.
+func TestDataFollowsTheVolume(t *testing.T) {
+	e := newEnv(t, 0)
+	const name, claim = "shard-0-1", "data-shard-0-1"
+	bind := func(pv string) {
+		t.Helper()
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: claim}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pv}}
+		_ = e.client.CoreV1().PersistentVolumeClaims(ns).Delete(e.ctx, claim, metav1.DeleteOptions{})
+		if _, err := e.client.CoreV1().PersistentVolumeClaims(ns).Create(e.ctx, c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withClaim := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+		}}}
+		return p
+	}
+	// Not bound yet: no server; once bound, one on its volume's directory.
+	bind("")
+	e.create(withClaim(runningPod(ns, name, "127.10.249.1")))
+	bind("pv-a")
+	e.update(name, func(p *corev1.Pod) { p.Labels["bound"] = "yes" }) // a pod event: the runtime also retries by itself
+	s1 := e.waitServer(name, "127.10.249.1")
+	if want := filepath.Join(e.root, "volumes", "pv-a"); s1.Dir != want || s1.Volume != "pv-a" {
+		t.Errorf("server on %s (volume %q), want %s (pv-a)", s1.Dir, s1.Volume, want)
+	}
+	id1 := e.mustPingMyID(s1.Addr)
+
+	// Re-created with the same claim on another node: the same volume, the same node ID.
+	e.delete(name)
+	e.create(withClaim(runningPod(ns, name, "127.10.249.2")))
+	s2 := e.waitServer(name, "127.10.249.2")
+	e.assertGone(s1.Pid, s1.Addr)
+	if id2 := e.mustPingMyID(s2.Addr); id2 != id1 || s2.Dir != s1.Dir {
+		t.Errorf("same claim: node ID %s in %s, want %s in %s", id2, s2.Dir, id1, s1.Dir)
+	}
+
+	// Its claim released: deleted and re-created on volume pv-b; the pod re-created starts empty.
+	e.delete(name)
+	e.assertGone(s2.Pid, s2.Addr)
+	bind("pv-b")
+	e.create(withClaim(runningPod(ns, name, "127.10.249.3")))
+	s3 := e.waitServer(name, "127.10.249.3")
+	id3 := e.mustPingMyID(s3.Addr)
+	if id3 == id1 || s3.Volume != "pv-b" || s3.Dir != filepath.Join(e.root, "volumes", "pv-b") {
+		t.Errorf("released claim: node ID %s (volume %s, %s), want a new one on pv-b", id3, s3.Volume, s3.Dir)
+	}
+	if conf, err := os.ReadFile(filepath.Join(s1.Dir, "nodes.conf")); err != nil || !strings.Contains(string(conf), id1+" ") {
+		t.Errorf("pv-a's nodes.conf no longer names node %s: %v %q", id1, err, conf)
+	}
+}

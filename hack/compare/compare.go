@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,17 +51,23 @@ import (
 // instant test bed a master evicted without a failover is back before Redis notices
 // (cluster-node-timeout), which flatters any tool that does so.
 
-// Tool names.
+// Tool names. The guard's rows run `redis-rebalancer serve --guard` beside the tool, behind a
+// ValidatingWebhookConfiguration on the scenario's evictions (kube-apiserver calls it at
+// https://127.0.0.1:PORT).
 const (
-	toolRebalancer  = "redis-rebalancer"
-	toolDescheduler = "descheduler"
+	toolRebalancer       = "redis-rebalancer"
+	toolDescheduler      = "descheduler"
+	toolDeschedulerGuard = "descheduler + guard"
+	toolDrain            = "kubectl drain"
+	toolDrainGuard       = "kubectl drain + guard"
 	// toolPlugin is the descheduler built with the RedisClusterBalance balance plugin
-	// (hack/descheduler-plugin), its profile enabling that plugin alone.
+	// (hack/descheduler-plugin), its profile enabling that plugin alone: a row wherever
+	// redis-rebalancer has one, when Config.DeschedulerPlugin is set.
 	toolPlugin = "descheduler + RedisClusterBalance"
 )
 
-// toolSlugs name each tool in the scenario's namespace.
-var toolSlugs = map[string]string{toolRebalancer: "rebalancer", toolDescheduler: "descheduler", toolPlugin: "plugin"}
+// defaultTools are the tools a scenario runs with unless it names its own.
+var defaultTools = []string{toolRebalancer, toolDescheduler}
 
 // redisNodeTimeout is the test bed's cluster-node-timeout (test/redisserver's default).
 const redisNodeTimeout = 2 * time.Second
@@ -135,12 +142,23 @@ type compareScenario struct {
 	runningPods func(*corev1.PodTemplateSpec)
 	// pending names a pod that must be Unschedulable before the tool starts.
 	pending func(scenario.Scenario) string
+	// tools are the tools compared (defaultTools when nil).
+	tools []string
+	// drain names the node the drain rows drain.
+	drain string
 }
 
 var scenarios = map[string]compareScenario{
 	"post-scale-down": {
-		what: "5 shards × 2 pods after a scale-down, 4 masters on n1 (node maxSkew 3 broken)",
-		make: scenario.PostScaleDown,
+		what:  "5 shards × 2 pods after a scale-down, 4 masters on n1 (node maxSkew 3 broken)",
+		make:  scenario.PostScaleDown,
+		tools: []string{toolRebalancer, toolDescheduler, toolDeschedulerGuard},
+	},
+	"drain": {
+		what:  "a compliant 5 shards × 2 pods, n1 holding the most masters (2 of 5): `kubectl drain n1` (k8s.io/kubectl/pkg/drain, retry every 5 s)",
+		make:  scenario.TwoMastersOnN1,
+		tools: []string{toolDrain, toolDrainGuard},
+		drain: "n1",
 	},
 	"seed-deadlock": {
 		what:    "the 3-shard deadlock: shard 2's replica Pending forever",
@@ -159,7 +177,7 @@ var scenarios = map[string]compareScenario{
 }
 
 func scenarioNames() []string {
-	return []string{"post-scale-down", "seed-deadlock", "template-only-constraints"}
+	return []string{"post-scale-down", "seed-deadlock", "template-only-constraints", "drain"}
 }
 
 // Result is what one tool did on one scenario.
@@ -183,6 +201,8 @@ type Result struct {
 	SurviveNote string
 	// ToolExit is the tool's exit status (-1 when stopped by a signal, as the descheduler is).
 	ToolExit int
+	// DrainTook is how long a drain row's drain took (0 for the other rows).
+	DrainTook time.Duration
 	// Err is set when the measurement itself failed.
 	Err error
 }
@@ -203,11 +223,14 @@ func run(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	defer bed.Stop()
 	var results []Result
-	tools := []string{toolRebalancer, toolDescheduler}
-	if cfg.DeschedulerPlugin != "" {
-		tools = append(tools, toolPlugin)
-	}
 	for _, name := range cfg.Scenarios {
+		tools := scenarios[name].tools
+		if tools == nil {
+			tools = defaultTools
+		}
+		if cfg.DeschedulerPlugin != "" && slices.Contains(tools, toolRebalancer) {
+			tools = append(slices.Clip(tools), toolPlugin)
+		}
 		for _, tool := range tools {
 			fmt.Fprintf(cfg.Out, "compare: %s with %s ...\n", name, tool)
 			r := runOne(ctx, cfg, bed, name, tool, log)
@@ -236,7 +259,7 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 	sc := cs.make()
 	env, err := bed.Setup(ctx, sc, harness.Options{
 		Log:            log,
-		Namespace:      fmt.Sprintf("%s-%s", name, toolSlugs[tool]),
+		Namespace:      namespaceFor(name, tool),
 		PodAnnotations: map[string]string{localcluster.PodReadyDelayAnnotation: cfg.ReadyDelay.String()},
 		RunningPods:    cs.runningPods,
 		RecordStops:    true,
@@ -263,15 +286,31 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 		return res
 	}
 
-	began := time.Now()
-	mon := startMonitor(ctx, env, sc.N(), began)
+	if tool == toolDeschedulerGuard || tool == toolDrainGuard {
+		stop, err := startGuard(ctx, cfg, env, log)
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		defer stop()
+	}
+	var mon *monitor
 	switch tool {
 	case toolRebalancer:
+		mon = startMonitor(ctx, env, sc.N(), time.Now())
 		res.ToolExit, err = runRebalancer(ctx, cfg, env, mon, log)
-	case toolDescheduler:
+	case toolDescheduler, toolDeschedulerGuard:
+		mon = startMonitor(ctx, env, sc.N(), time.Now())
 		res.ToolExit, err = runDescheduler(ctx, cfg, cfg.Descheduler, env, mon, log, topologySpreadProfile(env), nil)
 	case toolPlugin:
+		mon = startMonitor(ctx, env, sc.N(), time.Now())
 		res.ToolExit, err = runDescheduler(ctx, cfg, cfg.DeschedulerPlugin, env, mon, log, redisClusterBalanceProfile(env), pluginCycleCompliant(env))
+	case toolDrain, toolDrainGuard:
+		// The placement complies before the drain: compliance is judged from the drain's end
+		// (the node uncordoned), up to 30 s.
+		res.ToolExit, res.DrainTook, err = runDrain(ctx, cfg, env, cs.drain, log)
+		mon = startMonitor(ctx, env, sc.N(), time.Now())
+		mon.waitReached(ctx, 30*time.Second)
 	}
 	mon.stop(ctx)
 	if err != nil {
@@ -707,4 +746,21 @@ func survives(ctx context.Context, rc *redisctl.Client, survivors []string, lost
 		}
 	}
 	return ""
+}
+
+// namespaceFor returns the namespace of a scenario's run with a tool: "<scenario>-<tool>", every
+// character a namespace cannot hold a dash ("drain-kubectl-drain-guard").
+func namespaceFor(scenario, tool string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(scenario + "-" + tool) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.Trim(b.String(), "-")
 }

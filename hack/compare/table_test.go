@@ -35,6 +35,12 @@ func TestTable(t *testing.T) {
 			want: "| s | descheduler + RedisClusterBalance | yes | 9s | 1 | 0 | 0 of 3000 | 0 | n3: yes (1 masters; ok after 4.2s) |",
 		},
 		{
+			name: "a drain row → how long the drain took beside the tool",
+			r: Result{Scenario: "drain", Tool: toolDrainGuard, Compliant: true, Reached: 8 * time.Second, DrainTook: 19430 * time.Millisecond, Evictions: 2,
+				Acked: 2065, LostNode: "n3", LostMasters: 2, Survived: true, SurviveNote: "ok after 4.8s"},
+			want: "| drain | kubectl drain + guard (drained in 19.4s) | yes | 8s | 2 | 0 | 0 of 2065 | 0 | n3: yes (2 masters; ok after 4.8s) |",
+		},
+		{
 			name: "measurement failed → the error's first line, pipes escaped",
 			r:    Result{Scenario: "s", Tool: toolDescheduler, Err: errors.New("a|b\nsecond line")},
 			want: "| s | descheduler | measurement failed: a/b | | | | | | |",
@@ -70,5 +76,18 @@ func TestConfigValidate(t *testing.T) {
 	bad.DeschedulerPlugin = "/nonexistent/descheduler-redis"
 	if err := bad.validate(); err == nil {
 		t.Error("a descheduler-plugin binary that does not exist: no error")
+	}
+}
+
+func TestNamespaceFor(t *testing.T) {
+	for _, tc := range []struct{ scenario, tool, want string }{
+		{"post-scale-down", toolRebalancer, "post-scale-down-redis-rebalancer"},
+		{"drain", toolDrainGuard, "drain-kubectl-drain-guard"},
+		{"post-scale-down", toolDeschedulerGuard, "post-scale-down-descheduler-guard"},
+		{"template-only-constraints", toolPlugin, "template-only-constraints-descheduler-redisclusterbalance"},
+	} {
+		if got := namespaceFor(tc.scenario, tc.tool); got != tc.want {
+			t.Errorf("namespaceFor(%q, %q) = %q, want %q", tc.scenario, tc.tool, got, tc.want)
+		}
 	}
 }

@@ -199,8 +199,10 @@ func New(client kubernetes.Interface, opts Options) *Cache {
 
 // changed counts a change of obj: in the generation, and in its namespace's count (a namespaced
 // object) or the cluster-scoped count (nodes, PersistentVolumes).
+// The generation moves last, so that whoever sees it move also sees the count that the model's
+// reuse checks (Model).
 func (c *Cache) changed(obj any) {
-	c.generation.Add(1)
+	defer c.generation.Add(1)
 	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}

@@ -329,12 +329,20 @@ func TestModelKept(t *testing.T) {
 		}
 		return m
 	}
-	// waitFor waits until the cache holds the change cond looks for (the informer's event).
+	// waitFor waits until the cache holds what cond looks for.
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		if err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
 			t.Fatalf("the cache never saw %s", what)
 		}
+	}
+	// waitEvent waits until the cache holds the change cond looks for and its event handler has
+	// counted it (an informer updates its store before its handlers run).
+	gen := c.Generation()
+	waitEvent := func(what string, cond func() bool) {
+		t.Helper()
+		waitFor(what, func() bool { return cond() && c.Generation() > gen })
+		gen = c.Generation()
 	}
 	// The roles are read once as soon as the informers have synced.
 	waitFor("the first read of the roles", func() bool { _, ok := c.Roles("redis", "redis"); return ok })
@@ -353,7 +361,7 @@ func TestModelKept(t *testing.T) {
 	if _, err := b.client.CoreV1().Pods("other").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the other namespace's pod label", func() bool { q, _ := c.Pod("other", "redis-s0-1"); return q.Labels["extra"] == "1" })
+	waitEvent("the other namespace's pod label", func() bool { q, _ := c.Pod("other", "redis-s0-1"); return q.Labels["extra"] == "1" })
 	if model() != m1 {
 		t.Error("a change in another namespace built the model again")
 	}
@@ -365,7 +373,7 @@ func TestModelKept(t *testing.T) {
 	if _, err := b.client.CoreV1().Pods("redis").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the namespace's pod label", func() bool { q, _ := c.Pod("redis", "redis-s0-1"); return q.Labels["extra"] == "1" })
+	waitEvent("the namespace's pod label", func() bool { q, _ := c.Pod("redis", "redis-s0-1"); return q.Labels["extra"] == "1" })
 	m3 := model()
 	if m3 == m1 {
 		t.Error("a change in the namespace kept the old model")
@@ -393,7 +401,7 @@ func TestModelKept(t *testing.T) {
 	if _, err := b.client.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("n6 cordoned", func() bool { q, _ := c.Node("n6"); return q.Spec.Unschedulable })
+	waitEvent("n6 cordoned", func() bool { q, _ := c.Node("n6"); return q.Spec.Unschedulable })
 	if model() == moved.Model() {
 		t.Error("a node's change kept the old model")
 	}

@@ -27,6 +27,9 @@ type run struct {
 	// act is false when the run started outside every window (and windows are not ignored):
 	// the run then only observes and reports.
 	act bool
+	// handOff, when set, says which disruption made by another tool this run's failover is
+	// for (Executor.HandOff): windows do not apply, and the failover's Event is ReasonHandOff.
+	handOff string
 }
 
 func (e *Executor) newRun(ctx context.Context) *run {
@@ -191,6 +194,8 @@ func (cr *clusterRun) runCluster(ctx context.Context) (rep report.ClusterRun, _ 
 	if err != nil {
 		err = fmt.Errorf("observe: %w", err)
 		stop(report.StoppedObserve, err.Error(), err)
+	} else if c, err = cr.reintroduced(ctx, c, &rep); err != nil {
+		stop(report.StepRejoin, err.Error(), err)
 	} else {
 		c = cr.moves(ctx, c, &rep, stop)
 	}
@@ -225,6 +230,21 @@ func (cr *clusterRun) runCluster(ctx context.Context) (rep report.ClusterRun, _ 
 	report.RenderViolations(cr.out, rep.After)
 	report.RenderHealth(cr.out, &rep.Health)
 	return rep, firstErr
+}
+
+// reintroduced re-introduces the nodes a stopped move left empty (reintroduceEmpty), records them
+// in rep and returns the cluster observed again after them (c when there were none).
+func (cr *clusterRun) reintroduced(ctx context.Context, c *policies.Cluster, rep *report.ClusterRun) (*policies.Cluster, error) {
+	lines, err := cr.reintroduceEmpty(ctx, c)
+	rep.Reintroduced = lines
+	if err != nil || len(lines) == 0 {
+		return c, err
+	}
+	after, err := cr.observe(ctx)
+	if after == nil {
+		return c, fmt.Errorf("observe after the re-introduction: %w", err)
+	}
+	return after, nil
 }
 
 // offTrackLimit is how many times the scheduler may undo a move's progress (OffTrack) before a

@@ -30,6 +30,10 @@ const (
 	// ReasonFailover (Normal, on the old master's pod): the master was failed over to an
 	// in-sync replica and the switch verified, before its eviction.
 	ReasonFailover = "RedisFailover"
+	// ReasonHandOff (Normal, on the old master's pod): the master was failed over to an in-sync
+	// replica on a node that stays, and the switch verified, before a disruption another tool
+	// makes (a drain, an eviction the guard held): Executor.HandOff.
+	ReasonHandOff = "RedisHandOff"
 	// ReasonFailoverRefused (Warning, on the master's pod): Redis refused the failover; the pod
 	// was not evicted.
 	ReasonFailoverRefused = "RedisFailoverRefused"
@@ -50,13 +54,22 @@ const (
 	// graceful stop or a dry run.
 	ReasonClusterNotFixed = "RedisClusterNotFixed"
 
+	// ReasonClaimsReleased (Normal, on the pod): after its eviction, the pod's claims were
+	// deleted so that it can come back in another zone; it resyncs in full from its master.
+	ReasonClaimsReleased = "RedisClaimsReleased"
+	// ReasonClaimsKept (Warning, on the pod): a move that was to release the pod's claims kept
+	// them (its shard's master not healthy, another claim of the shard in flight, the pod gone
+	// too soon); the pod comes back where its volumes are.
+	ReasonClaimsKept = "RedisClaimsKept"
+
 	// EvictionStrategy is the StrategyName given to the PodEvictor: the reason of its eviction
 	// event, as a descheduler plugin's name is.
 	EvictionStrategy = "RedisRebalance"
 
-	// ActionFailover and ActionRebalance are the events' actions.
+	// ActionFailover, ActionRebalance and ActionRelease are the events' actions.
 	ActionFailover  = "Failover"
 	ActionRebalance = "Rebalance"
+	ActionRelease   = "ReleaseClaims"
 )
 
 // noteLimit is the API server's limit on an event's note (characters).

@@ -29,6 +29,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,16 +65,13 @@ const (
 	DefaultRecreateTimeout = v1alpha1.DefaultRecreateTimeout
 	// DefaultRejoinTimeout is Config.RejoinTimeout.
 	DefaultRejoinTimeout = v1alpha1.DefaultRejoinTimeout
+	// DefaultFullSyncTimeout is Config.FullSyncTimeout.
+	DefaultFullSyncTimeout = v1alpha1.DefaultFullSyncTimeout
 	// DefaultRequestTimeout is Config.RequestTimeout.
 	DefaultRequestTimeout = v1alpha1.DefaultRequestTimeout
 	// DefaultPollInterval is Config.PollInterval.
 	DefaultPollInterval = 500 * time.Millisecond
 )
-
-// ErrReleaseReplicaClaims is returned by New when Config.Policy.ReleaseReplicaClaims is set: the
-// planner would then plan moves that need a replica's PersistentVolumeClaim released, and the
-// Executor does not release claims.
-var ErrReleaseReplicaClaims = errors.New("releasing replica claims is not supported: the executor never deletes a PersistentVolumeClaim")
 
 // Redis is what the executor asks of Redis; *redisctl.Client implements it (see its methods for
 // the meaning of each).
@@ -94,6 +92,9 @@ type Redis interface {
 	Do(ctx context.Context, addr string, args ...interface{}) (interface{}, error)
 	// WaitRejoin waits until a re-created pod's node is an in-sync replica again.
 	WaitRejoin(ctx context.Context, addr, masterID string, timeout time.Duration, progress func(string)) error
+	// Reintroduce makes a pod's node that came back empty (its claims released) a replica of
+	// its shard's master again, and the cluster forget the node it replaces.
+	Reintroduce(ctx context.Context, addr, oldID, masterID string, addrs []string, timeout time.Duration, progress func(string)) (string, error)
 }
 
 // Config configures an Executor. Client and Redis are required.
@@ -105,8 +106,9 @@ type Config struct {
 	// Selection picks the Redis clusters (the zero value: all); its namespace ("" = all) also
 	// limits what is read from the API server.
 	Selection observe.Selection
-	// Policy tunes the rules (cluster label, relaxed limits, ...). ReleaseReplicaClaims must be
-	// false (ErrReleaseReplicaClaims).
+	// Policy tunes the rules (cluster label, relaxed limits, ...). With ReleaseReplicaClaims, a
+	// move the plan says releases a pod's claims deletes them once the pod's eviction is accepted
+	// (steps_release.go).
 	Policy policies.Options
 	// Plan bounds the planner's search.
 	Plan plan.Options
@@ -146,6 +148,10 @@ type Config struct {
 	// RejoinTimeout bounds the wait for the re-created pod's Redis node to be back as an in-sync
 	// replica (DefaultRejoinTimeout when 0).
 	RejoinTimeout time.Duration
+	// FullSyncTimeout bounds the same wait for a pod whose claims the move released: its node
+	// comes back empty, is re-introduced and copies its master's whole dataset
+	// (DefaultFullSyncTimeout when 0).
+	FullSyncTimeout time.Duration
 	// RequestTimeout bounds each step that has no timeout of its own: the placeability check's
 	// reads, the dry run, the role check, the eviction request, the re-observation's reads
 	// (DefaultRequestTimeout when 0).
@@ -197,9 +203,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Client == nil || c.Redis == nil {
 		return c, errors.New("execute: a Kubernetes client and a Redis client are required")
 	}
-	if c.Policy.ReleaseReplicaClaims {
-		return c, fmt.Errorf("execute: %w", ErrReleaseReplicaClaims)
-	}
 	if c.MaxMoves < 0 || c.MaxParallelClusters < 0 {
 		return c, fmt.Errorf("execute: max moves and max parallel clusters must not be negative, got %d and %d", c.MaxMoves, c.MaxParallelClusters)
 	}
@@ -220,6 +223,7 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.HealthTimeout, DefaultHealthTimeout)
 	setDefault(&c.RecreateTimeout, DefaultRecreateTimeout)
 	setDefault(&c.RejoinTimeout, DefaultRejoinTimeout)
+	setDefault(&c.FullSyncTimeout, DefaultFullSyncTimeout)
 	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
 	setDefault(&c.PollInterval, DefaultPollInterval)
 	if c.Out == nil {
@@ -245,11 +249,36 @@ func (c Config) withDefaults() (Config, error) {
 type Executor struct {
 	cfg     Config
 	windows *window.Schedule
+	// locks keeps one disruption in flight per Redis cluster across Run and HandOff: each move
+	// holds its cluster's lock from its first step to its last.
+	locks keyedMutex
+}
+
+// keyedMutex is a mutex per key (a Redis cluster's "namespace/name"), made on first use.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+// lock locks key's mutex and returns its unlock.
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*sync.Mutex{}
+	}
+	l, ok := k.m[key]
+	if !ok {
+		l = &sync.Mutex{}
+		k.m[key] = l
+	}
+	k.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // New returns an Executor for cfg, defaults filled. It fails when a required field is missing,
-// MaxMoves or MaxParallelClusters is negative, a maintenance window does not validate
-// (window.Validate), or Policy.ReleaseReplicaClaims is set (ErrReleaseReplicaClaims).
+// MaxMoves or MaxParallelClusters is negative, or a maintenance window does not validate
+// (window.Validate).
 func New(cfg Config) (*Executor, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -265,7 +294,8 @@ func New(cfg Config) (*Executor, error) {
 // MoveBound returns the longest one eviction move may take with the Executor's timeouts: the
 // sum of its steps' bounds (each wait's timeout; RequestTimeout for a step without one). With
 // v1alpha1.StepEstimateBound, such a move starts only when the open window has this much time
-// left (a failover step of a plan, which moves no pod, has fewer steps and needs less).
+// left (a failover step of a plan, which moves no pod, has fewer steps and needs less; a move
+// that releases claims has one more, and waits FullSyncTimeout instead of RejoinTimeout).
 func (e *Executor) MoveBound() time.Duration {
 	cr := &clusterRun{run: &run{Executor: e}}
 	var sum time.Duration
@@ -273,6 +303,36 @@ func (e *Executor) MoveBound() time.Duration {
 		sum += s.bound
 	}
 	return sum
+}
+
+// HandOff fails one master of cluster c over before a disruption another tool makes (why says
+// which: "node n1 is being emptied (cordoned)", "the guard held the eviction of pod x"): mv is a
+// plan.KindFailover move naming the master (Member) and the in-sync replica that takes over
+// (FailoverTo, To), as a plan's failover step does, and it is carried out by the same steps:
+// health gate → failover to the named replica, verified → client drain → re-observe. Maintenance
+// windows do not apply (the disruption comes whatever they say); the failover's Event is
+// ReasonHandOff. It never evicts. It returns the move as it happened (its Outcome says whether
+// every step continued), the cluster observed at its end (nil unless every step continued), and
+// the error of a step that aborted.
+func (e *Executor) HandOff(ctx context.Context, c *policies.Cluster, mv plan.Move, why string) (report.MoveResult, *policies.Cluster, error) {
+	switch {
+	case mv.Kind != plan.KindFailover:
+		return report.MoveResult{}, nil, fmt.Errorf("execute: a hand-off is a failover move, got %q", mv.Kind)
+	case e.cfg.DryRun:
+		return report.MoveResult{}, nil, errors.New("execute: a dry run hands nothing off")
+	}
+	rn := &run{Executor: e, budget: newBudget(e.cfg), estimates: newEstimates(e.windows.StepEstimate()), act: true, handOff: why}
+	if !e.cfg.DryRun {
+		rn.events = newRecording(e.cfg.Client, e.cfg.Recorder)
+	}
+	defer rn.close()
+	cr := &clusterRun{run: rn, key: c.Key(), out: e.cfg.Out}
+	cr.printf("\nhand-off (%s): %s\n", why, report.MoveText(mv))
+	mr, after, res := cr.move(ctx, c, plan.Plan{Moves: []plan.Move{mv}, Failovers: 1})
+	if res.outcome == report.OutcomeAbort {
+		return mr, nil, fmt.Errorf("execute: hand-off of %s: %w", mv.Pod, res.err)
+	}
+	return mr, after, nil
 }
 
 // Run examines every selected Redis cluster and moves pods until each complies, a step skips (a

@@ -53,11 +53,7 @@ func TestNew(t *testing.T) {
 		{name: "negative MaxMoves → error", cfg: Config{Client: client, Redis: rc, MaxMoves: -1}, wantErr: errAny},
 		{name: "negative MaxParallelClusters → error", cfg: Config{Client: client, Redis: rc, MaxParallelClusters: -1}, wantErr: errAny},
 		{name: "a window that does not parse → error", cfg: Config{Client: client, Redis: rc, Window: window.Config{Windows: []window.Window{{Schedule: "nightly"}}}}, wantErr: errAny},
-		{
-			name:    "ReleaseReplicaClaims → refused: the executor never releases a claim",
-			cfg:     Config{Client: client, Redis: rc, Policy: policies.Options{ReleaseReplicaClaims: true}},
-			wantErr: ErrReleaseReplicaClaims,
-		},
+		{name: "ReleaseReplicaClaims → accepted: a move may release a replica's claims", cfg: Config{Client: client, Redis: rc, Policy: policies.Options{ReleaseReplicaClaims: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := New(tc.cfg)
@@ -67,7 +63,7 @@ func TestNew(t *testing.T) {
 			case tc.wantErr == nil:
 				c := e.cfg
 				if c.MaxMoves != DefaultMaxMoves || c.MaxParallelClusters != DefaultMaxParallelClusters || c.FailoverTimeout != DefaultFailoverTimeout ||
-					c.HealthTimeout != DefaultHealthTimeout || c.RecreateTimeout != DefaultRecreateTimeout || c.RejoinTimeout != DefaultRejoinTimeout ||
+					c.HealthTimeout != DefaultHealthTimeout || c.RecreateTimeout != DefaultRecreateTimeout || c.RejoinTimeout != DefaultRejoinTimeout || c.FullSyncTimeout != DefaultFullSyncTimeout ||
 					c.DrainQuiet != DefaultDrainQuiet || c.DrainTimeout != DefaultDrainTimeout || c.RequestTimeout != DefaultRequestTimeout ||
 					c.PollInterval != DefaultPollInterval || c.Out == nil || c.Clock == nil || !e.windows.Always() {
 					t.Errorf("defaults not filled: %+v", c)
@@ -331,6 +327,16 @@ func TestMoveBranches(t *testing.T) {
 			},
 			lastStep: report.StepEvict, outcome: report.OutcomeSkip, failovers: 1,
 			reason: `PodDisruptionBudget refused the eviction of redis-s3-0: error when evicting pod (ignoring) "redis-s3-0"`,
+		},
+		{
+			name: "the eviction guard's 429 at the eviction after the failover → skip at evict, the guard named; failed over, not evicted",
+			setup: func(tb *testbed) {
+				tb.onEviction = func(_ *policyv1.Eviction, dryRun bool) (bool, error) {
+					return !dryRun, apierrors.NewTooManyRequests(`admission webhook "evictions.guard.rebalancer.redis.io" denied the request: redis-rebalancer guard: ShardExposed: pod redis/redis-s3-0 is the last in-sync replica`, 0)
+				}
+			},
+			lastStep: report.StepEvict, outcome: report.OutcomeSkip, failovers: 1,
+			reason: `the eviction guard refused the eviction of redis-s3-0: error when evicting pod (ignoring) "redis-s3-0"`,
 		},
 		{
 			name: "the named replica is not in sync → failover refused by Redis's pre-check, skip; nothing disrupted",

@@ -233,6 +233,11 @@ type fakeRedis struct {
 	failover func(replicaAddr string) error
 	role     func(addr string) (interface{}, error)
 	rejoin   func(addr string) error
+	// topo, when set, is the topology Topology returns.
+	topo func() *redisctl.Topology
+	// info, when set, answers CLUSTER INFO (section "cluster") and INFO <section> first: ok false
+	// leaves the answer to the default.
+	info func(addr, section string) (answer string, ok bool)
 }
 
 type fakeNode struct {
@@ -289,6 +294,9 @@ func (r *fakeRedis) Topology(_ context.Context, addrs []string) (*redisctl.Topol
 	defer r.mu.Unlock()
 	if r.down != nil {
 		return nil, fmt.Errorf("redisctl: topology: no node answered: %s: cluster nodes: %w", addrs[0], r.down)
+	}
+	if r.topo != nil {
+		return r.topo(), nil
 	}
 	return r.topology(), nil
 }
@@ -371,9 +379,30 @@ func (r *fakeRedis) WaitClientsDrained(context.Context, string, time.Duration, t
 func (r *fakeRedis) Do(_ context.Context, addr string, args ...interface{}) (interface{}, error) {
 	r.mu.Lock()
 	r.record("%v %s", args[0], addr)
-	hook := r.role
+	hook, info := r.role, r.info
 	n := r.nodes[addr]
 	r.mu.Unlock()
+	if info != nil && len(args) >= 2 {
+		section := ""
+		switch {
+		case fmt.Sprint(args[0]) == "INFO":
+			section = fmt.Sprint(args[1])
+		case fmt.Sprint(args[0]) == "CLUSTER" && fmt.Sprint(args[1]) == "INFO":
+			section = "cluster"
+		}
+		if answer, ok := info(addr, section); section != "" && ok {
+			return answer, nil
+		}
+	}
+	switch {
+	case len(args) >= 2 && fmt.Sprint(args[0]) == "CLUSTER" && fmt.Sprint(args[1]) == "INFO":
+		return "cluster_state:ok\r\n", nil
+	case len(args) >= 2 && fmt.Sprint(args[0]) == "INFO":
+		if n.masterAddr == "" {
+			return "role:master\r\nconnected_slaves:1\r\n", nil
+		}
+		return "role:slave\r\nmaster_link_status:up\r\n", nil
+	}
 	if hook != nil {
 		return hook(addr)
 	}
@@ -381,6 +410,17 @@ func (r *fakeRedis) Do(_ context.Context, addr string, args ...interface{}) (int
 		return []interface{}{"master", int64(0), []interface{}{}}, nil
 	}
 	return []interface{}{"slave", "10.0.0.0", int64(redisPort), "connected", int64(0)}, nil
+}
+
+// Reintroduce records the call; the node keeps its ID (the fake Redis keeps a node per address).
+func (r *fakeRedis) Reintroduce(_ context.Context, addr, oldID, masterID string, _ []string, _ time.Duration, _ func(string)) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.record("reintroduce %s in place of %s, replica of %s", addr, oldID, masterID)
+	if n := r.nodes[addr]; n != nil {
+		return n.id, nil
+	}
+	return oldID, nil
 }
 
 func (r *fakeRedis) WaitRejoin(_ context.Context, addr, _ string, _ time.Duration, _ func(string)) error {

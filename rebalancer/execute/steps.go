@@ -3,9 +3,11 @@ package execute
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
@@ -15,8 +17,9 @@ import (
 
 // The steps of a move, in the order steps() lists them, and what they
 // share: the step funcs are in steps_gate.go (window, health gate, placeability, PDB dry run),
-// steps_failover.go (failover, client drain, role check) and steps_evict.go (eviction,
-// re-creation, rejoin, re-observe); move.go runs them. Each reason starts with what said no
+// steps_failover.go (failover, client drain, role check), steps_evict.go (eviction,
+// re-creation, rejoin, re-observe) and steps_release.go (the claims' release after the eviction,
+// and the re-introduction of the pod's node that comes back empty); move.go runs them. Each reason starts with what said no
 // ("health gate: ...", "PodDisruptionBudget forbids ...", "failover refused: ..."), so that its
 // first words tell an operator where the move stopped.
 
@@ -37,9 +40,15 @@ type step struct {
 
 // steps returns the steps of a planned move, in order, with their bounds: an eviction's, or a
 // failover step's (MasterQuorum), which are the eviction's steps that move no pod (failoverStep),
-// with the same bounds and the same waits.
+// with the same bounds and the same waits. An eviction that releases the pod's claims
+// (plan.Move.ReleaseClaims) has the release step after the eviction, and its rejoin waits for a
+// full sync (FullSyncTimeout).
 func (cr *clusterRun) steps(mv plan.Move) []step {
 	c := cr.cfg
+	rejoin := c.RejoinTimeout
+	if len(mv.ReleaseClaims) > 0 {
+		rejoin = c.FullSyncTimeout
+	}
 	all := []step{
 		{name: report.StepWindow, run: cr.windowStep},
 		{name: report.StepHealthGate, bound: c.HealthTimeout, wait: true, run: cr.healthGate},
@@ -49,11 +58,15 @@ func (cr *clusterRun) steps(mv plan.Move) []step {
 		{name: report.StepDrain, bound: c.DrainTimeout, wait: true, run: cr.drain},
 		{name: report.StepRoleCheck, bound: c.RequestTimeout, deadline: true, run: cr.roleCheck},
 		{name: report.StepEvict, bound: c.RequestTimeout, deadline: true, run: cr.evict},
+		{name: report.StepRelease, bound: c.RequestTimeout, deadline: true, run: cr.release},
 		{name: report.StepRecreate, bound: c.RecreateTimeout, wait: true, run: cr.recreate},
-		{name: report.StepRejoin, bound: c.RejoinTimeout, wait: true, run: cr.rejoin},
+		{name: report.StepRejoin, bound: rejoin, wait: true, run: cr.rejoin},
 		{name: report.StepReobserve, bound: c.RequestTimeout + c.HealthTimeout, wait: true, run: cr.reobserve},
 	}
 	if mv.Kind != plan.KindFailover {
+		if len(mv.ReleaseClaims) == 0 {
+			all = slices.DeleteFunc(all, func(s step) bool { return s.name == report.StepRelease })
+		}
 		return all
 	}
 	var fo []step
@@ -87,8 +100,11 @@ type moveRun struct {
 	// health is the health gate's verdict (its Redis topology gives the pod's role).
 	health observe.Health
 	// masterID is the master the re-created pod must replicate (its shard's master after the
-	// failover).
-	masterID string
+	// failover); nodeID the pod's own Redis node ID before the move.
+	masterID, nodeID string
+	// released maps each claim the release step deleted to its UID (the re-created claim has
+	// another one).
+	released map[string]types.UID
 	// release gives back the eviction reserved against the run's limits, unless it was made.
 	release func()
 	// recreated is the pod the StatefulSet re-created; after the cluster observed at the end.

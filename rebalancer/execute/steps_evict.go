@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/descheduler/pkg/descheduler/evictions"
 
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
@@ -49,6 +50,9 @@ func (cr *clusterRun) evict(ctx context.Context, m *moveRun) result {
 		r := skip("eviction limit: %v", err)
 		r.stoppedBy = report.StoppedEvictionLimit
 		return r
+	case strings.HasPrefix(err.Error(), evictionRefusedPrefix) && strings.Contains(err.Error(), guard.MessagePrefix):
+		cr.cfg.Observer.Eviction(cr.key, EvictionRefused)
+		return skip("the eviction guard refused the eviction of %s: %v", m.pod.Name, err)
 	case strings.HasPrefix(err.Error(), evictionRefusedPrefix):
 		cr.cfg.Observer.Eviction(cr.key, EvictionRefused)
 		return skip("PodDisruptionBudget refused the eviction of %s: %v", m.pod.Name, err)
@@ -58,11 +62,16 @@ func (cr *clusterRun) evict(ctx context.Context, m *moveRun) result {
 }
 
 // recreate is the first half of the pod's return: wait until the pod exists again with another UID,
-// is scheduled, Running and Ready. A pod the plan lets wait Pending is not waited for: once
-// re-created and still unscheduled, the step continues (the next move frees its room).
+// is scheduled, Running and Ready, and, when the move released its claims, until they are
+// re-created and bound (in the zone the scheduler picked). A pod the plan lets wait Pending is not
+// waited for: once re-created and still unscheduled, the step continues (the next move frees its
+// room). A pod re-created with a released claim still in use (the StatefulSet was faster than the
+// release) aborts: it runs with its old data where its volume is, and the claim goes once it
+// stops.
 func (cr *clusterRun) recreate(ctx context.Context, m *moveRun) result {
 	old := m.pod
 	var got *corev1.Pod
+	raced := false
 	status, err := poll(ctx, cr.cfg.PollInterval, cr.cfg.RecreateTimeout, nil, func(s string) {
 		cr.printf("    … %s: %s\n", old.Name, s)
 	}, func(ctx context.Context) (bool, string) {
@@ -78,12 +87,28 @@ func (cr *clusterRun) recreate(ctx context.Context, m *moveRun) result {
 			got = p
 			return true, ""
 		case p.Spec.NodeName == "":
+			status := "re-created, not scheduled yet"
 			if why := observe.UnschedulableMessage(p); why != "" {
-				return false, "re-created, not scheduled yet: " + why
+				status += ": " + why
 			}
-			return false, "re-created, not scheduled yet"
+			if len(m.released) > 0 {
+				if _, why, _ := cr.claimsBack(ctx, m); why != "" {
+					status += "; " + why
+				}
+			}
+			return false, status
 		case !observe.PodReady(p):
 			return false, fmt.Sprintf("scheduled on %s, %s, not Ready yet", p.Spec.NodeName, p.Status.Phase)
+		case len(m.released) > 0:
+			vols, why, stale := cr.claimsBack(ctx, m)
+			if stale {
+				got, raced = p, true
+				return true, ""
+			}
+			if why != "" {
+				return false, fmt.Sprintf("scheduled on %s, Ready; %s", p.Spec.NodeName, why)
+			}
+			m.rep.Volumes = vols
 		}
 		got = p
 		return true, ""
@@ -99,9 +124,15 @@ func (cr *clusterRun) recreate(ctx context.Context, m *moveRun) result {
 		return proceed("%s re-created and Pending, as the plan says: the next move frees its room", got.Name)
 	}
 	m.rep.To = got.Spec.NodeName
+	if raced {
+		return abort(fmt.Errorf("re-creation: %s was re-created on %s before its claims %s were released: it runs with its old data where its volumes are, and the claims go once it stops (it then comes back empty, and a later run re-introduces it)", got.Name, got.Spec.NodeName, strings.Join(m.rep.ReleasedClaims, ", ")))
+	}
 	track := "as planned"
 	if m.rep.To != m.mv.Expected {
 		track = "the plan expected " + m.mv.Expected
+	}
+	if len(m.rep.Volumes) > 0 {
+		return proceed("%s re-created on %s (%s), Ready; claim %s", got.Name, m.rep.To, track, volumesText(m.rep.Volumes))
 	}
 	return proceed("%s re-created on %s (%s), Ready", got.Name, m.rep.To, track)
 }
@@ -114,13 +145,32 @@ func (cr *clusterRun) rejoin(ctx context.Context, m *moveRun) result {
 		return proceed("%s waits Pending: it rejoins once a later move frees its room; its shard runs without it meanwhile", m.recreated.Name)
 	}
 	addr := cr.cfg.Redis.AddrOf(m.recreated.Status.PodIP)
-	err := cr.cfg.Redis.WaitRejoin(ctx, addr, m.masterID, cr.cfg.RejoinTimeout, func(s string) {
-		cr.printf("    … %s: %s\n", m.recreated.Name, s)
-	})
-	if err != nil {
+	progress := func(s string) { cr.printf("    … %s: %s\n", m.recreated.Name, s) }
+	timeout, full := cr.cfg.RejoinTimeout, ""
+	if len(m.rep.ReleasedClaims) > 0 {
+		// Its claims were released: its node came back empty, a new node. It replicates its
+		// shard's master again once re-introduced, after a full sync.
+		timeout = cr.cfg.FullSyncTimeout
+		start := cr.cfg.Clock.Now()
+		var addrs []string
+		for _, mem := range m.c.Members {
+			if mem.Pod.Name != m.pod.Name && mem.Pod.Status.PodIP != "" {
+				addrs = append(addrs, cr.cfg.Redis.AddrOf(mem.Pod.Status.PodIP))
+			}
+		}
+		id, err := cr.cfg.Redis.Reintroduce(ctx, addr, m.nodeID, m.masterID, addrs, timeout, progress)
+		if err != nil {
+			return abort(fmt.Errorf("rejoin: %w", err))
+		}
+		if id != m.nodeID {
+			full = fmt.Sprintf(" after a full sync (node %s in place of %s, forgotten)", short(id), short(m.nodeID))
+		}
+		timeout -= cr.cfg.Clock.Since(start)
+	}
+	if err := cr.cfg.Redis.WaitRejoin(ctx, addr, m.masterID, timeout, progress); err != nil {
 		return abort(fmt.Errorf("rejoin: %w", err))
 	}
-	return proceed("%s (%s) rejoined as an in-sync replica", m.recreated.Name, addr)
+	return proceed("%s (%s) rejoined as an in-sync replica%s", m.recreated.Name, addr, full)
 }
 
 // reobserve observes the cluster after the move (the next plan starts from it) and waits until

@@ -35,6 +35,7 @@ func (cr *clusterRun) failover(ctx context.Context, m *moveRun) result {
 	if !ok {
 		return skip("failover: pod %s (%s) is not in the Redis topology", m.pod.Name, m.addr)
 	}
+	m.nodeID = self.ID
 	if !self.IsMaster() {
 		if m.mv.Kind == plan.KindFailover {
 			return skip("failover: %s is no longer a master (roles changed since the plan); the next plan starts from Redis's roles", m.pod.Name)
@@ -55,14 +56,17 @@ func (cr *clusterRun) failover(ctx context.Context, m *moveRun) result {
 		return abort(fmt.Errorf("failover: %w", err))
 	}
 	cr.cfg.Observer.Failover(cr.key, FailoverSucceeded)
-	why := "before its eviction"
-	if m.mv.Kind == plan.KindFailover {
+	why, reason := "before its eviction", ReasonFailover
+	switch {
+	case cr.handOff != "":
+		why, reason = "before a disruption another tool makes: "+cr.handOff, ReasonHandOff
+	case m.mv.Kind == plan.KindFailover:
 		why = "so that no node or zone holds half of the masters (MasterQuorum); no pod moves"
 		if _, drain := cr.cfg.Goal.(HandOff); drain {
 			why = "before a drain: " + m.mv.Reason + "; no pod moves"
 		}
 	}
-	cr.events.pod(m.pod, corev1.EventTypeNormal, ReasonFailover, ActionFailover, "master %s failed over to its in-sync replica %s (verified in %.3fs) %s", fo.OldMaster, fo.NewMaster, fo.Seconds, why)
+	cr.events.pod(m.pod, corev1.EventTypeNormal, reason, ActionFailover, "master %s failed over to its in-sync replica %s (verified in %.3fs) %s", fo.OldMaster, fo.NewMaster, fo.Seconds, why)
 	m.rep.Failover = fo
 	m.masterID = newMasterID
 	return proceed("verified in %s: %s is master, %s its replica", time.Duration(fo.Seconds*float64(time.Second)).Round(time.Millisecond), fo.NewMaster, fo.OldMaster)

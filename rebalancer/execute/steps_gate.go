@@ -3,6 +3,7 @@ package execute
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
@@ -29,6 +31,8 @@ func (cr *clusterRun) windowStep(_ context.Context, m *moveRun) result {
 // window opens or how much time is left against how much the steps need.
 func (cr *clusterRun) windowCheck(m *moveRun, from int, what string) result {
 	switch {
+	case cr.handOff != "":
+		return proceed("a hand-off before a disruption another tool makes (%s): maintenance windows do not apply", cr.handOff)
 	case cr.windows.Always():
 		return proceed("no maintenance window configured")
 	case cr.cfg.IgnoreWindows:
@@ -61,7 +65,9 @@ func (cr *clusterRun) healthGate(ctx context.Context, m *moveRun) result {
 
 // placeable observes the cluster afresh and checks that the pod, re-created from its template,
 // passes the filter on at least one node now (a node cordoned since the plan, for instance,
-// would leave it Pending and its shard without a replica).
+// would leave it Pending and its shard without a replica): on a node its volumes allow when it
+// keeps its claims, on any when the move releases them, which it checks may still be (the
+// claims still releasable, no other claim of the shard in flight).
 func (cr *clusterRun) placeable(ctx context.Context, m *moveRun) result {
 	model, err := observe.LiveFrom(ctx, cr.cfg.Source, cr.cfg.Policy, observe.Selection{Namespace: m.c.Namespace})
 	if err != nil {
@@ -85,7 +91,31 @@ func (cr *clusterRun) placeable(ctx context.Context, m *moveRun) result {
 		return skip("placeability: pod %s changed since it was planned (gone, re-created or terminating)", m.pod.Name)
 	}
 	m.pod = fresh.Members[i].Pod
+	// The roles are Redis's, as the cluster was last observed: whether the pod's claims may be
+	// released depends on them (a master is failed over first).
+	if k := slices.IndexFunc(m.c.Members, func(mem *policies.Member) bool { return mem.Pod.Name == m.pod.Name }); k >= 0 {
+		fresh.Members[i].Role, fresh.Members[i].EmptyMaster = m.c.Members[k].Role, m.c.Members[k].EmptyMaster
+	}
 	cands := fresh.Candidates(fresh.Current(), i)
+	release := ""
+	switch {
+	case len(m.mv.ReleaseClaims) > 0:
+		if got := fresh.ReleasableClaims(i); !sameSet(got, m.mv.ReleaseClaims) {
+			why := fresh.ClaimsKept(i)
+			if why == "" {
+				why = fmt.Sprintf("its releasable claims are %v", got)
+			}
+			return skip("placeability: the plan releases claims %s of %s, which may not be released now: %s", strings.Join(m.mv.ReleaseClaims, ", "), m.pod.Name, why)
+		}
+		if why := cr.shardSettled(ctx, m); why != "" {
+			return skip("placeability: %s", why)
+		}
+		release = fmt.Sprintf(" (its claims %s released: any zone)", strings.Join(m.mv.ReleaseClaims, ", "))
+	case fresh.ClaimsReleasable(i):
+		// It keeps its claims: only the nodes their volumes allow.
+		cands = slices.DeleteFunc(cands, func(n int) bool { return !fresh.VolumesAllow(i, n) })
+		release = " (it keeps its claims: its volumes' nodes)"
+	}
 	if len(cands) == 0 && m.mv.WaitsPending {
 		return proceed("re-created from its template now, %s fits no node, as the plan says: it waits Pending until a later move frees room (%s)", m.pod.Name, fresh.Explain(fresh.Current(), i).Summary())
 	}
@@ -96,7 +126,12 @@ func (cr *clusterRun) placeable(ctx context.Context, m *moveRun) result {
 	for k, n := range cands {
 		names[k] = model.Nodes[n].Name
 	}
-	return proceed("re-created from its template now, %s fits %s", m.pod.Name, strings.Join(names, ", "))
+	return proceed("re-created from its template now, %s fits %s%s", m.pod.Name, strings.Join(names, ", "), release)
+}
+
+// sameSet reports whether a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(s string) bool { return !slices.Contains(b, s) })
 }
 
 // pdbDryRun is the PodDisruptionBudget check, with the run's eviction limits: it reserves the
@@ -120,6 +155,10 @@ func (cr *clusterRun) pdbDryRun(ctx context.Context, m *moveRun) result {
 	switch {
 	case err == nil:
 		return proceed("eviction dry run accepted: the PodDisruptionBudget allows it")
+	case apierrors.IsTooManyRequests(err) && guard.Denied(err.Error(), guard.ReasonMaster):
+		// The eviction guard holds a master's eviction until its failover, which comes next;
+		// it answers before the PodDisruptionBudget is asked, so the eviction itself asks it.
+		return proceed("the eviction guard holds %s's eviction while it is a master (the failover comes next); the PodDisruptionBudget is asked at the eviction", pod.Name)
 	case apierrors.IsTooManyRequests(err):
 		return skip("PodDisruptionBudget forbids evicting %s now: %v", pod.Name, err)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):

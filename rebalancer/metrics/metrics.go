@@ -3,13 +3,14 @@
 // the executor tells it each step, failover, eviction, move and cluster as they happen; serve
 // tells it each pass's end (RunDone) and whether it leads (SetLeader).
 //
-// It imports execute (the Observer's result types), report and policies; only cmd/redis-rebalancer/app
-// imports it.
+// It imports execute (the Observer's result types), guard and handoff (their observers), report
+// and policies; only cmd/redis-rebalancer/app imports it.
 package metrics
 
 import (
 	"net/http"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/handoff"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
 
@@ -43,9 +46,22 @@ type Metrics struct {
 	lastDuration prometheus.Gauge
 	lastOutcome  *prometheus.GaugeVec
 	leader       prometheus.Gauge
+
+	guardReviews       *prometheus.CounterVec
+	guardReviewSeconds prometheus.Histogram
+	guardHoldsExpired  prometheus.Counter
+	handOffs           *prometheus.CounterVec
 }
 
-var _ execute.Observer = (*Metrics)(nil)
+var (
+	_ execute.Observer = (*Metrics)(nil)
+	_ guard.Observer   = (*Metrics)(nil)
+	_ handoff.Observer = (*Metrics)(nil)
+)
+
+// ReviewBuckets are the eviction guard's answer-duration histogram's buckets (seconds): an answer
+// from the cache takes a millisecond or less, one with its Redis read a few.
+var ReviewBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}
 
 // New returns the metrics, registered; version is the build_info metric's version label.
 func New(version string) *Metrics {
@@ -93,6 +109,23 @@ func New(version string) *Metrics {
 			Help: "1 while this process holds the leader election's Lease (only the leader acts), else 0.",
 		}),
 	}
+	m.guardReviews = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "guard_reviews_total",
+		Help: "Evictions the eviction guard answered, by verdict (allowed, denied), reason (MasterServingSlots, ShardExposed, HandOffNeedsReplica, RoleUnknown, ReplicaCovered, NotServing, NodeNotReady, HoldExpired, NotGuarded) and dry_run (true, false).",
+	}, []string{"verdict", "reason", "dry_run"})
+	m.guardReviewSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "guard_review_duration_seconds",
+		Help:    "How long the eviction guard took to answer a review, its Redis read included.",
+		Buckets: ReviewBuckets,
+	})
+	m.guardHoldsExpired = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "guard_holds_expired_total",
+		Help: "Evictions admitted because the guard had held them longer than guard.maxHold, without a hand-off (each with a Warning Event RedisEvictionHoldExpired).",
+	})
+	m.handOffs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "handoffs_total",
+		Help: "Hand-offs of a master leaving (on a node being emptied, or held by the guard) tried by the leader, by result: done (failed over, verified), skipped (a safety check said no; retried), aborted (a step failed; retried), infeasible (no replica on a node that stays).",
+	}, []string{"result"})
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "build_info",
 		Help: "Always 1; the labels give the version and the Go version it was built with.",
@@ -100,6 +133,7 @@ func New(version string) *Metrics {
 	buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 	m.registry.MustRegister(m.violations, m.moves, m.failovers, m.evictions, m.stepSeconds, m.runs,
 		m.lastRun, m.lastDuration, m.lastOutcome, m.leader, buildInfo,
+		m.guardReviews, m.guardReviewSeconds, m.guardHoldsExpired, m.handOffs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range report.Outcomes {
 		m.lastOutcome.WithLabelValues(string(o)).Set(0)
@@ -188,4 +222,22 @@ func (m *Metrics) SetLeader(leading bool) {
 		v = 1
 	}
 	m.leader.Set(v)
+}
+
+// Review counts one answer of the eviction guard and observes its duration (guard.Observer).
+func (m *Metrics) Review(reason guard.Reason, allowed, dryRun bool, took time.Duration) {
+	verdict := "denied"
+	if allowed {
+		verdict = "allowed"
+	}
+	m.guardReviews.WithLabelValues(verdict, string(reason), strconv.FormatBool(dryRun)).Inc()
+	m.guardReviewSeconds.Observe(took.Seconds())
+	if reason == guard.ReasonHoldExpired && !dryRun {
+		m.guardHoldsExpired.Inc()
+	}
+}
+
+// HandOff counts one hand-off attempt by result (handoff.Observer).
+func (m *Metrics) HandOff(result string) {
+	m.handOffs.WithLabelValues(result).Inc()
 }

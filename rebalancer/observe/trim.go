@@ -39,7 +39,8 @@ import (
 //     allocatable is missing); the Ready condition's status and reason (no times: a heartbeat
 //     changes nothing kept);
 //   - StatefulSet: spec.replicas, selector and template (its labels, and its spec trimmed as a
-//     pod's); status.updateRevision and currentRevision;
+//     pod's), the names of its volumeClaimTemplates (the claims it re-creates, which a move may
+//     release); status.updateRevision and currentRevision;
 //   - PodDisruptionBudget: spec; status without conditions and disruptedPods;
 //   - PersistentVolumeClaim: spec.volumeName, storageClassName and accessModes
 //     (VolumeRestrictions' ReadWriteOncePod), status.phase;
@@ -394,6 +395,9 @@ func (t *trimmer) statefulSet(s *appsv1.StatefulSet) *appsv1.StatefulSet {
 	out.Spec.Selector = s.Spec.Selector.DeepCopy()
 	out.Spec.Template.Labels = t.labels(s.Spec.Template.Labels)
 	out.Spec.Template.Spec = t.podSpec(&s.Spec.Template.Spec)
+	for _, c := range s.Spec.VolumeClaimTemplates {
+		out.Spec.VolumeClaimTemplates = append(out.Spec.VolumeClaimTemplates, corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: c.Name}})
+	}
 	out.Status.UpdateRevision = s.Status.UpdateRevision
 	out.Status.CurrentRevision = s.Status.CurrentRevision
 	return out

@@ -352,11 +352,22 @@ func (pl *planner) moves(o outcome) []Move {
 				mv.Places = append(mv.Places, Placed{Pod: c.Members[p.member].Key(), Node: nodes[p.node].Name})
 			}
 		}
+		// Its claims are released when the node the plan places it on (now, or after waiting
+		// Pending) is one its volumes do not allow; otherwise it keeps them, and its candidates
+		// are the nodes they allow.
+		keep := false
+		if c.ClaimsReleasable(s.member) {
+			if at := finalNode(o.path[k:], s.member); at >= 0 && !c.VolumesAllow(s.member, at) {
+				mv.ReleaseClaims = c.ReleasableClaims(s.member)
+			} else {
+				keep = true
+			}
+		}
 		if s.to >= 0 {
 			st.Failover(s.member, s.to)
 		}
 		st.Set(s.member, -1)
-		v := pl.onTrack(o.path, k, expected)
+		v := pl.onTrack(o.path, k, expected, keep)
 		mv.Candidates = make([]Candidate, 0, v.count)
 		mv.CandidateNodes = make([]string, 0, v.count)
 		for n := range nodes {
@@ -416,12 +427,23 @@ type verdicts struct {
 	count    int
 }
 
+// finalNode returns the node the plan's steps path place member m on first (-1 when none does).
+func finalNode(path []step, m int) int {
+	for _, s := range path {
+		if n := placedIn(s, m); n >= 0 {
+			return n
+		}
+	}
+	return -1
+}
+
 // onTrack judges, for move k of path (its member evicted, not placed), every node: whether the
-// member passes the filter there and whether the rest of the plan then still reaches compliance
-// in the planned number of moves (the planned steps replayed, follows, else a bounded search,
-// reaches). Occupied nodes are judged one by one, free nodes once per class: a free node of the
-// expected node's class is on track as the expected node is.
-func (pl *planner) onTrack(path []step, k, expected int) verdicts {
+// member passes the filter there (with keep, also whether its volumes allow it: it keeps its
+// claims) and whether the rest of the plan then still reaches compliance in the planned number of
+// moves (the planned steps replayed, follows, else a bounded search, reaches). Occupied nodes are
+// judged one by one, free nodes once per class: a free node of the expected node's class is on
+// track as the expected node is.
+func (pl *planner) onTrack(path []step, k, expected int, keep bool) verdicts {
 	st := pl.st
 	m := path[k].member
 	among := pl.free(st.Occupied(nil))
@@ -458,6 +480,9 @@ func (pl *planner) onTrack(path []step, k, expected int) verdicts {
 		return offTrack
 	}
 	for _, n := range st.CandidatesIn(m, among, nil) {
+		if keep && !pl.c.VolumesAllow(m, n) {
+			continue
+		}
 		if st.NodeCount(n) > 0 {
 			v.occupied[n] = judge(n)
 			v.count++

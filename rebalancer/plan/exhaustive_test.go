@@ -345,6 +345,21 @@ func replay(c *policies.Cluster, p Plan, pending bool) error {
 				evictions++
 				cur[i] = -1
 				cands := c.Candidates(cur, i)
+				// A pod whose claims may be released releases them exactly when the node it ends on
+				// is one its volumes do not allow; keeping them, its candidates are the nodes they
+				// allow.
+				if end := nodeIndex(mv.Expected); !mv.WaitsPending {
+					release := c.ClaimsReleasable(i) && !c.VolumesAllow(i, end)
+					if got := len(mv.ReleaseClaims) > 0; got != release {
+						return fmt.Errorf("move %d: releases claims %v, want release %v (expected node %s)", k+1, mv.ReleaseClaims, release, mv.Expected)
+					}
+					if release && !slices.Equal(mv.ReleaseClaims, c.ReleasableClaims(i)) {
+						return fmt.Errorf("move %d: releases %v, the pod's releasable claims are %v", k+1, mv.ReleaseClaims, c.ReleasableClaims(i))
+					}
+				}
+				if c.ClaimsReleasable(i) && len(mv.ReleaseClaims) == 0 {
+					cands = slices.DeleteFunc(cands, func(n int) bool { return !c.VolumesAllow(i, n) })
+				}
 				if got, want := append([]string{}, mv.CandidateNodes...), names(cands); !slices.Equal(got, want) {
 					return fmt.Errorf("move %d: candidates %v, the filter allows %v", k+1, got, want)
 				}
@@ -476,29 +491,41 @@ func checkAgainstBruteForce(t *testing.T, c *policies.Cluster, limit int, what s
 }
 
 // TestPlanIsMinimal checks the planner in both models against the brute-force search on every
-// small case of the suite.
+// small case of the suite; the cases on zonal volumes also with their claims releasable (a
+// master of the README's drift then moves after a failover, its claim released).
 func TestPlanIsMinimal(t *testing.T) {
 	for _, c := range scenario.Suite() {
-		if c.N() > 10 || c.Name == "zonal-volumes" { // zonal-volumes: covered by TestExamples; too slow here
+		if c.N() > 10 {
 			continue
 		}
-		t.Run(c.Name, func(t *testing.T) {
-			snap, err := c.Snapshot()
-			if err != nil {
-				t.Fatal(err)
+		releases := []bool{false}
+		if c.Claims != nil {
+			releases = append(releases, true)
+		}
+		for _, release := range releases {
+			name := c.Name
+			if release {
+				name += "/release-replica-claims"
 			}
-			m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel, ClusterLabel: c.ClusterLabel()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.Layout != scenario.LayoutSeed {
-				m.Clusters[0].ApplyRedis(c.RedisNodes()) // shards and roles from Redis
-			}
-			checkAgainstBruteForce(t, m.Clusters[0], 3, c.Name)
-			if c.N() <= 6 {
-				checkGeneral(t, m.Clusters[0], 3, c.Name)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				snap, err := c.Snapshot()
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel, ClusterLabel: c.ClusterLabel(), ReleaseReplicaClaims: release})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Layout != scenario.LayoutSeed {
+					m.Clusters[0].ApplyRedis(c.RedisNodes()) // shards and roles from Redis
+				}
+				e, _, f := checkAgainstBruteForce(t, m.Clusters[0], 3, name)
+				t.Logf("%s: %d evictions, %d failover steps", name, e, f)
+				if c.N() <= 6 {
+					checkGeneral(t, m.Clusters[0], 3, name)
+				}
+			})
+		}
 	}
 }
 
@@ -527,15 +554,22 @@ type randomPlacement struct {
 	together      bool     // built with shards' pods together in one zone (Pending-step cases)
 	// masters: built with each shard's pods in two zones and the masters in zone-a where they
 	// can be (MasterQuorum cases); swapRoles lists the shards whose pod -1 is the master.
-	masters        bool
-	swapRoles      []int
-	relaxedSkew    bool // running pods carry an older, larger maxSkew
-	limit          int  // plans of at most limit moves
-	description    string
-	defaultMoves   int  // the brute force's answers, filled in by the test: evictions,
-	withPendingMov int  // evictions with Pending steps,
-	failovers      int  // and failover steps in the default model
-	general        bool // also checked against the general search (failovers anywhere)
+	masters   bool
+	swapRoles []int
+	// zonal: built with every pod's data on a PersistentVolume pinned to its zone (a
+	// volumeClaimTemplate), most masters in zone-a and their replicas elsewhere; release: with
+	// claims releasable (Options.ReleaseReplicaClaims), so that a master may move only after a
+	// failover, with its claim released. releasedMasters counts the default plan's evictions that
+	// fail a master over and release its claim.
+	zonal, release  bool
+	releasedMasters int
+	relaxedSkew     bool // running pods carry an older, larger maxSkew
+	limit           int  // plans of at most limit moves
+	description     string
+	defaultMoves    int  // the brute force's answers, filled in by the test: evictions,
+	withPendingMov  int  // evictions with Pending steps,
+	failovers       int  // and failover steps in the default model
+	general         bool // also checked against the general search (failovers anywhere)
 }
 
 // randomPlacements returns n random small placements: N 4–10 (2–5 shards of 2, or 3 of 3), 1–4
@@ -631,7 +665,46 @@ func randomPlacements(r *rand.Rand, n int) []*randomPlacement {
 			}
 		}
 		rp.sc = sc
-		rp.description = fmt.Sprintf("%s zones=%v placement=%v cordoned=%v tainted=%v runningMaxSkew=%v masters-1=%v", sc.Name, sc.Zones, sc.Placement, rp.cordon, rp.taint, sc.RunningMaxSkew, rp.swapRoles)
+		rp.description = fmt.Sprintf("%s zones=%v placement=%v cordoned=%v tainted=%v runningMaxSkew=%v masters-1=%v zonal=%v release=%v", sc.Name, sc.Zones, sc.Placement, rp.cordon, rp.taint, sc.RunningMaxSkew, rp.swapRoles, rp.zonal, rp.release)
+		out = append(out, rp)
+	}
+	return out
+}
+
+// zonalPlacements returns n random small placements on zonal volumes: 3 zones of 2–3 nodes, 3 or
+// 4 shards of 2 pods (N 6–8), every pod's data on a PersistentVolume pinned to its zone (a
+// volumeClaimTemplate), each shard's master in zone-a three times in four and its replica in
+// another zone, claims releasable three times in four: a master of zone-a then moves only after
+// a failover, with its claim released.
+func zonalPlacements(r *rand.Rand, n int) []*randomPlacement {
+	var out []*randomPlacement
+	for k := 0; k < n; k++ {
+		rp := &randomPlacement{limit: 3, zonal: true, release: r.IntN(4) != 0}
+		shards := 3 + r.IntN(2)
+		var zs []scenario.Zone
+		node := 0
+		for z := 0; z < 3; z++ {
+			var nodes []string
+			for j := 0; j < 2+r.IntN(2); j++ {
+				node++
+				nodes = append(nodes, fmt.Sprintf("n%d", node))
+			}
+			zs = append(zs, scenario.Zone{Name: fmt.Sprintf("zone-%c", 'a'+z), Nodes: nodes})
+		}
+		sc := scenario.Scenario{Name: fmt.Sprintf("zonal-%d", k), Zones: zs, Shards: shards, PodsPerShard: 2, RoleLabels: true,
+			Claims: &scenario.ClaimTemplate{}, Placement: map[string]string{}}
+		for s := 0; s < shards; s++ {
+			a := 0
+			if r.IntN(4) == 0 {
+				a = 1
+			}
+			b := (a + 1 + r.IntN(2)) % 3
+			za, zb := zs[a].Nodes, zs[b].Nodes
+			sc.Placement[sc.PodName(s, 0)] = za[r.IntN(len(za))]
+			sc.Placement[sc.PodName(s, 1)] = zb[r.IntN(len(zb))]
+		}
+		rp.sc = sc
+		rp.description = fmt.Sprintf("%s zones=%v placement=%v zonal volumes, claims releasable=%v", sc.Name, sc.Zones, sc.Placement, rp.release)
 		out = append(out, rp)
 	}
 	return out
@@ -658,7 +731,7 @@ func (rp *randomPlacement) cluster() (*policies.Cluster, error) {
 			fixture.Tainted("dedicated", "batch", corev1.TaintEffectNoSchedule)(n)
 		}
 	}
-	m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel})
+	m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel, ReleaseReplicaClaims: rp.release})
 	if err != nil {
 		return nil, err
 	}
@@ -672,8 +745,8 @@ func (rp *randomPlacement) cluster() (*policies.Cluster, error) {
 // Pending pods, placements that only a plan through a Pending pod fixes, plans with failover
 // steps, and plans of failovers only.
 func TestPlanIsMinimalRandom(t *testing.T) {
-	const cases = 320
-	rps := randomPlacements(rand.New(rand.NewPCG(12, 2026)), cases)
+	const cases, zonalCases = 320, 48
+	rps := append(randomPlacements(rand.New(rand.NewPCG(12, 2026)), cases), zonalPlacements(rand.New(rand.NewPCG(18, 2026)), zonalCases)...)
 	var wg sync.WaitGroup
 	work := make(chan *randomPlacement)
 	for range 2 {
@@ -687,6 +760,13 @@ func TestPlanIsMinimalRandom(t *testing.T) {
 					continue
 				}
 				rp.defaultMoves, rp.withPendingMov, rp.failovers = checkAgainstBruteForce(t, c, rp.limit, rp.description)
+				if rp.zonal && rp.defaultMoves > 0 {
+					for _, mv := range Compute(c, Options{MaxMoves: rp.limit}).Moves {
+						if mv.Failover && len(mv.ReleaseClaims) > 0 {
+							rp.releasedMasters++
+						}
+					}
+				}
 				if rp.sc.N() <= 6 && rp.pendingPods == 0 {
 					rp.general = true
 					checkGeneral(t, c, rp.limit, rp.description)
@@ -700,7 +780,18 @@ func TestPlanIsMinimalRandom(t *testing.T) {
 	close(work)
 	wg.Wait()
 	var holding, pendingPods, pendingStep, multi, noPlan, fixedWithHolding, withFailovers, onlyFailovers, general int
+	var zonal, zonalKept, zonalReleased, releasedMasters int
 	for _, rp := range rps {
+		if rp.zonal {
+			zonal++
+			if !rp.release && rp.defaultMoves < 0 {
+				zonalKept++
+			}
+			if rp.releasedMasters > 0 {
+				zonalReleased++
+			}
+			releasedMasters += rp.releasedMasters
+		}
 		if rp.failovers > 0 {
 			withFailovers++
 			if rp.defaultMoves == 0 {
@@ -729,14 +820,15 @@ func TestPlanIsMinimalRandom(t *testing.T) {
 			noPlan++
 		}
 	}
-	t.Logf("%d random placements: %d with cordoned or tainted nodes holding pods (%d of them with a plan), %d with Pending pods, %d fixed only through a Pending pod, %d needing 2 or more evictions, %d without a plan in the default model, %d with failover steps (%d of them without an eviction), %d also checked with failovers anywhere",
-		cases, holding, fixedWithHolding, pendingPods, pendingStep, multi, noPlan, withFailovers, onlyFailovers, general)
+	t.Logf("%d random placements: %d with cordoned or tainted nodes holding pods (%d of them with a plan), %d with Pending pods, %d fixed only through a Pending pod, %d needing 2 or more evictions, %d without a plan in the default model, %d with failover steps (%d of them without an eviction), %d also checked with failovers anywhere; %d on zonal volumes (%d without a plan while claims are kept, %d whose plan fails a master over and releases its claim: %d such evictions)",
+		len(rps), holding, fixedWithHolding, pendingPods, pendingStep, multi, noPlan, withFailovers, onlyFailovers, general, zonal, zonalKept, zonalReleased, releasedMasters)
 	// The classes must really be covered, or the comparison proves little.
 	for _, c := range []struct {
 		what     string
 		got, min int
 	}{{"cordoned or tainted nodes holding pods", holding, 60}, {"such placements with a plan", fixedWithHolding, 30}, {"Pending pods", pendingPods, 30}, {"Pending-step cases", pendingStep, 10}, {"plans of 2 or more evictions", multi, 20},
-		{"plans with failover steps", withFailovers, 30}, {"plans of failovers only", onlyFailovers, 10}, {"checks with failovers anywhere", general, 50}} {
+		{"plans with failover steps", withFailovers, 30}, {"plans of failovers only", onlyFailovers, 10}, {"checks with failovers anywhere", general, 50},
+		{"zonal volumes", zonal, 30}, {"zonal volumes without a plan while claims are kept", zonalKept, 3}, {"plans failing a master over to release its claim", zonalReleased, 10}} {
 		if c.got < c.min {
 			t.Errorf("only %d random placements with %s, want at least %d", c.got, c.what, c.min)
 		}

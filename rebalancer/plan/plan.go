@@ -130,6 +130,13 @@ type Move struct {
 	// expects them: Pending pods the move unblocks, a pod that waited Pending since an earlier
 	// move among them.
 	Places []Placed `json:"places,omitempty"`
+	// ReleaseClaims names the pod's PersistentVolumeClaims (in its namespace) that are deleted
+	// once its eviction is accepted, the pod then a replica (a master is failed over first): the
+	// node the plan expects is one their zonal PersistentVolumes do not allow
+	// (policies.Options.ReleaseReplicaClaims). Its StatefulSet re-creates them empty, they bind in
+	// the zone the scheduler picks, and the pod resyncs in full from its shard's master. Empty
+	// when the pod keeps its claims: its candidates are then the nodes their volumes allow.
+	ReleaseClaims []string `json:"releaseClaims,omitempty"`
 	// Soft is true for an eviction of the soft fix (Options.SoftEvictions): every hard rule
 	// holds before and after it, and it lowers the soft violations; its candidates are on track
 	// when the soft fix still reaches its soft excess from there.

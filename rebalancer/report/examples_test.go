@@ -31,6 +31,8 @@ type exampleWant struct {
 	failoverSteps int
 	// pendingSteps is the number of pods the plan lets wait Pending.
 	pendingSteps int
+	// releases is the number of evictions that release the pod's claims.
+	releases int
 	// infeasible, when set, is a phrase the reason for "no plan" must contain.
 	infeasible string
 	// softEvictions and softAfter are the soft fix's evictions and the soft excess it leaves
@@ -65,7 +67,7 @@ var exampleWants = map[string]exampleWant{
 	"zonal-volumes":        {violations: []string{"MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, infeasible: "zone zone-a holds 5 pods whose zonal PersistentVolumes keep them there"},
 	"zonal-volumes/release-replica-claims": {
 		violations: []string{"MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failoverSteps: 1,
-		firstPod: "redis/redis-s3-1", opts: policies.Options{ReleaseReplicaClaims: true},
+		firstPod: "redis/redis-s3-1", releases: 1, opts: policies.Options{ReleaseReplicaClaims: true},
 	},
 	"stayers-on-unusable-nodes": {violations: []string{"MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, firstPod: "redis/redis-s1-1"},
 	"pending-step": {
@@ -82,6 +84,17 @@ var exampleWants = map[string]exampleWant{
 	// same plan.
 	"bitnami-post-scale-down": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
 	"ot-post-scale-down":      {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
+	// The chart's zonal volumes pin zone-a's five masters: no plan, unless claims may be released;
+	// then the same plan as without volumes, its eviction releasing the claim of the master it
+	// fails over first.
+	"bitnami-zonal-post-scale-down": {
+		violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"},
+		infeasible: "zone zone-a holds 5 pods whose zonal PersistentVolumes keep them there",
+	},
+	"bitnami-zonal-post-scale-down/release-replica-claims": {
+		violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2,
+		releases: 1, opts: policies.Options{ReleaseReplicaClaims: true},
+	},
 	// Compliant; draining n1 (prepare-drain n1) makes room in zone-b, then hands n1's master off.
 	"rebalanced": {drain: "n1", handOff: []string{"redis/redis-s1-0 → redis/redis-s1-1", "redis/redis-s0-0 → redis/redis-s0-1"}},
 	// Every hard rule holds; the ScheduleAnyway zone constraint (zones 4, 4, 2) and ZoneBalance
@@ -231,6 +244,18 @@ func TestExamples(t *testing.T) {
 				}
 				if len(ca.PendingSteps) != want.pendingSteps {
 					t.Errorf("pending steps = %+v, want %d", ca.PendingSteps, want.pendingSteps)
+				}
+				releases := 0
+				for _, mv := range ca.Moves {
+					if len(mv.ReleaseClaims) > 0 {
+						releases++
+						if mv.Kind != plan.KindEvict {
+							t.Errorf("a %s step releases claims %v", mv.Kind, mv.ReleaseClaims)
+						}
+					}
+				}
+				if releases != want.releases {
+					t.Errorf("evictions that release claims = %d, want %d", releases, want.releases)
 				}
 				if want.firstPod != "" && ca.Moves[0].Pod != want.firstPod {
 					t.Errorf("first move evicts %s, want %s", ca.Moves[0].Pod, want.firstPod)

@@ -368,12 +368,25 @@ func PlanNote(p plan.Plan) string {
 }
 
 // MoveText says what a planned step does: "evict POD from NODE (ROLE[, fail over to REPLICA on
-// NODE first]) → Outcome", or "fail MASTER (NODE) over to REPLICA (NODE): no pod moves".
+// NODE first][; then release claim CLAIM: it resyncs in full]) → Outcome", or "fail MASTER
+// (NODE) over to REPLICA (NODE): no pod moves".
 func MoveText(mv plan.Move) string {
 	if mv.Kind == plan.KindFailover {
 		return fmt.Sprintf("fail %s (%s) over to %s (%s): no pod moves", mv.From, mv.Node, mv.To, mv.ToNode)
 	}
-	return fmt.Sprintf("evict %s from %s (%s) → %s", mv.Pod, mv.Node, roleAndFailover(mv), Destination(mv))
+	return fmt.Sprintf("evict %s from %s (%s%s) → %s", mv.Pod, mv.Node, roleAndFailover(mv), releaseText(mv), Destination(mv))
+}
+
+// releaseText says which claims a move releases after the eviction: "; then release claim C: it
+// resyncs in full" ("" when it releases none).
+func releaseText(mv plan.Move) string {
+	switch len(mv.ReleaseClaims) {
+	case 0:
+		return ""
+	case 1:
+		return "; then release claim " + mv.ReleaseClaims[0] + ": it resyncs in full"
+	}
+	return "; then release claims " + strings.Join(mv.ReleaseClaims, ", ") + ": it resyncs in full"
 }
 
 // StepsText counts a plan's steps: "1 eviction, 2 failovers" (failovers only when there are).

@@ -170,6 +170,10 @@ type ClusterRun struct {
 	ObserveAfterError string `json:"observeAfterError,omitempty"`
 	// Plan is the plan of a dry run, or of a run outside every window.
 	Plan *plan.Plan `json:"plan,omitempty"`
+	// Reintroduced says, one line per node, which pods' Redis nodes the run re-introduced before
+	// its moves: pods back with empty volumes in place of a replica the cluster still listed, left
+	// so by a move that released their claims and was stopped before its rejoin.
+	Reintroduced []string `json:"reintroduced,omitempty"`
 	// Seconds is the time spent on the cluster.
 	Seconds float64 `json:"seconds"`
 }
@@ -185,9 +189,12 @@ const (
 	StepDrain      = "drain"
 	StepRoleCheck  = "roleCheck"
 	StepEvict      = "evict"
-	StepRecreate   = "recreate"
-	StepRejoin     = "rejoin"
-	StepReobserve  = "reobserve"
+	// StepRelease deletes the pod's claims after its eviction (a move that releases them:
+	// plan.Move.ReleaseClaims).
+	StepRelease   = "release"
+	StepRecreate  = "recreate"
+	StepRejoin    = "rejoin"
+	StepReobserve = "reobserve"
 
 	StoppedEvictionLimit = "evictionLimit"
 	StoppedMaxMoves      = "maxMoves"
@@ -231,6 +238,14 @@ type MoveResult struct {
 	RoleAtEviction policies.Role `json:"roleAtEviction,omitempty"`
 	// Evicted reports whether the eviction was accepted.
 	Evicted bool `json:"evicted"`
+	// ReleasedClaims are the pod's claims the move deleted after the eviction (plan.Move's
+	// ReleaseClaims, once the checks passed); ClaimsKept says why a move that was to release
+	// them kept them (its pod then came back to its volumes' zone).
+	ReleasedClaims []string `json:"releasedClaims,omitempty"`
+	ClaimsKept     string   `json:"claimsKept,omitempty"`
+	// Volumes are the re-created pod's claims after a release: each bound to a new
+	// PersistentVolume, in the zone the scheduler picked.
+	Volumes []Volume `json:"volumes,omitempty"`
 	// WaitsPending is true for an eviction the plan lets wait Pending (--allow-pending-steps): the
 	// re-created pod is not waited for, and Exposure says which shard runs without it until when.
 	WaitsPending bool   `json:"waitsPending,omitempty"`
@@ -259,6 +274,15 @@ type MoveResult struct {
 	Started time.Time `json:"started"`
 	// Seconds is the whole move's duration.
 	Seconds float64 `json:"seconds"`
+}
+
+// Volume is a claim and the PersistentVolume it is bound to.
+type Volume struct {
+	// Claim is the claim's name (in the pod's namespace); PersistentVolume its volume's.
+	Claim            string `json:"claim"`
+	PersistentVolume string `json:"persistentVolume"`
+	// Zone is the zone the volume's node affinity (or its zone label) pins it to ("" when none).
+	Zone string `json:"zone,omitempty"`
 }
 
 // Step is one step of a move as it ran.

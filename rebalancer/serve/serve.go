@@ -11,6 +11,10 @@
 // fails to renew its Lease stops acting at once (the pass's context ends) and Run returns
 // ErrLeaseLost: the process exits and is restarted, as kube-scheduler's and the descheduler's are.
 //
+// With Config.GuardListener it also serves the eviction guard's admission webhook (any
+// http.Handler: rebalancer/guard's) on that TLS listener, whether it leads or not, and runs
+// Config.Leading (the guard's hand-off) while it leads.
+//
 // It imports client-go (leader election), robfig/cron/v3, golang.org/x/time/rate, api/v1alpha1
 // (its defaults) and rebalancer/metrics; cmd/redis-rebalancer/app wires it.
 package serve
@@ -109,6 +113,19 @@ type Config struct {
 	// TriggerMinInterval is the least time between two passes Trigger starts
 	// (DefaultTriggerMinInterval when 0).
 	TriggerMinInterval time.Duration
+	// GuardListener, when set, serves Guard on GuardPath: the eviction guard's admission
+	// webhook, answered by every replica whether it leads or not. It must be a TLS listener
+	// (kube-apiserver calls webhooks over HTTPS only); it is shut down with the other.
+	GuardListener net.Listener
+	// Guard answers the admission reviews (rebalancer/guard's *Guard); required with
+	// GuardListener.
+	Guard http.Handler
+	// GuardPath is the URL path Guard is served on ("/" when empty).
+	GuardPath string
+	// Leading are run, each in a goroutine of its own, while this process leads (the eviction
+	// guard's hand-off), with a context that ends when it stops leading; the term ends once
+	// they have returned.
+	Leading []func(ctx context.Context)
 }
 
 // ParseSchedule parses a schedule as Config.Schedule describes it.
@@ -130,6 +147,9 @@ func (cfg Config) Validate() error {
 	var errs []error
 	if cfg.Client == nil || cfg.Pass == nil || cfg.Listener == nil || cfg.Metrics == nil {
 		errs = append(errs, errors.New("a client, a pass, a listener and metrics are required"))
+	}
+	if (cfg.GuardListener == nil) != (cfg.Guard == nil) {
+		errs = append(errs, errors.New("the guard's listener and its handler go together"))
 	}
 	if _, err := ParseSchedule(cfg.Schedule); err != nil {
 		errs = append(errs, err)
@@ -185,13 +205,28 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	srv := &http.Server{Handler: s.mux(), ReadHeaderTimeout: 10 * time.Second}
-	srvErr := make(chan error, 1)
+	srvErr := make(chan error, 2)
 	go func() { srvErr <- srv.Serve(cfg.Listener) }()
+	var guardSrv *http.Server
+	if cfg.GuardListener != nil {
+		mux := http.NewServeMux()
+		path := cfg.GuardPath
+		if path == "" {
+			path = "/"
+		}
+		mux.Handle(path, cfg.Guard)
+		guardSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { srvErr <- guardSrv.Serve(cfg.GuardListener) }()
+		klog.InfoS("Serving the eviction guard", "address", cfg.GuardListener.Addr().String(), "path", path)
+	}
 	defer func() {
 		s.ready.Store(false)
 		sctx, cancel := context.WithTimeout(context.Background(), DefaultShutdownTimeout)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
+		if guardSrv != nil {
+			_ = guardSrv.Shutdown(sctx)
+		}
 	}()
 
 	if _, err := cfg.Client.Discovery().ServerVersion(); err != nil {
@@ -287,9 +322,18 @@ func (s *server) elect(ctx context.Context) error {
 	return nil
 }
 
-// lead starts passes on the schedule (and one at once with PassOnStart) until ctx ends, then
-// waits for the pass in flight.
+// lead starts passes on the schedule (and one at once with PassOnStart) and the Leading funcs
+// until ctx ends, then waits for the pass in flight and for the Leading funcs to return.
 func (s *server) lead(ctx context.Context) {
+	var leading sync.WaitGroup
+	defer leading.Wait()
+	for _, f := range s.cfg.Leading {
+		leading.Add(1)
+		go func() {
+			defer leading.Done()
+			f(ctx)
+		}()
+	}
 	c := cron.New()
 	c.Schedule(s.schedule, cron.FuncJob(func() { s.pass(ctx) }))
 	if s.cfg.PassOnStart {

@@ -412,6 +412,18 @@ func BitnamiPostScaleDown() Scenario {
 		"Bitnami redis-cluster chart, 10 nodes (5 masters, 1 replica each) in one StatefulSet after a scale-down: n1 holds 4 masters, zone-a 5 pods.")
 }
 
+// BitnamiZonalPostScaleDown is BitnamiPostScaleDown with the chart's default persistence on a
+// cloud: every pod's data on its 8Gi claim of the chart's volumeClaimTemplate "redis-data"
+// (StorageClass "zonal"), bound to a PersistentVolume pinned to its node's zone, as a cloud's
+// disks are. The five pods of zone a are masters: no plan moves one unless its claim may be
+// released, and then only after it is failed over (its pod a replica when its claim goes).
+func BitnamiZonalPostScaleDown() Scenario {
+	s := postScaleDownAs("bitnami-zonal-post-scale-down", LayoutBitnami,
+		"BitnamiPostScaleDown with a zonal 8Gi PersistentVolume per pod: zone-a's 5 masters are pinned; with claims releasable a master is failed over and its pod moves with its claim released.")
+	s.Claims = &ClaimTemplate{Name: BitnamiClaimTemplate, StorageClass: "zonal", Size: BitnamiClaimSize}
+	return s
+}
+
 // OTPostScaleDown is PostScaleDown on OT's redis-operator: RedisCluster "redis-cluster",
 // StatefulSets redis-cluster-leader and redis-cluster-follower of 5 each, leaders 0..3 on n1 and
 // 4 on n2, follower i replicating leader i, a PodDisruptionBudget per role, the recommended spread

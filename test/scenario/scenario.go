@@ -11,6 +11,7 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strconv"
@@ -87,7 +88,26 @@ type Scenario struct {
 	// pods keep their data in an emptyDir instead of a claim of the StatefulSet's
 	// redis-data template.
 	NoPersistence bool
+	// Claims, when set, gives every StatefulSet a volumeClaimTemplate (in Bitnami's layout, sets
+	// the class and size of the chart's redis-data template): each pod a claim on a zonal disk
+	// (Snapshot binds a placed pod's claim to a PersistentVolume pinned to its node's zone).
+	Claims *ClaimTemplate
 }
+
+// ClaimTemplate is the volumeClaimTemplate of a scenario's StatefulSets: one ReadWriteOnce claim
+// per pod, "<Name>-<pod>", in StorageClass StorageClass, of Size.
+type ClaimTemplate struct {
+	// Name is the template's (and the pod volume's) name ("data" when empty).
+	Name string
+	// StorageClass is the claims' class ("" leaves it to the cluster's default).
+	StorageClass string
+	// Size is the requested storage ("10Gi" when empty).
+	Size string
+}
+
+func (t ClaimTemplate) name() string { return cmp.Or(t.Name, "data") }
+
+func (t ClaimTemplate) size() string { return cmp.Or(t.Size, "10Gi") }
 
 func (s Scenario) ns() string {
 	if s.Namespace == "" {
@@ -208,6 +228,18 @@ func (s Scenario) Template(i int) (corev1.PodTemplateSpec, error) {
 // updateStrategy OnDelete (as an operator leaves them after a resize), podManagementPolicy
 // Parallel; in Bitnami's and OT's, layoutStatefulSets's.
 func (s Scenario) StatefulSets() ([]*appsv1.StatefulSet, error) {
+	stss, err := s.statefulSets()
+	if err != nil || s.Claims == nil {
+		return stss, err
+	}
+	for _, sts := range stss {
+		fixture.WithClaimTemplate(s.Claims.name(), s.Claims.StorageClass, s.Claims.size())(sts)
+	}
+	return stss, nil
+}
+
+// statefulSets returns the layout's StatefulSets without the claim template.
+func (s Scenario) statefulSets() ([]*appsv1.StatefulSet, error) {
 	if s.Layout != LayoutSeed {
 		return s.layoutStatefulSets()
 	}
@@ -324,7 +356,45 @@ func (s Scenario) Snapshot() (*policies.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &policies.Snapshot{Nodes: s.Nodes(), Pods: pods, StatefulSets: stss, PodDisruptionBudgets: s.PodDisruptionBudgets()}, nil
+	snap := &policies.Snapshot{Nodes: s.Nodes(), Pods: pods, StatefulSets: stss, PodDisruptionBudgets: s.PodDisruptionBudgets()}
+	s.addClaims(snap)
+	return snap, nil
+}
+
+// addClaims adds the claims of Claims to snap: a placed pod's bound to PersistentVolume
+// "pv-<namespace>-<pod>", whose node affinity requires its node's zone (a zonal disk, as a CSI
+// driver's topology pins it), a Pending pod's unbound (WaitForFirstConsumer).
+func (s Scenario) addClaims(snap *policies.Snapshot) {
+	if s.Claims == nil {
+		return
+	}
+	zoneOf := map[string]string{}
+	for _, z := range s.Zones {
+		for _, n := range z.Nodes {
+			zoneOf[n] = z.Name
+		}
+	}
+	byName := map[string]*appsv1.StatefulSet{}
+	for _, sts := range snap.StatefulSets {
+		byName[sts.Name] = sts
+	}
+	for _, p := range snap.Pods {
+		sts := byName[p.OwnerReferences[0].Name]
+		for _, t := range sts.Spec.VolumeClaimTemplates {
+			pvc := fixture.ClaimFor(t, p)
+			if zone := zoneOf[p.Spec.NodeName]; zone != "" {
+				bound, pv := fixture.BoundClaim(pvc.Namespace, pvc.Name, "pv-"+p.Namespace+"-"+p.Name, corev1.LabelTopologyZone, zone)
+				pvc.Spec.VolumeName, pvc.Status = pv.Name, bound.Status
+				pv.Spec.Capacity = pvc.Spec.Resources.Requests.DeepCopy()
+				pv.Spec.ClaimRef.UID = pvc.UID
+				if pvc.Spec.StorageClassName != nil {
+					pv.Spec.StorageClassName = *pvc.Spec.StorageClassName
+				}
+				snap.PersistentVolumes = append(snap.PersistentVolumes, pv)
+			}
+			snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, pvc)
+		}
+	}
 }
 
 // MustSnapshot is Snapshot for tests and package-level scenarios; it panics on error.

@@ -52,6 +52,7 @@ func Suite() []Case {
 		{Scenario: RoleOnly()},
 		{Scenario: BitnamiPostScaleDown()},
 		{Scenario: OTPostScaleDown()},
+		{Scenario: BitnamiZonalPostScaleDown()},
 		{Scenario: Rebalanced()},
 		SoftSpread(),
 		BestEffort(),
@@ -210,30 +211,20 @@ func ThreePodsPerShard() Scenario {
 }
 
 // ZonalVolumes: N = 10 on 3 zones; zone a holds 5 pods, two of them replicas; every pod's data
-// is on a PersistentVolume pinned to its zone. Pods can only move inside their zone, which does
-// not fix MaxPodsPerZone, unless a replica's claim may be released (policy option): then one
-// replica moves to zone c.
+// is on a PersistentVolume pinned to its zone (a volumeClaimTemplate per StatefulSet). Pods can
+// only move inside their zone, which does not fix MaxPodsPerZone, unless their claims may be
+// released (policy option): then one replica moves to zone c with its claim released (and a
+// failover spreads the masters).
 func ZonalVolumes() Case {
 	s := Scenario{
 		Name:        "zonal-volumes",
-		Description: "Zone-a holds 5 of 10 pods on zonal PersistentVolumes: no plan by default; with replica claims releasable, one replica moves.",
+		Description: "Zone-a holds 5 of 10 pods on zonal PersistentVolumes: no plan by default; with claims releasable, one replica moves.",
 		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
+		Claims: &ClaimTemplate{Name: "data"},
 	}.Placed([][]string{
 		{"n1", "n3"}, {"n1", "n3"}, {"n4", "n1"}, {"n4", "n1"}, {"n2", "n5"},
 	})
-	return Case{Scenario: s, Tweak: func(snap *policies.Snapshot) {
-		zoneOf := map[string]string{}
-		for _, n := range snap.Nodes {
-			zoneOf[n.Name] = n.Labels[corev1.LabelTopologyZone]
-		}
-		for _, p := range snap.Pods {
-			claim := "data-" + p.Name
-			fixture.WithClaim(claim)(p)
-			pvc, pv := fixture.BoundClaim(p.Namespace, claim, "pv-"+p.Namespace+"-"+p.Name, corev1.LabelTopologyZone, zoneOf[p.Spec.NodeName])
-			snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, pvc)
-			snap.PersistentVolumes = append(snap.PersistentVolumes, pv)
-		}
-	}}
+	return Case{Scenario: s}
 }
 
 // StayersOnUnusableNodes: 3 zones × 2 nodes, N = 6 (at most 1 pod per node); n6 is cordoned
@@ -294,6 +285,20 @@ func Rebalanced() Scenario {
 		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
 	}.Placed([][]string{
 		{"n1", "n3"}, {"n3", "n5"}, {"n5", "n1"}, {"n2", "n4"}, {"n4", "n6"},
+	})
+}
+
+// TwoMastersOnN1 is a compliant 5 shards × 2 pods (N = 10) on 3 zones × 2 nodes where n1 holds
+// the most masters, 2 of the 5 (s0's and s1's, their replicas on n3 and n5): the node a drain
+// hurts most. Handing n1's masters off for a drain takes 3 failovers: s0's to n3 would leave
+// zone-b 3 of 5, so s3's master on n4 makes room first (to n2), and s1's goes to n5.
+func TwoMastersOnN1() Scenario {
+	return Scenario{
+		Name:        "two-masters-on-n1",
+		Description: "Compliant; n1 holds 2 of the 5 masters, the most of any node.",
+		Zones:       ThreeZones(), Shards: 5, PodsPerShard: 2,
+	}.Placed([][]string{
+		{"n1", "n3"}, {"n1", "n5"}, {"n3", "n6"}, {"n4", "n2"}, {"n6", "n2"},
 	})
 }
 

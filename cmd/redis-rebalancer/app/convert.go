@@ -150,6 +150,7 @@ func executorConfig(p *policy) (execute.Config, error) {
 		HealthTimeout:              p.Timeouts.HealthGate.Duration,
 		RecreateTimeout:            p.Timeouts.Recreate.Duration,
 		RejoinTimeout:              p.Timeouts.Rejoin.Duration,
+		FullSyncTimeout:            p.Timeouts.FullSync.Duration,
 		RequestTimeout:             p.Timeouts.Request.Duration,
 	}, nil
 }

@@ -15,6 +15,10 @@ func TestPlanExitCodes(t *testing.T) {
 		{name: "plan on too few nodes → 3 with the reason", args: []string{"plan", "--snapshot", "../../../examples/too-few-nodes.yaml"}, wantCode: ExitViolations, wantOut: []string{"no plan: N=6 pods at most 1 per node"}},
 		{name: "plan on zonal volumes → 3, the volumes keep the pods", args: []string{"plan", "--snapshot", "../../../examples/zonal-volumes.yaml"}, wantCode: ExitViolations, wantOut: []string{"zonal PersistentVolumes keep them there"}},
 		{name: "plan --release-replica-claims on zonal volumes → 0, moves a replica", args: []string{"plan", "--snapshot", "../../../examples/zonal-volumes.yaml", "--role-label", roleLabel, "--release-replica-claims"}, wantCode: ExitOK, wantOut: []string{"evict redis/redis-s3-1", "compliant after: true"}},
+		{name: "plan on the Bitnami drift with zonal volumes → 3, zone-a's masters are pinned", args: []string{"plan", "--snapshot", "../../../examples/bitnami-zonal-post-scale-down.yaml", "--redis-nodes", "../../../examples/redis-nodes/bitnami_redis-cluster.txt", "--layout", "bitnami"}, wantCode: ExitViolations,
+			wantOut: []string{"zone zone-a holds 5 pods whose zonal PersistentVolumes keep them there", "--release-replica-claims"}},
+		{name: "plan --release-replica-claims on the Bitnami drift with zonal volumes → 0, a master failed over, then its claim released", args: []string{"plan", "--snapshot", "../../../examples/bitnami-zonal-post-scale-down.yaml", "--redis-nodes", "../../../examples/redis-nodes/bitnami_redis-cluster.txt", "--layout", "bitnami", "--release-replica-claims"}, wantCode: ExitOK,
+			wantOut: []string{"evict bitnami/redis-cluster-3 from n1 (M, fail over to bitnami/redis-cluster-9 on n4 first; then release claim redis-data-redis-cluster-3: it resyncs in full) → n5", "compliant after: true"}},
 		{name: "plan on the role-only case → 0, one failover and no eviction", args: []string{"plan", "--snapshot", "../../../examples/role-only.yaml", "--role-label", roleLabel}, wantCode: ExitOK,
 			wantOut: []string{"MasterQuorum: node n1 holds 3 of the 5 masters", "plan: 0 evictions, 1 failover, minimal; compliant after: true", "1. fail redis/redis-s2-0 (n1) over to redis/redis-s2-1 (n4): no pod moves"}},
 		{name: "check on the role-only case without --role-label → 0, MasterQuorum skipped with a note", args: []string{"check", "--snapshot", "../../../examples/role-only.yaml"}, wantCode: ExitOK,
@@ -100,5 +104,45 @@ func TestPlanJSONContract(t *testing.T) {
 	var a report.Analysis
 	if err := json.Unmarshal([]byte(out), &a); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPlanJSONReleaseClaims checks the JSON of a move that fails a master over and releases its
+// claim: failover, the replica named, then the claims the eviction releases.
+func TestPlanJSONReleaseClaims(t *testing.T) {
+	out, _, code := runCLI(t, "plan", "--snapshot", "../../../examples/bitnami-zonal-post-scale-down.yaml",
+		"--redis-nodes", "../../../examples/redis-nodes/bitnami_redis-cluster.txt", "--layout", "bitnami", "--release-replica-claims", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var doc struct {
+		Clusters []struct {
+			Moves []struct {
+				Kind, Pod, Role, To string
+				Failover            bool
+				ReleaseClaims       []string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Clusters) != 1 || len(doc.Clusters[0].Moves) == 0 {
+		t.Fatalf("clusters %+v, want one with moves", doc.Clusters)
+	}
+	type move struct {
+		Kind, Pod, Role, To string
+		Failover            bool
+		ReleaseClaims       []string
+	}
+	got := move(doc.Clusters[0].Moves[0])
+	want := move{Kind: "evict", Pod: "bitnami/redis-cluster-3", Role: "master", To: "bitnami/redis-cluster-9", Failover: true, ReleaseClaims: []string{"redis-data-redis-cluster-3"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("first move (-want +got):\n%s", diff)
+	}
+	for _, mv := range doc.Clusters[0].Moves[1:] {
+		if len(mv.ReleaseClaims) > 0 {
+			t.Errorf("move %s %s releases %v: only the eviction does", mv.Kind, mv.Pod, mv.ReleaseClaims)
+		}
 	}
 }

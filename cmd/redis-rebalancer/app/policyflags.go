@@ -65,6 +65,8 @@ const (
 	executeGroup
 	// scheduleGroup: serve's schedule and watch.
 	scheduleGroup
+	// guardGroup: serve's eviction guard.
+	guardGroup
 	// outputGroup: -o.
 	outputGroup
 )
@@ -212,6 +214,7 @@ var policyFlagTable = []policyFlag{
 	valueFlag(executeGroup, "health-timeout", "", "timeouts.healthGate", func(p *policy) *time.Duration { return &p.Timeouts.HealthGate.Duration }, durationFlag, "how long to wait for a healthy cluster before a move, and after it"),
 	valueFlag(executeGroup, "recreate-timeout", "", "timeouts.recreate", func(p *policy) *time.Duration { return &p.Timeouts.Recreate.Duration }, durationFlag, "how long to wait for an evicted pod to be re-created and Ready"),
 	valueFlag(executeGroup, "rejoin-timeout", "", "timeouts.rejoin", func(p *policy) *time.Duration { return &p.Timeouts.Rejoin.Duration }, durationFlag, "how long to wait for a re-created pod to be an in-sync replica again"),
+	valueFlag(executeGroup, "full-sync-timeout", "", "timeouts.fullSync", func(p *policy) *time.Duration { return &p.Timeouts.FullSync.Duration }, durationFlag, "how long to wait for a pod whose claims were released (--release-replica-claims) to be an in-sync replica again: a full resync of its master's dataset"),
 	valueFlag(executeGroup, "request-timeout", "", "timeouts.request", func(p *policy) *time.Duration { return &p.Timeouts.Request.Duration }, durationFlag, "bound on each step without a wait of its own (placeability, PodDisruptionBudget dry run, role check, eviction, re-observation)"),
 	{
 		group: executeGroup, name: "window", path: "windows.windows",
@@ -240,6 +243,9 @@ var policyFlagTable = []policyFlag{
 	valueFlag(scheduleGroup, "roles-interval", "", "watch.rolesInterval", func(p *policy) *time.Duration { return &p.Watch.RolesInterval.Duration }, durationFlag, "how often every selected Redis cluster's roles are read between passes (a role change that breaks MasterQuorum starts a pass off the schedule)"),
 	valueFlag(scheduleGroup, "quorum-pass-interval", "", "watch.quorumPassInterval", func(p *policy) *time.Duration { return &p.Watch.QuorumPassInterval.Duration }, durationFlag, "least time between two passes a broken MasterQuorum starts off the schedule"),
 
+	valueFlag(guardGroup, "guard", "", "guard.enabled", func(p *policy) *bool { return &p.Guard.Enabled }, boolFlag, "serve the eviction guard (a validating admission webhook on pod evictions, on --guard-listen-address) and hand the masters it holds, and those on nodes being emptied, off to replicas"),
+	valueFlag(guardGroup, "guard-max-hold", "", "guard.maxHold", func(p *policy) *time.Duration { return &p.Guard.MaxHold.Duration }, durationFlag, "the longest the guard holds one pod's eviction; later evictions of the pod are admitted with a Warning Event"),
+
 	valueFlag(outputGroup, "output", "o", "output", func(p *policy) *string { return (*string)(&p.Output) }, stringFlag, contractUsage),
 }
 
@@ -265,9 +271,8 @@ func (o *policyOptions) addPolicyFlag(fs *pflag.FlagSet) {
 	fs.StringVar(&o.file, "policy", o.file, "RebalancerPolicy `FILE` (YAML; `redis-rebalancer policy default` prints a complete one, docs/policy.md describes it; - for stdin): its fields replace the defaults below, and each flag given on the command line overrides its field")
 }
 
-// releaseReplicaClaimsUsage is --release-replica-claims' help in check, plan and lint (run
-// refuses the flag).
-const releaseReplicaClaimsUsage = "allow moving a replica away from a zonal PersistentVolume (its claim is released; it resyncs from its master)"
+// releaseReplicaClaimsUsage is --release-replica-claims' help.
+const releaseReplicaClaimsUsage = "allow moving a pod away from its zonal PersistentVolumes: a master is failed over first, and after the eviction its claims are deleted; the StatefulSet re-creates them empty and the pod resyncs in full from its master"
 
 // addSelectionFlags binds the flags of selection and rules: which clusters, and how the rules
 // judge them. releaseUsage is --release-replica-claims' help.
@@ -299,6 +304,12 @@ func (o *policyOptions) addExecuteFlags(fs *pflag.FlagSet) {
 // addScheduleFlag binds --schedule and the watch's flags (serve's).
 func (o *policyOptions) addScheduleFlag(fs *pflag.FlagSet) {
 	o.bindGroup(fs, scheduleGroup, nil)
+}
+
+// addGuardFlags binds --guard and --guard-max-hold (serve's eviction guard); the webhook's
+// failure policy, timeout and name and the drain taints are the file's only.
+func (o *policyOptions) addGuardFlags(fs *pflag.FlagSet) {
+	o.bindGroup(fs, guardGroup, nil)
 }
 
 // addOutputFlag binds -o; usage is its help.

@@ -88,6 +88,11 @@ var fileOnlyFields = map[string]string{
 	"redis.passwordSecretRef.namespace": "Secret reference",
 	"redis.passwordSecretRef.name":      "Secret reference",
 	"redis.passwordSecretRef.key":       "Secret reference",
+	// The eviction guard's webhook configuration is installed apart; the policy says it alike.
+	"guard.failurePolicy":            "the webhook configuration's",
+	"guard.timeoutSeconds":           "the webhook configuration's",
+	"guard.webhookConfigurationName": "the webhook configuration's",
+	"guard.drainTaints":              "the guard's tuning",
 }
 
 // TestPolicyFlagTable checks the table that ties flags to the policy's fields: each row's path

@@ -24,17 +24,16 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 )
-
-// errReleaseReplicaClaims is run's answer to rules.releaseReplicaClaims (--release-replica-claims)
-// until the executor can release a claim (execute.ErrReleaseReplicaClaims).
-var errReleaseReplicaClaims = errors.New("rules.releaseReplicaClaims (--release-replica-claims) is not supported by run yet: it would plan moves that need a replica's PersistentVolumeClaim released, which run does not do; use it with plan/check to see such moves")
 
 // runOptions are the run command's options: the API server, the policy with the flags that
 // override it, and the two flags of one run that are no policy field.
 type runOptions struct {
 	kube   kubeOptions
 	policy *policyOptions
+	// redis is the Redis client executor made (serve's guard reads roles through it too).
+	redis *redisctl.Client
 	// dryRun plans and prints without acting; ignoreWindows acts outside the maintenance windows.
 	dryRun, ignoreWindows bool
 	// observer, when set, is told what each run does (serve's metrics).
@@ -100,7 +99,7 @@ func leaseIdentity() (string, error) {
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.kube.addFlags(fs)
 	o.policy.addPolicyFlag(fs)
-	o.policy.addSelectionFlags(fs, "not supported by run yet (it refuses the flag; use it with check or plan): "+releaseReplicaClaimsUsage)
+	o.policy.addSelectionFlags(fs, releaseReplicaClaimsUsage+" (see below)")
 	o.policy.addRedisFlags(fs)
 	o.policy.addPlanFlags(fs, allowPendingStepsUsage+" (see below)")
 	o.policy.addExecuteFlags(fs)
@@ -109,15 +108,11 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.policy.addOutputFlag(fs, "text: progress and maps on stdout; json: the run report on stdout (README \"JSON output\"), progress on stderr")
 }
 
-// resolve returns the policy a pass acts with (policyOptions.load), after the refusals of run
-// (and serve): rules.releaseReplicaClaims. It reads no cluster.
+// resolve returns the policy a pass acts with (policyOptions.load). It reads no cluster.
 func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 	p, err := o.policy.load(fs)
 	if err != nil {
 		return nil, err
-	}
-	if p.Rules.ReleaseReplicaClaims {
-		return nil, errReleaseReplicaClaims
 	}
 	if le := o.leaderElection; le.LeaderElect && !o.dryRun {
 		if err := validateLease(le); err != nil {
@@ -161,6 +156,7 @@ func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, 
 		rc.Close()
 		return nil, nil, err
 	}
+	o.redis = rc
 	return ex, func() { rc.Close() }, nil
 }
 
@@ -185,10 +181,13 @@ the cluster is left as it is, the run goes on with other clusters) or aborts (an
                   --failover-timeout: abort);
    6. drain       after a failover, the old master's clients go quiet;
    7. roleCheck   Redis says the pod is a replica right now;
-   8. evict       policy/v1 Eviction through the descheduler's PodEvictor (a 429 skips; nothing is
+   8. evict       policy/v1 Eviction through the descheduler's PodEvictor (a 429 skips; no pod is
                   ever deleted);
-   9. recreate    the pod is re-created, scheduled and Ready;
-  10. rejoin      its Redis node is a connected, in-sync replica again;
+      release     only in a move that releases the pod's claims (--release-replica-claims, see
+                  below): the pod's claims are deleted, once its shard's master is healthy;
+   9. recreate    the pod is re-created, scheduled and Ready (and its claims re-created, bound);
+  10. rejoin      its Redis node is a connected, in-sync replica again (after a full sync, up to
+                  --full-sync-timeout, when its claims were released);
   11. reobserve   the cluster is observed again and healthy again; the next move is re-planned.
 From step 5 to the pod's return nothing is interrupted by the window closing. A run killed at
 any point leaves the cluster safe; the next run waits for the cluster to be healthy and continues
@@ -218,6 +217,16 @@ that pod Pending (and what its absence costs Redis: its shard's master without a
 old Redis node unreachable) until the next move frees its room; any other pod Pending that was
 not Pending when the run started makes the cluster unhealthy. Each such move prints and reports
 its exposure (which shard runs without which replica, until which move).
+
+--release-replica-claims lets a pod leave the zone of the zonal PersistentVolumes its claims are
+bound to (a cloud disk per pod, the charts' default): when the plan sends a pod to a node its
+volumes do not allow, the move fails it over first if it is a master, evicts it, then deletes its
+claims (from its StatefulSet's volumeClaimTemplates) while the old pod still exists, only when its
+shard's master is healthy and no other pod of the shard is without its data; the StatefulSet
+re-creates pod and claims, the claims bind in the zone the scheduler picks (WaitForFirstConsumer),
+and the pod's Redis node, back empty, is re-introduced as a replica of its master (CLUSTER MEET,
+REPLICATE; every node forgets the old node) and resyncs in full. A check that says no keeps the
+claims: the pod comes back where its volumes are. run needs persistentvolumeclaims delete for it.
 
 At the end, each cluster complies when every hard rule holds AND Redis is healthy; a cluster still
 resyncing does not comply.

@@ -11,10 +11,9 @@ import (
 // TestRunRefusesBeforeConnecting checks the flags run rejects before it reads a kubeconfig (none
 // is given: a refusal that came later would name the kubeconfig instead).
 func TestRunRefusesBeforeConnecting(t *testing.T) {
-	const refusal = "rules.releaseReplicaClaims (--release-replica-claims) is not supported by run yet"
 	runExitCases(t, []exitCase{
-		{name: "run --release-replica-claims → 1, refused", args: []string{"run", "--release-replica-claims", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{refusal, "use it with plan/check"}},
-		{name: "run --dry-run --release-replica-claims → 1, refused too", args: []string{"run", "--dry-run", "--release-replica-claims", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{refusal}},
+		{name: "run --release-replica-claims → accepted: 1 for the missing kubeconfig only", args: []string{"run", "--release-replica-claims", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"does-not-exist"}},
+		{name: "a negative --full-sync-timeout → 1, naming the field and the flag", args: []string{"run", "--release-replica-claims", "--full-sync-timeout", "-1m", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{`timeouts.fullSync (--full-sync-timeout): Invalid value: "-1m0s"`}},
 		{name: "run --allow-pending-steps → accepted: 1 for the missing kubeconfig only", args: []string{"run", "--allow-pending-steps", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"does-not-exist"}},
 		{name: "bad failover mode → 1, naming the field and the flag", args: []string{"run", "--failover-mode", "fast", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{`failover.mode (--failover-mode): Unsupported value: "fast": supported values: "default", "force", "takeover"`}},
 		{name: "bad output format → 1", args: []string{"run", "-o", "yaml", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{`output (--output): Unsupported value: "yaml"`}},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/cache"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
@@ -30,6 +31,7 @@ type serveOptions struct {
 	passOnStart    bool
 	listenAddress  string
 	leaderElection componentbaseconfig.LeaderElectionConfiguration
+	guard          guardOptions
 }
 
 func newServeOptions() *serveOptions {
@@ -38,6 +40,7 @@ func newServeOptions() *serveOptions {
 		// The Lease's namespace is filled in when the command runs (the kubeconfig's namespace,
 		// or the pod's own in a cluster) unless --leader-elect-resource-namespace is given.
 		leaderElection: serve.DefaultLeaderElection(""),
+		guard:          newGuardOptions(),
 	}
 }
 
@@ -47,6 +50,8 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.passOnStart, "pass-on-start", o.passOnStart, "start a pass as soon as this process leads, then on the schedule")
 	fs.StringVar(&o.listenAddress, "listen-address", o.listenAddress, "address of the HTTP listener serving /healthz, /readyz and /metrics")
 	leoptions.BindLeaderElectionFlags(&o.leaderElection, fs)
+	o.run.policy.addGuardFlags(fs)
+	o.guard.addFlags(fs)
 }
 
 func newServeCommand() *cobra.Command {
@@ -82,7 +87,18 @@ released so that another replica takes over at once, then serve exits 0. A secon
 every step at once.
 
 The policy (--policy) and every flag of run apply to each pass; -o json prints one JSON report per
-pass on stdout.`,
+pass on stdout.
+
+With --guard (guard.enabled) every replica also serves the eviction guard on a TLS listener
+(--guard-listen-address, path /guard/evictions; certificate from --guard-cert-dir, or issued and
+rotated here with --guard-self-signed): kube-apiserver sends it the evictions of the Redis
+namespaces (a ValidatingWebhookConfiguration on CREATE pods/eviction; deploy/overlays/guard), and
+it denies with 429 the eviction of a master serving slots, or of a replica whose shard would be
+left without a serving master or an in-sync replica, for at most guard.maxHold. The leader fails
+each held master, and every master on a node being emptied (cordoned, or tainted with one of
+guard.drainTaints), over to an in-sync replica on a node that stays, one at a time per Redis
+cluster (health gate, verified failover, client drain); the evictor's retry then passes. The
+guard never evicts. deploy/README.md "The eviction guard" has the details and the security model.`,
 		Example: `  # the policy's schedule and windows, leader-elected (deploy/overlays/deployment)
   redis-rebalancer serve --policy /etc/redis-rebalancer/policy.yaml
   # a pass every night at 02:00 Paris time, acting only in a 2h window
@@ -146,7 +162,7 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 		return &exitError{ExitError, fmt.Errorf("--listen-address: %w", err)}
 	}
 	defer l.Close()
-	err = serve.Run(ctx, serve.Config{
+	scfg := serve.Config{
 		Client: client, Schedule: p.Schedule, PassOnStart: o.passOnStart,
 		LeaderElection: le, Identity: identity, Listener: l, Metrics: m, Stop: stop,
 		Trigger: trigger, TriggerMinInterval: p.Watch.QuorumPassInterval.Duration,
@@ -167,7 +183,20 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 			}
 			klog.InfoS("Pass ended", "outcome", rep.Outcome, "clusters", len(rep.Clusters), "evictions", rep.Moves(), "seconds", rep.Seconds)
 		},
-	})
+	}
+	if p.Guard.Enabled {
+		gr, err := o.startGuard(ctx, client, watched, p, ex, o.run.redis, m, o.run.dryRun)
+		if err != nil {
+			return &exitError{ExitError, err}
+		}
+		defer gr.close()
+		defer gr.listener.Close()
+		scfg.GuardListener, scfg.Guard, scfg.GuardPath = gr.listener, gr.guard, guard.Path
+		if gr.handOff != nil {
+			scfg.Leading = append(scfg.Leading, gr.handOff.Run)
+		}
+	}
+	err = serve.Run(ctx, scfg)
 	if err != nil {
 		// serve.ErrLeaseLost included: the process exits and is restarted.
 		return &exitError{ExitError, err}

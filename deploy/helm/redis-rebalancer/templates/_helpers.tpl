@@ -34,7 +34,7 @@ nodeSelector:
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .root.Values.affinity }}
+{{- with (.affinity | default .root.Values.affinity) }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -55,10 +55,21 @@ containers:
   - name: policy
     mountPath: /etc/redis-rebalancer
     readOnly: true
+  {{- with .volumeMounts }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
 volumes:
 - name: policy
   configMap:
     name: {{ include "redis-rebalancer.fullname" .root }}-policy
+{{- with .volumes }}
+{{- toYaml . | nindent 0 }}
+{{- end }}
+{{- end -}}
+
+{{/* The guard's names: its Service, webhook configuration and certificate Secret. */}}
+{{- define "redis-rebalancer.guard" -}}
+{{- printf "%s-guard" (include "redis-rebalancer.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/* The Lease flags of every kind: run's and serve's (docs/operations.md). */}}

@@ -1,0 +1,104 @@
+package execute
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+)
+
+// reintroduceEmpty finishes, before a cluster's moves, what a move that released a pod's claims
+// left undone when it was stopped between the release and the rejoin (a run killed, a step
+// aborted): the pod came back with empty volumes, its Redis node knows no other node, and the
+// cluster still lists the replica it replaces, gone. It pairs each such empty node (a member pod's
+// node that knows no other node and serves no slot) with one such old replica (listed by the
+// other nodes, answering no more, at no member pod's address, its master a healthy master), in
+// order, and re-introduces it as a replica of that master, the old one forgotten
+// (Redis.Reintroduce), then waits for its full sync (FullSyncTimeout). It acts only with
+// Policy.ReleaseReplicaClaims (without it, a node back empty is its operator's to add) and leaves
+// alone an empty node with no old replica to replace (a scale-up: its operator adds it). It
+// returns one line per node re-introduced.
+func (cr *clusterRun) reintroduceEmpty(ctx context.Context, c *policies.Cluster) ([]string, error) {
+	if !cr.cfg.Policy.ReleaseReplicaClaims || cr.cfg.DryRun || !cr.act {
+		return nil, nil
+	}
+	podAt := map[string]string{} // Redis address → member pod
+	var addrs []string
+	for _, mem := range c.Members {
+		if ip := mem.Pod.Status.PodIP; ip != "" && mem.Node >= 0 && !mem.Terminating {
+			a := cr.cfg.Redis.AddrOf(ip)
+			podAt[a] = mem.Pod.Name
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, nil
+	}
+	topo, err := cr.cfg.Redis.Topology(ctx, addrs)
+	if err != nil {
+		return nil, fmt.Errorf("re-introduce: %w", err)
+	}
+	var empty []string // addresses of member pods' nodes that know no other node
+	answering := map[string]bool{}
+	for _, v := range topo.Views {
+		self, ok := v.Myself()
+		if !ok {
+			continue
+		}
+		answering[self.ID] = true
+		if len(v.Nodes) == 1 && len(self.Slots) == 0 && podAt[v.Addr] != "" {
+			empty = append(empty, v.Addr)
+		}
+	}
+	if len(empty) == 0 {
+		return nil, nil
+	}
+	masters := map[string]redisctl.Node{}
+	for _, n := range topo.Nodes {
+		if n.IsMaster() && !n.IsFailing() && n.IsUsable() && len(n.Slots) > 0 {
+			masters[n.ID] = n
+		}
+	}
+	var gone []redisctl.Node // replicas the cluster lists that answer no more, at no pod's address
+	for _, n := range topo.Nodes {
+		if n.IsReplica() && !answering[n.ID] && podAt[n.Addr()] == "" && masters[n.MasterID].ID != "" {
+			gone = append(gone, n)
+		}
+	}
+	sort.Slice(gone, func(a, b int) bool { return gone[a].ID < gone[b].ID })
+	slices.SortFunc(empty, func(a, b string) int {
+		switch {
+		case podAt[a] < podAt[b]:
+			return -1
+		case podAt[a] > podAt[b]:
+			return 1
+		}
+		return 0
+	})
+	var done []string
+	for k, addr := range empty {
+		if k >= len(gone) {
+			cr.printf("  ! %s (%s) knows no other Redis node and replaces no node the cluster lists: left to its operator (a scale-up?)\n", podAt[addr], addr)
+			continue
+		}
+		old, master := gone[k], masters[gone[k].MasterID]
+		pod := podAt[addr]
+		cr.printf("  … %s (%s) came back empty in place of replica %s (%s) of %s: re-introducing it (a move that released its claims was stopped before its rejoin)\n", pod, addr, short(old.ID), old.Addr(), master.Addr())
+		progress := func(s string) { cr.printf("    … %s: %s\n", pod, s) }
+		start := cr.cfg.Clock.Now()
+		id, err := cr.cfg.Redis.Reintroduce(ctx, addr, old.ID, master.ID, addrs, cr.cfg.FullSyncTimeout, progress)
+		if err != nil {
+			return done, fmt.Errorf("re-introduce %s: %w", pod, err)
+		}
+		if err := cr.cfg.Redis.WaitRejoin(ctx, addr, master.ID, cr.cfg.FullSyncTimeout-cr.cfg.Clock.Since(start), progress); err != nil {
+			return done, fmt.Errorf("re-introduce %s: %w", pod, err)
+		}
+		line := fmt.Sprintf("%s: node %s re-introduced in place of %s, an in-sync replica of %s after a full sync", pod, short(id), short(old.ID), master.Addr())
+		cr.printf("  ✓ %s\n", line)
+		done = append(done, line)
+	}
+	return done, nil
+}
