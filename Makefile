@@ -46,7 +46,7 @@ COMMIT_TIME    ?= $(shell git log -1 --format=%cI 2>/dev/null)
 # The CA bundle put in the image (none when the file is missing).
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: all build image test unit e2e fuzz bench demo compare tools deps vet generate clean help
+.PHONY: all build image test unit e2e fuzz bench demo compare tools deps vet generate clean help descheduler-plugin
 
 all: build
 
@@ -83,19 +83,30 @@ tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok 
 generate: ## regenerate api/v1alpha1's deepcopy, the commented default policy, docs/policy.md, docs/cli.md, docs/rules.md, docs/architecture.md's folder table, README.md's rule table and the command outputs shown in README.md and docs/ (a test fails when they are stale)
 	$(GO) generate ./api/v1alpha1
 
-vet: ## gofmt, go vet, and no tracked file over 1 MiB
+vet: ## gofmt, go vet (the module and hack/descheduler-plugin's), and no tracked file over 1 MiB
 	./hack/check-tracked-sizes.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	cd hack/descheduler-plugin && $(GO) vet ./...
 
 unit: deps ## unit tests (real redis-server where they need one; no Kubernetes)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /e2e)
+	cd hack/descheduler-plugin && $(GO) test -count=1 ./...
 
-e2e: tools ## end-to-end tests on a local cluster with real Redis
+e2e: tools descheduler-plugin ## end-to-end tests on a local cluster with real Redis
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
 
-test: tools vet ## every test: unit and end-to-end
+test: tools vet descheduler-plugin ## every test: unit and end-to-end
+	cd hack/descheduler-plugin && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# The descheduler with the RedisClusterBalance plugin (hack/descheduler-plugin), built from this
+# checkout: e2e/descheduler_plugin_test.go runs it (and builds it itself when run alone), make
+# compare compares it. go build relinks it only when a source changed.
+DESCHEDULER_PLUGIN_BIN := bin/descheduler-redis
+
+descheduler-plugin: ## build bin/descheduler-redis: the descheduler with the RedisClusterBalance balance plugin
+	./hack/descheduler-plugin/build.sh $(CURDIR)/$(DESCHEDULER_PLUGIN_BIN)
 
 fuzz: deps ## fuzz the CLUSTER NODES and INFO parsers, the snapshot decoder and the policy loader for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClusterNodes$$' -fuzztime $(FUZZTIME) ./redisctl
@@ -114,9 +125,9 @@ demo: tools build ## local cluster + real Redis Cluster in a bad placement + red
 
 DESCHEDULER_BIN := $(TOOLS_CACHE)/descheduler-$(DESCHEDULER_VERSION)/descheduler
 
-compare: tools build ## the stock descheduler and redis-rebalancer side by side on the same scenarios and writer: prints a table (several minutes; not part of make test)
+compare: tools build descheduler-plugin ## the stock descheduler, redis-rebalancer and the descheduler with RedisClusterBalance side by side on the same scenarios and writer: prints a table (several minutes; not part of make test)
 	./hack/compare/build-descheduler.sh $(DESCHEDULER_BIN)
-	$(GO) run ./hack/compare -rebalancer bin/redis-rebalancer -descheduler $(DESCHEDULER_BIN) $(COMPARE_ARGS)
+	$(GO) run ./hack/compare -rebalancer bin/redis-rebalancer -descheduler $(DESCHEDULER_BIN) -descheduler-plugin $(DESCHEDULER_PLUGIN_BIN) $(COMPARE_ARGS)
 
 clean: ## remove built binaries (the tool cache stays)
 	rm -rf bin

@@ -3,8 +3,9 @@
 // test/scenario's scenarios: the success paths (rebalance_test.go; Bitnami's and OT's layouts in
 // layouts_test.go), MasterQuorum against lost nodes (masterquorum_test.go), leader election and
 // graceful stops (serve_test.go), the deploy/ manifests applied and run under their own
-// ServiceAccount (deploy_test.go), the fault matrix (faults_test.go, maintenance windows in
-// windows_test.go) and the test bed's own check (testbed_test.go).
+// ServiceAccount (deploy_test.go), the descheduler built with the RedisClusterBalance plugin
+// (descheduler_plugin_test.go, hack/descheduler-plugin), the fault matrix (faults_test.go,
+// maintenance windows in windows_test.go) and the test bed's own check (testbed_test.go).
 //
 // main_test.go describes the structure: one shared test bed, a namespace per test, the CLI as a
 // child process. The package owns no support code (it is all in e2e/harness); its tests may

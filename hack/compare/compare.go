@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,6 +60,10 @@ const (
 	toolDeschedulerGuard = "descheduler + guard"
 	toolDrain            = "kubectl drain"
 	toolDrainGuard       = "kubectl drain + guard"
+	// toolPlugin is the descheduler built with the RedisClusterBalance balance plugin
+	// (hack/descheduler-plugin), its profile enabling that plugin alone: a row wherever
+	// redis-rebalancer has one, when Config.DeschedulerPlugin is set.
+	toolPlugin = "descheduler + RedisClusterBalance"
 )
 
 // defaultTools are the tools a scenario runs with unless it names its own.
@@ -71,6 +76,9 @@ const redisNodeTimeout = 2 * time.Second
 type Config struct {
 	// Rebalancer and Descheduler are the binaries.
 	Rebalancer, Descheduler string
+	// DeschedulerPlugin is the descheduler built with RedisClusterBalance
+	// (hack/descheduler-plugin); its rows are left out when empty.
+	DeschedulerPlugin string
 	// Scenarios names the scenarios (scenarioNames).
 	Scenarios []string
 	// ReadyDelay is how long every (re-)created pod takes to become Running and Ready.
@@ -107,6 +115,11 @@ func (c Config) validate() error {
 			return errors.New("-rebalancer and -descheduler are required")
 		}
 		if _, err := os.Stat(bin); err != nil {
+			return err
+		}
+	}
+	if c.DeschedulerPlugin != "" {
+		if _, err := os.Stat(c.DeschedulerPlugin); err != nil {
 			return err
 		}
 	}
@@ -215,6 +228,9 @@ func run(ctx context.Context, cfg Config) ([]Result, error) {
 		if tools == nil {
 			tools = defaultTools
 		}
+		if cfg.DeschedulerPlugin != "" && slices.Contains(tools, toolRebalancer) {
+			tools = append(slices.Clip(tools), toolPlugin)
+		}
 		for _, tool := range tools {
 			fmt.Fprintf(cfg.Out, "compare: %s with %s ...\n", name, tool)
 			r := runOne(ctx, cfg, bed, name, tool, log)
@@ -285,7 +301,10 @@ func runOne(ctx context.Context, cfg Config, bed *harness.Bed, name, tool string
 		res.ToolExit, err = runRebalancer(ctx, cfg, env, mon, log)
 	case toolDescheduler, toolDeschedulerGuard:
 		mon = startMonitor(ctx, env, sc.N(), time.Now())
-		res.ToolExit, err = runDescheduler(ctx, cfg, env, mon, log)
+		res.ToolExit, err = runDescheduler(ctx, cfg, cfg.Descheduler, env, mon, log, topologySpreadProfile(env), nil)
+	case toolPlugin:
+		mon = startMonitor(ctx, env, sc.N(), time.Now())
+		res.ToolExit, err = runDescheduler(ctx, cfg, cfg.DeschedulerPlugin, env, mon, log, redisClusterBalanceProfile(env), pluginCycleCompliant(env))
 	case toolDrain, toolDrainGuard:
 		// The placement complies before the drain: compliance is judged from the drain's end
 		// (the node uncordoned), up to 30 s.
@@ -340,23 +359,59 @@ func runRebalancer(ctx context.Context, cfg Config, env *harness.Env, mon *monit
 	return code, nil
 }
 
-// runDescheduler runs the stock descheduler in its loop (every DeschedulingInterval) with
-// RemovePodsViolatingTopologySpreadConstraint on the scenario's namespace and the DefaultEvictor,
-// until compliance or the budget, then stops it (SIGTERM).
-func runDescheduler(ctx context.Context, cfg Config, env *harness.Env, mon *monitor, log io.Writer) (int, error) {
+// topologySpreadProfile is the stock descheduler's DeschedulerPolicy profile:
+// RemovePodsViolatingTopologySpreadConstraint on the scenario's namespace and the DefaultEvictor.
+func topologySpreadProfile(env *harness.Env) map[string]any {
+	return map[string]any{
+		"name": "compare",
+		"pluginConfig": []any{
+			map[string]any{"name": "DefaultEvictor", "args": map[string]any{}},
+			map[string]any{"name": "RemovePodsViolatingTopologySpreadConstraint", "args": map[string]any{
+				"namespaces": map[string]any{"include": []string{env.Namespace}},
+			}},
+		},
+		"plugins": map[string]any{"balance": map[string]any{"enabled": []string{"RemovePodsViolatingTopologySpreadConstraint"}}},
+	}
+}
+
+// redisClusterBalanceProfile is the profile of the descheduler built with RedisClusterBalance:
+// that plugin alone on the scenario's namespace (its Redis port; redis-rebalancer's defaults
+// otherwise, at most 10 evictions per cycle as `redis-rebalancer run --max-moves 10`) and the
+// DefaultEvictor.
+func redisClusterBalanceProfile(env *harness.Env) map[string]any {
+	return map[string]any{
+		"name": "compare",
+		"pluginConfig": []any{
+			map[string]any{"name": "DefaultEvictor", "args": map[string]any{}},
+			map[string]any{"name": "RedisClusterBalance", "args": map[string]any{
+				"namespaces":         map[string]any{"include": []string{env.Namespace}},
+				"redisPort":          env.Port,
+				"maxMovesPerCluster": 10,
+			}},
+		},
+		"plugins": map[string]any{"balance": map[string]any{"enabled": []string{"RedisClusterBalance"}}},
+	}
+}
+
+// pluginCycleCompliant says, from the descheduler's output, whether a cycle of RedisClusterBalance
+// has ended with the scenario's Redis cluster compliant: its moves, failover steps included (which
+// move no pod, so that the monitor's compliance may hold before them), are all made.
+func pluginCycleCompliant(env *harness.Env) func(output string) bool {
+	name := env.Scenario.ClusterLabels()[env.Scenario.ClusterLabel()]
+	line := fmt.Sprintf(`"Redis cluster" plugin="RedisClusterBalance" namespace=%q name=%q compliant=true`, env.Namespace, name)
+	return func(output string) bool { return strings.Contains(output, line) }
+}
+
+// runDescheduler runs a descheduler binary in its loop (every DeschedulingInterval) with the
+// DeschedulerPolicy profile given, until compliance or the budget, then stops it (SIGTERM). When
+// settled is not nil, it also waits (within the budget) until settled holds on the descheduler's
+// output so far, as runRebalancer waits for `redis-rebalancer run` to exit.
+func runDescheduler(ctx context.Context, cfg Config, bin string, env *harness.Env, mon *monitor, log io.Writer, profile map[string]any, settled func(output string) bool) (int, error) {
+	began := time.Now()
 	policy := map[string]any{
 		"apiVersion": "descheduler/v1alpha2",
 		"kind":       "DeschedulerPolicy",
-		"profiles": []any{map[string]any{
-			"name": "compare",
-			"pluginConfig": []any{
-				map[string]any{"name": "DefaultEvictor", "args": map[string]any{}},
-				map[string]any{"name": "RemovePodsViolatingTopologySpreadConstraint", "args": map[string]any{
-					"namespaces": map[string]any{"include": []string{env.Namespace}},
-				}},
-			},
-			"plugins": map[string]any{"balance": map[string]any{"enabled": []string{"RemovePodsViolatingTopologySpreadConstraint"}}},
-		}},
+		"profiles":   []any{profile},
 	}
 	data, err := yaml.Marshal(policy)
 	if err != nil {
@@ -371,9 +426,9 @@ func runDescheduler(ctx context.Context, cfg Config, env *harness.Env, mon *moni
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return 0, err
 	}
-	cmd := exec.Command(cfg.Descheduler, "--kubeconfig", env.Kubeconfig(), "--policy-config-file", path,
+	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig(), "--policy-config-file", path,
 		"--descheduling-interval", cfg.DeschedulingInterval.String(), "--disable-metrics", "--secure-port", "0", "--v", "2")
-	var out bytes.Buffer
+	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(log, &out), io.MultiWriter(log, &out)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -392,6 +447,13 @@ func runDescheduler(ctx context.Context, cfg Config, env *harness.Env, mon *moni
 		return cmd.ProcessState.ExitCode(), fmt.Errorf("descheduler exited early: %v\n%s", err, tail(out.Bytes(), 2000))
 	case <-reached:
 	}
+	if settled != nil {
+		if left := cfg.Budget - time.Since(began); left > 0 {
+			_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, left, true, func(context.Context) (bool, error) {
+				return settled(string(out.Bytes())), nil
+			})
+		}
+	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-done:
@@ -400,6 +462,25 @@ func runDescheduler(ctx context.Context, cfg Config, env *harness.Env, mon *moni
 		<-done
 	}
 	return cmd.ProcessState.ExitCode(), nil
+}
+
+// lockedBuffer is a bytes.Buffer that a process writes while another goroutine reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Bytes returns a copy of what was written so far.
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
 }
 
 func tail(b []byte, n int) string {

@@ -1,9 +1,10 @@
 // Command compare runs the stock descheduler (RemovePodsViolatingTopologySpreadConstraint with
-// the DefaultEvictor) and redis-rebalancer on the same scenarios, in the same harness, with the
-// same writer, and prints what each did: `make compare`. See compare.go for
+// the DefaultEvictor), redis-rebalancer and the descheduler built with the RedisClusterBalance
+// plugin (hack/descheduler-plugin) on the same scenarios, in the same harness, with the same
+// writer, and prints what each did: `make compare`. See compare.go for
 // what is measured and how.
 //
-//	go run ./hack/compare -rebalancer bin/redis-rebalancer -descheduler <path>
+//	go run ./hack/compare -rebalancer bin/redis-rebalancer -descheduler <path> [-descheduler-plugin bin/descheduler-redis]
 package main
 
 import (
@@ -21,6 +22,7 @@ func main() {
 	cfg := defaultConfig()
 	flag.StringVar(&cfg.Rebalancer, "rebalancer", cfg.Rebalancer, "the redis-rebalancer binary")
 	flag.StringVar(&cfg.Descheduler, "descheduler", cfg.Descheduler, "the stock descheduler binary (built from hack/compare/descheduler)")
+	flag.StringVar(&cfg.DeschedulerPlugin, "descheduler-plugin", cfg.DeschedulerPlugin, "the descheduler built with the RedisClusterBalance plugin (hack/descheduler-plugin; its rows are left out when empty)")
 	scenarios := flag.String("scenarios", strings.Join(cfg.Scenarios, ","), "comma-separated scenarios: "+strings.Join(scenarioNames(), ", "))
 	flag.DurationVar(&cfg.ReadyDelay, "ready-delay", cfg.ReadyDelay, "how long a (re-)created pod takes to start (kwok's pod-ready delay): an evicted master's Redis node is away that long")
 	flag.DurationVar(&cfg.Budget, "budget", cfg.Budget, "how long each tool gets to reach compliance")

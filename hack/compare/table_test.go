@@ -29,6 +29,12 @@ func TestTable(t *testing.T) {
 			want: "| s | descheduler | no (MaxPodsPerNode, Unschedulable) | never | 2 | 1 | 10 of 100 | 3 | n6: no (1 masters; after 8s: cluster_state:fail) |",
 		},
 		{
+			name: "the descheduler with RedisClusterBalance → its own row",
+			r: Result{Scenario: "s", Tool: toolPlugin, Compliant: true, Reached: 9 * time.Second, Evictions: 1,
+				Acked: 3000, LostNode: "n3", LostMasters: 1, Survived: true, SurviveNote: "ok after 4.2s"},
+			want: "| s | descheduler + RedisClusterBalance | yes | 9s | 1 | 0 | 0 of 3000 | 0 | n3: yes (1 masters; ok after 4.2s) |",
+		},
+		{
 			name: "a drain row → how long the drain took beside the tool",
 			r: Result{Scenario: "drain", Tool: toolDrainGuard, Compliant: true, Reached: 8 * time.Second, DrainTook: 19430 * time.Millisecond, Evictions: 2,
 				Acked: 2065, LostNode: "n3", LostMasters: 2, Survived: true, SurviveNote: "ok after 4.8s"},
@@ -66,6 +72,11 @@ func TestConfigValidate(t *testing.T) {
 	if err := bad.validate(); err == nil {
 		t.Error("no descheduler: no error")
 	}
+	bad = cfg
+	bad.DeschedulerPlugin = "/nonexistent/descheduler-redis"
+	if err := bad.validate(); err == nil {
+		t.Error("a descheduler-plugin binary that does not exist: no error")
+	}
 }
 
 func TestNamespaceFor(t *testing.T) {
@@ -73,6 +84,7 @@ func TestNamespaceFor(t *testing.T) {
 		{"post-scale-down", toolRebalancer, "post-scale-down-redis-rebalancer"},
 		{"drain", toolDrainGuard, "drain-kubectl-drain-guard"},
 		{"post-scale-down", toolDeschedulerGuard, "post-scale-down-descheduler-guard"},
+		{"template-only-constraints", toolPlugin, "template-only-constraints-descheduler-redisclusterbalance"},
 	} {
 		if got := namespaceFor(tc.scenario, tc.tool); got != tc.want {
 			t.Errorf("namespaceFor(%q, %q) = %q, want %q", tc.scenario, tc.tool, got, tc.want)

@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
@@ -202,6 +203,15 @@ type Config struct {
 	// Goal is what the run works toward (Compliance when nil): when a cluster is done, and the
 	// plan its next move is taken from.
 	Goal Goal
+	// EvictPod, when set, makes the eviction step's request instead of the run's own PodEvictor
+	// (then not created): the descheduler plugin (hack/descheduler-plugin) gives its profile's
+	// Evictor, the descheduler's PodEvictor with the DeschedulerPolicy's limits and events. Every
+	// step before and after the eviction (health gate, failover, role check, re-creation, rejoin)
+	// is the same. Its errors are judged as the PodEvictor's: a descheduler limit error
+	// (*evictions.EvictionTotalLimitError, ...NodeLimitError, ...NamespaceLimitError) or a 429
+	// (the PodEvictor's "error when evicting pod (ignoring)" text) skips the move, any other
+	// error aborts it. Nil: the run's own PodEvictor with the MaxPodsToEvict... limits.
+	EvictPod func(ctx context.Context, pod *corev1.Pod) error
 	// Requests, when set, counts Client's API requests (observe.RequestCounter.Wrap on its
 	// rest.Config); Run's report then holds the counts.
 	Requests *observe.RequestCounter

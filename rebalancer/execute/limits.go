@@ -20,11 +20,15 @@ const EventSource = "redis-rebalancer"
 // through it, so that its limits (MaxPodsToEvictPerNode, ...PerNamespace, ...Total) count
 // evictions over every cluster. It records each eviction's event on the run's recorder.
 type evictor struct {
-	pe *evictions.PodEvictor
+	evict func(ctx context.Context, pod *corev1.Pod) error
 }
 
-// newEvictor returns the run's PodEvictor with cfg's limits, recording its events on recorder.
+// newEvictor returns the run's evictor: cfg.EvictPod when set, else a PodEvictor with cfg's
+// limits, recording its events on recorder.
 func newEvictor(ctx context.Context, client kubernetes.Interface, recorder events.EventRecorder, cfg Config) (*evictor, error) {
+	if cfg.EvictPod != nil {
+		return &evictor{evict: cfg.EvictPod}, nil
+	}
 	// The pod informer is only used by the EvictionsInBackground feature, which stays off.
 	informer := informers.NewSharedInformerFactory(client, 0).Core().V1().Pods().Informer()
 	opts := evictions.NewOptions().
@@ -35,7 +39,12 @@ func newEvictor(ctx context.Context, client kubernetes.Interface, recorder event
 	if err != nil {
 		return nil, fmt.Errorf("pod evictor: %w", err)
 	}
-	return &evictor{pe: pe}, nil
+	return &evictor{evict: func(ctx context.Context, pod *corev1.Pod) error {
+		// The PodEvictor records the eviction's event (reason EvictionStrategy); the move's
+		// reason is in the run's report and progress, not in the event's reason, which must be
+		// a short word.
+		return pe.EvictPod(ctx, pod, evictions.EvictOptions{StrategyName: EvictionStrategy, ProfileName: EventSource})
+	}}, nil
 }
 
 // budget reserves an eviction against the run's limits before the move's first disruption (the

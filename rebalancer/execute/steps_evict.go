@@ -23,13 +23,11 @@ import (
 // 429 (it flattens the API error into text: evictions.go, evictPod).
 const evictionRefusedPrefix = "error when evicting pod (ignoring)"
 
-// evict is the eviction step: the run's PodEvictor evicts the pod through the policy/v1 Eviction
+// evict is the eviction step: the run's PodEvictor (or Config.EvictPod) evicts the pod through the policy/v1 Eviction
 // API (it records an event on the pod and counts the eviction against the limits). A 429 skips: the
 // pod is never deleted instead. Any other error aborts.
 func (cr *clusterRun) evict(ctx context.Context, m *moveRun) result {
-	// The PodEvictor records the eviction's event (reason EvictionStrategy); the move's reason is
-	// in the run's report and progress, not in the event's reason, which must be a short word.
-	err := cr.evictor.pe.EvictPod(ctx, m.pod, evictions.EvictOptions{StrategyName: EvictionStrategy, ProfileName: EventSource})
+	err := cr.evictor.evict(ctx, m.pod)
 	var (
 		total *evictions.EvictionTotalLimitError
 		node  *evictions.EvictionNodeLimitError
