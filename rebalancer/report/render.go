@@ -75,7 +75,7 @@ func RenderMap(w io.Writer, c *policies.Cluster, p policies.Placement) {
 			label = ""
 		}
 		if empty > 0 {
-			fmt.Fprintf(tw, "  %s\t(+%d nodes without pods)\t\n", label, empty)
+			fmt.Fprintf(tw, "  %s\t(+%s without pods)\t\n", label, policies.Plural(empty, "node"))
 		}
 	}
 	var unplaced []string
@@ -140,7 +140,7 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 			fmt.Fprintln(w)
 		}
 		c := byKey[ca.Namespace+"/"+ca.Name]
-		fmt.Fprintf(w, "Redis cluster %s/%s: %d pods (N=%d), %d shards, zones [%s]\n", ca.Namespace, ca.Name, ca.Pods, ca.N, len(c.Shards), strings.Join(ca.AllowedZones, " "))
+		fmt.Fprintf(w, "Redis cluster %s/%s: %s (N=%d), %s, zones [%s]\n", ca.Namespace, ca.Name, policies.Plural(ca.Pods, "pod"), ca.N, policies.Plural(len(c.Shards), "shard"), strings.Join(ca.AllowedZones, " "))
 		if ca.Without != nil {
 			RenderWhatIf(w, ca.Without)
 		}

@@ -146,7 +146,7 @@ redis-rebalancer's MasterQuorum rule checks the masters and fixes them with fail
 			}}}}
 			notes := []string{"Note: " + lint.RolesNote + "."}
 			if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
-				notes = append(notes, fmt.Sprintf("MasterQuorum: %d shards, one master each: %s.", in.Shards, q.Note))
+				notes = append(notes, fmt.Sprintf("MasterQuorum: %s, one master each: %s.", policies.Plural(in.Shards, "shard"), q.Note))
 			}
 			out := cmd.OutOrStdout()
 			if o.output == "json" {
@@ -196,7 +196,7 @@ func (o *constraintsOptions) printChartValues(out io.Writer, in constraints.Inpu
 	}
 	writeComment(out, "Note: "+lint.RolesNote+".")
 	if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
-		writeComment(out, fmt.Sprintf("MasterQuorum: %d shards, one master each: %s.", in.Shards, q.Note))
+		writeComment(out, fmt.Sprintf("MasterQuorum: %s, one master each: %s.", policies.Plural(in.Shards, "shard"), q.Note))
 	}
 	_, err = io.WriteString(out, values)
 	return err
