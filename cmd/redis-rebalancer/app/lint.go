@@ -16,7 +16,7 @@ func newLintCommand() *cobra.Command {
 	o := newAnalysisOptions()
 	cmd := &cobra.Command{
 		Use:   "lint",
-		Short: "Report StatefulSets whose constraints differ from the recommended ones or can deadlock",
+		Short: "Report StatefulSets whose constraints can deadlock or differ from the recommendation",
 		Long: `lint compares every Redis cluster's StatefulSet templates with the constraints recommended
 for the cluster's size N and zones (see the constraints command): hard maxSkew on
 hostname and zone, the soft constraints, the anti-affinity inside the shard, and the node affinity
