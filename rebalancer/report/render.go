@@ -95,8 +95,10 @@ func RenderMap(w io.Writer, c *policies.Cluster, p policies.Placement) {
 }
 
 // RenderViolations writes one line per violation ("  ✗ MaxPodsPerNode n1: ..."; soft ones with
-// "~"), or "  ✓ every hard rule holds" when there is no hard violation.
+// "~"), wrapped to TextWidth columns, or "  ✓ every hard rule holds" when there is no hard
+// violation.
 func RenderViolations(w io.Writer, vs []policies.Violation) {
+	w = newWrapWriter(w)
 	if len(policies.Hard(vs)) == 0 {
 		fmt.Fprintln(w, "  ✓ every hard rule holds")
 	}
@@ -126,8 +128,9 @@ func RenderShards(w io.Writer, c *policies.Cluster) {
 
 // RenderAnalysis writes a as tables: per cluster a header, where its shards came from and its
 // warnings (RenderShards), the zones × nodes map, the violations, the Pending pods' diagnosis
-// and, when withPlans is true, the moves.
-func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool) {
+// and, when withPlans is true, the moves; every line but the map's wrapped to TextWidth columns.
+func RenderAnalysis(out io.Writer, m *policies.Model, a *Analysis, withPlans bool) {
+	w := newWrapWriter(out)
 	byKey := map[string]*policies.Cluster{}
 	for _, c := range m.Clusters {
 		byKey[c.Key()] = c
@@ -145,7 +148,7 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 			RenderWhatIf(w, ca.Without)
 		}
 		RenderShards(w, c)
-		RenderMap(w, c, c.Current())
+		RenderMap(out, c, c.Current())
 		RenderViolations(w, ca.Violations)
 		if ca.MasterQuorum.Note != "" {
 			fmt.Fprintf(w, "  note: %s\n", ca.MasterQuorum.Note)
@@ -345,8 +348,9 @@ func CandidatesText(mv plan.Move) string {
 
 // RenderPlan writes plan p of a run that does not act on it, why in label ("dry run", "outside
 // every maintenance window"): a header line with the step counts, then one line per step
-// (MoveText, and the reason), then the exposure of its Pending steps.
+// (MoveText, and the reason), then the exposure of its Pending steps; wrapped to TextWidth columns.
 func RenderPlan(w io.Writer, label string, p plan.Plan) {
+	w = newWrapWriter(w)
 	what := "plan"
 	if p.BestEffort != nil {
 		what = "best-effort plan"
