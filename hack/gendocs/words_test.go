@@ -166,3 +166,21 @@ func TestMapLines(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorSample checks the error marker: a failing command's error line replaces the block, the
+// module root's path taken out; a command that succeeds is refused.
+func TestErrorSample(t *testing.T) {
+	root := moduleRootForTest(t)
+	page := "<!-- error: redis-rebalancer policy validate examples/policies/invalid.yaml -->\n```text\nstale\n```\n"
+	got, n, err := embedOutputs(root, []byte(page))
+	if err != nil || n != 1 {
+		t.Fatalf("embedOutputs: %d blocks, %v", n, err)
+	}
+	if want := "```text\nredis-rebalancer: policy examples/policies/invalid.yaml: invalid policy (4 problems):\n"; !strings.Contains(string(got), want) {
+		t.Errorf("got %q, want it to hold %q", got, want)
+	}
+	ok := "<!-- error: redis-rebalancer policy validate examples/policies/invalid.yaml --help -->\n```text\n```\n"
+	if _, _, err := embedOutputs(root, []byte(ok)); err == nil || !strings.Contains(err.Error(), "the command succeeded") {
+		t.Errorf("a succeeding command under an error marker: err %v, want it refused", err)
+	}
+}
