@@ -23,7 +23,8 @@ var outsideDocument = regexp.MustCompile(`(?i:seed 000|the seed's|supplement \d|
 var mapHeader = regexp.MustCompile(`^(\s*)ZONE\s+NODE\s+PODS$`)
 
 // textOutputs returns what the user reads, by name: every command's --help, and the text output
-// of check and plan on every examples/*.yaml snapshot with the flags its header names.
+// of check, plan, lint and prepare-drain (of node n1) on every examples/*.yaml snapshot with the
+// flags its header names (those the command has).
 func textOutputs(t *testing.T, root string) map[string]string {
 	t.Helper()
 	outs := map[string]string{}
@@ -41,8 +42,11 @@ func textOutputs(t *testing.T, root string) map[string]string {
 	}
 	for _, f := range files {
 		args := exampleCommand(t, f)
-		for _, verb := range []string{"plan", "check"} {
+		for _, verb := range []string{"plan", "check", "lint", "prepare-drain"} {
 			args := flagsOf(t, verb, args)
+			if verb == "prepare-drain" {
+				args = append(args, "n1")
+			}
 			out, err := commandOutput(root, args)
 			if err != nil {
 				t.Fatalf("redis-rebalancer %s: %v", strings.Join(args, " "), err)
@@ -128,8 +132,8 @@ func mapLines(lines []string) map[int]bool {
 	return in
 }
 
-// TestOutputsWrapAndCiteNothing checks every command's --help and the text output of check and
-// plan on every example: no line wider than 100 columns but the zones × nodes map's, and no
+// TestOutputsWrapAndCiteNothing checks every command's --help and the text output of check, plan,
+// lint and prepare-drain on every example: no line wider than 100 columns but the zones × nodes map's, and no
 // reference to a document a user does not have (name the rule and its reason instead).
 func TestOutputsWrapAndCiteNothing(t *testing.T) {
 	root := moduleRootForTest(t)

@@ -24,6 +24,11 @@ type wrapWriter struct {
 // until its newline comes).
 func newWrapWriter(w io.Writer) *wrapWriter { return &wrapWriter{w: w} }
 
+// NewWrapWriter returns a writer that writes each line it is given to w wrapped at spaces to
+// TextWidth columns, the lines after the first indented under the text that follows the line's
+// marker ("✗ ", "1. "), or two columns deeper than the line; a partial line waits for its newline.
+func NewWrapWriter(w io.Writer) io.Writer { return newWrapWriter(w) }
+
 // Write wraps every complete line of p (and of what an earlier call left) and writes it.
 func (ww *wrapWriter) Write(p []byte) (int, error) {
 	ww.buf = append(ww.buf, p...)
