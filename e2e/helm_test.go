@@ -186,6 +186,8 @@ func TestHelmChartKnobs(t *testing.T) {
 		"podSecurityContext.runAsNonRoot": "checkPod", "podSecurityContext.seccompProfile.type": "checkPod",
 		"securityContext.allowPrivilegeEscalation": "checkPod", "securityContext.capabilities.drop": "checkPod",
 		"securityContext.readOnlyRootFilesystem": "checkPod",
+		// knobs issues the guard's certificate itself (selfSigned), which names no issuer.
+		"guard.issuerRef": "the guard.issuerRef subtest",
 	}
 	for _, p := range leafPaths("", defaults) {
 		if p == "kind" || elsewhere[p] != "" {
@@ -425,6 +427,21 @@ func TestHelmChartKnobs(t *testing.T) {
 		}
 		if a, b := sum(), sum("--set", "policy.limits.maxMovesPerCluster=4"); a == b || a == "" {
 			t.Errorf("checksum/config %q before and %q after a policy change: want two different sums", a, b)
+		}
+	})
+	t.Run("guard.issuerRef: cert-manager's Certificate names that issuer, and no Issuer of ours is rendered", func(t *testing.T) {
+		all := byKind(render(t, helm, "template", "rel", chartPath, "--set", "kind=deployment", "--set", "guard.enabled=true",
+			"--set", "guard.issuerRef.kind=ClusterIssuer", "--set", "guard.issuerRef.name=corp-ca"))
+		cert := all["Certificate/rel-redis-rebalancer-guard"]
+		if cert == nil {
+			t.Fatal("no Certificate rel-redis-rebalancer-guard")
+		}
+		ref, _, _ := unstructured.NestedStringMap(cert.Object, "spec", "issuerRef")
+		if !cmp.Equal(ref, map[string]string{"kind": "ClusterIssuer", "name": "corp-ca"}) {
+			t.Errorf("the Certificate's issuerRef %v, want ClusterIssuer corp-ca", ref)
+		}
+		if all["Issuer/rel-redis-rebalancer-guard"] != nil {
+			t.Error("a self-signed Issuer is rendered beside guard.issuerRef")
 		}
 	})
 }

@@ -273,7 +273,8 @@ func Hold(ctx context.Context, cfg Config, act func(ctx context.Context) error) 
 	switch {
 	case started && lost:
 		held.Holder = cfg.Identity
-		return held, errors.Join(ErrLost, actErr)
+		// act's error first: it names the cause (an API server that went away takes the Lease too).
+		return held, errors.Join(actErr, ErrLost)
 	case started:
 		held.Holder = cfg.Identity
 		return held, actErr

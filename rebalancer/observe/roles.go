@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -72,10 +74,15 @@ func notRedisCluster(c *policies.Cluster, errs map[string]error) string {
 		}
 	}
 	refused, other := 0, 0
-	for _, err := range errs {
+	example := ""
+	for _, addr := range slices.Sorted(maps.Keys(errs)) {
+		err := errs[addr]
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED):
 			refused++
+			if example == "" {
+				example = fmt.Sprintf("; %s: %v", addr, err)
+			}
 		case strings.Contains(err.Error(), "cluster support disabled"), // a Redis without cluster mode
 			strings.Contains(err.Error(), "redis: invalid reply"), strings.Contains(err.Error(), "redis: can't parse"): // not the Redis protocol
 			other++
@@ -83,7 +90,7 @@ func notRedisCluster(c *policies.Cluster, errs map[string]error) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("its %d Ready pods are no Redis Cluster nodes (%d refused the connection, %d answered without cluster mode)", len(c.Members), refused, other)
+	return fmt.Sprintf("its %d Ready pods are no Redis Cluster nodes (%d refused the connection, %d answered without cluster mode%s)", len(c.Members), refused, other, example)
 }
 
 // DropNotRedis removes from m.Clusters the clusters whose error in errs (by cluster key, as
