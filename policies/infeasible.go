@@ -98,7 +98,7 @@ func (c *Cluster) StaticInfeasibility() string {
 			found := false
 			for _, zone := range c.AllowedZones {
 				if need := (c.N - capOf("")) / 2; capOf(zone) < need {
-					why = append(why, fmt.Sprintf("zone %s must hold %d pods (ZoneEvenSplit) but its nodes hold at most %d", zone, need, capOf(zone)))
+					why = append(why, fmt.Sprintf("zone %s must hold %s (ZoneEvenSplit) but its nodes hold at most %d", zone, Plural(need, "pod"), capOf(zone)))
 					found = true
 				}
 			}
@@ -214,7 +214,7 @@ func (c *Cluster) pinnedByVolumes(z int) []string {
 	limit := ZoneLimit(c.N, c.model.Options.RelaxedLimits)
 	for _, zone := range zones {
 		if z >= 3 && pinned[zone] > limit && c.model.enforced(MaxPodsPerZone) {
-			why = append(why, fmt.Sprintf("zone %s holds %d pods whose zonal PersistentVolumes keep them there, more than the %d a zone may hold (MaxPodsPerZone)%s", zone, pinned[zone], limit, hint(zone)))
+			why = append(why, fmt.Sprintf("zone %s holds %s whose zonal PersistentVolumes keep %s there, more than the %d a zone may hold (MaxPodsPerZone)%s", zone, Plural(pinned[zone], "pod"), Agree(pinned[zone], "it", "them"), limit, hint(zone)))
 		}
 	}
 	for _, sh := range c.Shards {

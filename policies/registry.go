@@ -66,7 +66,7 @@ var registry = []RuleInfo{
 		Description: "no two pods of one shard share a node (Z ≤ 1) or a zone (Z ≥ 2)",
 		Fix:         "moves: evict the shard's extra pods from the shared node or zone",
 		lowerBound: func(lb int) string {
-			return fmt.Sprintf("%d pods share a node or zone with a pod of their shard, one eviction each", lb)
+			return fmt.Sprintf("%s %s a node or zone with a pod of %s shard, one eviction each", Plural(lb, "pod"), Agree(lb, "shares", "share"), Agree(lb, "its", "their"))
 		},
 		check: func(c *Cluster, a ruleArgs) []Violation { return c.shardSeparation(a.p, a.brief) },
 	},
@@ -108,7 +108,7 @@ var registry = []RuleInfo{
 		Description: "no pod runs outside the zones the node affinity lists",
 		Fix:         "moves: evict the pods outside the allowed zones",
 		lowerBound: func(lb int) string {
-			return fmt.Sprintf("%d pods run outside the allowed zones, one eviction each", lb)
+			return fmt.Sprintf("%s %s outside the allowed zones, one eviction each", Plural(lb, "pod"), Agree(lb, "runs", "run"))
 		},
 		check: func(c *Cluster, a ruleArgs) []Violation { return c.allowedZones(a.g, a.brief) },
 	},
@@ -273,4 +273,13 @@ func Plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// Agree is one when n is 1 and many otherwise: the verb (or pronoun) that agrees with a count
+// Plural writes ("1 pod runs", "3 pods run").
+func Agree(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -174,3 +174,22 @@ func TestEvaluatedRulesAreRegistered(t *testing.T) {
 	}
 	t.Logf("violations by rule: %v", seen)
 }
+
+// TestPluralAgree checks the counts and the words that agree with them.
+func TestPluralAgree(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		want string
+	}{
+		{"0 → the plural", 0, "0 pods run"},
+		{"1 → the singular", 1, "1 pod runs"},
+		{"2 → the plural", 2, "2 pods run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := policies.Plural(tc.n, "pod") + " " + policies.Agree(tc.n, "runs", "run"); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

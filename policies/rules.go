@@ -424,7 +424,7 @@ func (c *Cluster) allowedZones(g *grouping, brief bool) []Violation {
 		out = append(out, Violation{
 			Rule: AllowedZones, Domain: zg.zone, TopologyKey: c.ZoneKey, Count: zg.count, Limit: 0,
 			Pods:    c.namesUnless(brief, g.zoneMembers(zg)),
-			Message: unless(brief, "%d pods run in zone %q, outside the allowed zones [%s]", zg.count, zg.zone, strings.Join(c.AllowedZones, " ")),
+			Message: unless(brief, "%s %s in zone %q, outside the allowed zones [%s]", Plural(zg.count, "pod"), Agree(zg.count, "runs", "run"), zg.zone, strings.Join(c.AllowedZones, " ")),
 		})
 	}
 	return out

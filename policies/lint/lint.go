@@ -71,8 +71,8 @@ func Quorum(c *policies.Cluster) (Finding, bool) {
 	}
 	return Finding{
 		Namespace: c.Namespace, Cluster: c.Name, Kind: MasterQuorum,
-		Got:     fmt.Sprintf("%d shards (one master each) over %d zones", shards, c.Z()),
-		Message: fmt.Sprintf("%d shards, one master each: %s", shards, q.Note),
+		Got:     fmt.Sprintf("%s (one master each) over %s", policies.Plural(shards, "shard"), policies.Plural(c.Z(), "zone")),
+		Message: fmt.Sprintf("%s, one master each: %s", policies.Plural(shards, "shard"), q.Note),
 	}, true
 }
 

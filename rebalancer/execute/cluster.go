@@ -240,7 +240,7 @@ func (cr *clusterRun) runCluster(ctx context.Context) (rep report.ClusterRun, _ 
 	if len(c.Warnings) > 0 {
 		rep.Warnings = c.Warnings
 	}
-	cr.printf("\n== Redis cluster %s: %d pods (N=%d), %d shards, zones [%s]\n", cr.key, len(c.Members), c.N, len(c.Shards), strings.Join(c.AllowedZones, " "))
+	cr.printf("\n== Redis cluster %s: %s (N=%d), %s, zones [%s]\n", cr.key, policies.Plural(len(c.Members), "pod"), c.N, policies.Plural(len(c.Shards), "shard"), strings.Join(c.AllowedZones, " "))
 	report.RenderShards(cr.out, c)
 	cr.printf("before:\n")
 	report.RenderMap(cr.out, c, c.Current())
@@ -338,7 +338,7 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 			offTrack++
 			cr.printf("  ! off the plan's track: the scheduler put %s on %s (the plan expected %s); the re-plan still needs %s, as many as before the move\n", last.Pod, last.To, last.Expected, report.StepsText(p.Evictions, 0))
 			if offTrack >= offTrackLimit {
-				reason := fmt.Sprintf("off track: the scheduler undid the progress of %d evictions (each re-plan needed as many evictions as before it); the templates' constraints do not hold pods where the plan puts them (soft anti-affinity only?): see redis-rebalancer lint", offTrack)
+				reason := fmt.Sprintf("off track: the scheduler undid the progress of %s (each re-plan needed as many evictions as before it); the templates' constraints do not hold pods where the plan puts them (soft anti-affinity only?): see redis-rebalancer lint", policies.Plural(offTrack, "eviction"))
 				stop(report.StoppedOffTrack, reason, nil)
 				cr.printf("stopping: %s\n", reason)
 				return c
@@ -370,11 +370,11 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 			stop(report.StepEvict, cr.evictorErr.Error(), cr.evictorErr)
 			return c
 		case p.Moves[0].Kind != plan.KindFailover && evictions >= cr.cfg.MaxMoves:
-			stop(report.StoppedMaxMoves, fmt.Sprintf("move budget spent (%d evictions)", cr.cfg.MaxMoves), nil)
+			stop(report.StoppedMaxMoves, fmt.Sprintf("move budget spent (%s)", policies.Plural(cr.cfg.MaxMoves, "eviction")), nil)
 			cr.printf("stopping: %s; the next run continues\n", rep.Stopped)
 			return c
 		case p.Moves[0].Kind == plan.KindFailover && failovers >= len(c.Shards)+cr.cfg.MaxMoves:
-			stop(report.StoppedMaxMoves, fmt.Sprintf("failover budget spent (%d failover steps: the shards plus --max-moves)", failovers), nil)
+			stop(report.StoppedMaxMoves, fmt.Sprintf("failover budget spent (%s: the shards plus --max-moves)", policies.Plural(failovers, "failover step")), nil)
 			cr.printf("stopping: %s; the next run continues\n", rep.Stopped)
 			return c
 		}

@@ -132,7 +132,7 @@ func healthText(h observe.Health) string {
 	if len(h.Waiting) > 0 {
 		pods = "every other pod Ready, " + strings.Join(h.Waiting, ", ") + " Pending (accepted)"
 	}
-	return fmt.Sprintf("cluster_state ok, %d slots served, %d replicas in sync, %s", h.Redis.SlotsServed, len(h.Redis.Replicas), pods)
+	return fmt.Sprintf("cluster_state ok, %s served, %s in sync, %s", policies.Plural(h.Redis.SlotsServed, "slot"), policies.Plural(len(h.Redis.Replicas), "replica"), pods)
 }
 
 // healthResult turns a health wait's outcome into a step result: a verdict on the cluster skips,

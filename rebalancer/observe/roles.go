@@ -50,7 +50,7 @@ func ApplyRedis(ctx context.Context, rc TopologyReader, c *policies.Cluster) (*r
 			}
 			return nil, unanswered(topo.Unreachable)
 		case ctx.Err() != nil:
-			return nil, fmt.Errorf("no Redis node answered before the deadline (%d nodes): %w", len(addrs), err)
+			return nil, fmt.Errorf("no Redis node answered before the deadline (%s): %w", policies.Plural(len(addrs), "node"), err)
 		}
 		return nil, fmt.Errorf("read Redis topology: %w", err)
 	}
@@ -206,7 +206,7 @@ func unanswered(errs map[string]error) error {
 	for i, c := range causes {
 		parts[i] = fmt.Sprintf("%d %s", counts[c], c)
 	}
-	return fmt.Errorf("no Redis node answered (%d nodes: %s): %w", len(addrs), strings.Join(parts, ", "), errs[addrs[0]])
+	return fmt.Errorf("no Redis node answered (%s: %s): %w", policies.Plural(len(addrs), "node"), strings.Join(parts, ", "), errs[addrs[0]])
 }
 
 // causeOf names the cause of a node's error in a few words.

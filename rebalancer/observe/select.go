@@ -107,13 +107,13 @@ func (s Selection) Check(snap *policies.Snapshot, opts policies.Options, m *poli
 	case len(snap.Pods) == 0:
 		return errors.New("no Redis cluster: there is no pod at all (an empty List or snapshot, or nothing the API server lists)" + allow)
 	case inNS == 0:
-		return fmt.Errorf("no Redis cluster: no pod in %s (%d pods elsewhere: is the namespace right? --namespace, selection.namespaces)%s", s.where(), len(snap.Pods), allow)
+		return fmt.Errorf("no Redis cluster: no pod in %s (%s elsewhere: is the namespace right? --namespace, selection.namespaces)%s", s.where(), policies.Plural(len(snap.Pods), "pod"), allow)
 	case labelled == 0:
-		return fmt.Errorf("no Redis cluster: none of the %d pods in %s carries the cluster label %s (--cluster-label, selection.clusterLabel, or --layout)%s", inNS, s.where(), key, allow)
+		return fmt.Errorf("no Redis cluster: %s in %s %s the cluster label %s (--cluster-label, selection.clusterLabel, or --layout)%s", policies.Agree(inNS, "the pod", fmt.Sprintf("none of the %d pods", inNS)), s.where(), policies.Agree(inNS, "does not carry", "carries"), key, allow)
 	case s.Selector != nil && !s.Selector.Empty():
-		return fmt.Errorf("no Redis cluster: %d pods in %s carry the cluster label %s, and no Redis cluster there has a pod the label selector %q matches (--selector, selection.labelSelector)%s", labelled, s.where(), key, s.Selector.String(), allow)
+		return fmt.Errorf("no Redis cluster: %s in %s %s the cluster label %s, and no Redis cluster there has a pod the label selector %q matches (--selector, selection.labelSelector)%s", policies.Plural(labelled, "pod"), s.where(), policies.Agree(labelled, "carries", "carry"), key, s.Selector.String(), allow)
 	}
-	return fmt.Errorf("no Redis cluster: the %d pods in %s that carry the cluster label %s belong to no Redis cluster's workload%s", labelled, s.where(), key, allow)
+	return fmt.Errorf("no Redis cluster: the %s in %s that %s the cluster label %s %s to no Redis cluster's workload%s", policies.Plural(labelled, "pod"), s.where(), policies.Agree(labelled, "carries", "carry"), key, policies.Agree(labelled, "belongs", "belong"), allow)
 }
 
 // CheckRedis is Check after DropNotRedis: when every selected Redis cluster was left out as no

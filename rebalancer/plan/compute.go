@@ -201,12 +201,12 @@ func (o outcome) why(pending bool, searched int) (string, string) {
 	}
 	switch {
 	case o.lb > o.maxMoves:
-		return fmt.Sprintf("at least %d evictions are needed (%s), more than the longest plan considered (%d moves, --max-plan-moves)",
-			o.lb, boundReason(o.lb, o.rule), o.maxMoves), LimitMaxMoves
+		return fmt.Sprintf("at least %s %s needed (%s), more than the longest plan considered (%s, --max-plan-moves)",
+			policies.Plural(o.lb, "eviction"), policies.Agree(o.lb, "is", "are"), boundReason(o.lb, o.rule), policies.Plural(o.maxMoves, "move")), LimitMaxMoves
 	case o.budget:
 		ruled := "no length was ruled out"
 		if o.ruledOut > 0 {
-			ruled = fmt.Sprintf("plans of up to %d evictions were ruled out", o.ruledOut-1)
+			ruled = fmt.Sprintf("plans of up to %s were ruled out", policies.Plural(o.ruledOut-1, "eviction"))
 		}
 		return fmt.Sprintf("no plan found within the %d placements searched (--max-plan-states; %s): %s, longer ones up to %d were not searched",
 			searched, model, ruled, o.maxMoves), LimitMaxStates
@@ -219,7 +219,7 @@ func (o outcome) why(pending bool, searched int) (string, string) {
 	case o.stuck && !pending:
 		return fmt.Sprintf("every single eviction leaves its pod unplaceable (%s; searched %d placements)", model, searched), LimitMaxMoves
 	}
-	return fmt.Sprintf("no sequence of at most %d evictions reaches compliance (%s; searched %d placements)", o.maxMoves, model, searched), LimitMaxMoves
+	return fmt.Sprintf("no sequence of at most %s reaches compliance (%s; searched %s)", policies.Plural(o.maxMoves, "eviction"), model, policies.Plural(searched, "placement")), LimitMaxMoves
 }
 
 // boundReason says in words why lb moves are needed, rule being the rule whose excess sets it
@@ -247,13 +247,9 @@ func alternativeText(alt *Alternative) string {
 	var who []string
 	for _, e := range alt.PendingSteps {
 		steps := e.UntilMove - e.FromMove
-		plural := "s"
-		if steps == 1 {
-			plural = ""
-		}
-		who = append(who, fmt.Sprintf("pod %s may wait Pending for %d step%s (shard %s runs without it after move %d until move %d)", e.Pod, steps, plural, e.Shard, e.FromMove, e.UntilMove))
+		who = append(who, fmt.Sprintf("pod %s may wait Pending for %s (shard %s runs without it after move %d until move %d)", e.Pod, policies.Plural(steps, "step"), e.Shard, e.FromMove, e.UntilMove))
 	}
-	return fmt.Sprintf("%d evictions (%s) fix it if %s: --allow-pending-steps", alt.Moves, strings.Join(alt.Evictions, ", "), strings.Join(who, " and "))
+	return fmt.Sprintf("%s (%s) %s it if %s: --allow-pending-steps", policies.Plural(alt.Moves, "eviction"), policies.Agree(alt.Moves, "fixes", "fix"), strings.Join(alt.Evictions, ", "), strings.Join(who, " and "))
 }
 
 // exposure lists the pods the plan lets wait Pending, and from which move until which.

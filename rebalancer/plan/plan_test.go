@@ -208,13 +208,19 @@ func TestBoundReason(t *testing.T) {
 		{"MaxPodsPerZone → pods above the per-zone limit", policies.MaxPodsPerZone, "3 pods above the per-zone limit, one eviction each"},
 		{"ShardSeparation → pods sharing a domain with their shard", policies.ShardSeparation, "3 pods share a node or zone with a pod of their shard, one eviction each"},
 		{"AllowedZones → pods outside the allowed zones", policies.AllowedZones, "3 pods run outside the allowed zones, one eviction each"},
+		{"ShardSeparation, 1 pod → the verb agrees", policies.ShardSeparation, "1 pod shares a node or zone with a pod of its shard, one eviction each"},
+		{"AllowedZones, 1 pod → the verb agrees", policies.AllowedZones, "1 pod runs outside the allowed zones, one eviction each"},
 		{"ZoneEvenSplit → the difference narrowed by 2 per eviction", policies.ZoneEvenSplit, "the two zones' pod counts differ too much, and one eviction narrows the difference by at most 2"},
 		{"TopologySpread (no excess sum) → the fallback", policies.TopologySpread, "some hard rule is broken"},
 		{"no rule → the fallback", "", "some hard rule is broken"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := boundReason(3, tc.rule); got != tc.want {
-				t.Errorf("boundReason(3, %q) = %q, want %q", tc.rule, got, tc.want)
+			n := 3
+			if strings.HasPrefix(tc.want, "1 ") {
+				n = 1
+			}
+			if got := boundReason(n, tc.rule); got != tc.want {
+				t.Errorf("boundReason(%d, %q) = %q, want %q", n, tc.rule, got, tc.want)
 			}
 		})
 	}

@@ -270,6 +270,7 @@ func budgetOf(c *policies.Cluster, mem *policies.Member) (name string, allowed i
 // RenderDrain writes a Drain as text: per cluster the hand-off, MasterQuorum over the nodes that
 // stay, each pod there, and the verdict.
 func RenderDrain(w io.Writer, d *Drain) {
+	w = newWrapWriter(w)
 	what := strings.Join(d.Nodes, ", ")
 	if d.Zone != "" {
 		what = fmt.Sprintf("zone %s (%s)", d.Zone, what)

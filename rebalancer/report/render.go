@@ -75,7 +75,7 @@ func RenderMap(w io.Writer, c *policies.Cluster, p policies.Placement) {
 			label = ""
 		}
 		if empty > 0 {
-			fmt.Fprintf(tw, "  %s\t(+%d nodes without pods)\t\n", label, empty)
+			fmt.Fprintf(tw, "  %s\t(+%s without pods)\t\n", label, policies.Plural(empty, "node"))
 		}
 	}
 	var unplaced []string
@@ -95,8 +95,10 @@ func RenderMap(w io.Writer, c *policies.Cluster, p policies.Placement) {
 }
 
 // RenderViolations writes one line per violation ("  ✗ MaxPodsPerNode n1: ..."; soft ones with
-// "~"), or "  ✓ every hard rule holds" when there is no hard violation.
+// "~"), wrapped to TextWidth columns, or "  ✓ every hard rule holds" when there is no hard
+// violation.
 func RenderViolations(w io.Writer, vs []policies.Violation) {
+	w = newWrapWriter(w)
 	if len(policies.Hard(vs)) == 0 {
 		fmt.Fprintln(w, "  ✓ every hard rule holds")
 	}
@@ -126,8 +128,9 @@ func RenderShards(w io.Writer, c *policies.Cluster) {
 
 // RenderAnalysis writes a as tables: per cluster a header, where its shards came from and its
 // warnings (RenderShards), the zones × nodes map, the violations, the Pending pods' diagnosis
-// and, when withPlans is true, the moves.
-func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool) {
+// and, when withPlans is true, the moves; every line but the map's wrapped to TextWidth columns.
+func RenderAnalysis(out io.Writer, m *policies.Model, a *Analysis, withPlans bool) {
+	w := newWrapWriter(out)
 	byKey := map[string]*policies.Cluster{}
 	for _, c := range m.Clusters {
 		byKey[c.Key()] = c
@@ -140,12 +143,12 @@ func RenderAnalysis(w io.Writer, m *policies.Model, a *Analysis, withPlans bool)
 			fmt.Fprintln(w)
 		}
 		c := byKey[ca.Namespace+"/"+ca.Name]
-		fmt.Fprintf(w, "Redis cluster %s/%s: %d pods (N=%d), %d shards, zones [%s]\n", ca.Namespace, ca.Name, ca.Pods, ca.N, len(c.Shards), strings.Join(ca.AllowedZones, " "))
+		fmt.Fprintf(w, "Redis cluster %s/%s: %s (N=%d), %s, zones [%s]\n", ca.Namespace, ca.Name, policies.Plural(ca.Pods, "pod"), ca.N, policies.Plural(len(c.Shards), "shard"), strings.Join(ca.AllowedZones, " "))
 		if ca.Without != nil {
 			RenderWhatIf(w, ca.Without)
 		}
 		RenderShards(w, c)
-		RenderMap(w, c, c.Current())
+		RenderMap(out, c, c.Current())
 		RenderViolations(w, ca.Violations)
 		if ca.MasterQuorum.Note != "" {
 			fmt.Fprintf(w, "  note: %s\n", ca.MasterQuorum.Note)
@@ -345,8 +348,9 @@ func CandidatesText(mv plan.Move) string {
 
 // RenderPlan writes plan p of a run that does not act on it, why in label ("dry run", "outside
 // every maintenance window"): a header line with the step counts, then one line per step
-// (MoveText, and the reason), then the exposure of its Pending steps.
+// (MoveText, and the reason), then the exposure of its Pending steps; wrapped to TextWidth columns.
 func RenderPlan(w io.Writer, label string, p plan.Plan) {
+	w = newWrapWriter(w)
 	what := "plan"
 	if p.BestEffort != nil {
 		what = "best-effort plan"

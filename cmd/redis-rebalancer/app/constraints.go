@@ -122,8 +122,10 @@ the masters apart, and the operator's pod -0 = master convention drifts after ev
 output says so in a comment, and says which loss the cluster cannot survive whatever the placement
 when its shards and zones leave one (2 shards; 4 shards in 3 zones; any cluster in 2 zones):
 redis-rebalancer's MasterQuorum rule checks the masters and fixes them with failovers.`,
-		Example: `  redis-rebalancer constraints --shards 5 --pods-per-shard 2 --zones zone-a,zone-b,zone-c --cluster-name rc1 --shard rc1-s0
-  redis-rebalancer constraints --layout bitnami --shards 5 --pods-per-shard 2 --zones zone-a,zone-b,zone-c --cluster-name redis-cluster`,
+		Example: `  redis-rebalancer constraints --shards 5 --pods-per-shard 2 --zones zone-a,zone-b,zone-c \
+    --cluster-name rc1 --shard rc1-s0
+  redis-rebalancer constraints --layout bitnami --shards 5 --pods-per-shard 2 \
+    --zones zone-a,zone-b,zone-c --cluster-name redis-cluster`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := o.input()
@@ -146,7 +148,7 @@ redis-rebalancer's MasterQuorum rule checks the masters and fixes them with fail
 			}}}}
 			notes := []string{"Note: " + lint.RolesNote + "."}
 			if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
-				notes = append(notes, fmt.Sprintf("MasterQuorum: %d shards, one master each: %s.", in.Shards, q.Note))
+				notes = append(notes, fmt.Sprintf("MasterQuorum: %s, one master each: %s.", policies.Plural(in.Shards, "shard"), q.Note))
 			}
 			out := cmd.OutOrStdout()
 			if o.output == "json" {
@@ -196,7 +198,7 @@ func (o *constraintsOptions) printChartValues(out io.Writer, in constraints.Inpu
 	}
 	writeComment(out, "Note: "+lint.RolesNote+".")
 	if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
-		writeComment(out, fmt.Sprintf("MasterQuorum: %d shards, one master each: %s.", in.Shards, q.Note))
+		writeComment(out, fmt.Sprintf("MasterQuorum: %s, one master each: %s.", policies.Plural(in.Shards, "shard"), q.Note))
 	}
 	_, err = io.WriteString(out, values)
 	return err

@@ -79,7 +79,7 @@ func TestLayoutOffline(t *testing.T) {
 		{name: "--layout bitnami without --redis-nodes → 1: the shards cannot be known offline, never guessed nor judged compliant; says what to give", args: []string{"plan", "--snapshot", snap, "--layout", "bitnami"},
 			wantCode: ExitError, wantErr: []string{"shards come from Redis", "no CLUSTER NODES was given for redis/rc", "--redis-nodes FILE|DIR", "--shard-source label:KEY"}},
 		{name: "--layout bitnami --shard-source owner → the flag wins: one shard of 6 pods needs 6 zones", args: []string{"plan", "--snapshot", snap, "--layout", "bitnami", "--shard-source", "owner", "--redis-nodes", nodes},
-			wantCode: ExitViolations, wantOut: []string{"1 shards", "a shard of 6 pods needs 6 zones with usable nodes"}},
+			wantCode: ExitViolations, wantOut: []string{"1 shard,", "a shard of 6 pods needs 6 zones with usable nodes"}},
 		{name: "--layout ot → its cluster label: no pod of this cluster has it → 1, the label named", args: []string{"check", "--snapshot", snap, "--layout", "ot"},
 			wantCode: ExitError, wantErr: []string{"none of the 6 pods in every namespace carries the cluster label cluster"}},
 		{name: "--layout ot --allow-empty → 0, no cluster", args: []string{"check", "--snapshot", snap, "--layout", "ot", "--allow-empty"},

@@ -10,13 +10,14 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/report"
 )
 
 func newLintCommand() *cobra.Command {
 	o := newAnalysisOptions()
 	cmd := &cobra.Command{
 		Use:   "lint",
-		Short: "Report StatefulSets whose constraints differ from the recommended ones or can deadlock",
+		Short: "Report StatefulSets whose constraints can deadlock or differ from the recommendation",
 		Long: `lint compares every Redis cluster's StatefulSet templates with the constraints recommended
 for the cluster's size N and zones (see the constraints command): hard maxSkew on
 hostname and zone, the soft constraints, the anti-affinity inside the shard, and the node affinity
@@ -77,21 +78,23 @@ there are findings, 1 on error.`,
 					return &exitError{ExitError, err}
 				}
 			} else {
+				// The messages wrapped, the values (YAML) as they are.
+				w := report.NewWrapWriter(out)
 				if len(findings) == 0 {
-					fmt.Fprintf(out, "%s checked: every StatefulSet follows the recommendation\n", policies.Plural(len(m.Clusters), "Redis cluster"))
+					fmt.Fprintf(w, "%s checked: every StatefulSet follows the recommendation\n", policies.Plural(len(m.Clusters), "Redis cluster"))
 				}
 				for _, f := range findings {
 					where := f.Namespace + "/" + f.Cluster
 					if f.StatefulSet != "" {
 						where += " " + f.StatefulSet
 					}
-					fmt.Fprintf(out, "%s: %s: %s\n", where, f.Kind, f.Message)
+					fmt.Fprintf(w, "%s: %s: %s\n", where, f.Kind, f.Message)
 					if f.Values != "" {
 						fmt.Fprintf(out, "    %s\n", strings.ReplaceAll(strings.TrimRight(f.Values, "\n"), "\n", "\n    "))
 					}
 				}
 				for _, n := range notes {
-					fmt.Fprintf(out, "note: %s\n", n)
+					fmt.Fprintf(w, "note: %s\n", n)
 				}
 			}
 			if len(findings) > 0 {

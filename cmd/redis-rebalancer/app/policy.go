@@ -1,12 +1,40 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
+
+// textOrJSON binds -o for the commands whose output is text or one JSON object (policy,
+// version); usage names what the JSON object holds.
+func textOrJSON(fs *pflag.FlagSet, output *string, usage string) {
+	*output = string(v1alpha1.OutputText)
+	fs.StringVarP(output, "output", "o", *output, "output format: text or json ("+usage+")")
+}
+
+// checkTextOrJSON refuses an -o value other than text or json.
+func checkTextOrJSON(output string) error {
+	if output != string(v1alpha1.OutputText) && output != string(v1alpha1.OutputJSON) {
+		return &exitError{ExitError, fmt.Errorf("--output %q: text or json", output)}
+	}
+	return nil
+}
+
+// policyValidation is policy validate's JSON object.
+type policyValidation struct {
+	// File is the file read ("-": standard input).
+	File string `json:"file"`
+	// Valid says whether the policy loads: strict, valid.
+	Valid bool `json:"valid"`
+	// Errors are the problems, one per bad field (with its path), or the one error that kept
+	// the file from being read or parsed; empty when valid.
+	Errors []string `json:"errors"`
+}
 
 func newPolicyCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -17,19 +45,31 @@ and lint; they read it with --policy FILE, and a flag given on the command line 
 file's field. docs/policy.md is its reference.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(&cobra.Command{
+	var defaultOutput, validateOutput string
+	def := &cobra.Command{
 		Use:   "default",
 		Short: "Print a complete RebalancerPolicy: every field at its default, with its documentation",
 		Long: `default prints a complete RebalancerPolicy: every field at its default value, each with its
 documentation as a YAML comment (generated from the API types' doc comments). Save it, change what
-you need, and check it with "policy validate".`,
+you need, and check it with "policy validate". With -o json: the same policy as one JSON object,
+without the comments.`,
 		Example: `  redis-rebalancer policy default > policy.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkTextOrJSON(defaultOutput); err != nil {
+				return err
+			}
+			if defaultOutput == string(v1alpha1.OutputJSON) {
+				p := v1alpha1.Default()
+				p.APIVersion, p.Kind = v1alpha1.SchemeGroupVersion.String(), v1alpha1.Kind
+				return printJSON(cmd.OutOrStdout(), p)
+			}
 			_, err := cmd.OutOrStdout().Write(v1alpha1.CommentedDefault())
 			return err
 		},
-	}, &cobra.Command{
+	}
+	textOrJSON(def.Flags(), &defaultOutput, "the policy at its defaults, without comments")
+	validate := &cobra.Command{
 		Use:   "validate FILE",
 		Short: "Check a RebalancerPolicy file: every unknown field and every invalid value, at once",
 		Long: `validate reads a RebalancerPolicy as every command does (strictly: an unknown field is an error
@@ -38,15 +78,41 @@ FILE - reads standard input.
 
 Exit status: 0 when the policy is valid, 1 otherwise.`,
 		Example: `  redis-rebalancer policy validate policy.yaml
-  kubectl get configmap redis-rebalancer -o jsonpath='{.data.policy\.yaml}' | redis-rebalancer policy validate -`,
+  kubectl get configmap redis-rebalancer -o jsonpath='{.data.policy\.yaml}' \
+    | redis-rebalancer policy validate -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := v1alpha1.Load(args[0]); err != nil {
+			if err := checkTextOrJSON(validateOutput); err != nil {
+				return err
+			}
+			_, err := v1alpha1.Load(args[0])
+			if validateOutput == string(v1alpha1.OutputJSON) {
+				v := policyValidation{File: args[0], Valid: err == nil, Errors: []string{}}
+				var invalid *v1alpha1.InvalidError
+				switch {
+				case errors.As(err, &invalid):
+					for _, e := range invalid.Errs {
+						v.Errors = append(v.Errors, e.Error())
+					}
+				case err != nil:
+					v.Errors = append(v.Errors, err.Error())
+				}
+				if perr := printJSON(cmd.OutOrStdout(), v); perr != nil {
+					return &exitError{ExitError, perr}
+				}
+				if err != nil {
+					return &exitError{ExitError, nil}
+				}
+				return nil
+			}
+			if err != nil {
 				return &exitError{ExitError, err}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: a valid %s %s\n", args[0], v1alpha1.Kind, v1alpha1.SchemeGroupVersion)
 			return nil
 		},
-	})
+	}
+	textOrJSON(validate.Flags(), &validateOutput, `{"file", "valid", "errors": [...]}, the problems one per bad field`)
+	cmd.AddCommand(def, validate)
 	return cmd
 }

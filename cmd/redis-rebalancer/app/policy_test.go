@@ -42,6 +42,12 @@ func TestPolicyCommand(t *testing.T) {
 		{name: "policy validate on the default → 0", args: []string{"policy", "validate", def}, wantCode: ExitOK, wantOut: []string{def + ": a valid RebalancerPolicy rebalancer.redis.io/v1alpha1"}},
 		{name: "policy validate on a malformed policy → 1, every bad field named", args: []string{"policy", "validate", bad}, wantCode: ExitError, wantErr: append([]string{"policy " + bad + ": "}, malformedFields...)},
 		{name: "policy validate on a missing file → 1", args: []string{"policy", "validate", "does-not-exist.yaml"}, wantCode: ExitError, wantErr: []string{"policy: open does-not-exist.yaml"}},
+		{name: "policy default -o json → 0, the complete policy as one object", args: []string{"policy", "default", "-o", "json"}, wantCode: ExitOK, wantOut: []string{`"apiVersion": "rebalancer.redis.io/v1alpha1"`, `"maxMovesPerCluster": 10`}},
+		{name: "policy default -o yaml → 1, text or json", args: []string{"policy", "default", "-o", "yaml"}, wantCode: ExitError, wantErr: []string{`--output "yaml": text or json`}},
+		{name: "policy validate -o json on the default → 0, valid", args: []string{"policy", "validate", "-o", "json", def}, wantCode: ExitOK, wantOut: []string{`"valid": true`, `"errors": []`}},
+		{name: "policy validate -o json on a malformed policy → 1, every bad field an error", args: []string{"policy", "validate", "-o", "json", bad}, wantCode: ExitError, wantOut: []string{`"valid": false`, `"selection.clusterLable: Forbidden: unknown field"`, `"failover.mode: Unsupported value: \"gentle\"`}},
+		{name: "version -o json → 0, version, revision and goVersion", args: []string{"version", "-o", "json"}, wantCode: ExitOK, wantOut: []string{`"version": "dev"`, `"revision": `, `"goVersion": "go`}},
+		{name: "version → 0, the version first", args: []string{"version"}, wantCode: ExitOK, wantOut: []string{"redis-rebalancer dev\nrevision "}},
 		{name: "policy validate without a file → 1", args: []string{"policy", "validate"}, wantCode: ExitError, wantErr: []string{"accepts 1 arg(s)"}},
 	})
 	out, _, _ := runCLI(t, "policy", "default")

@@ -45,7 +45,7 @@ func newPrepareDrainCommand() *cobra.Command {
 	o := newPrepareDrainOptions()
 	cmd := &cobra.Command{
 		Use:   "prepare-drain NODE... | --zone ZONE",
-		Short: "Hand every Redis master off the nodes a drain is about to empty, then say whether the drain is safe",
+		Short: "Hand Redis masters off the nodes a drain will empty, then say if the drain is safe",
 		Long: `prepare-drain gets Redis Clusters ready for "kubectl drain" (a kernel or Kubernetes upgrade, a
 node-pool upgrade) of the nodes named, or of every node of --zone. A PodDisruptionBudget cannot
 tell a Redis master from a replica, so a drain evicts masters blindly: their slots' writes fail
@@ -86,11 +86,13 @@ Exit status:
 		Example: `  # what it would do before draining n1
   redis-rebalancer prepare-drain n1 --dry-run
   # hand the masters off n3 and n4, then drain them
-  redis-rebalancer prepare-drain n3 n4 --redis-password-file /etc/redis/password && kubectl drain n3 n4 --ignore-daemonsets
+  redis-rebalancer prepare-drain n3 n4 --redis-password-file /etc/redis/password \
+    && kubectl drain n3 n4 --ignore-daemonsets
   # a zone, outside the maintenance windows
   redis-rebalancer prepare-drain --zone zone-b --ignore-windows
   # offline, from a dump and the roles a label gives
-  redis-rebalancer prepare-drain n1 --snapshot snap.yaml --role-label redis.rebalancer.io/role -o json`,
+  redis-rebalancer prepare-drain n1 --snapshot snap.yaml --role-label redis.rebalancer.io/role \
+    -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && o.zone == "" {
 				return &exitError{ExitError, errors.New("name the nodes to drain, or --zone ZONE")}

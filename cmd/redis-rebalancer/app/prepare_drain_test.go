@@ -47,7 +47,7 @@ func TestPrepareDrainExitCodes(t *testing.T) {
 			wantErr: []string{"name the nodes to drain, or --zone ZONE"}},
 		{name: "plan --without n1 on rebalanced → 0: the hand-off, the lost pods placed again, compliant after",
 			args: []string{"plan", "--snapshot", rebalancedExample, "--role-label", roleLabel, "--without", "n1"}, wantCode: ExitOK,
-			wantOut: []string{"as if n1 were gone; MasterQuorum over the nodes that stay: at most 2 of 5 masters per node, 2 per zone",
+			wantOut: []string{"as if n1 were gone; MasterQuorum over the nodes that stay: at most 2 of 5 masters per node, 2 per\n    zone",
 				"hand-off first: 2 failovers", "pods lost with the nodes, re-created by their controllers: redis/redis-s0-0, redis/redis-s2-1",
 				"compliant after: true"}},
 		{name: "plan --without zone=zone-b on post-scale-down → 3: no placement of 10 pods in 2 zones complies",

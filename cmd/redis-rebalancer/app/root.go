@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,9 @@ const (
 	// and the run could not get it there.
 	ExitViolations = 3
 )
+
+// usageWidth is the width --help wraps the flags' usages to: no line of a command's help is wider.
+const usageWidth = 100
 
 // exitError carries an exit code through cobra.
 type exitError struct {
@@ -77,6 +81,12 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 		setGCPercent()
 		return nil
 	}
+	// The flags' usages wrapped to the help's width (pflag's FlagUsagesWrapped), every command's
+	// (the subcommands inherit the root's template).
+	root.SetUsageTemplate(strings.NewReplacer(
+		".LocalFlags.FlagUsages", "(.LocalFlags.FlagUsagesWrapped "+strconv.Itoa(usageWidth)+")",
+		".InheritedFlags.FlagUsages", "(.InheritedFlags.FlagUsagesWrapped "+strconv.Itoa(usageWidth)+")",
+	).Replace(root.UsageTemplate()))
 	root.AddCommand(newRunCommand(), newServeCommand(), newCheckCommand(), newPlanCommand(), newPrepareDrainCommand(), newConstraintsCommand(), newLintCommand(), newPolicyCommand(), newVersionCommand())
 	return root
 }
