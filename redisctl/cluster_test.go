@@ -120,13 +120,13 @@ func TestChooseReplica(t *testing.T) {
 				mustDo(t, c.Client, tc.lag.Addr(), "client", "pause", "10000", "write")
 				defer mustDo(t, c.Client, tc.lag.Addr(), "client", "unpause")
 				writeToShard(t, cc, c.Client, master.Addr(), 40, 64<<10)
-				// The replica that is not paused must have applied the writes before the choice:
-				// on a loaded machine it can be a moment behind, and ChooseReplica judges the lag
-				// as it is.
-				for _, r := range []*redistest.Pod{r1, r2} {
-					if r != tc.lag {
-						waitApplied(t, c.Client, master.Addr(), r.Addr())
-					}
+			}
+			// The replicas that are not paused must have applied the master's writes before the
+			// choice: on a loaded machine one can be a moment behind, and ChooseReplica judges the
+			// lag as it is.
+			for _, r := range []*redistest.Pod{r1, r2} {
+				if r != tc.lag {
+					waitApplied(t, c.Client, master.Addr(), r.Addr())
 				}
 			}
 			m, _ := h.Topology.NodeByIP(master.IP)
