@@ -204,17 +204,7 @@ func TestFaultAllNodesCordoned(t *testing.T) {
 	resume()
 	_, cr, _ := waitStopped(t, run, app.ExitViolations, report.StepPlaceable, "placeability: "+pod+", re-created from its template now, fits no node")
 	assertNothingDone(t, cr)
-	if len(cr.Moves) != 1 {
-		t.Fatalf("moves %+v, want one", cr.Moves)
-	}
-	var steps []string
-	for _, s := range cr.Moves[0].Steps {
-		steps = append(steps, s.Name+" "+s.Outcome)
-	}
-	wantSteps := []string{report.StepWindow + " continue", report.StepHealthGate + " continue", report.StepPlaceable + " skip"}
-	if strings.Join(steps, ", ") != strings.Join(wantSteps, ", ") {
-		t.Errorf("steps %v, want %v: skipped at the placeability check, before any failover", steps, wantSteps)
-	}
+	assertSkippedAtPlaceable(t, cr)
 	if stops := f.Stops(); len(stops) != 0 {
 		t.Errorf("pods went away although every node was cordoned before the eviction: %+v", stops)
 	}
@@ -423,6 +413,23 @@ func onlyCluster(t *testing.T, rep report.Run) report.ClusterRun {
 		t.Fatalf("report has %d clusters, want 1: %+v", len(rep.Clusters), rep)
 	}
 	return rep.Clusters[0]
+}
+
+// assertSkippedAtPlaceable fails t unless cr made exactly one move, skipped at the placeability
+// check after the window and the health gate: before any failover or eviction.
+func assertSkippedAtPlaceable(t *testing.T, cr report.ClusterRun) {
+	t.Helper()
+	if len(cr.Moves) != 1 {
+		t.Fatalf("moves %+v, want one", cr.Moves)
+	}
+	var steps []string
+	for _, s := range cr.Moves[0].Steps {
+		steps = append(steps, s.Name+" "+s.Outcome)
+	}
+	wantSteps := []string{report.StepWindow + " continue", report.StepHealthGate + " continue", report.StepPlaceable + " skip"}
+	if strings.Join(steps, ", ") != strings.Join(wantSteps, ", ") {
+		t.Errorf("steps %v, want %v: skipped at the placeability check, before any failover", steps, wantSteps)
+	}
 }
 
 // assertNothingDone checks that a run neither failed over nor evicted anything and did not report

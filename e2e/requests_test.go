@@ -165,17 +165,7 @@ func TestChartRequestsNoRoom(t *testing.T) {
 		}
 	}
 	assertNothingDone(t, cr)
-	if len(cr.Moves) != 1 {
-		t.Fatalf("moves %+v, want one", cr.Moves)
-	}
-	var steps []string
-	for _, s := range cr.Moves[0].Steps {
-		steps = append(steps, s.Name+" "+s.Outcome)
-	}
-	wantSteps := []string{report.StepWindow + " continue", report.StepHealthGate + " continue", report.StepPlaceable + " skip"}
-	if strings.Join(steps, ", ") != strings.Join(wantSteps, ", ") {
-		t.Errorf("steps %v, want %v: skipped at the placeability check, before any failover", steps, wantSteps)
-	}
+	assertSkippedAtPlaceable(t, cr)
 	if stops := f.Stops(); len(stops) != 0 {
 		t.Errorf("pods went away although no node had room: %+v", stops)
 	}
