@@ -23,6 +23,9 @@ type Client struct {
 	mu     sync.Mutex
 	nodes  map[string]*redis.Client
 	closed bool
+
+	// aliases map announced IPs to pod IPs (see "Announced addresses" in announce.go).
+	aliases aliases
 }
 
 // ErrClosed is returned by a Client's methods after Close.
@@ -168,6 +171,7 @@ func (c *Client) clusterNodes(ctx context.Context, addr string) ([]Node, error) 
 	if err != nil {
 		return nil, c.nodeErr(addr, "CLUSTER NODES", err)
 	}
+	c.localize(addr, nodes)
 	return nodes, nil
 }
 
@@ -186,7 +190,9 @@ func (c *Client) infoReplication(ctx context.Context, addr string) (Replication,
 	if err != nil {
 		return Replication{}, c.nodeErr(addr, "INFO replication", err)
 	}
-	return ParseInfo(text).Replication(), nil
+	r := ParseInfo(text).Replication()
+	c.localizeReplication(&r)
+	return r, nil
 }
 
 // ClusterInfo returns the node at addr's CLUSTER INFO, parsed.
@@ -260,11 +266,14 @@ func (c *Client) readView(ctx context.Context, addr string) (View, error) {
 	if err != nil {
 		return View{}, c.nodeErr(addr, "CLUSTER NODES", err)
 	}
+	c.localize(addr, nodes)
+	repl := ParseInfo(replCmd.Val()).Replication()
+	c.localizeReplication(&repl)
 	return View{
 		Addr:        addr,
 		Nodes:       nodes,
 		ClusterInfo: ParseInfo(infoCmd.Val()),
-		Replication: ParseInfo(replCmd.Val()).Replication(),
+		Replication: repl,
 	}, nil
 }
 

@@ -56,11 +56,16 @@ type SlotMove struct {
 type Node struct {
 	// ID is the 40-character node ID.
 	ID string
-	// IP and Port are the client address; IP is empty for a node with flag noaddr (":0").
+	// IP and Port are the client address; IP is empty for a node with flag noaddr (":0"). A
+	// Client reports a node announced at an alias at its pod's address instead (see "Announced
+	// addresses" in announce.go).
 	IP   string
 	Port int
 	// BusPort is the cluster bus port (after '@'); 0 when the line has none (Redis < 4).
 	BusPort int
+	// Announced is the "ip:port" the node announces when a Client put its pod's address in IP
+	// and Port ("" when IP and Port are what Redis printed).
+	Announced string
 	// Hostname is the announced hostname after ',' (Redis 7), empty when none.
 	Hostname string
 	// AddrExtra keeps further comma-separated address fields (later Redis versions), verbatim.

@@ -122,12 +122,14 @@ func (o Options) String() string {
 func (o Options) GoString() string { return o.String() }
 
 // AddrOf returns "ip:port" for a node's IP (a pod IP), with Options.Port.
-func (o Options) AddrOf(ip string) string {
-	port := o.Port
-	if port == 0 {
-		port = DefaultPort
+func (o Options) AddrOf(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(o.port())) }
+
+// port returns Options.Port, DefaultPort when 0.
+func (o Options) port() int {
+	if o.Port == 0 {
+		return DefaultPort
 	}
-	return net.JoinHostPort(ip, strconv.Itoa(port))
+	return o.Port
 }
 
 // resolved holds Options with credentials read and defaults applied.

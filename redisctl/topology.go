@@ -59,6 +59,11 @@ func (c *Client) Topology(ctx context.Context, addrs []string) (*Topology, error
 		return nil, errors.New("redisctl: topology: no node addresses")
 	}
 	views, errs := c.readViews(ctx, addrs)
+	// Views read concurrently may predate an alias another view taught (announce.go).
+	for i := range views {
+		c.relocalize(views[i].Nodes)
+		c.localizeReplication(&views[i].Replication)
+	}
 	// Nodes the views know of but the caller did not list (for example a member at an address
 	// no pod has any more) are part of the cluster too.
 	seen := map[string]bool{}

@@ -27,6 +27,11 @@ type Config struct {
 	Bin string
 	// IP is the address the server binds to and announces to the cluster (a pod IP, 127.x.y.z).
 	IP string
+	// AnnounceIP, when set, is announced instead of IP (cluster-announce-ip), as a node exposed
+	// through its own LoadBalancer Service announces the LoadBalancer's IP (the Bitnami chart's
+	// cluster.externalAccess). The server binds it too, standing in for the LoadBalancer that
+	// forwards it to the pod.
+	AnnounceIP string
 	// Port is the client port (DefaultPort when 0); the cluster bus is Port+10000.
 	Port int
 	// Dir holds nodes.conf, the append-only files and the log; created when missing. Reusing a
@@ -96,8 +101,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("redisserver: data dir: %w", err)
 	}
+	bind, announce := cfg.IP, cfg.IP
+	if cfg.AnnounceIP != "" && cfg.AnnounceIP != cfg.IP {
+		bind, announce = cfg.IP+" "+cfg.AnnounceIP, cfg.AnnounceIP
+	}
 	args := []string{
-		"--bind", cfg.IP,
+		"--bind", bind,
 		"--port", strconv.Itoa(cfg.Port),
 		"--dir", cfg.Dir,
 		"--daemonize", "no",
@@ -112,7 +121,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", strconv.FormatInt(cfg.NodeTimeout.Milliseconds(), 10),
-			"--cluster-announce-ip", cfg.IP,
+			"--cluster-announce-ip", announce,
 			"--cluster-require-full-coverage", "yes",
 		)
 	}

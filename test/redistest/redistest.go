@@ -50,6 +50,10 @@ type Config struct {
 	FormTimeout time.Duration
 	// NoForm skips forming: the servers are only started (each a lone master without slots).
 	NoForm bool
+	// AnnounceLoadBalancer makes every pod announce a LoadBalancer stand-in IP of its own
+	// (Pod.AnnounceIP, the subnet's .101 upward, kept across restarts) instead of its pod IP, as
+	// the Bitnami chart's cluster.externalAccess does.
+	AnnounceLoadBalancer bool
 }
 
 // Pod is one redis-server of a test cluster, named like a StatefulSet pod: shard-<K>-<i>, i = 0
@@ -59,6 +63,9 @@ type Pod struct {
 	// IP is the pod's current IP; Dir its data directory (kept across restarts, like a PVC).
 	IP  string
 	Dir string
+	// AnnounceIP is the IP the pod announces when Config.AnnounceLoadBalancer is set ("" when
+	// it announces IP).
+	AnnounceIP string
 
 	c      *Cluster
 	mu     sync.Mutex
@@ -152,6 +159,9 @@ func Start(t testing.TB, cfg Config) *Cluster {
 		var shard []*Pod
 		for i := 0; i < cfg.PodsPerShard; i++ {
 			p := &Pod{Shard: k, Index: i, c: c, IP: fmt.Sprintf("%s.%d", c.Subnet, host)}
+			if cfg.AnnounceLoadBalancer {
+				p.AnnounceIP = fmt.Sprintf("%s.%d", c.Subnet, 100+host)
+			}
 			p.Dir = filepath.Join(root, p.Name())
 			shard = append(shard, p)
 			host++
@@ -225,6 +235,7 @@ func (c *Cluster) Args(ip string) []string {
 func (p *Pod) start() error {
 	s, err := redisserver.Start(context.Background(), redisserver.Config{
 		IP:          p.IP,
+		AnnounceIP:  p.AnnounceIP,
 		Dir:         p.Dir,
 		NodeTimeout: p.c.Config.NodeTimeout,
 		ExtraArgs:   p.c.Args(p.IP),
