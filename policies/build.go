@@ -144,6 +144,7 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 	if err := m.buildClusters(snap, reqs); err != nil {
 		return nil, err
 	}
+	m.buildServiceAddrs(snap)
 	return m, nil
 }
 

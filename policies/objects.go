@@ -30,11 +30,13 @@ var (
 	statefulSetKind           = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
 	podDisruptionBudgetKind   = policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget")
 	podKind                   = corev1.SchemeGroupVersion.WithKind("Pod")
+	serviceKind               = corev1.SchemeGroupVersion.WithKind("Service")
 )
 
 // Objects walks every object of the snapshot with its group, version and kind, one kind after
 // another, cluster-scoped kinds first: Namespaces, Nodes, PersistentVolumes, CSINodes,
-// PersistentVolumeClaims, StatefulSets, PodDisruptionBudgets, Pods, each in the snapshot's order.
+// PersistentVolumeClaims, StatefulSets, PodDisruptionBudgets, Services, Pods, each in the
+// snapshot's order.
 // It yields the snapshot's own objects, not copies, and leaves their TypeMeta as it is (a trimmed
 // or listed object usually has none): the kind is the one yielded beside it.
 func (s *Snapshot) Objects() iter.Seq2[schema.GroupVersionKind, Object] {
@@ -46,6 +48,7 @@ func (s *Snapshot) Objects() iter.Seq2[schema.GroupVersionKind, Object] {
 			each(yield, persistentVolumeClaimKind, s.PersistentVolumeClaims) &&
 			each(yield, statefulSetKind, s.StatefulSets) &&
 			each(yield, podDisruptionBudgetKind, s.PodDisruptionBudgets) &&
+			each(yield, serviceKind, s.Services) &&
 			each(yield, podKind, s.Pods)
 	}
 }

@@ -50,7 +50,7 @@ func TestObjectsWalksEverySnapshotList(t *testing.T) {
 	if diff := cmp.Diff(slices.Sorted(slices.Values(want)), slices.Sorted(slices.Values(got))); diff != "" {
 		t.Errorf("objects (-snapshot +Objects):\n%s", diff)
 	}
-	wantKinds := []string{"Namespace", "Node", "PersistentVolume", "CSINode", "PersistentVolumeClaim", "StatefulSet", "PodDisruptionBudget", "Pod"}
+	wantKinds := []string{"Namespace", "Node", "PersistentVolume", "CSINode", "PersistentVolumeClaim", "StatefulSet", "PodDisruptionBudget", "Service", "Pod"}
 	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
 		t.Errorf("order of kinds (-want +got):\n%s", diff)
 	}

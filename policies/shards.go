@@ -197,7 +197,9 @@ func (c *Cluster) groupShards() (old []int) {
 //
 // Members are matched to nodes by the hostname a node announces (Redis 7
 // cluster-announce-hostname: the pod's hostname or FQDN, "<pod>.<subdomain>.<namespace>.svc...";
-// see hostnameMatches), else by pod IP. A pod matching two live nodes, or a node two pods, is
+// see hostnameMatches), else by pod IP, else by the address of the Service that exposes the pod
+// alone (Member.ServiceAddrs: a node announcing its LoadBalancer's IP, or its hostname, as the
+// Bitnami chart's externalAccess makes it). A pod matching two live nodes, or a node two pods, is
 // left unmatched and reported. Members Redis lists but that are not bound to a node or are
 // terminating get their shard from it, but no role.
 //
@@ -250,7 +252,7 @@ func (c *Cluster) ApplyRedis(nodes []RedisNode) {
 			if key[i] == "" {
 				mem.Shard = mem.Pod.Name
 				if match[i] < 0 {
-					mem.shardWhy = "Redis does not know the pod (no node at its pod IP or hostname): shard unknown"
+					mem.shardWhy = "Redis does not know the pod (no node at its pod IP, hostname or Service address): shard unknown"
 					if mem.pending() {
 						mem.shardWhy = "Pending, not in Redis yet: shard unknown"
 					}
@@ -278,7 +280,7 @@ func (c *Cluster) ApplyRedis(nodes []RedisNode) {
 	} else {
 		for i, mem := range c.Members {
 			if match[i] < 0 && mem.Node >= 0 && !mem.Terminating {
-				mem.shardWhy = "Redis does not know the pod (no node at its pod IP or hostname)"
+				mem.shardWhy = "Redis does not know the pod (no node at its pod IP, hostname or Service address)"
 			}
 		}
 	}
@@ -353,19 +355,34 @@ func (c *Cluster) matchRedis(nodes []RedisNode) (match []int, warnings []string)
 				continue
 			}
 		}
-		if n.IP == "" {
+		if n.IP != "" {
+			// By IP: the running pod with the node's IP.
+			want := net.ParseIP(n.IP)
+			switch i := c.onlyMember(func(mem *Member) bool {
+				ip := mem.Pod.Status.PodIP
+				return ip != "" && !mem.Terminating && (ip == n.IP || want != nil && want.Equal(net.ParseIP(ip)))
+			}); {
+			case i >= 0:
+				cands[i] = append(cands[i], k)
+				continue
+			case i == several:
+				warnings = append(warnings, fmt.Sprintf("Redis node %s at %s: more than one pod has that IP", shortID(n.ID), n.IP))
+				continue
+			}
+		}
+		// By a Service: the pod whose own Service exposes the address the node announces.
+		if n.IP == "" && n.Hostname == "" {
 			continue
 		}
-		// By IP: the running pod with the node's IP.
-		want := net.ParseIP(n.IP)
-		switch i := c.onlyMember(func(mem *Member) bool {
-			ip := mem.Pod.Status.PodIP
-			return ip != "" && !mem.Terminating && (ip == n.IP || want != nil && want.Equal(net.ParseIP(ip)))
-		}); {
+		switch i := c.onlyMember(func(mem *Member) bool { return !mem.Terminating && mem.announcedAt(n.IP, n.Hostname) }); {
 		case i >= 0:
 			cands[i] = append(cands[i], k)
 		case i == several:
-			warnings = append(warnings, fmt.Sprintf("Redis node %s at %s: more than one pod has that IP", shortID(n.ID), n.IP))
+			at := n.IP
+			if at == "" {
+				at = n.Hostname
+			}
+			warnings = append(warnings, fmt.Sprintf("Redis node %s at %s: the Services of more than one pod expose that address", shortID(n.ID), at))
 		}
 	}
 	warnings = append(warnings, c.notMemberNodes(nodes, cands)...)

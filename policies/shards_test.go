@@ -63,6 +63,23 @@ func bitnamiLike() *policies.Snapshot {
 	return snap
 }
 
+// perPodServices gives every pod of snap a Service of its own, as the Bitnami chart's
+// cluster.externalAccess does ("<pod>-svc", type LoadBalancer, selecting the pod by its
+// statefulset.kubernetes.io/pod-name label), set further by mutate(ordinal, service).
+func perPodServices(snap *policies.Snapshot, mutate func(int, *corev1.Service)) {
+	for i, p := range snap.Pods {
+		p.Labels[policies.StatefulSetPodNameLabel] = p.Name
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name + "-svc", Namespace: p.Namespace},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{
+				policies.DefaultClusterLabel: "rc", policies.StatefulSetPodNameLabel: p.Name,
+			}},
+		}
+		mutate(i, svc)
+		snap.Services = append(snap.Services, svc)
+	}
+}
+
 // redisNodes returns the CLUSTER NODES lines of a 3-master cluster over rc-0…rc-5, paired as
 // redis-cli --cluster create pairs them (rc-3 replicates rc-1, rc-4 rc-2, rc-5 rc-0), at the pods'
 // IPs, without hostnames.
@@ -132,6 +149,7 @@ func TestApplyRedis(t *testing.T) {
 		return out
 	}
 	threeShards := shards()
+	const unknown = "Redis does not know the pod (no node at its pod IP, hostname or Service address)"
 	for _, tc := range []struct {
 		name       string
 		source     string
@@ -183,15 +201,15 @@ func TestApplyRedis(t *testing.T) {
 				return ns
 			},
 			want: shardView{Source: "redis", Shards: shards("rc-4", "rc-5"), Never: map[string]string{
-				"rc-4": "Redis does not know the pod (no node at its pod IP or hostname): shard unknown",
-				"rc-5": "Redis does not know the pod (no node at its pod IP or hostname): shard unknown",
-			}, Warnings: []string{"pods rc-4, rc-5 are never evicted: Redis does not know the pod (no node at its pod IP or hostname): shard unknown"}},
+				"rc-4": "Redis does not know the pod (no node at its pod IP, hostname or Service address): shard unknown",
+				"rc-5": "Redis does not know the pod (no node at its pod IP, hostname or Service address): shard unknown",
+			}, Warnings: []string{"pods rc-4, rc-5 are never evicted: Redis does not know the pod (no node at its pod IP, hostname or Service address): shard unknown"}},
 		},
 		{
 			name: "a pod Redis does not know (not joined yet) → a shard of its own, never evicted, warned; not guessed",
 			snap: func(s *policies.Snapshot) { s.Pods[4].Status.PodIP = "10.0.0.99" },
-			want: shardView{Source: "redis", Shards: shards("rc-4"), Never: map[string]string{"rc-4": "Redis does not know the pod (no node at its pod IP or hostname): shard unknown"},
-				Warnings: []string{"pod rc-4 is never evicted: Redis does not know the pod (no node at its pod IP or hostname): shard unknown"}},
+			want: shardView{Source: "redis", Shards: shards("rc-4"), Never: map[string]string{"rc-4": "Redis does not know the pod (no node at its pod IP, hostname or Service address): shard unknown"},
+				Warnings: []string{"pod rc-4 is never evicted: Redis does not know the pod (no node at its pod IP, hostname or Service address): shard unknown"}},
 		},
 		{
 			name: "a Pending pod → not in Redis yet, its shard unknown",
@@ -224,14 +242,92 @@ func TestApplyRedis(t *testing.T) {
 			}},
 		},
 		{
+			name: "externalAccess: Redis announces LoadBalancer IPs, each pod's own Service has its IP in status → matched by Service",
+			snap: func(s *policies.Snapshot) {
+				perPodServices(s, func(i int, svc *corev1.Service) {
+					svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: fmt.Sprintf("203.0.113.%d", 10+i)}}
+				})
+			},
+			nodes: func(ns []policies.RedisNode) []policies.RedisNode {
+				for i := range ns {
+					ns[i].IP = fmt.Sprintf("203.0.113.%d", 10+i)
+				}
+				return ns
+			},
+			want: shardView{Source: "redis", Shards: threeShards, Never: map[string]string{}, Warnings: []string{}},
+		},
+		{
+			name: "externalAccess, a LoadBalancer not provisioned yet: spec.loadBalancerIP alone → matched by Service",
+			snap: func(s *policies.Snapshot) {
+				perPodServices(s, func(i int, svc *corev1.Service) { svc.Spec.LoadBalancerIP = fmt.Sprintf("203.0.113.%d", 10+i) })
+			},
+			nodes: func(ns []policies.RedisNode) []policies.RedisNode {
+				for i := range ns {
+					ns[i].IP = fmt.Sprintf("203.0.113.%d", 10+i)
+				}
+				return ns
+			},
+			want: shardView{Source: "redis", Shards: threeShards, Never: map[string]string{}, Warnings: []string{}},
+		},
+		{
+			name: "externalAccess hostMode: nodes announce the LoadBalancers' hostnames at IPs no pod has → matched by Service hostname",
+			snap: func(s *policies.Snapshot) {
+				perPodServices(s, func(i int, svc *corev1.Service) {
+					svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: fmt.Sprintf("lb-%d.elb.example.com", i)}}
+				})
+			},
+			nodes: func(ns []policies.RedisNode) []policies.RedisNode {
+				for i := range ns {
+					ns[i].IP, ns[i].Hostname = fmt.Sprintf("192.168.9.%d", i), fmt.Sprintf("LB-%d.elb.example.com.", i)
+				}
+				return ns
+			},
+			want: shardView{Source: "redis", Shards: threeShards, Never: map[string]string{}, Warnings: []string{}},
+		},
+		{
+			name: "a LoadBalancer Service selecting every pod (the chart's own rc Service) → its address names no pod",
+			snap: func(s *policies.Snapshot) {
+				perPodServices(s, func(i int, svc *corev1.Service) {
+					svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: fmt.Sprintf("203.0.113.%d", 10+i)}}
+				})
+				s.Services = append(s.Services, &corev1.Service{
+					ObjectMeta: metav1.ObjectMeta{Name: "rc", Namespace: fixture.Namespace},
+					Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{policies.DefaultClusterLabel: "rc"}},
+					Status:     corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "203.0.113.99"}}}},
+				})
+			},
+			nodes: func(ns []policies.RedisNode) []policies.RedisNode {
+				for i := range ns {
+					ns[i].IP = fmt.Sprintf("203.0.113.%d", 10+i)
+				}
+				ns[4].IP = "203.0.113.99"
+				return ns
+			},
+			want: shardView{Source: "redis", Shards: shards("rc-4"), Never: map[string]string{
+				"rc-4": "Redis does not know the pod (no node at its pod IP, hostname or Service address): shard unknown",
+			}, Warnings: []string{"pod rc-4 is never evicted: Redis does not know the pod (no node at its pod IP, hostname or Service address): shard unknown"}},
+		},
+		{
+			name: "no Services: nodes at LoadBalancer IPs → no pod known nothing guessed",
+			nodes: func(ns []policies.RedisNode) []policies.RedisNode {
+				for i := range ns {
+					ns[i].IP = fmt.Sprintf("203.0.113.%d", 10+i)
+				}
+				return ns
+			},
+			want: shardView{Source: "owner", Shards: map[string]string{"rc": "rc-0 , rc-1 , rc-2 , rc-3 , rc-4 , rc-5 "}, Never: map[string]string{
+				"rc-0": unknown, "rc-1": unknown, "rc-2": unknown, "rc-3": unknown, "rc-4": unknown, "rc-5": unknown,
+			}, Warnings: []string{"pods rc-0, rc-1, rc-2, rc-3, rc-4, rc-5 are never evicted: " + unknown}},
+		},
+		{
 			name: "two pods with one IP (a CNI reusing it) → that node matched to neither",
 			snap: func(s *policies.Snapshot) { s.Pods[4].Status.PodIP = "10.0.0.6" },
 			want: shardView{Source: "redis", Shards: shards("rc-4", "rc-5"), Never: map[string]string{
-				"rc-4": "Redis does not know the pod (no node at its pod IP or hostname): shard unknown",
-				"rc-5": "Redis does not know the pod (no node at its pod IP or hostname): shard unknown",
+				"rc-4": "Redis does not know the pod (no node at its pod IP, hostname or Service address): shard unknown",
+				"rc-5": "Redis does not know the pod (no node at its pod IP, hostname or Service address): shard unknown",
 			}, Warnings: []string{
 				"Redis node n5-00000 at 10.0.0.6: more than one pod has that IP",
-				"pods rc-4, rc-5 are never evicted: Redis does not know the pod (no node at its pod IP or hostname): shard unknown",
+				"pods rc-4, rc-5 are never evicted: Redis does not know the pod (no node at its pod IP, hostname or Service address): shard unknown",
 			}},
 		},
 	} {

@@ -15,7 +15,7 @@ import (
 )
 
 // Snapshot is the state of a Kubernetes cluster that the rules are evaluated on: what
-// `kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv,csinodes -A` returns. Slices
+// `kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv,csinodes,services -A` returns. Slices
 // may be in any order; objects are read, never modified.
 type Snapshot struct {
 	// Nodes are every node of the cluster (the topology domains come from their labels).
@@ -33,6 +33,10 @@ type Snapshot struct {
 	// CSINodes give each node's CSI attach limits (spec.drivers[].allocatable.count), which
 	// NodeVolumeLimits checks; a node without one has no limit.
 	CSINodes []*storagev1.CSINode
+	// Services expose pods; those that expose one pod alone outside the cluster (a LoadBalancer
+	// per Redis pod: the Bitnami chart's externalAccess) give the addresses its Redis node may
+	// announce (Member.ServiceAddrs).
+	Services []*corev1.Service
 	// Namespaces, when given, supply the labels a pod affinity term's namespaceSelector is matched
 	// against; without them a namespace is assumed to carry only the kubernetes.io/metadata.name
 	// label the API server sets.
@@ -358,9 +362,14 @@ type Member struct {
 	Terminating bool
 	// Owner is the pod's controller, "Kind/name" ("" when it has none).
 	Owner string
-	// RedisID is the ID of the Redis node matched to the pod by ApplyRedis (by its pod IP, or by
-	// the hostname the node announces), "" when none is.
+	// RedisID is the ID of the Redis node matched to the pod by ApplyRedis (by its pod IP, by
+	// the hostname the node announces, or by one of ServiceAddrs), "" when none is.
 	RedisID string
+	// ServiceAddrs are the external addresses (LoadBalancer ingress IPs and hostnames,
+	// spec.loadBalancerIP, spec.externalIPs) of the Services that select this pod and no other:
+	// what its Redis node announces when the pod is exposed by a LoadBalancer of its own (the
+	// Bitnami chart's cluster.externalAccess). Empty without such a Service.
+	ServiceAddrs []string
 	// Unschedulable is true for a Pending pod whose PodScheduled condition is False with reason
 	// Unschedulable.
 	Unschedulable bool
