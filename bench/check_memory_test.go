@@ -204,6 +204,7 @@ func listHandler(snap *policies.Snapshot) http.Handler {
 		"/api/v1/persistentvolumeclaims":   {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeClaimList{} }},
 		"/api/v1/persistentvolumes":        {0, func(int, int) runtime.Object { return &corev1.PersistentVolumeList{} }},
 		"/apis/storage.k8s.io/v1/csinodes": {0, func(int, int) runtime.Object { return &storagev1.CSINodeList{} }},
+		"/api/v1/services":                 {0, func(int, int) runtime.Object { return &corev1.ServiceList{} }},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, ok := resources[r.URL.Path]
@@ -253,7 +254,8 @@ func page[T any](objs []*T, lo, hi int) []T {
 }
 
 // kubectlOrder returns the objects in the order `kubectl get nodes,pods,statefulsets,
-// poddisruptionbudgets,pvc,pv,csinodes -A` prints them, with their kinds set.
+// poddisruptionbudgets,pvc,pv,csinodes,services -A` prints them, with their kinds set (the
+// snapshot has no claims, volumes, CSINodes or Services).
 func kubectlOrder(snap *policies.Snapshot) []runtime.Object {
 	var items []runtime.Object
 	add := func(o runtime.Object, gvk schema.GroupVersionKind) {

@@ -15,8 +15,8 @@ import (
 )
 
 // Snapshot is the state of a Kubernetes cluster that the rules are evaluated on: what
-// `kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv,csinodes,services -A` returns. Slices
-// may be in any order; objects are read, never modified.
+// `kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv,csinodes,services -A`
+// returns. Slices may be in any order; objects are read, never modified.
 type Snapshot struct {
 	// Nodes are every node of the cluster (the topology domains come from their labels).
 	Nodes []*corev1.Node

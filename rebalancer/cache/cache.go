@@ -1,6 +1,7 @@
 // Package cache is serve's watched view of a Kubernetes cluster and its Redis clusters: client-go
 // informers on every object the rules read (nodes, pods, StatefulSets, PodDisruptionBudgets,
-// PersistentVolumeClaims, PersistentVolumes), each object trimmed as it arrives (observe.Trimmer),
+// PersistentVolumeClaims, PersistentVolumes, CSINodes, Services), each object trimmed as it
+// arrives (observe.Trimmer),
 // and each Redis cluster's roles (CLUSTER NODES), read again on an interval. After the informers'
 // first LIST and WATCH, reading the cache issues no request: serve's passes observe through it
 // (it is an observe.Source), and the eviction guard answers from it.
@@ -30,6 +31,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -128,8 +130,8 @@ type Cache struct {
 	factory informers.SharedInformerFactory
 	// The informers, in the order of a snapshot's fields, and whether the cache's own handlers
 	// have seen each one's first list.
-	nodes, pods, statefulSets, budgets, claims, volumes toolscache.SharedIndexInformer
-	handled                                             []toolscache.InformerSynced
+	nodes, pods, statefulSets, budgets, claims, volumes, csiNodes, services toolscache.SharedIndexInformer
+	handled                                                                 []toolscache.InformerSynced
 	// generation counts the changes the model can see (an update that changes only what trimming
 	// drops, such as a node's heartbeat, is none); clusterScoped those of nodes and
 	// PersistentVolumes.
@@ -164,6 +166,8 @@ func New(client kubernetes.Interface, opts Options) *Cache {
 		budgets:      f.Policy().V1().PodDisruptionBudgets().Informer(),
 		claims:       f.Core().V1().PersistentVolumeClaims().Informer(),
 		volumes:      f.Core().V1().PersistentVolumes().Informer(),
+		csiNodes:     f.Storage().V1().CSINodes().Informer(),
+		services:     f.Core().V1().Services().Informer(),
 	}
 	label := opts.ClusterLabel
 	_ = c.pods.AddIndexers(toolscache.Indexers{ClusterIndex: func(obj any) ([]string, error) {
@@ -217,7 +221,7 @@ func (c *Cache) changed(obj any) {
 }
 
 func (c *Cache) informers() []toolscache.SharedIndexInformer {
-	return []toolscache.SharedIndexInformer{c.nodes, c.pods, c.statefulSets, c.budgets, c.claims, c.volumes}
+	return []toolscache.SharedIndexInformer{c.nodes, c.pods, c.statefulSets, c.budgets, c.claims, c.volumes, c.csiNodes, c.services}
 }
 
 // sameIgnoringVersion reports whether two trimmed versions of an object differ only in their
@@ -374,6 +378,8 @@ func (c *Cache) Snapshot(_ context.Context, namespace string) (*policies.Snapsho
 		PodDisruptionBudgets:   all[policyv1.PodDisruptionBudget](c.inNamespace(c.budgets, namespace)),
 		PersistentVolumeClaims: all[corev1.PersistentVolumeClaim](c.inNamespace(c.claims, namespace)),
 		PersistentVolumes:      all[corev1.PersistentVolume](c.volumes.GetStore().List()),
+		CSINodes:               all[storagev1.CSINode](c.csiNodes.GetStore().List()),
+		Services:               all[corev1.Service](c.inNamespace(c.services, namespace)),
 	}, nil
 }
 

@@ -405,8 +405,8 @@ func TestModelKept(t *testing.T) {
 	if model() == moved.Model() {
 		t.Error("a node's change kept the old model")
 	}
-	if b.lists.Load() != 6 {
-		t.Errorf("%d LISTs, want the informers' 6", b.lists.Load())
+	if b.lists.Load() != 8 {
+		t.Errorf("%d LISTs, want the informers' 8", b.lists.Load())
 	}
 	if got := c.ClusterKeys(observe.Selection{Namespace: "redis"}); !cmp.Equal(got, []string{"redis/redis"}) {
 		t.Errorf("ClusterKeys(namespace redis) = %v", got)

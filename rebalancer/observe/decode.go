@@ -28,10 +28,10 @@ import (
 var ErrEmptyInput = errors.New("empty input")
 
 // DecodeSnapshot reads a snapshot from what `kubectl get nodes,pods,statefulsets,
-// poddisruptionbudgets,pvc,pv,csinodes -A -o yaml` (or -o json) prints: a List, a stream of YAML
-// documents or JSON objects, or single objects, in any mix. Nodes, Pods, StatefulSets,
-// PodDisruptionBudgets, PersistentVolumeClaims, PersistentVolumes and CSINodes are kept, trimmed
-// (see Trim);
+// poddisruptionbudgets,pvc,pv,csinodes,services -A -o yaml` (or -o json) prints: a List, a
+// stream of YAML documents or JSON objects, or single objects, in any mix. Nodes, Pods,
+// StatefulSets, PodDisruptionBudgets, PersistentVolumeClaims, PersistentVolumes, CSINodes and
+// Services are kept, trimmed (see Trim);
 // other kinds are counted in skipped (by kind). An object with an "items" key is a list (its items
 // must be an array or null): each item is read by its own kind, or, when it has none, by the
 // list's kind without "List" (a PodList's items are Pods).
@@ -259,6 +259,13 @@ func (d *decoder) newKept(kind string, lf *listField) (obj, withItems any, meta 
 			*storagev1.CSINode
 			*listField
 		}{o, lf}, &o.TypeMeta, keep
+	case "Service":
+		o := &corev1.Service{}
+		keep = func() { d.snap.Services = append(d.snap.Services, d.t.service(o)) }
+		return o, &struct {
+			*corev1.Service
+			*listField
+		}{o, lf}, &o.TypeMeta, keep
 	}
 	return nil, nil, nil, nil
 }
@@ -420,6 +427,7 @@ func (d *decoder) merge(part *decoder) {
 	d.snap.PersistentVolumeClaims = append(d.snap.PersistentVolumeClaims, s.PersistentVolumeClaims...)
 	d.snap.PersistentVolumes = append(d.snap.PersistentVolumes, s.PersistentVolumes...)
 	d.snap.CSINodes = append(d.snap.CSINodes, s.CSINodes...)
+	d.snap.Services = append(d.snap.Services, s.Services...)
 	for k, n := range part.skipped {
 		d.skipped[k] += n
 	}

@@ -104,9 +104,10 @@ kind: List
   {"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s","namespace":"ns"}},
   {"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv1"}},
   {"apiVersion":"storage.k8s.io/v1","kind":"CSINode","metadata":{"name":"n1"},"spec":{"drivers":[{"name":"ebs.csi.aws.com","nodeID":"i-1","allocatable":{"count":25}}]}},
-  {"apiVersion":"v1","kind":"Service","metadata":{"name":"svc","namespace":"ns"}}]}`,
-			want:        []string{"CSINode n1 (ebs.csi.aws.com 25)", "PersistentVolume pv1", "StatefulSet ns/s"},
-			wantSkipped: map[string]int{"Service": 1},
+  {"apiVersion":"v1","kind":"Service","metadata":{"name":"svc","namespace":"ns"},"spec":{"type":"LoadBalancer","selector":{"a":"b"}},"status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.7"}]}}},
+  {"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"ns"}}]}`,
+			want:        []string{"CSINode n1 (ebs.csi.aws.com 25)", "PersistentVolume pv1", "Service ns/svc", "StatefulSet ns/s"},
+			wantSkipped: map[string]int{"ConfigMap": 1},
 		},
 		{
 			name: "JSON typed list with its kind after kind-less items, then a single object → all kept",

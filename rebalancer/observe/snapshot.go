@@ -42,7 +42,8 @@ func ReadSnapshot(ctx context.Context, client kubernetes.Interface, namespace st
 
 // ReadSnapshotPaged lists what the rules need from the API server: every node, PersistentVolume
 // and CSINode (storage.k8s.io/v1: the nodes' CSI attach limits), and the pods, StatefulSets,
-// PodDisruptionBudgets and PersistentVolumeClaims of namespace (all namespaces when ""). Pods
+// PodDisruptionBudgets, PersistentVolumeClaims and Services (the per-pod LoadBalancers a Redis
+// node may announce) of namespace (all namespaces when ""). Pods
 // are listed whole (not by a Redis selector) because a topology spread constraint counts every
 // matching pod in its namespace.
 //
@@ -63,6 +64,7 @@ func ReadSnapshotPaged(ctx context.Context, client kubernetes.Interface, namespa
 		pagedInto("persistentvolumeclaims", core.PersistentVolumeClaims(namespace).List, &snap.PersistentVolumeClaims, t.persistentVolumeClaim),
 		pagedInto("persistentvolumes", core.PersistentVolumes().List, &snap.PersistentVolumes, t.persistentVolume),
 		pagedInto("csinodes", storage.CSINodes().List, &snap.CSINodes, t.csiNode),
+		pagedInto("services", core.Services(namespace).List, &snap.Services, t.service),
 	}
 	for _, l := range lists {
 		p := pager.New(l.list)

@@ -47,7 +47,10 @@ import (
 //   - PersistentVolume: spec.nodeAffinity, storageClassName and claimRef, its csi source's
 //     driver and volumeHandle and its in-tree disk source (NodeVolumeLimits), status.phase (its
 //     labels carry the legacy zone labels VolumeZone reads);
-//   - CSINode: the drivers' names and allocatable (NodeVolumeLimits' attach limits).
+//   - CSINode: the drivers' names and allocatable (NodeVolumeLimits' attach limits);
+//   - Service: spec.type, selector, loadBalancerIP and externalIPs, and
+//     status.loadBalancer.ingress's IPs and hostnames (a Redis node announcing one of them is
+//     matched to the one pod the Service selects: policies.Member.ServiceAddrs).
 //
 // Trimmed objects of one snapshot share their equal parts: strings through the unique package,
 // and equal affinities, spread constraints, tolerations, containers, conditions, owner
@@ -70,6 +73,7 @@ func Trim(snap *policies.Snapshot) *policies.Snapshot {
 		PersistentVolumeClaims: trimAll(snap.PersistentVolumeClaims, t.persistentVolumeClaim),
 		PersistentVolumes:      trimAll(snap.PersistentVolumes, t.persistentVolume),
 		CSINodes:               trimAll(snap.CSINodes, t.csiNode),
+		Services:               trimAll(snap.Services, t.service),
 		Namespaces:             trimAll(snap.Namespaces, t.namespace),
 	}
 }
@@ -89,7 +93,8 @@ type Trimmer struct {
 func NewTrimmer(limit int) *Trimmer { return &Trimmer{t: newTrimmer(), limit: limit} }
 
 // Trim returns the trimmed copy of a Node, Pod, StatefulSet, PodDisruptionBudget,
-// PersistentVolumeClaim, PersistentVolume or Namespace (pointers), and any other value as it is.
+// PersistentVolumeClaim, PersistentVolume, CSINode, Service or Namespace (pointers), and any
+// other value as it is.
 func (t *Trimmer) Trim(obj any) any {
 	if t.limit > 0 && len(t.t.shared) > t.limit {
 		t.t = newTrimmer()
@@ -107,6 +112,10 @@ func (t *Trimmer) Trim(obj any) any {
 		return t.t.persistentVolumeClaim(o)
 	case *corev1.PersistentVolume:
 		return t.t.persistentVolume(o)
+	case *storagev1.CSINode:
+		return t.t.csiNode(o)
+	case *corev1.Service:
+		return t.t.service(o)
 	case *corev1.Namespace:
 		return t.t.namespace(o)
 	}
@@ -457,4 +466,20 @@ func (t *trimmer) csiNode(n *storagev1.CSINode) *storagev1.CSINode {
 // namespace returns the namespace's metadata (its labels are what namespaceSelectors match).
 func (t *trimmer) namespace(n *corev1.Namespace) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: t.meta(&n.ObjectMeta)}
+}
+
+// service returns what matches a Redis node announcing an external address to the one pod the
+// Service selects: its type, selector and external addresses.
+func (t *trimmer) service(s *corev1.Service) *corev1.Service {
+	out := &corev1.Service{ObjectMeta: t.meta(&s.ObjectMeta)}
+	out.Spec.Type = s.Spec.Type
+	out.Spec.Selector = t.labels(s.Spec.Selector)
+	out.Spec.LoadBalancerIP = intern(s.Spec.LoadBalancerIP)
+	for _, ip := range s.Spec.ExternalIPs {
+		out.Spec.ExternalIPs = append(out.Spec.ExternalIPs, intern(ip))
+	}
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: intern(in.IP), Hostname: intern(in.Hostname)})
+	}
+	return out
 }

@@ -51,7 +51,7 @@ quorumHolds, stuck, lost). Exit status 3 also when a master there has no replica
 Live (kubeconfig) or offline (--snapshot FILE). Exit status: 0 when every cluster complies or
 has a plan that reaches compliance, 3 when some cluster has none, 1 on error.`,
 		Example: `  redis-rebalancer plan -n redis
-  kubectl get nodes,pods,statefulsets,poddisruptionbudgets,pvc,pv,csinodes -A -o yaml > snap.yaml
+  kubectl get nodes,pods,sts,pdb,pvc,pv,csinodes,services -A -o yaml > snap.yaml
   redis-rebalancer plan --snapshot snap.yaml --role-label redis.rebalancer.io/role -o json
   # can the cluster lose zone-b for an upgrade and stay compliant?
   redis-rebalancer plan -n redis --without zone=zone-b`,

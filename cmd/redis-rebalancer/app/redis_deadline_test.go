@@ -45,7 +45,7 @@ func hangingCheck(t testing.TB, n int) (kubeconfig string, port int, snap *polic
 		"/api/v1/nodes": &corev1.NodeList{}, "/api/v1/pods": &corev1.PodList{},
 		"/apis/apps/v1/statefulsets": &appsv1.StatefulSetList{}, "/apis/policy/v1/poddisruptionbudgets": &policyv1.PodDisruptionBudgetList{},
 		"/api/v1/persistentvolumeclaims": &corev1.PersistentVolumeClaimList{}, "/api/v1/persistentvolumes": &corev1.PersistentVolumeList{},
-		"/apis/storage.k8s.io/v1/csinodes": &storagev1.CSINodeList{},
+		"/apis/storage.k8s.io/v1/csinodes": &storagev1.CSINodeList{}, "/api/v1/services": &corev1.ServiceList{},
 	}
 	for _, o := range snap.Nodes {
 		l := lists["/api/v1/nodes"].(*corev1.NodeList)
