@@ -23,23 +23,28 @@ import (
 )
 
 // TestBitnamiPostScaleDown runs the post-scale-down drift on a cluster installed as Bitnami's
-// redis-cluster chart installs it (scenario.LayoutBitnami): one StatefulSet of 10 pods created by
-// the StatefulSet controller from the chart's template (RollingUpdate, Parallel, the chart's
-// labels, selector and requests with ephemeral-storage), its release-wide PodDisruptionBudget,
-// the password in the chart's Secret, the recommended spread constraints set through the chart's
-// topologySpreadConstraints value and its soft anti-affinity; the cluster formed by redis-cli
-// --cluster create over the pods in ordinal order, as the chart's init forms it (masters 0..4,
-// master i with replica 5+((i+1) mod 5)). The chart's persistence is off here
-// (persistence.enabled=false): the zonal claims are the zonal volumes' test. Shards come from
-// Redis alone. Before the run, the plan made offline (a snapshot and the CLUSTER NODES output)
-// equals the live one, and lint reports the soft anti-affinity, live and offline.
+// redis-cluster chart installs it with cluster.externalAccess.enabled (scenario.LayoutBitnami):
+// one StatefulSet of 10 pods created by the StatefulSet controller from the chart's template
+// (RollingUpdate, Parallel, the chart's labels, selector and requests with ephemeral-storage),
+// its release-wide PodDisruptionBudget, the password in the chart's Secret, the recommended spread
+// constraints set through the chart's topologySpreadConstraints value and its soft
+// anti-affinity; a LoadBalancer Service per pod ("redis-cluster-<i>-svc", its status set as a
+// cloud would) whose IP the pod's Redis node announces, so that no Redis address is a pod IP; the
+// cluster formed by redis-cli --cluster create over those IPs in ordinal order, as the chart's
+// init forms it (masters 0..4, master i with replica 5+((i+1) mod 5)). The chart's persistence is
+// off here (persistence.enabled=false): the zonal claims are the zonal volumes' test, which
+// installs the chart without externalAccess. Shards come from Redis alone, its nodes matched to
+// pods through the Services. Before the run, the plan made offline (a snapshot with the Services
+// and the CLUSTER NODES output, LoadBalancer IPs and all) equals the live one, and lint reports
+// the soft anti-affinity, live and offline.
 func TestBitnamiPostScaleDown(t *testing.T) {
 	const password = "bitnami-e2e-password"
 	sc := scenario.BitnamiPostScaleDown()
 	sc.NoPersistence = true
 	opts := harness.Options{
-		RedisArgs: []string{"--requirepass", password, "--masterauth", password},
-		Redis:     redisctl.Options{Password: password},
+		RedisArgs:      []string{"--requirepass", password, "--masterauth", password},
+		Redis:          redisctl.Options{Password: password},
+		ExternalAccess: true,
 	}
 	// The chart's release-wide budget protects every shard; its soft anti-affinity does not.
 	layoutRun(t, sc, opts, "bitnami", func(env *harness.Env) []string {
@@ -80,6 +85,9 @@ func layoutRun(t *testing.T, sc scenario.Scenario, opts harness.Options, layout 
 	var redisArgs []string
 	res := runScenarioWith(t, sc, opts, false, func(ctx context.Context, env *harness.Env) error {
 		if err := assertShardsAsFormed(ctx, env, opts.AnnounceHostnames); err != nil {
+			return err
+		}
+		if err := assertAnnounced(ctx, env); err != nil {
 			return err
 		}
 		redisArgs = extra(env)
@@ -163,6 +171,38 @@ func assertShardsAsFormed(ctx context.Context, env *harness.Env, hostnames bool)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		return fmt.Errorf("redis shards differ from the scenario's (-want +got):\n%s", diff)
+	}
+	return nil
+}
+
+// assertAnnounced checks that every Redis node announces what env's pods announce: its
+// LoadBalancer's IP with Options.ExternalAccess (Env.LoadBalancerIP; CLUSTER NODES, as redis-cli
+// prints it, then names no pod IP), else its pod IP.
+func assertAnnounced(ctx context.Context, env *harness.Env) error {
+	raw, err := env.Redis.Do(ctx, env.Addrs()[0], "CLUSTER", "NODES")
+	if err != nil {
+		return err
+	}
+	lines, err := redisctl.ParseClusterNodes(fmt.Sprint(raw))
+	if err != nil {
+		return err
+	}
+	pods, err := env.Client().CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: env.Scenario.Selector()})
+	if err != nil {
+		return err
+	}
+	want := map[string]string{} // announced IP → pod
+	for _, p := range pods.Items {
+		ip := env.LoadBalancerIP(p.Name)
+		if ip == "" {
+			ip = p.Status.PodIP
+		}
+		want[ip] = p.Name
+	}
+	for _, n := range lines {
+		if _, ok := want[n.IP]; !ok {
+			return fmt.Errorf("redis node %s announces %s, which is none of the pods' announced IPs %v", n.ID, n.Addr(), want)
+		}
 	}
 	return nil
 }

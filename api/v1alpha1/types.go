@@ -101,10 +101,11 @@ type Selection struct {
 	WorkloadSelector metav1.LabelSelector `json:"workloadSelector"`
 	// shardSource says where a pod's shard comes from: owner (its controller: one StatefulSet
 	// per shard), redis (CLUSTER NODES: a master serving slots and the replicas whose master it
-	// is, Redis nodes matched to pods by pod IP or announced hostname; offline, from
-	// --redis-nodes), label:KEY (a pod label), or auto (the owner, unless Redis groups the pods
-	// otherwise: Bitnami's one StatefulSet, OT's leader and follower). A pod whose shard Redis does
-	// not know is reported and never evicted. "": the layout's (auto without one).
+	// is, Redis nodes matched to pods by pod IP, announced hostname or the address of the
+	// Service that exposes the pod alone; offline, from --redis-nodes), label:KEY (a pod label),
+	// or auto (the owner, unless Redis groups the pods otherwise: Bitnami's one StatefulSet, OT's
+	// leader and follower). A pod whose shard Redis does not know is reported and never evicted.
+	// "": the layout's (auto without one).
 	ShardSource string `json:"shardSource"`
 	// roleLabel is the pod label giving a pod's Redis role (master or primary; replica, slave
 	// or secondary) when Redis is not read: offline without --redis-nodes, or with

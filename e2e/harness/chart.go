@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +47,11 @@ func (e *Env) layOutChart(ctx context.Context, opts Options) error {
 	}
 	if err := e.createPDBs(ctx); err != nil {
 		return err
+	}
+	if e.externalAccess {
+		if err := e.createExternalAccess(ctx); err != nil {
+			return err
+		}
 	}
 	unplace, err := e.placeOnCreate(ctx)
 	if err != nil {
@@ -263,14 +270,19 @@ func (e *Env) redisCLI(ctx context.Context, args ...string) (string, error) {
 }
 
 // formBitnami forms the cluster as the chart's init does: redis-cli --cluster create over every
-// pod's address in ordinal order, --cluster-replicas R (PodsPerShard-1).
+// pod's address in ordinal order (with externalAccess, its LoadBalancer's), --cluster-replicas R
+// (PodsPerShard-1).
 func (e *Env) formBitnami(ctx context.Context, addrs map[string]string) error {
 	sc := e.Scenario
 	args := []string{"--cluster", "create"}
 	for o := 0; o < sc.N(); o++ {
-		a, ok := addrs[fmt.Sprintf("%s-%d", sc.BitnamiFullname(), o)]
+		pod := fmt.Sprintf("%s-%d", sc.BitnamiFullname(), o)
+		a, ok := addrs[pod]
 		if !ok {
-			return fmt.Errorf("no redis-server for pod %s-%d", sc.BitnamiFullname(), o)
+			return fmt.Errorf("no redis-server for pod %s", pod)
+		}
+		if lb := e.LoadBalancerIP(pod); lb != "" {
+			a = net.JoinHostPort(lb, strconv.Itoa(e.Port))
 		}
 		args = append(args, a)
 	}

@@ -77,6 +77,10 @@ type Options struct {
 	// as OT's operator and KubeBlocks set Redis up: CLUSTER NODES then lists the hostname beside
 	// the IP. Clients are still sent to IPs (cluster-preferred-endpoint-type ip).
 	AnnounceHostnames bool
+	// ExternalAccess installs Bitnami's chart with cluster.externalAccess (externalaccess.go):
+	// a LoadBalancer Service per pod, each pod's Redis node announcing its LoadBalancer's IP
+	// (Env.LoadBalancerIP), the cluster formed over those IPs. Bitnami's layout only.
+	ExternalAccess bool
 }
 
 // announceHostname returns the redis-server arguments that announce pod's FQDN: its hostname
@@ -108,13 +112,15 @@ type Env struct {
 	// Port is the Redis client port of the environment's pods (`run --redis-port`).
 	Port int
 
-	log      io.Writer
-	stops    *stopRecorder // with Options.RecordStops
-	noAdds   bool          // Options.NoMemberAdds
-	ownsBed  bool
-	stopOnce sync.Once
-	cancel   context.CancelFunc
-	opDone   chan struct{}
+	log    io.Writer
+	stops  *stopRecorder // with Options.RecordStops
+	noAdds bool          // Options.NoMemberAdds
+	// externalAccess is Options.ExternalAccess.
+	externalAccess bool
+	ownsBed        bool
+	stopOnce       sync.Once
+	cancel         context.CancelFunc
+	opDone         chan struct{}
 	// formed is, in Bitnami's and OT's layouts, each pod's shard index as Redis was formed
 	// (ShardOf).
 	formed map[string]int
@@ -236,7 +242,7 @@ func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns 
 	defer cancel()
 	start := time.Now()
 	ns, port := b.claim(ns, exact)
-	e := &Env{Bed: b, Cluster: b.Cluster, Namespace: ns, Port: port, log: opts.Log, noAdds: opts.NoMemberAdds}
+	e := &Env{Bed: b, Cluster: b.Cluster, Namespace: ns, Port: port, log: opts.Log, noAdds: opts.NoMemberAdds, externalAccess: opts.ExternalAccess}
 	defer func() {
 		if err != nil {
 			e.Stop()
@@ -296,6 +302,7 @@ func (e *Env) startRedis(ctx context.Context, opts Options) error {
 		Client: e.Cluster.Client(), Namespace: e.Namespace, Selector: sel, Port: e.Port, ExtraArgs: opts.RedisArgs,
 		DataRoot: filepath.Join(workDir, "redis"), Log: prefixWriter{opts.Log, "[redisrt] "},
 		BeforeStop: beforeStop, PodArgs: podArgs,
+		AnnounceIP: func(pod *corev1.Pod) string { return e.LoadBalancerIP(pod.Name) },
 	})
 	return err
 }

@@ -103,6 +103,11 @@ type Config struct {
 	// PodArgs, when set, returns more arguments for the server of one pod, appended after
 	// ExtraArgs (for example --cluster-announce-hostname with the pod's FQDN).
 	PodArgs func(pod *corev1.Pod) []string
+	// AnnounceIP, when set, returns the IP the server of one pod announces instead of its pod IP
+	// ("" for the pod IP): the address of a LoadBalancer Service that exposes the pod alone (the
+	// Bitnami chart's cluster.externalAccess). The server binds it too, standing in for the
+	// LoadBalancer that forwards it to the pod.
+	AnnounceIP func(pod *corev1.Pod) string
 	// Workers is the number of pods reconciled concurrently (DefaultWorkers when 0). One pod is
 	// never reconciled by two workers at once.
 	Workers int
@@ -607,9 +612,14 @@ func (r *Runtime) reconcile(key string) error {
 	if r.cfg.PodArgs != nil {
 		args = append(slices.Clone(args), r.cfg.PodArgs(pod)...)
 	}
+	announce := ""
+	if r.cfg.AnnounceIP != nil {
+		announce = r.cfg.AnnounceIP(pod)
+	}
 	srv, err := redisserver.Start(r.ctx, redisserver.Config{
 		Bin:         r.cfg.RedisServer,
 		IP:          ip,
+		AnnounceIP:  announce,
 		Port:        r.cfg.Port,
 		Dir:         dir,
 		NodeTimeout: r.cfg.NodeTimeout,

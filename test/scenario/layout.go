@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -400,6 +401,38 @@ func (s Scenario) BitnamiSecret(password string) *corev1.Secret {
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{BitnamiPasswordKey: []byte(password)},
 	}
+}
+
+// BitnamiExternalAccessServices returns the Services the chart creates with
+// cluster.externalAccess.enabled (svc-cluster-external-access.yaml): one per pod ordinal i,
+// "<fullname>-<i>-svc", type LoadBalancer, port tcp-redis (port, the chart's
+// cluster.externalAccess.service.port) and tcp-redis-bus (port+10000), labelled with the chart's
+// labels and pod=<fullname>-<i>, selecting the chart's matchLabels and
+// statefulset.kubernetes.io/pod-name=<fullname>-<i>, with spec.loadBalancerIP lbIP(i) (the
+// chart's cluster.externalAccess.service.loadBalancerIP[i]). Their status is the cloud's to set.
+func (s Scenario) BitnamiExternalAccessServices(port int, lbIP func(ordinal int) string) []*corev1.Service {
+	var out []*corev1.Service
+	for i := 0; i < s.N(); i++ {
+		pod := fmt.Sprintf("%s-%d", s.BitnamiFullname(), i)
+		labels := s.bitnamiLabels()
+		labels["pod"] = pod
+		sel := s.bitnamiMatchLabels()
+		sel[appsv1.StatefulSetPodNameLabel] = pod
+		out = append(out, &corev1.Service{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d-svc", s.BitnamiFullname(), i), Namespace: s.ns(), Labels: labels},
+			Spec: corev1.ServiceSpec{
+				Type:           corev1.ServiceTypeLoadBalancer,
+				LoadBalancerIP: lbIP(i),
+				Ports: []corev1.ServicePort{
+					{Name: "tcp-redis", Port: int32(port), TargetPort: intstr.FromString("tcp-redis")},
+					{Name: "tcp-redis-bus", Port: int32(port + 10000), TargetPort: intstr.FromString("tcp-redis-bus")},
+				},
+				Selector: sel,
+			},
+		})
+	}
+	return out
 }
 
 // BitnamiPostScaleDown is PostScaleDown on Bitnami's chart: release "redis-cluster", one
