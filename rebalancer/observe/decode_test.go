@@ -227,6 +227,10 @@ func decodeWholeSkipped(in []byte) (*policies.Snapshot, map[string]int, error) {
 			o := &storagev1.CSINode{}
 			err = json.Unmarshal(raw, o)
 			snap.CSINodes = append(snap.CSINodes, o)
+		case "Service":
+			o := &corev1.Service{}
+			err = json.Unmarshal(raw, o)
+			snap.Services = append(snap.Services, o)
 		default:
 			skipped[kind]++
 		}
@@ -276,6 +280,9 @@ func sortedSnapshot(s *policies.Snapshot) *policies.Snapshot {
 	})
 	sort.SliceStable(s.PersistentVolumes, func(i, j int) bool { return s.PersistentVolumes[i].Name < s.PersistentVolumes[j].Name })
 	sort.SliceStable(s.CSINodes, func(i, j int) bool { return s.CSINodes[i].Name < s.CSINodes[j].Name })
+	sort.SliceStable(s.Services, func(i, j int) bool {
+		return key(s.Services[i].Namespace, s.Services[i].Name) < key(s.Services[j].Namespace, s.Services[j].Name)
+	})
 	return s
 }
 

@@ -84,6 +84,9 @@ var exampleWants = map[string]exampleWant{
 	// same plan.
 	"bitnami-post-scale-down": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
 	"ot-post-scale-down":      {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
+	// Nodes announced at their LoadBalancers' IPs, matched to pods through the per-pod Services:
+	// the same plan.
+	"bitnami-external-access-post-scale-down": {violations: []string{"MasterQuorum n1", "MasterQuorum zone-a", "MaxPodsPerNode n1", "MaxPodsPerZone zone-a", "TopologySpread n1"}, moves: 1, failovers: 1, failoverSteps: 2},
 	// The chart's zonal volumes pin zone-a's five masters: no plan, unless claims may be released;
 	// then the same plan as without volumes, its eviction releasing the claim of the master it
 	// fails over first.

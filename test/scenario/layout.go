@@ -339,7 +339,8 @@ func (s Scenario) podIP(i, o int) string {
 // RedisNodes returns the cluster's Redis nodes as it was formed (the Redis side of the Bitnami
 // and OT layouts, for policies.Cluster.ApplyRedis): one per placed pod, at its pod IP (podIP),
 // shard i's first pod a master serving the i-th of M equal slot ranges, the others its replicas;
-// node IDs are the SHA-1 of the pod names. OT's nodes announce their pod's FQDN
+// node IDs are the SHA-1 of the pod names. With ExternalAccess, a node is at its pod's
+// LoadBalancer IP instead (BitnamiLoadBalancerIP). OT's nodes announce their pod's FQDN
 // (<pod>.<StatefulSet>-headless.<namespace>.svc.cluster.local), as Redis 7 does with
 // cluster-announce-hostname.
 func (s Scenario) RedisNodes() []policies.RedisNode {
@@ -352,6 +353,9 @@ func (s Scenario) RedisNodes() []policies.RedisNode {
 				continue
 			}
 			n := policies.RedisNode{ID: id(pod), IP: s.podIP(i, o), Role: policies.RoleReplica, MasterID: id(master)}
+			if s.ExternalAccess {
+				n.IP = s.BitnamiLoadBalancerIP(s.bitnamiOrdinal(i, o))
+			}
 			if s.Layout == LayoutOT {
 				set := pod[:strings.LastIndex(pod, "-")]
 				n.Hostname = pod + "." + set + "-headless." + s.ns() + ".svc.cluster.local"
@@ -402,6 +406,10 @@ func (s Scenario) BitnamiSecret(password string) *corev1.Secret {
 		Data:       map[string][]byte{BitnamiPasswordKey: []byte(password)},
 	}
 }
+
+// BitnamiLoadBalancerIP returns the IP of the LoadBalancer that exposes Bitnami pod ordinal o
+// with ExternalAccess in a snapshot: 203.0.113.<10+o> (TEST-NET-3, RFC 5737).
+func (s Scenario) BitnamiLoadBalancerIP(o int) string { return fmt.Sprintf("203.0.113.%d", 10+o) }
 
 // BitnamiExternalAccessServices returns the Services the chart creates with
 // cluster.externalAccess.enabled (svc-cluster-external-access.yaml): one per pod ordinal i,
@@ -454,6 +462,17 @@ func BitnamiZonalPostScaleDown() Scenario {
 	s := postScaleDownAs("bitnami-zonal-post-scale-down", LayoutBitnami,
 		"BitnamiPostScaleDown with a zonal 8Gi PersistentVolume per pod: zone-a's 5 masters are pinned; with claims releasable a master is failed over and its pod moves with its claim released.")
 	s.Claims = &ClaimTemplate{Name: BitnamiClaimTemplate, StorageClass: "zonal", Size: BitnamiClaimSize}
+	return s
+}
+
+// BitnamiExternalAccessPostScaleDown is BitnamiPostScaleDown with the chart's
+// cluster.externalAccess, in namespace "bitnami-lb": a LoadBalancer Service per pod, every Redis
+// node announcing its LoadBalancer's IP, so that CLUSTER NODES names no pod IP and the pods are
+// matched to their nodes through the Services.
+func BitnamiExternalAccessPostScaleDown() Scenario {
+	s := postScaleDownAs("bitnami-external-access-post-scale-down", LayoutBitnami,
+		"BitnamiPostScaleDown with externalAccess: each pod exposed by a LoadBalancer Service of its own, whose IP its Redis node announces.")
+	s.Namespace, s.ExternalAccess = "bitnami-lb", true
 	return s
 }
 

@@ -92,6 +92,10 @@ type Scenario struct {
 	// the class and size of the chart's redis-data template): each pod a claim on a zonal disk
 	// (Snapshot binds a placed pod's claim to a PersistentVolume pinned to its node's zone).
 	Claims *ClaimTemplate
+	// ExternalAccess, in Bitnami's layout, installs the chart with cluster.externalAccess: a
+	// LoadBalancer Service per pod (BitnamiExternalAccessServices, its status holding
+	// BitnamiLoadBalancerIP), and every Redis node announcing its LoadBalancer's IP (RedisNodes).
+	ExternalAccess bool
 }
 
 // ClaimTemplate is the volumeClaimTemplate of a scenario's StatefulSets: one ReadWriteOnce claim
@@ -358,6 +362,12 @@ func (s Scenario) Snapshot() (*policies.Snapshot, error) {
 	}
 	snap := &policies.Snapshot{Nodes: s.Nodes(), Pods: pods, StatefulSets: stss, PodDisruptionBudgets: s.PodDisruptionBudgets()}
 	s.addClaims(snap)
+	if s.ExternalAccess {
+		for _, svc := range s.BitnamiExternalAccessServices(6379, s.BitnamiLoadBalancerIP) {
+			svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: svc.Spec.LoadBalancerIP}}
+			snap.Services = append(snap.Services, svc)
+		}
+	}
 	return snap, nil
 }
 

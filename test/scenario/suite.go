@@ -53,6 +53,7 @@ func Suite() []Case {
 		{Scenario: BitnamiPostScaleDown()},
 		{Scenario: OTPostScaleDown()},
 		{Scenario: BitnamiZonalPostScaleDown()},
+		{Scenario: BitnamiExternalAccessPostScaleDown()},
 		{Scenario: Rebalanced()},
 		SoftSpread(),
 		BestEffort(),
