@@ -11,72 +11,50 @@ import (
 // its pod's: with the Bitnami chart's cluster.externalAccess every node announces the IP of the
 // LoadBalancer Service that exposes its pod alone ("<release>-<i>-svc"), so CLUSTER NODES, CLUSTER
 // SLOTS and a replica's master_host name LoadBalancer IPs. The Client reaches every node at its
-// pod's address instead, and reports every node at the address it reaches it at: each address a
-// node announces that the Client knows to be a pod's (an alias) is replaced, in everything it
-// parses from Redis (CLUSTER NODES lines, master_host, INFO replication's replica lines), by that
-// pod's address, and Node.Announced keeps what Redis said. Code that maps a pod to its node by pod
-// IP (Topology.NodeByIP, the engine) then works unchanged, and no address outside the Kubernetes
-// cluster's pod network is dialled for a node a pod answers for.
+// pod's address instead, and reports every node it has reached there at that address: a node read
+// at pod address D whose own line (flag myself) has node ID X and announces another IP A teaches
+// the alias X → D, and from then on every line about node X (in any node's CLUSTER NODES) is
+// reported at D, with Node.Announced keeping what Redis said. Aliases are keyed by node ID, not by
+// IP: a node restarted on a new pod IP that still announces its old one (no cluster-announce-ip,
+// nodes.conf kept) is reported at its new address, while another pod that was given the old IP is
+// left alone. In INFO replication (a replica's master_host, a master's replica lines), which
+// carries no node ID, an announced IP is replaced only when it is no pod address the Client has
+// reached a node at. A pod address that answers with another node ID (a pod re-created with an
+// empty data directory, or its IP reused) drops the aliases it held.
 //
-// The aliases come from two places:
-//   - each node the Client reads: a node read at pod address D whose own line (flag myself)
-//     announces another IP A makes A an alias of D's IP (learned, so a re-created pod's new IP
-//     replaces its old one as soon as it answers);
-//   - the caller (SetAnnounced): announced IP → pod IP, which the engine derives from the
-//     per-pod Services (a LoadBalancer's status.loadBalancer.ingress, spec.loadBalancerIP,
-//     spec.externalIPs) for the pods it has not read yet.
+// Code that maps a pod to its node by pod IP (Topology.NodeByIP, the engine) then works unchanged,
+// and no address outside the pod network is dialled for a node a pod answers for. A node the
+// Client has not reached yet keeps its announced address; the engine matches it to its pod through
+// the per-pod Services (policies.Member.ServiceAddrs).
 
-// aliases is the announced IP → pod IP table.
+// alias is what a node read at a pod address said of itself.
+type alias struct {
+	announced, pod string // IPs
+}
+
+// aliases holds the learned aliases by node ID, and the pod addresses nodes were read at.
 type aliases struct {
-	mu sync.RWMutex
-	// learned are the aliases nodes told about themselves; given, those SetAnnounced gave.
-	learned, given map[string]string
+	mu   sync.RWMutex
+	byID map[string]alias
+	// at maps each IP a node was read at to that node's ID.
+	at map[string]string
 }
 
-// SetAnnounced replaces the aliases the caller gives: announced maps an IP some node announces
-// (a LoadBalancer's IP) to the IP of the pod that node runs in. An alias a node told about itself
-// (see the package's "Announced addresses") takes precedence over a given one for the same IP.
-// Entries mapping an IP to itself, or with an empty side, are ignored. Safe for concurrent use.
-func (c *Client) SetAnnounced(announced map[string]string) {
-	m := make(map[string]string, len(announced))
-	for a, ip := range announced {
-		if a != "" && ip != "" && a != ip {
-			m[a] = ip
-		}
-	}
-	c.aliases.mu.Lock()
-	c.aliases.given = m
-	c.aliases.mu.Unlock()
-}
-
-// Announced returns the announced IP → pod IP aliases the Client knows (given and learned), for
+// Announced returns the aliases the Client has learned: node ID → [announced IP, pod IP], for
 // messages and tests.
-func (c *Client) Announced() map[string]string {
+func (c *Client) Announced() map[string][2]string {
 	c.aliases.mu.RLock()
 	defer c.aliases.mu.RUnlock()
-	out := make(map[string]string, len(c.aliases.given)+len(c.aliases.learned))
-	for a, ip := range c.aliases.given {
-		out[a] = ip
-	}
-	for a, ip := range c.aliases.learned {
-		out[a] = ip
+	out := make(map[string][2]string, len(c.aliases.byID))
+	for id, a := range c.aliases.byID {
+		out[id] = [2]string{a.announced, a.pod}
 	}
 	return out
 }
 
-// podIP returns the pod IP announced IP a stands for, and whether it is an alias.
-func (a *aliases) podIP(ip string) (string, bool) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if p, ok := a.learned[ip]; ok {
-		return p, true
-	}
-	p, ok := a.given[ip]
-	return p, ok
-}
-
 // learn records what the node read at addr says of itself: when its own line announces an IP
-// other than addr's, that IP is an alias of addr's.
+// other than addr's, its node ID is reported at addr's IP. Aliases of other node IDs at addr's IP
+// are dropped (the pod there is another node now).
 func (a *aliases) learn(addr string, nodes []Node) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -86,21 +64,68 @@ func (a *aliases) learn(addr string, nodes []Node) {
 		if !n.IsMyself() {
 			continue
 		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.byID == nil {
+			a.byID, a.at = map[string]alias{}, map[string]string{}
+		}
+		for id, al := range a.byID {
+			if id != n.ID && sameIP(al.pod, host) {
+				delete(a.byID, id)
+			}
+		}
+		a.at[normIP(host)] = n.ID
 		ip := n.IP
 		if n.Announced != "" {
 			ip, _, _ = net.SplitHostPort(n.Announced)
 		}
 		if ip == "" || sameIP(ip, host) {
+			delete(a.byID, n.ID)
 			return
 		}
-		a.mu.Lock()
-		if a.learned == nil {
-			a.learned = map[string]string{}
-		}
-		a.learned[ip] = host
-		a.mu.Unlock()
+		a.byID[n.ID] = alias{announced: ip, pod: host}
 		return
 	}
+}
+
+// podOf returns the pod IP node id is reached at, and whether the Client knows one other than ip.
+func (a *aliases) podOf(id, ip string) (string, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	al, ok := a.byID[id]
+	return al.pod, ok && !sameIP(al.pod, ip)
+}
+
+// podOfIP returns the pod IP that announced IP ip stands for: that of the one node announcing ip
+// that the Client reached at another address, when no node was read at ip itself.
+func (a *aliases) podOfIP(ip string) (string, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if ip == "" {
+		return "", false
+	}
+	if _, ok := a.at[normIP(ip)]; ok {
+		return "", false
+	}
+	pod := ""
+	for _, al := range a.byID {
+		if sameIP(al.announced, ip) {
+			if pod != "" && !sameIP(pod, al.pod) {
+				return "", false
+			}
+			pod = al.pod
+		}
+	}
+	return pod, pod != ""
+}
+
+// normIP returns ip in its canonical form ("::1" for "0:0:0:0:0:0:0:1"), or as it is when it
+// does not parse.
+func normIP(ip string) string {
+	if p := net.ParseIP(ip); p != nil {
+		return p.String()
+	}
+	return ip
 }
 
 // sameIP reports whether a and b are one IP address ("::1" and "0:0:0:0:0:0:0:1" are).
@@ -112,22 +137,23 @@ func sameIP(a, b string) bool {
 	return x != nil && y != nil && x.Equal(y)
 }
 
-// localize learns from nodes, read at addr, then reports every node announced at an alias at its
-// pod's address (port: the Client's), keeping the announced address in Node.Announced. Nodes
-// already localized are left as they are.
+// localize learns from nodes, read at addr, then reports every node the Client reaches at a pod
+// address other than the one announced at that pod address (port: the Client's), keeping the
+// announced address in Node.Announced.
 func (c *Client) localize(addr string, nodes []Node) {
 	c.aliases.learn(addr, nodes)
 	c.relocalize(nodes)
 }
 
 // relocalize is localize without learning: for views read before the last aliases were known.
+// Nodes already localized are left as they are.
 func (c *Client) relocalize(nodes []Node) {
 	for i := range nodes {
 		n := &nodes[i]
 		if n.Announced != "" || n.IP == "" {
 			continue
 		}
-		if ip, ok := c.aliases.podIP(n.IP); ok {
+		if ip, ok := c.aliases.podOf(n.ID, n.IP); ok {
 			n.Announced = n.Addr()
 			n.IP, n.Port = ip, c.opts.port()
 		}
@@ -136,11 +162,11 @@ func (c *Client) relocalize(nodes []Node) {
 
 // localizeReplication reports r's master and replicas at their pods' addresses (see localize).
 func (c *Client) localizeReplication(r *Replication) {
-	if ip, ok := c.aliases.podIP(r.MasterHost); ok {
+	if ip, ok := c.aliases.podOfIP(r.MasterHost); ok {
 		r.MasterHost, r.MasterPort = ip, c.opts.port()
 	}
 	for i := range r.Replicas {
-		if ip, ok := c.aliases.podIP(r.Replicas[i].IP); ok {
+		if ip, ok := c.aliases.podOfIP(r.Replicas[i].IP); ok {
 			r.Replicas[i].IP, r.Replicas[i].Port = ip, c.opts.port()
 		}
 	}

@@ -15,16 +15,13 @@ import (
 
 // TestAnnouncedLoadBalancerAddresses: nodes that announce LoadBalancer IPs (the Bitnami chart's
 // externalAccess) are read at their pods' addresses and reported there, by a Client that learns
-// the aliases from the nodes themselves, and by one that is given them; the health gate and a
-// verified failover work as with pod IPs.
+// each alias from the node itself; the health gate and a verified failover work as with pod IPs.
 func TestAnnouncedLoadBalancerAddresses(t *testing.T) {
 	c := redistest.Start(t, redistest.Config{Shards: 3, PodsPerShard: 2, AnnounceLoadBalancer: true})
 	ctx := context.Background()
 	podOf := map[string]string{} // announced "ip:port" → pod address
-	announced := map[string]string{}
 	for _, p := range c.Pods() {
 		podOf[net.JoinHostPort(p.AnnounceIP, "6379")] = p.Addr()
-		announced[p.AnnounceIP] = p.IP
 	}
 	// Redis itself announces the LoadBalancer IPs: what CLUSTER NODES prints, unlocalized.
 	raw, err := c.Client.Do(ctx, c.Pods()[0].Addr(), "cluster", "nodes")
@@ -68,18 +65,20 @@ func TestAnnouncedLoadBalancerAddresses(t *testing.T) {
 		if localized != 1 {
 			t.Fatalf("%d nodes reported at a pod address after reading one node, want 1 (itself)", localized)
 		}
-		if diff := cmp.Diff(map[string]string{first.AnnounceIP: first.IP}, cl.Announced()); diff != "" {
+		if diff := cmp.Diff(map[string][2]string{self.ID: {first.AnnounceIP, first.IP}}, cl.Announced()); diff != "" {
 			t.Fatalf("aliases (-want +got):\n%s", diff)
 		}
 	})
 
-	t.Run("given the aliases, one node's view names every pod", func(t *testing.T) {
+	t.Run("after a topology read, one node's view names every pod", func(t *testing.T) {
 		cl, err := redisctl.New(c.Options)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer cl.Close()
-		cl.SetAnnounced(announced)
+		if _, err := cl.Topology(ctx, c.Addrs()); err != nil {
+			t.Fatal(err)
+		}
 		nodes, err := cl.ClusterNodes(ctx, c.Pods()[1].Addr())
 		if err != nil {
 			t.Fatal(err)
@@ -95,6 +94,16 @@ func TestAnnouncedLoadBalancerAddresses(t *testing.T) {
 		sort.Strings(want)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("nodes (-want +got):\n%s", diff)
+		}
+		// INFO replication names the master at its pod's address too.
+		for _, p := range c.Pods() {
+			r, err := cl.InfoReplication(ctx, p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.IsReplica() && c.Pod(net.JoinHostPort(r.MasterHost, "6379")) == nil {
+				t.Fatalf("replica %s: master_host %s is no pod IP", p.Addr(), r.MasterHost)
+			}
 		}
 	})
 
