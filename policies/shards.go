@@ -344,45 +344,48 @@ func (c *Cluster) matchRedis(nodes []RedisNode) (match []int, warnings []string)
 	cands := make([][]int, len(c.Members))
 	for k := range nodes {
 		n := &nodes[k]
-		// By hostname: the pod the node announces, when exactly one member is it.
-		if n.Hostname != "" {
-			switch i := c.onlyMember(func(mem *Member) bool { return hostnameMatches(n.Hostname, mem.Pod) }); {
-			case i >= 0:
-				cands[i] = append(cands[i], k)
-				continue
-			case i == several:
-				warnings = append(warnings, fmt.Sprintf("Redis node %s announces hostname %s, which names more than one pod", shortID(n.ID), n.Hostname))
-				continue
-			}
+		at := n.IP
+		if at == "" {
+			at = n.Hostname
 		}
-		if n.IP != "" {
+		// The ways a node names its pod, in order: the first that names exactly one member
+		// decides; one that names several is reported and names none.
+		ways := []struct {
+			applies bool
+			is      func(*Member) bool
+			several func() string // the warning when it names several
+		}{
+			// By hostname: the pod the node announces.
+			{n.Hostname != "", func(mem *Member) bool { return hostnameMatches(n.Hostname, mem.Pod) },
+				func() string {
+					return fmt.Sprintf("Redis node %s announces hostname %s, which names more than one pod", shortID(n.ID), n.Hostname)
+				}},
 			// By IP: the running pod with the node's IP.
-			want := net.ParseIP(n.IP)
-			switch i := c.onlyMember(func(mem *Member) bool {
-				ip := mem.Pod.Status.PodIP
-				return ip != "" && !mem.Terminating && (ip == n.IP || want != nil && want.Equal(net.ParseIP(ip)))
-			}); {
-			case i >= 0:
+			{n.IP != "", func(mem *Member) bool {
+				return mem.Pod.Status.PodIP != "" && !mem.Terminating && sameIP(mem.Pod.Status.PodIP, n.IP)
+			}, func() string {
+				return fmt.Sprintf("Redis node %s at %s: more than one pod has that IP", shortID(n.ID), n.IP)
+			}},
+			// By a Service: the pod whose own Service exposes the address the node announces.
+			{at != "", func(mem *Member) bool { return !mem.Terminating && mem.announcedAt(n.IP, n.Hostname) },
+				func() string {
+					return fmt.Sprintf("Redis node %s at %s: the Services of more than one pod expose that address", shortID(n.ID), at)
+				}},
+		}
+		for _, w := range ways {
+			if !w.applies {
+				continue
+			}
+			i := c.onlyMember(w.is)
+			if i >= 0 {
 				cands[i] = append(cands[i], k)
-				continue
-			case i == several:
-				warnings = append(warnings, fmt.Sprintf("Redis node %s at %s: more than one pod has that IP", shortID(n.ID), n.IP))
-				continue
 			}
-		}
-		// By a Service: the pod whose own Service exposes the address the node announces.
-		if n.IP == "" && n.Hostname == "" {
-			continue
-		}
-		switch i := c.onlyMember(func(mem *Member) bool { return !mem.Terminating && mem.announcedAt(n.IP, n.Hostname) }); {
-		case i >= 0:
-			cands[i] = append(cands[i], k)
-		case i == several:
-			at := n.IP
-			if at == "" {
-				at = n.Hostname
+			if i == several {
+				warnings = append(warnings, w.several())
 			}
-			warnings = append(warnings, fmt.Sprintf("Redis node %s at %s: the Services of more than one pod expose that address", shortID(n.ID), at))
+			if i != -1 {
+				break
+			}
 		}
 	}
 	warnings = append(warnings, c.notMemberNodes(nodes, cands)...)
