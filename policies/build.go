@@ -150,29 +150,41 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 
 // isWorkload reports whether a workload whose pods carry podLabels is a Redis workload for
 // Options.WorkloadSelector (always when it is nil or empty).
-func (m *Model) isWorkload(podLabels map[string]string) bool {
-	sel := m.Options.WorkloadSelector
+func (m *Model) isWorkload(podLabels map[string]string) bool { return isWorkload(m.Options, podLabels) }
+
+func isWorkload(opts Options, podLabels map[string]string) bool {
+	sel := opts.WorkloadSelector
 	return sel == nil || sel.Empty() || sel.Matches(labels.Set(podLabels))
 }
 
-// notMember says why pod p, which carries the cluster label, is not a member of its cluster, ""
-// when it is: a member is a pod a Redis workload owns (its controller is a StatefulSet whose
-// template Options.WorkloadSelector matches, or, matched by the pod's own labels, a StatefulSet
-// the snapshot lacks or a controller of a kind in Options.RecreatingOwners), or a pod without a
-// controller (a Redis node run by hand, never evicted). A Job's pod (the chart's cluster-update
-// Job) and another controller's (a Deployment's ReplicaSet of the same Helm release, the
-// rebalancer's own pods) are never members.
-func (m *Model) notMember(p *corev1.Pod, kind, owner string, sts *appsv1.StatefulSet) string {
+// WhyNotMember says why pod p, which carries the cluster label, is not a member of its cluster, ""
+// when it is, by opts' WorkloadSelector and RecreatingOwners; sts is the pod's StatefulSet when
+// its controller is one the caller holds (nil otherwise). A member is a pod a Redis workload
+// owns (its controller is a StatefulSet whose template the workload selector matches, or,
+// matched by the pod's own labels, a StatefulSet the caller lacks or a controller of a kind in
+// RecreatingOwners), or a pod without a controller (a Redis node run by hand, never evicted). A
+// Job's pod (the chart's cluster-update Job) and another controller's (a Deployment's ReplicaSet
+// of the same Helm release, the rebalancer's own pods) are never members. Build leaves such pods
+// out of their cluster (Cluster.NotMembers); the eviction guard does not judge them.
+func WhyNotMember(p *corev1.Pod, sts *appsv1.StatefulSet, opts Options) string {
+	var kind, owner string
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		kind, owner = ref.Kind, ref.Name
+	}
+	return notMember(opts, p, kind, owner, sts)
+}
+
+func notMember(opts Options, p *corev1.Pod, kind, owner string, sts *appsv1.StatefulSet) string {
 	switch {
 	case kind == "Job" || kind == "CronJob":
 		return fmt.Sprintf("owned by %s %s: a Job's pod is never a Redis cluster member", kind, owner)
 	case kind == "StatefulSet" && sts != nil:
-		if !m.isWorkload(sts.Spec.Template.Labels) {
-			return fmt.Sprintf("owned by StatefulSet %s, whose template the workload selector %s does not match", owner, m.Options.WorkloadSelector)
+		if !isWorkload(opts, sts.Spec.Template.Labels) {
+			return fmt.Sprintf("owned by StatefulSet %s, whose template the workload selector %s does not match", owner, opts.WorkloadSelector)
 		}
-	case kind == "StatefulSet", slices.Contains(m.Options.RecreatingOwners, kind):
-		if !m.isWorkload(p.Labels) {
-			return fmt.Sprintf("owned by %s %s, and the workload selector %s does not match its labels", kind, owner, m.Options.WorkloadSelector)
+	case kind == "StatefulSet", slices.Contains(opts.RecreatingOwners, kind):
+		if !isWorkload(opts, p.Labels) {
+			return fmt.Sprintf("owned by %s %s, and the workload selector %s does not match its labels", kind, owner, opts.WorkloadSelector)
 		}
 	case kind == "":
 		// A pod without a controller: a Redis node run by hand. It is judged (and never
@@ -283,7 +295,7 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 		if kind == "StatefulSet" {
 			sts = stsByName[nsName{p.Namespace, owner}]
 		}
-		if why := m.notMember(p, kind, owner, sts); why != "" {
+		if why := notMember(m.Options, p, kind, owner, sts); why != "" {
 			c.NotMembers = append(c.NotMembers, NotMember{Pod: p, Why: why})
 			if c.notMember == nil {
 				c.notMember = map[*corev1.Pod]bool{}
@@ -393,7 +405,7 @@ func (c *Cluster) Admits(p *corev1.Pod) bool {
 			}
 		}
 	}
-	return m.notMember(p, kind, owner, sts) == ""
+	return notMember(m.Options, p, kind, owner, sts) == ""
 }
 
 // isUnschedulable reports a Pending pod the scheduler could not place.

@@ -317,6 +317,12 @@ func (c *Cache) Pod(namespace, name string) (*corev1.Pod, bool) {
 	return get[corev1.Pod](c.pods, namespace+"/"+name)
 }
 
+// StatefulSet returns the StatefulSet namespace/name as the cache holds it (trimmed: its
+// replicas, selector and template).
+func (c *Cache) StatefulSet(namespace, name string) (*appsv1.StatefulSet, bool) {
+	return get[appsv1.StatefulSet](c.statefulSets, namespace+"/"+name)
+}
+
 // Node returns the node name as the cache holds it (its Ready condition's status and reason
 // kept, observe.Trimmer).
 func (c *Cache) Node(name string) (*corev1.Node, bool) {

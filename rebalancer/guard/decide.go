@@ -82,6 +82,10 @@ type State struct {
 	// Cluster is the pod's Redis cluster, "namespace/name"; "" when the guard does not guard the
 	// pod (ReasonNotGuarded).
 	Cluster string
+	// NotMember says why the pod, though it carries the cluster label of a guarded cluster, is no
+	// member of it (policies.WhyNotMember: a Job's pod, another controller's, a workload the
+	// workload selector does not name); "" for a member. Cluster is "" then.
+	NotMember string
 	// NodeReady is false when the pod's node is NotReady or unreachable (its Ready condition not
 	// True, or an unreachable or not-ready taint). NodeNotReady says how.
 	NodeReady    bool
@@ -132,6 +136,8 @@ type Verdict struct {
 // of a master on a node being emptied; any other replica is allowed.
 func Decide(s State) Verdict {
 	switch {
+	case s.Cluster == "" && s.NotMember != "":
+		return allow(ReasonNotGuarded, "pod %s is not a Redis cluster member: %s", s.Pod, s.NotMember)
 	case s.Cluster == "":
 		return allow(ReasonNotGuarded, "pod %s is not a member of a Redis cluster the policy selects", s.Pod)
 	case !s.NodeReady:

@@ -8,7 +8,10 @@
 // (the hand-off, rebalancer/handoff); the retry then finds a replica and passes. It allows a
 // replica whose shard stays covered, any pod on a node that is NotReady or unreachable, and any
 // eviction it has held longer than guard.maxHold (a Warning Event says so), so that a drain never
-// hangs forever. The guard itself never evicts anything.
+// hangs forever. It judges only the members of the Redis clusters it guards, as the model reads
+// them (policies.WhyNotMember): a Job's pod or another controller's that shares the cluster label
+// (the chart's cluster-update Job, a web Deployment of the same Helm release) is allowed without
+// a Redis read. The guard itself never evicts anything.
 //
 // The decision (Decide) is a pure function of a State, which the Guard builds per review from a
 // watched cache (Source, which serve's rebalancer/cache implements: informers on pods and nodes;

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +67,10 @@ type Config struct {
 	// Selection picks the Redis clusters guarded: its namespaces and label selector (a cluster is
 	// guarded when one of its pods matches).
 	Selection observe.Selection
+	// Members says which of a guarded cluster's pods are its members (its WorkloadSelector and
+	// RecreatingOwners, as the model reads them: policies.WhyNotMember); the guard does not judge
+	// the others (a Job's pod, another controller's of the same release).
+	Members policies.Options
 	// MaxHold is guard.maxHold (0: holds never expire).
 	MaxHold time.Duration
 	// RedisTimeout bounds the Redis read of one review (DefaultRedisTimeout when 0).
@@ -227,6 +232,13 @@ func (g *Guard) State(ctx context.Context, pod *corev1.Pod) State {
 	}
 	pods := g.cfg.Source.ClusterPods(pod.Namespace, cluster)
 	if !g.selected(pod.Namespace, pods) {
+		return s
+	}
+	var sts *appsv1.StatefulSet
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.Kind == "StatefulSet" {
+		sts, _ = g.cfg.Source.StatefulSet(pod.Namespace, ref.Name)
+	}
+	if s.NotMember = policies.WhyNotMember(pod, sts, g.cfg.Members); s.NotMember != "" {
 		return s
 	}
 	s.Cluster = pod.Namespace + "/" + cluster

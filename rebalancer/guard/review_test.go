@@ -14,9 +14,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
@@ -24,6 +26,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/cache"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
@@ -413,4 +416,73 @@ func reviewJSON(t *testing.T, req *admissionv1.AdmissionRequest) string {
 		t.Fatal(err)
 	}
 	return buf.String()
+}
+
+// owned makes a pod's controller kind/name.
+func owned(kind, name string) fixture.PodOption {
+	return func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: kind, Name: name, Controller: ptr.To(true)}}
+	}
+}
+
+// TestReviewJudgesOnlyMembers: a pod that carries a guarded cluster's label but is no member of
+// it (policies.WhyNotMember) is allowed without a Redis read, whatever its Redis would say; the
+// members are judged as before. The workload selector names Bitnami's redis-cluster StatefulSet.
+func TestReviewJudgesOnlyMembers(t *testing.T) {
+	workloads, err := labels.Parse("app.kubernetes.io/name=redis-cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sts := func(name, app string) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "redis"}, Spec: appsv1.StatefulSetSpec{
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{testLabel: "rc", "app.kubernetes.io/name": app}}},
+		}}
+	}
+	member := func(p *corev1.Pod) { p.Labels["app.kubernetes.io/name"] = "redis-cluster" }
+	for _, tc := range []struct {
+		name, pod string
+		obj       runtime.Object
+		want      answer
+		message   string // what the answer's message contains
+		reads     int    // Redis reads the review made
+	}{
+		{name: "the chart's cluster-update Job's pod → allowed, not judged", pod: "rc-update",
+			obj:  fixture.Pod("rc-update", fixture.InNamespace("redis"), fixture.On("n1"), fixture.Ready(), fixture.WithLabels(testLabel, "rc"), owned("Job", "rc-cluster-update")),
+			want: allowed, message: "owned by Job rc-cluster-update: a Job's pod is never a Redis cluster member"},
+		{name: "a web Deployment's pod of the same Helm release → allowed, not judged", pod: "web-1",
+			obj:  fixture.Pod("web-1", fixture.InNamespace("redis"), fixture.On("n1"), fixture.Ready(), fixture.WithLabels(testLabel, "rc"), owned("ReplicaSet", "web-5d9f")),
+			want: allowed, message: "owned by ReplicaSet web-5d9f: not a Redis workload"},
+		{name: "a StatefulSet the workload selector does not name (the release's metrics) → allowed, not judged", pod: "metrics-0",
+			obj:  fixture.Pod("metrics-0", fixture.InNamespace("redis"), fixture.On("n1"), fixture.Ready(), fixture.WithLabels(testLabel, "rc"), owned("StatefulSet", "metrics")),
+			want: allowed, message: "whose template the workload selector app.kubernetes.io/name=redis-cluster does not match"},
+		{name: "the master, of the Redis StatefulSet → held as before", pod: "rc-0",
+			want: held429, message: "is the Redis master of shard slots-0-5460", reads: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBed(t, func(objs *[]runtime.Object) {
+				*objs = append(*objs, sts("redis-cluster", "redis-cluster"), sts("metrics", "metrics"))
+				for _, o := range *objs {
+					if p, ok := o.(*corev1.Pod); ok && strings.HasPrefix(p.Name, "rc-") {
+						member(p)
+						owned("StatefulSet", "redis-cluster")(p)
+					}
+				}
+				if tc.obj != nil {
+					*objs = append(*objs, tc.obj)
+				}
+			})
+			b.g.cfg.Members = policies.Options{WorkloadSelector: workloads}
+			got := b.g.Review(context.Background(), evictionReview(tc.pod))
+			if diff := cmp.Diff(tc.want, answerOf(got)); diff != "" {
+				t.Errorf("answer (-want +got):\n%s\nresult: %+v", diff, got.Result)
+			}
+			if len(b.redis.reads) != tc.reads {
+				t.Errorf("Redis reads %q, want %d", b.redis.reads, tc.reads)
+			}
+			pod, _ := b.g.cfg.Source.Pod("redis", tc.pod)
+			if v := Decide(b.g.State(context.Background(), pod)); !strings.Contains(v.Message, tc.message) {
+				t.Errorf("verdict %q, want it to say %q", v.Message, tc.message)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package guard
 import (
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -14,6 +15,9 @@ type Source interface {
 	// Node returns the node as last watched (its Ready condition, spec.unschedulable and
 	// taints at least).
 	Node(name string) (*corev1.Node, bool)
+	// StatefulSet returns the StatefulSet namespace/name as last watched (its pod template's
+	// labels at least): whether a pod's StatefulSet is a Redis workload.
+	StatefulSet(namespace, name string) (*appsv1.StatefulSet, bool)
 	// ClusterPods returns the pods of namespace whose cluster label (the policy's
 	// selection.clusterLabel) has the value cluster.
 	ClusterPods(namespace, cluster string) []*corev1.Pod

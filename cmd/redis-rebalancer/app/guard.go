@@ -150,8 +150,12 @@ func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interfa
 			return nil, err
 		}
 	}
+	members, err := rules(p)
+	if err != nil {
+		return nil, err
+	}
 	gcfg := guard.Config{
-		Source: src, Redis: rc, ClusterLabel: p.Selection.ClusterLabel, Selection: sel, MaxHold: maxHold,
+		Source: src, Redis: rc, ClusterLabel: p.Selection.ClusterLabel, Selection: sel, Members: members, MaxHold: maxHold,
 		RedisTimeout: time.Duration(p.Guard.TimeoutSeconds) * time.Second / 2, DrainTaints: p.Guard.DrainTaints,
 		MaxLagBytes: p.Redis.MaxLagBytes, MaxLastIOSeconds: int(p.Redis.MaxLastIOSeconds),
 		Holds: holds, Recorder: recorder, Observer: m,
