@@ -69,16 +69,20 @@ func (a *aliases) learn(addr string, nodes []Node) {
 		if a.byID == nil {
 			a.byID, a.at = map[string]alias{}, map[string]string{}
 		}
+		ip := n.IP
+		if n.Announced != "" {
+			ip, _, _ = net.SplitHostPort(n.Announced)
+		}
+		if al, ok := a.byID[n.ID]; ok && sameIP(al.announced, host) && sameIP(ip, host) {
+			// Read at the address it announces (its LoadBalancer's): nothing new.
+			return
+		}
 		for id, al := range a.byID {
 			if id != n.ID && sameIP(al.pod, host) {
 				delete(a.byID, id)
 			}
 		}
 		a.at[normIP(host)] = n.ID
-		ip := n.IP
-		if n.Announced != "" {
-			ip, _, _ = net.SplitHostPort(n.Announced)
-		}
 		if ip == "" || sameIP(ip, host) {
 			delete(a.byID, n.ID)
 			return

@@ -61,6 +61,15 @@ func TestLocalize(t *testing.T) {
 			masterHost: map[string]string{"10.0.0.3": "10.0.0.3"},
 		},
 		{
+			name: "a node read at its pod IP, then at its LoadBalancer's → the alias kept, master_host still rewritten",
+			reads: []read{
+				{"10.0.0.1:6379", line(a, "203.0.113.1:6379", "myself,master", "-")},
+				{"203.0.113.1:6379", line(a, "203.0.113.1:6379", "myself,master", "-")},
+			},
+			want:       map[string]string{a: "10.0.0.1:6379"},
+			masterHost: map[string]string{"203.0.113.1": "10.0.0.1"},
+		},
+		{
 			name: "a pod IP answering with a new node ID (re-created empty) → the old node's alias dropped",
 			reads: []read{
 				{"10.0.0.1:6379", line(a, "203.0.113.1:6379", "myself,master", "-")},

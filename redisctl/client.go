@@ -24,7 +24,8 @@ type Client struct {
 	nodes  map[string]*redis.Client
 	closed bool
 
-	// aliases map announced IPs to pod IPs (see "Announced addresses" in announce.go).
+	// aliases are what nodes read at pod addresses said of themselves (see "Announced
+	// addresses" in announce.go).
 	aliases aliases
 }
 
