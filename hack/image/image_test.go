@@ -192,26 +192,7 @@ func TestImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDigest, _ := img.Digest()
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm, err := top.IndexManifest()
-	if err != nil || len(tm.Manifests) != 1 {
-		t.Fatalf("layout's top index %+v (%v), want one index", tm, err)
-	}
-	idx, err := top.ImageIndex(tm.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, m := layoutIndex(t, dir)
 	if len(m.Manifests) != 1 || m.Manifests[0].Digest != wantDigest {
 		t.Errorf("layout's index holds %+v, want the image %s", m.Manifests, wantDigest)
 	}
@@ -267,25 +248,9 @@ func TestImageIndex(t *testing.T) {
 	if err := run(opts, []string{"amd64=" + bins["amd64"], "arm64=" + bins["arm64"]}, "2026-11-20T08:30:00Z", dir, tarPath, "registry.example.com/redis-rebalancer:v0.1.0"); err != nil {
 		t.Fatal(err)
 	}
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm, err := top.IndexManifest()
-	if err != nil || len(tm.Manifests) != 1 || tm.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "registry.example.com/redis-rebalancer:v0.1.0" {
-		t.Fatalf("layout's top index %+v (%v), want one index named by the tag", tm, err)
-	}
-	idx, err := top.ImageIndex(tm.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
+	tm, idx, m := layoutIndex(t, dir)
+	if name := tm.Manifests[0].Annotations["org.opencontainers.image.ref.name"]; name != "registry.example.com/redis-rebalancer:v0.1.0" {
+		t.Errorf("layout's index named %q, want the tag", name)
 	}
 	if m.MediaType != "application/vnd.oci.image.index.v1+json" {
 		t.Errorf("index media type %s, want an OCI image index", m.MediaType)
@@ -390,4 +355,31 @@ func TestManifestsNameTheImage(t *testing.T) {
 			t.Errorf("%s names %+v, want %s", rel, k.Images, chartImage)
 		}
 	}
+}
+
+// layoutIndex opens the OCI layout at dir, whose top index must list exactly one index, and
+// returns the top index's manifest, that index and its manifest.
+func layoutIndex(t *testing.T, dir string) (*v1.IndexManifest, v1.ImageIndex, *v1.IndexManifest) {
+	t.Helper()
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := top.IndexManifest()
+	if err != nil || len(tm.Manifests) != 1 {
+		t.Fatalf("layout's top index %+v (%v), want one index", tm, err)
+	}
+	idx, err := top.ImageIndex(tm.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm, idx, m
 }
