@@ -63,16 +63,10 @@ func embedOutputs(root string, page []byte) ([]byte, int, error) {
 // ending with a newline. An argument that names a file or directory under root is given as its
 // absolute path, so that the examples' paths read the same from any working directory.
 func commandOutput(root string, args []string) (string, error) {
-	abs := absArgs(root, args)
-	var out, errOut bytes.Buffer
-	cmd := app.NewRootCommand()
-	cmd.SetArgs(abs)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	if err := cmd.Execute(); err != nil && err.Error() != fmt.Sprintf("exit %d", app.ExitViolations) {
-		return "", fmt.Errorf("%w (stderr: %s)", err, strings.TrimSpace(errOut.String()))
+	s, errOut, err := execute(root, args)
+	if err != nil && err.Error() != fmt.Sprintf("exit %d", app.ExitViolations) {
+		return "", fmt.Errorf("%w (stderr: %s)", err, strings.TrimSpace(errOut))
 	}
-	s := out.String()
 	if s != "" && !strings.HasSuffix(s, "\n") {
 		s += "\n"
 	}
@@ -84,17 +78,23 @@ func commandOutput(root string, args []string) (string, error) {
 // module root's path taken out so that the files read name themselves as in the repository. It
 // is an error when the command succeeds.
 func commandError(root string, args []string) (string, error) {
-	abs := absArgs(root, args)
-	var out, errOut bytes.Buffer
-	cmd := app.NewRootCommand()
-	cmd.SetArgs(abs)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	err := cmd.Execute()
+	_, _, err := execute(root, args)
 	if err == nil {
 		return "", errors.New("the command succeeded: an error sample needs a failing command")
 	}
 	return strings.ReplaceAll("redis-rebalancer: "+err.Error()+"\n", root+string(filepath.Separator), ""), nil
+}
+
+// execute runs redis-rebalancer with args (the paths under root made absolute: absArgs) in this
+// process and returns its standard output, its standard error and its error.
+func execute(root string, args []string) (stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	cmd := app.NewRootCommand()
+	cmd.SetArgs(absArgs(root, args))
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err = cmd.Execute()
+	return out.String(), errOut.String(), err
 }
 
 // absArgs returns args with each argument that names a file or directory under root given as its
