@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/proc"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
@@ -39,24 +38,6 @@ func deschedulerPluginBinary(t *testing.T) string {
 		t.Fatalf("building the descheduler with RedisClusterBalance: %v\n%s", err, b)
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's output and a test reading it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestDeschedulerPlugin runs the descheduler built with the RedisClusterBalance plugin
@@ -101,7 +82,7 @@ func TestDeschedulerPlugin(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out proc.Buffer
 	cmd := exec.Command(bin, "--kubeconfig", f.Kubeconfig(), "--policy-config-file", path,
 		"--descheduling-interval", "5s", "--disable-metrics", "--secure-port", "0", "--v", "2")
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -1,7 +1,6 @@
 package redisctl_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,26 +15,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/proc"
 	"github.com/redis-rebalancer/redis-rebalancer/test/redistest"
 )
 
-// lockedBuffer collects log output from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer collects log output from several goroutines; it is go-redis' logger too.
+type lockedBuffer struct{ proc.Buffer }
 
 func (l *lockedBuffer) Printf(_ context.Context, format string, v ...interface{}) {
 	fmt.Fprintf(l, "redis: "+format+"\n", v...)

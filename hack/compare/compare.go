@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +28,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/proc"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
@@ -428,7 +428,7 @@ func runDescheduler(ctx context.Context, cfg Config, bin string, env *harness.En
 	}
 	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig(), "--policy-config-file", path,
 		"--descheduling-interval", cfg.DeschedulingInterval.String(), "--disable-metrics", "--secure-port", "0", "--v", "2")
-	var out lockedBuffer
+	var out proc.Buffer
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(log, &out), io.MultiWriter(log, &out)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -462,25 +462,6 @@ func runDescheduler(ctx context.Context, cfg Config, bin string, env *harness.En
 		<-done
 	}
 	return cmd.ProcessState.ExitCode(), nil
-}
-
-// lockedBuffer is a bytes.Buffer that a process writes while another goroutine reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// Bytes returns a copy of what was written so far.
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
 }
 
 func tail(b []byte, n int) string {
