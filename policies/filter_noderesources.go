@@ -216,15 +216,8 @@ func (c *Cluster) buildScalarIndex() {
 // scalarFits is NodeResourcesFit's check of the incoming pod's scalar resources on node n: each
 // fits in what the non-members leave minus what the other members placed there request.
 func (f *fitter) scalarFits(n int) bool {
-	x := f.c.scalars
-	use := f.scalarUse[n]
 	for _, r := range f.spec.scalars {
-		k := x.slot(r.name)
-		free := x.free[k][n]
-		if use != nil {
-			free -= use[k]
-		}
-		if r.qty > free {
+		if f.scalarShort(n, r) {
 			return false
 		}
 	}
@@ -234,19 +227,24 @@ func (f *fitter) scalarFits(n int) bool {
 // insufficientScalars appends "Insufficient <name>" for each scalar resource of the incoming pod
 // that does not fit on node n, by name.
 func (f *fitter) insufficientScalars(dst []string, n int) []string {
-	x := f.c.scalars
-	use := f.scalarUse[n]
 	for _, r := range f.spec.scalars {
-		k := x.slot(r.name)
-		free := x.free[k][n]
-		if use != nil {
-			free -= use[k]
-		}
-		if r.qty > free {
+		if f.scalarShort(n, r) {
 			dst = append(dst, reasonInsufficient+string(r.name))
 		}
 	}
 	return dst
+}
+
+// scalarShort reports whether the incoming pod's request r exceeds what node n has free of its
+// resource: what the non-members leave, minus what the other members placed there request.
+func (f *fitter) scalarShort(n int, r scalarRequest) bool {
+	x := f.c.scalars
+	k := x.slot(r.name)
+	free := x.free[k][n]
+	if use := f.scalarUse[n]; use != nil {
+		free -= use[k]
+	}
+	return r.qty > free
 }
 
 // addScalars counts the scalar requests of another member, placed on node nj with spec sj, in
