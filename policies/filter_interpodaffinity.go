@@ -91,7 +91,6 @@ func (c *Cluster) termsFor(p *corev1.Pod, terms []corev1.PodAffinityTerm, templa
 // termFor returns the parsed (anti-)affinity term t of pod p, shared by content within the
 // cluster, with its external domains computed for anti-affinity.
 func (c *Cluster) termFor(p *corev1.Pod, t *corev1.PodAffinityTerm, template, anti bool) (*affinityTerm, error) {
-	m := c.model
 	sb := &c.b.sig
 	sb.reset()
 	if anti {
@@ -115,19 +114,27 @@ func (c *Cluster) termFor(p *corev1.Pod, t *corev1.PodAffinityTerm, template, an
 		return nil, err
 	}
 	if anti {
-		at.external = map[int32]bool{}
-		m.forCandidates(at.selector, at.scope, func(k int32) {
-			op := m.pods[k]
-			if c.memberOf(op) || !at.matches(m, op.Namespace, labels.Set(op.Labels)) {
-				return
-			}
-			if d := at.dom.ofNode[m.podNode[k]]; d >= 0 {
-				at.external[d] = true
-			}
-		})
+		at.external = c.externalDomains(at)
 	}
 	c.terms[key] = at
 	return at, nil
+}
+
+// externalDomains returns the domain ids (of at's key) where a scheduled pod that is not a member
+// of the cluster matches term at.
+func (c *Cluster) externalDomains(at *affinityTerm) map[int32]bool {
+	m := c.model
+	out := map[int32]bool{}
+	m.forCandidates(at.selector, at.scope, func(k int32) {
+		op := m.pods[k]
+		if c.memberOf(op) || !at.matches(m, op.Namespace, labels.Set(op.Labels)) {
+			return
+		}
+		if d := at.dom.ofNode[m.podNode[k]]; d >= 0 {
+			out[d] = true
+		}
+	})
+	return out
 }
 
 // affinityExternal fills s.affinityExt: kube-scheduler counts, for a pod's required affinity,

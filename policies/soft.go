@@ -221,7 +221,6 @@ func (c *Cluster) countExternal(in *spreadInstance, ns string) {
 // given; a template's matchLabelKeys merged), each with the domains where a pod that is not a
 // member matches it. Terms are shared by content.
 func (c *Cluster) preferredTerms(b *builder, s *podSpec, template bool, seen map[string]*affinityTerm) []preferredTerm {
-	m := c.model
 	p := s.pod
 	a := p.Spec.Affinity
 	if a == nil || a.PodAntiAffinity == nil {
@@ -246,16 +245,7 @@ func (c *Cluster) preferredTerms(b *builder, s *podSpec, template bool, seen map
 			if at, err = b.newTerm(p, &wt.PodAffinityTerm, template); err != nil {
 				continue
 			}
-			at.external = map[int32]bool{}
-			m.forCandidates(at.selector, at.scope, func(k int32) {
-				op := m.pods[k]
-				if c.memberOf(op) || !at.matches(m, op.Namespace, labels.Set(op.Labels)) {
-					return
-				}
-				if d := at.dom.ofNode[m.podNode[k]]; d >= 0 {
-					at.external[d] = true
-				}
-			})
+			at.external = c.externalDomains(at)
 			seen[key] = at
 		}
 		out = append(out, preferredTerm{affinityTerm: at, weight: wt.Weight})
