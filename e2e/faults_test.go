@@ -203,14 +203,7 @@ func TestFaultAllNodesCordoned(t *testing.T) {
 	}
 	resume()
 	_, cr, _ := waitStopped(t, run, app.ExitViolations, report.StepPlaceable, "placeability: "+pod+", re-created from its template now, fits no node")
-	assertNothingDone(t, cr)
-	assertSkippedAtPlaceable(t, cr)
-	if stops := f.Stops(); len(stops) != 0 {
-		t.Errorf("pods went away although every node was cordoned before the eviction: %+v", stops)
-	}
-	if got := rolesOf(t, f.Env); !equalRoles(got, roles) {
-		t.Errorf("roles changed: before %v, after %v", roles, got)
-	}
+	assertSkippedAtPlaceable(t, f, cr, roles, "every node was cordoned before the eviction")
 
 	if err := cordonAll(f.Env, false); err != nil {
 		t.Fatal(err)
@@ -416,9 +409,18 @@ func onlyCluster(t *testing.T, rep report.Run) report.ClusterRun {
 }
 
 // assertSkippedAtPlaceable fails t unless cr made exactly one move, skipped at the placeability
-// check after the window and the health gate: before any failover or eviction.
-func assertSkippedAtPlaceable(t *testing.T, cr report.ClusterRun) {
+// check after the window and the health gate, before any failover or eviction (assertNothingDone),
+// and f's cluster is as it was: no pod went away (f records stops) and the Redis roles are still
+// roles. fault says what kept the pod from any node, for the messages.
+func assertSkippedAtPlaceable(t *testing.T, f *faultEnv, cr report.ClusterRun, roles map[string]string, fault string) {
 	t.Helper()
+	assertNothingDone(t, cr)
+	if stops := f.Stops(); len(stops) != 0 {
+		t.Errorf("pods went away although %s: %+v", fault, stops)
+	}
+	if got := rolesOf(t, f.Env); !equalRoles(got, roles) {
+		t.Errorf("roles changed: before %v, after %v", roles, got)
+	}
 	if len(cr.Moves) != 1 {
 		t.Fatalf("moves %+v, want one", cr.Moves)
 	}
