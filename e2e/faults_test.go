@@ -193,27 +193,25 @@ func TestFaultAllNodesCordoned(t *testing.T) {
 	run := startCLI(t, nil, runArgs(f.Env)...)
 	pod := movedPod.FindStringSubmatch(run.waitLineWith(2*time.Minute, "): evict ", " from "))[1]
 	run.waitLine("waiting for a healthy cluster", time.Minute)
-	t.Cleanup(func() {
-		if err := cordonAll(f.Env, false); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := cordonAll(f.Env, true); err != nil {
+	f.Bed.RestoreNodesOnCleanup(t)
+	if err := cordonAll(f.Env); err != nil {
 		t.Fatal(err)
 	}
 	resume()
 	_, cr, _ := waitStopped(t, run, app.ExitViolations, report.StepPlaceable, "placeability: "+pod+", re-created from its template now, fits no node")
 	assertSkippedAtPlaceable(t, f, cr, roles, "every node was cordoned before the eviction")
 
-	if err := cordonAll(f.Env, false); err != nil {
+	// Uncordoned, and the node lifecycle controller's unschedulable taints gone.
+	if err := f.Bed.RestoreNodes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	freshRunCompletes(t, f)
 }
 
-// cordonAll cordons (or uncordons) every node of the test bed and returns the first error. Only
-// a test that does not call t.Parallel may do this.
-func cordonAll(env *harness.Env, cordon bool) error {
+// cordonAll cordons every node of the test bed and returns the first error. Only a test that
+// does not call t.Parallel may do this, after harness.Bed.RestoreNodesOnCleanup.
+func cordonAll(env *harness.Env) error {
+	const cordon = true
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client := env.Client()
