@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,15 @@ import (
 
 // Writer writes keys "seq:<n>" = n through a cluster-aware go-redis client at a fixed rate, and
 // remembers which writes Redis acknowledged, so that a test can read every acknowledged key back.
+//
+// Its client retries as go-redis v8 does by default (MaxRedirects 3: a CLUSTERDOWN, TRYAGAIN,
+// LOADING, MOVED or ASK reply, or a connection error, retried 3 times over 24 ms to 136 ms). A
+// write that still fails with "CLUSTERDOWN Hash slot not served" is then retried for up to
+// UnboundSlotRetry, the slot map reloaded before each try, as an application must do around a
+// failover on Redis 7.0: the old master, or another node, can serve none of the shard's slots for
+// a while during a CLUSTER FAILOVER (redisctl.Failover says why), and answers that to every
+// command of the shard. Any other error counts at once, so that a master taken down without a
+// failover (connection refused, "CLUSTERDOWN The cluster is down") still shows.
 type Writer struct {
 	client *redis.ClusterClient
 	rate   int
@@ -79,9 +89,7 @@ func (w *Writer) loop(ctx context.Context) {
 	for limiter.Wait(ctx) == nil {
 		seq++
 		t0 := time.Now()
-		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := w.client.Set(wctx, "seq:"+strconv.FormatInt(seq, 10), seq, 0).Err()
-		cancel()
+		err := w.set(seq)
 		d := time.Since(t0)
 		w.mu.Lock()
 		if err != nil {
@@ -97,6 +105,33 @@ func (w *Writer) loop(ctx context.Context) {
 			w.client.ReloadState(context.Background())
 			lastReload = time.Now()
 		}
+	}
+}
+
+// UnboundSlotRetry is how long a Writer retries a write that fails with "CLUSTERDOWN Hash slot
+// not served" (see Writer): longer than the time a node can serve none of a shard's slots after
+// a CLUSTER FAILOVER on the test beds, where every node hears from every other within
+// cluster-node-timeout/2 (1 s), and redisctl.Failover makes the new master MEET such a node
+// as soon as it sees it (every 25 ms).
+const UnboundSlotRetry = 3 * time.Second
+
+// unboundRetryInterval is the time between two of those retries.
+const unboundRetryInterval = 50 * time.Millisecond
+
+// set writes seq:<seq> = seq: one go-redis call with a 10 s deadline, retried for up to
+// UnboundSlotRetry while it fails with "CLUSTERDOWN Hash slot not served" (a write in flight when
+// the writer stops is finished, as before). It returns the last error.
+func (w *Writer) set(seq int64) error {
+	var err error
+	for start := time.Now(); ; {
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = w.client.Set(wctx, "seq:"+strconv.FormatInt(seq, 10), seq, 0).Err()
+		cancel()
+		if err == nil || !strings.HasPrefix(err.Error(), "CLUSTERDOWN Hash slot not served") || time.Since(start) >= UnboundSlotRetry {
+			return err
+		}
+		w.client.ReloadState(context.Background())
+		<-time.After(unboundRetryInterval)
 	}
 }
 
