@@ -34,6 +34,7 @@ type Writer struct {
 	done   chan struct{}
 
 	mu        sync.Mutex
+	retried   int // writes that needed the UnboundSlotRetry
 	acked     []int64
 	failures  []string
 	latencies []time.Duration
@@ -46,6 +47,9 @@ type WriterStats struct {
 	// Acked and Failed count the writes acknowledged and the writes that failed after the
 	// client's retries.
 	Acked, Failed int
+	// Retried counts the writes that got "CLUSTERDOWN Hash slot not served" after go-redis's
+	// own retries and were retried (UnboundSlotRetry), acknowledged in the end or not.
+	Retried int
 	// Rate is the acknowledged writes per second over the writer's life.
 	Rate float64
 	// P50, P99 and Max are write latencies.
@@ -56,7 +60,7 @@ type WriterStats struct {
 
 // String formats the stats on one line.
 func (s WriterStats) String() string {
-	return fmt.Sprintf("%d writes acknowledged (%.0f/s), %d failed; latency p50 %s, p99 %s, max %s", s.Acked, s.Rate, s.Failed, s.P50, s.P99, s.Max)
+	return fmt.Sprintf("%d writes acknowledged (%.0f/s), %d failed, %d retried after CLUSTERDOWN Hash slot not served; latency p50 %s, p99 %s, max %s", s.Acked, s.Rate, s.Failed, s.Retried, s.P50, s.P99, s.Max)
 }
 
 // StartWriter starts writing to the cluster that seeds belong to, rate writes per second (one
@@ -89,9 +93,12 @@ func (w *Writer) loop(ctx context.Context) {
 	for limiter.Wait(ctx) == nil {
 		seq++
 		t0 := time.Now()
-		err := w.set(seq)
+		retried, err := w.set(seq)
 		d := time.Since(t0)
 		w.mu.Lock()
+		if retried {
+			w.retried++
+		}
 		if err != nil {
 			w.failures = append(w.failures, fmt.Sprintf("seq %d: %v", seq, err))
 		} else {
@@ -120,15 +127,14 @@ const unboundRetryInterval = 50 * time.Millisecond
 
 // set writes seq:<seq> = seq: one go-redis call with a 10 s deadline, retried for up to
 // UnboundSlotRetry while it fails with "CLUSTERDOWN Hash slot not served" (a write in flight when
-// the writer stops is finished, as before). It returns the last error.
-func (w *Writer) set(seq int64) error {
-	var err error
-	for start := time.Now(); ; {
+// the writer stops is finished, as before). It returns whether it retried, and the last error.
+func (w *Writer) set(seq int64) (retried bool, err error) {
+	for start := time.Now(); ; retried = true {
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err = w.client.Set(wctx, "seq:"+strconv.FormatInt(seq, 10), seq, 0).Err()
 		cancel()
 		if err == nil || !strings.HasPrefix(err.Error(), "CLUSTERDOWN Hash slot not served") || time.Since(start) >= UnboundSlotRetry {
-			return err
+			return retried, err
 		}
 		w.client.ReloadState(context.Background())
 		<-time.After(unboundRetryInterval)
@@ -167,7 +173,7 @@ func (w *Writer) Stats() WriterStats {
 	if end.IsZero() {
 		end = time.Now()
 	}
-	s := WriterStats{Acked: len(w.acked), Failed: len(w.failures)}
+	s := WriterStats{Acked: len(w.acked), Failed: len(w.failures), Retried: w.retried}
 	s.Rate = float64(len(w.acked)) / end.Sub(w.started).Seconds()
 	lat := append([]time.Duration(nil), w.latencies...)
 	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
