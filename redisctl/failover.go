@@ -351,7 +351,7 @@ func (c *Client) remind(ctx context.Context, newMaster string, n Node) {
 		klog.V(2).InfoS("New master could not MEET a node that serves none of the shard's slots", "newMaster", newMaster, "node", n.Addr(), "err", err)
 		return
 	}
-	klog.InfoS("New master MET a node that served none of the shard's slots (Redis 7.0 after a stale PONG: its clients got CLUSTERDOWN Hash slot not served meanwhile)", "newMaster", newMaster, "node", n.Addr())
+	klog.InfoS("New master MET a node that served none of the shard's slots (Redis 7.0, after a stale PONG; it answered CLUSTERDOWN Hash slot not served meanwhile)", "newMaster", newMaster, "node", n.Addr())
 }
 
 // failoverSeen is one round of failover verification.
