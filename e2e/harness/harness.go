@@ -292,7 +292,7 @@ func (e *Env) startRedis(ctx context.Context, opts Options) error {
 	if opts.AnnounceHostnames {
 		podArgs = announceHostname
 	}
-	var beforeStop func(*corev1.Pod, string)
+	var beforeStop func(*corev1.Pod, string, bool)
 	if opts.RecordStops {
 		e.stops = &stopRecorder{redis: e.Redis}
 		beforeStop = e.stops.beforeStop
