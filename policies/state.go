@@ -50,8 +50,10 @@ type State struct {
 	mNodeExcess, mZoneExcess int
 
 	key StateKey
-	fit fitter        // reused by fitterFor
-	fix quorumScratch // reused by QuorumFix
+	// checks counts the nodes the filter checked (CandidatesIn): Work.FilterChecks.
+	checks int
+	fit    fitter        // reused by fitterFor
+	fix    quorumScratch // reused by QuorumFix
 }
 
 // StateKey identifies a placement: two independent 64-bit Zobrist hashes of (member, node)

@@ -37,9 +37,15 @@ type outcome struct {
 // controller, a known shard). When no plan exists, Plan.Infeasible says why (the static reason, or the bound that
 // stopped the search) and, in the default model, whether a plan exists when a pod may wait
 // Pending (Plan.WithPendingSteps).
-func Compute(c *policies.Cluster, opts Options) Plan {
+func Compute(c *policies.Cluster, opts Options) (plan Plan) {
 	opts = opts.withDefaults()
 	var pl *planner // built when needed: a compliant cluster without Pending pods needs none
+	defer func() {
+		plan.Work.Searched = plan.Searched
+		if pl != nil {
+			plan.Work.FilterChecks = pl.st.FilterChecks()
+		}
+	}()
 	planner := func() *planner {
 		if pl == nil {
 			pl = newPlanner(c, opts)
@@ -47,7 +53,7 @@ func Compute(c *policies.Cluster, opts Options) Plan {
 		return pl
 	}
 	cur := c.Current()
-	plan := Plan{Before: c.Evaluate(cur), AllowPendingSteps: opts.AllowPendingSteps}
+	plan = Plan{Before: c.Evaluate(cur), AllowPendingSteps: opts.AllowPendingSteps}
 	for i, n := range cur {
 		if n < 0 && !c.Members[i].Terminating {
 			plan.Pending = planner().diagnosePending(cur)
@@ -63,7 +69,7 @@ func Compute(c *policies.Cluster, opts Options) Plan {
 		}
 		return plan
 	}
-	if why := c.StaticInfeasibility(); why != "" {
+	if why := c.StaticInfeasibility(&plan.Work); why != "" {
 		plan.Infeasible, plan.LimitedBy = why, LimitStatic
 		plan.After = plan.Before
 		if opts.BestEffort {

@@ -261,6 +261,10 @@ type Plan struct {
 	// plan reaches compliance, CompliantAfter is false, and the moves lead to the placement with
 	// the fewest violations.
 	BestEffort *BestEffort `json:"bestEffort,omitempty"`
+	// Work is what the plan cost in units that do not depend on the machine's speed: the nodes
+	// the counts before the search visited, the filter's node checks and the placements
+	// searched (Searched). Not part of the JSON contract.
+	Work policies.Work `json:"-"`
 }
 
 // PendingPod is a Pending pod's diagnosis.

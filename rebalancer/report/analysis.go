@@ -149,7 +149,7 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 				ca.Moves = p.Moves
 			}
 		} else if !ca.Compliant {
-			if ca.Infeasible = c.StaticInfeasibility(); ca.Infeasible != "" {
+			if ca.Infeasible = c.StaticInfeasibility(nil); ca.Infeasible != "" {
 				ca.LimitedBy = plan.LimitStatic
 			}
 		}
