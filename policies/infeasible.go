@@ -369,7 +369,7 @@ func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, w *Work) strin
 	for d := range pos {
 		pos[d] = -1
 	}
-	var doms []int32
+	doms := make([]int32, 0, min(len(pos), len(in.eligible)))
 	w.visit(len(in.eligible))
 	for n, e := range in.eligible {
 		if d := in.dom.ofNode[n]; e && d >= 0 && pos[d] < 0 {
@@ -405,7 +405,7 @@ func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, w *Work) strin
 	mustCount, mayCount, pinnedMembers := 0, 0, 0
 	// mark[i] == stamp: domain i is one the current group's members may be placed in.
 	mark := make([]int32, len(doms))
-	var lands []int32
+	lands := make([]int32, 0, len(doms))
 	for gi, g := range b.groups {
 		stamp := int32(gi + 1)
 		lands = lands[:0]  // the domains the group may land in
@@ -473,7 +473,7 @@ func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, w *Work) strin
 	// upper[i]: the most matching pods domain i can count. Domains with the same least and most
 	// counts are judged together.
 	upper := make([]int, len(doms))
-	var kinds []domainBounds
+	kinds := make([]domainBounds, 0, len(doms))
 	top := 0
 	for i := range doms {
 		upper[i] = min(fixed[i]+free[i], fixed[i]+capacity[i])

@@ -331,6 +331,11 @@ type Result struct {
 // planner reads its cluster and the shared model only), the largest clusters first so that no
 // large one is left for the end, and returns the results in cs's order.
 func ComputeAll(cs []*policies.Cluster, opts Options) []Result {
+	return computeAll(cs, func(c *policies.Cluster) Plan { return Compute(c, opts) })
+}
+
+// computeAll is ComputeAll with compute in place of Compute.
+func computeAll(cs []*policies.Cluster, compute func(*policies.Cluster) Plan) []Result {
 	out := make([]Result, len(cs))
 	order := make([]int, len(cs))
 	for k := range order {
@@ -350,7 +355,7 @@ func ComputeAll(cs []*policies.Cluster, opts Options) []Result {
 				}
 				k := order[x]
 				start := time.Now()
-				p := Compute(cs[k], opts)
+				p := compute(cs[k])
 				out[k] = Result{Plan: p, Took: time.Since(start)}
 			}
 		}()

@@ -15,9 +15,11 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/cache"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
 )
 
@@ -142,7 +144,8 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	}
 	defer closeWatch()
 	o.run.source = watched
-	ex, closeRedis, err := o.run.executor(ctx, client, p, progressOut(cmd, p), stop, nil)
+	// The passes plan again only the clusters whose objects or roles changed (plan.Memo).
+	ex, closeRedis, err := o.run.executor(ctx, client, p, progressOut(cmd, p), stop, execute.Compliance{Memo: &plan.Memo{}})
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
