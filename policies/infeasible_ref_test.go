@@ -208,4 +208,3 @@ func (c *Cluster) spreadCountRef(in *spreadInstance) string {
 	}
 	return what + ": " + strings.Join(parts, "; ") + " (at least: pods of other workloads and pods that cannot leave it; at most: what its nodes can hold)"
 }
-

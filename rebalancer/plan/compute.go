@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -74,6 +75,8 @@ func Compute(c *policies.Cluster, opts Options) (plan Plan) {
 		plan.After = plan.Before
 		if opts.BestEffort {
 			planner().bestEffortPlan(&plan)
+		} else {
+			planner().saferPlan(&plan)
 		}
 		return plan
 	}
@@ -92,6 +95,8 @@ func Compute(c *policies.Cluster, opts Options) (plan Plan) {
 		plan.After = plan.Before
 		if opts.BestEffort {
 			pl.bestEffortPlan(&plan)
+		} else {
+			pl.saferPlan(&plan)
 		}
 		return plan
 	}
@@ -397,7 +402,7 @@ func (pl *planner) moves(o outcome) []Move {
 			Shard: mem.Shard, Role: policies.RoleMaster, Failover: true,
 			From: mem.Key(), To: c.Members[f.To].Key(), FailoverTo: f.To, ToNode: nodes[st.Node(f.To)].Name,
 			Candidates: []Candidate{}, CandidateNodes: []string{},
-			Reason: reasonFor(c, st.Placement(), st.Masters(), f.From, false, "makes room for the other failovers"),
+			Reason: reasonFor(c, st.Placement(), st.Masters(), f.From, false, "makes room for the other failovers", policies.MasterQuorum),
 		})
 		st.Failover(f.From, f.To)
 	}
@@ -502,8 +507,9 @@ func (pl *planner) onTrack(path []step, k, expected int, keep bool) verdicts {
 }
 
 // reasonFor names the hard violations (the soft ones when soft) member i is part of under p with
-// masters ms, or says otherwise when it is part of none.
-func reasonFor(c *policies.Cluster, p policies.Placement, ms policies.Masters, i int, soft bool, otherwise string) string {
+// masters ms, of the rules only names when it names any (a failover step: MasterQuorum), or says
+// otherwise when it is part of none.
+func reasonFor(c *policies.Cluster, p policies.Placement, ms policies.Masters, i int, soft bool, otherwise string, only ...policies.Rule) string {
 	var parts []string
 	key := c.Members[i].Key()
 	vs := policies.Hard(c.EvaluateWith(p, ms))
@@ -516,6 +522,9 @@ func reasonFor(c *policies.Cluster, p policies.Placement, ms policies.Masters, i
 		}
 	}
 	for _, v := range vs {
+		if len(only) > 0 && !slices.Contains(only, v.Rule) {
+			continue
+		}
 		for _, pod := range v.Pods {
 			if pod == key {
 				parts = append(parts, fmt.Sprintf("%s %s", v.Rule, v.Domain))

@@ -211,6 +211,17 @@ type BestEffort struct {
 	Minimal bool `json:"minimal"`
 }
 
+// Partial is what a plan of failovers only does where no plan reaches compliance: Redis made
+// safer, the placement left as it is. Its moves are failover steps (no pod moves) after which
+// MasterQuorum's excess is the least that failovers alone reach, with the fewest of them.
+type Partial struct {
+	// QuorumBefore and QuorumAfter are MasterQuorum's excess (the masters above its node and zone
+	// limits, summed) before the failovers and after them: 0 after means the rule holds, and the
+	// cluster survives the loss of any one node (and zone) whatever its placement.
+	QuorumBefore int `json:"quorumBefore"`
+	QuorumAfter  int `json:"quorumAfter"`
+}
+
 // Plan is the planner's answer for one cluster.
 type Plan struct {
 	// Moves are the steps in order, carried out one at a time: the evictions, then the failovers
@@ -261,6 +272,10 @@ type Plan struct {
 	// plan reaches compliance, CompliantAfter is false, and the moves lead to the placement with
 	// the fewest violations.
 	BestEffort *BestEffort `json:"bestEffort,omitempty"`
+	// Partial is set on a plan of failovers only where no plan reaches compliance (and no
+	// best-effort plan was asked for): Infeasible says why the placement stays non-compliant, and
+	// the moves make Redis safer (MasterQuorum) without moving a pod.
+	Partial *Partial `json:"partial,omitempty"`
 	// Work is what the plan cost in units that do not depend on the machine's speed: the nodes
 	// the counts before the search visited, the filter's node checks and the placements
 	// searched (Searched). Not part of the JSON contract.

@@ -176,6 +176,10 @@ func RenderAnalysis(out io.Writer, m *policies.Model, a *Analysis, withPlans boo
 			fmt.Fprintf(w, "  best-effort plan: %s%s; %s\n", StepsText(ca.Evictions, ca.Failovers), minimalText(ca.Minimal, ca.FailoversMinimal), BestEffortText(*ca.BestEffort))
 			renderMoves(w, ca.Moves)
 			RenderExposure(w, ca.PendingSteps)
+		case ca.Partial != nil:
+			fmt.Fprintf(w, "  no plan reaches compliance: %s\n", ca.Infeasible)
+			fmt.Fprintf(w, "  partial plan: %s; %s\n", StepsText(ca.Evictions, ca.Failovers), PartialText(*ca.Partial))
+			renderMoves(w, ca.Moves)
 		case ca.Infeasible != "":
 			fmt.Fprintf(w, "  no plan: %s\n", ca.Infeasible)
 		case len(ca.Moves) == 0 && !ca.Compliant:
@@ -224,6 +228,16 @@ func BestEffortText(b plan.BestEffort) string {
 		s += fmt.Sprintf("; pods without a node %d → %d", b.Before.Unplaceable, b.After.Unplaceable)
 	}
 	return s
+}
+
+// PartialText says what a plan of failovers only does: "Redis made safer: MasterQuorum excess 3 →
+// 0 (it holds), no pod moves".
+func PartialText(p plan.Partial) string {
+	holds := ""
+	if p.QuorumAfter == 0 {
+		holds = " (it holds: the cluster survives the loss of any one node or zone)"
+	}
+	return fmt.Sprintf("Redis made safer: MasterQuorum excess %d → %d%s, no pod moves", p.QuorumBefore, p.QuorumAfter, holds)
 }
 
 // SoftFixText says what a plan's soft fix does ("; then 1 soft eviction: soft excess 2 → 0"),
@@ -352,8 +366,11 @@ func CandidatesText(mv plan.Move) string {
 func RenderPlan(w io.Writer, label string, p plan.Plan) {
 	w = newWrapWriter(w)
 	what := "plan"
-	if p.BestEffort != nil {
+	switch {
+	case p.BestEffort != nil:
 		what = "best-effort plan"
+	case p.Partial != nil:
+		what = "partial plan"
 	}
 	fmt.Fprintf(w, "%s (%s): %s%s%s\n", what, label, StepsText(p.Evictions, p.Failovers), MinimalNote(p), PlanNote(p))
 	for k, mv := range p.Moves {
@@ -365,8 +382,11 @@ func RenderPlan(w io.Writer, label string, p plan.Plan) {
 // PlanNote says what a plan does beyond its evictions and failovers: its soft fix
 // (SoftFixText), or what a best-effort plan reaches ("; " and BestEffortText).
 func PlanNote(p plan.Plan) string {
-	if p.BestEffort != nil {
+	switch {
+	case p.BestEffort != nil:
 		return "; " + BestEffortText(*p.BestEffort)
+	case p.Partial != nil:
+		return "; " + PartialText(*p.Partial)
 	}
 	return SoftFixText(p.SoftEvictions, p.Soft)
 }
