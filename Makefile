@@ -80,7 +80,7 @@ deps: ## install Debian's redis-server and redis-tools when missing
 tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok for the local cluster, kustomize and helm for deploy/
 	./hack/build-tools.sh all
 
-generate: ## regenerate api/v1alpha1's deepcopy, the commented default policy, docs/policy.md, docs/cli.md, docs/rules.md, docs/architecture.md's folder table, README.md's rule table and the command outputs shown in README.md and docs/ (a test fails when they are stale)
+generate: ## regenerate api/v1alpha1's deepcopy, the commented default policy, docs/policy.md, the Helm chart's policy schema (values.schema.json), docs/cli.md, docs/rules.md, docs/architecture.md's folder table, README.md's rule table and the command outputs shown in README.md and docs/ (a test fails when they are stale)
 	$(GO) generate ./api/v1alpha1
 
 vet: ## gofmt, go vet (the module and hack/descheduler-plugin's), and no tracked file over 1 MiB
