@@ -129,8 +129,9 @@ func (r rendering) kinds() []string {
 }
 
 // kustomizeOverlay renders deploy/<dir> through an overlay of the test that sets the settings as
-// deploy/base/kustomization.yaml documents (a configMapGenerator merge and the redis-namespace
-// component): redisNamespace, and apiServerCIDR (the guard overlays refuse to apply without it).
+// deploy/README.md documents (a configMapGenerator merge and the redis-namespace component):
+// redisNamespace, and apiServerCIDR (the guard overlays refuse to apply without it); and the
+// policy's Redis Secret namespace alike.
 // extra are more components (deploy/components/<name>), before redis-namespace.
 func kustomizeOverlay(t *testing.T, dir, redisNamespace string, extra ...string) []*unstructured.Unstructured {
 	t.Helper()
@@ -151,15 +152,29 @@ func kustomizeOverlay(t *testing.T, dir, redisNamespace string, extra ...string)
 	for _, c := range append(extra, "redis-namespace") {
 		comps = append(comps, rel("deploy/components/"+c))
 	}
+	// The policy's redis.passwordSecretRef.namespace is the one other place (deploy/README.md):
+	// the overlay replaces the policy with the base's, that namespace set alike.
+	policy, err := os.ReadFile(repoPath("deploy/base/policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy = []byte(strings.Replace(string(policy), "    namespace: redis\n", "    namespace: "+redisNamespace+"\n", 1))
 	k := fmt.Sprintf(`resources: [%s]
 configMapGenerator:
 - name: redis-rebalancer-settings
   behavior: merge
   literals: [redisNamespace=%s, apiServerCIDR=127.0.0.1/32]
+- name: redis-rebalancer-policy
+  namespace: redis-rebalancer
+  behavior: replace
+  files: [policy.yaml]
+  options: {disableNameSuffixHash: true}
 components: [%s]
 `, rel("deploy/"+dir), redisNamespace, strings.Join(comps, ", "))
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o600); err != nil {
-		t.Fatal(err)
+	for name, data := range map[string][]byte{"kustomization.yaml": []byte(k), "policy.yaml": policy} {
+		if err := os.WriteFile(filepath.Join(overlay, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return render(t, kustomize, "build", overlay)
 }

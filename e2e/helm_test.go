@@ -556,7 +556,8 @@ func TestHelmUpgrade(t *testing.T) {
 	client := b.Cluster.Client()
 	env := helmEnv(t, b.Cluster.Kubeconfig())
 	const release, ns = "upg", "helm-upgrade"
-	base := []string{release, chartPath, "-n", ns, "--set", "nodeSelector.e2e-no-such-node=x", "--set", "redisSecret.name="}
+	// The Roles go into the Redis namespaces, which must exist: the release's own here.
+	base := []string{release, chartPath, "-n", ns, "--set", "nodeSelector.e2e-no-such-node=x", "--set", "redisSecret.name=", "--set", "redisNamespaces={" + ns + "}"}
 	step := func(verb string, set ...string) {
 		t.Helper()
 		args := append([]string{verb}, base...)
