@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,14 +15,7 @@ import (
 // generatedPolicySchema returns properties.policy of the values schema gendocs writes.
 func generatedPolicySchema(t *testing.T) node {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := generate(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, files := generated(t)
 	top, err := readNode(json.NewDecoder(bytes.NewReader(files[chartSchema])))
 	if err != nil {
 		t.Fatal(err)
