@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,9 +50,11 @@ timeZone: Europe/Paris
 suspend: true
 image: {repository: ghcr.io/acme/redis-rebalancer, tag: v9.9.9, pullPolicy: Always}
 imagePullSecrets: [{name: regcred}]
+redisNamespaces: [redis-a, redis-b, redis-auth]
 redisSecret: {namespace: redis-auth, name: pw, key: password}
 policy:
   selection: {clusterLabel: app.kubernetes.io/name}
+  rules: {releaseReplicaClaims: true}
   limits: {maxMovesPerCluster: 3, maxNoOfPodsToEvictPerNode: 2}
 logging: {format: text, verbosity: 3}
 extraArgs: [--max-parallel-clusters=2]
@@ -59,6 +62,7 @@ leaderElection: {leaseName: my-lease, leaseDuration: 30s, renewDeadline: 20s, re
 cronjob: {concurrencyPolicy: Replace, startingDeadlineSeconds: 60, successfulJobsHistoryLimit: 1, failedJobsHistoryLimit: 5, activeDeadlineSeconds: 600, ttlSecondsAfterFinished: 3600}
 job: {activeDeadlineSeconds: 900, ttlSecondsAfterFinished: 60, ignoreWindows: false}
 deployment: {replicas: 3, listenPort: 9090}
+livenessProbe: {httpGet: {path: /readyz, port: 9090}, periodSeconds: 30, failureThreshold: 5}
 cronJobAnnotations: {a/cronjob: "1"}
 cronJobLabels: {l-cronjob: "1"}
 jobAnnotations: {a/job: "1"}
@@ -71,9 +75,13 @@ service: {enabled: true, type: NodePort, port: 9000, annotations: {a/service: "1
 serviceMonitor: {enabled: true, apiVersion: monitoring.example.com/v2, namespace: monitoring, additionalLabels: {release: prom}, interval: 30s, scrapeTimeout: 10s, honorLabels: false, metricRelabelings: [{action: keep, regex: redis_rebalancer_.*, sourceLabels: [__name__]}], relabelings: [{action: replace, targetLabel: team, replacement: sre}]}
 serviceAccount: {create: true, name: sa-x, annotations: {iam.gke.io/gcp-service-account: rebalancer@acme.iam.gserviceaccount.com}}
 automountServiceAccountToken: false
-rbac: {create: true, evictionNamespaces: [redis-a, redis-b]}
+rbac: {create: true}
 historyConfigMap: my-history
 priorityClassName: ops-high
+extraVolumes: [{name: redis-tls, secret: {secretName: redis-tls}}]
+extraVolumeMounts: [{name: redis-tls, mountPath: /etc/redis-tls, readOnly: true}]
+env: [{name: REDIS_PASSWORD, valueFrom: {secretKeyRef: {name: redis-pw, key: password}}}]
+networkPolicy: {enabled: true, apiServer: [{ipBlock: {cidr: 10.0.0.2/32}}], metricsFrom: [{namespaceSelector: {matchLabels: {team: observability}}}]}
 terminationGracePeriodSeconds: 30
 resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 256Mi}}
 podSecurityContext: {runAsNonRoot: true, runAsUser: 1001, runAsGroup: 1001, fsGroup: 1001, seccompProfile: {type: RuntimeDefault}}
@@ -83,7 +91,7 @@ tolerations: [{key: ops, operator: Exists, effect: NoSchedule}]
 affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [ops]}]}]}}}
 topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app.kubernetes.io/name: rr}}}]
 dnsConfig: {options: [{name: ndots, value: "2"}]}
-guard: {enabled: true, listenPort: 9444, namespaces: [redis-a], failurePolicy: Fail, timeoutSeconds: 3, maxHold: 2m, certificate: selfSigned}
+guard: {enabled: true, listenPort: 9444, failurePolicy: Fail, timeoutSeconds: 3, maxHold: 2m, certificate: selfSigned}
 `
 
 // helmEnv returns the environment helm runs with: its own cache, config and data directories,
@@ -188,6 +196,8 @@ func TestHelmChartKnobs(t *testing.T) {
 		"securityContext.readOnlyRootFilesystem": "checkPod",
 		// knobs issues the guard's certificate itself (selfSigned), which names no issuer.
 		"guard.issuerRef": "the guard.issuerRef subtest",
+		// The NetworkPolicy stays: checked in kind deployment.
+		"networkPolicy.enabled": "the subtest without RBAC",
 	}
 	for _, p := range leafPaths("", defaults) {
 		if p == "kind" || elsewhere[p] != "" {
@@ -206,7 +216,12 @@ func TestHelmChartKnobs(t *testing.T) {
 	const ns = "ops"
 	for _, kind := range []string{"cronjob", "job", "deployment"} {
 		t.Run(kind, func(t *testing.T) {
-			objs := render(t, helm, "template", "rel", chartPath, "-n", "default", "-f", file, "--set", "kind="+kind)
+			args := []string{"template", "rel", chartPath, "-n", "default", "-f", file, "--set", "kind=" + kind}
+			if kind != "deployment" {
+				// The guard is serve's: kinds cronjob and job refuse it (TestHelmChartSchema).
+				args = append(args, "--set", "guard.enabled=false")
+			}
+			objs := render(t, helm, args...)
 			all := byKind(objs)
 			for _, o := range objs {
 				for _, spec := range podSpecs(t, o) {
@@ -243,24 +258,24 @@ func TestHelmChartKnobs(t *testing.T) {
 				t.Errorf("serviceAccount: no ServiceAccount sa-x with its annotation: %v", sa)
 			}
 			cr := convert[rbacv1.ClusterRole](t, all["ClusterRole/my-rebalancer"])
-			for _, r := range cr.Rules {
-				if slices.Contains(r.Resources, "pods/eviction") {
-					t.Errorf("rbac.evictionNamespaces: the ClusterRole still grants %v", r)
-				}
+			if diff := cmp.Diff(wantClusterRules, cr.Rules); diff != "" {
+				t.Errorf("the ClusterRole's rules (-want +got):\n%s", diff)
 			}
-			for _, evNS := range []string{"redis-a", "redis-b"} {
-				role := all["Role/my-rebalancer-eviction"]
-				found := false
+			// redisNamespaces and policy.rules.releaseReplicaClaims: a Role in each namespace
+			// granting evictions, Events and claims delete.
+			for _, redisNS := range []string{"redis-a", "redis-b", "redis-auth"} {
+				var role *unstructured.Unstructured
 				for _, o := range objs {
-					if o.GetKind() == "Role" && o.GetNamespace() == evNS && o.GetName() == "my-rebalancer-eviction" {
-						found = true
+					if o.GetKind() == "Role" && o.GetNamespace() == redisNS && o.GetName() == "my-rebalancer-redis" {
 						role = o
 					}
 				}
-				if !found || !cmp.Equal(convert[rbacv1.Role](t, role).Rules, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}}}) {
-					t.Errorf("rbac.evictionNamespaces: no eviction Role in %s", evNS)
+				want := append(slices.Clone(wantRedisNamespaceRules), wantClaimsRule)
+				if role == nil || !cmp.Equal(convert[rbacv1.Role](t, role).Rules, want) {
+					t.Errorf("redisNamespaces: no Role my-rebalancer-redis in %s granting %v", redisNS, want)
 				}
 			}
+			checkOneNamespaceList(t, rendering{name: "helm knobs " + kind, objs: objs}, []string{"redis-a", "redis-auth", "redis-b"})
 			for _, o := range objs {
 				if o.GetKind() == "RoleBinding" || o.GetKind() == "ClusterRoleBinding" {
 					subj, _, _ := unstructured.NestedSlice(o.Object, "subjects")
@@ -348,11 +363,20 @@ func TestHelmChartKnobs(t *testing.T) {
 				}
 				vwc := convert[admissionregistrationv1.ValidatingWebhookConfiguration](t, all["ValidatingWebhookConfiguration/my-rebalancer-guard"])
 				if wh := vwc.Webhooks; len(wh) != 1 || *wh[0].FailurePolicy != admissionregistrationv1.Fail || *wh[0].TimeoutSeconds != 3 ||
-					!cmp.Equal(wh[0].NamespaceSelector.MatchExpressions[0].Values, []string{"redis-a"}) || wh[0].ClientConfig.Service.Namespace != ns {
+					!cmp.Equal(wh[0].NamespaceSelector.MatchExpressions[0].Values, []string{"redis-a", "redis-b", "redis-auth"}) || wh[0].ClientConfig.Service.Namespace != ns {
 					t.Errorf("guard: webhook %+v", wh)
 				}
 				if p.Guard.MaxHold.Duration != 2*time.Minute || !p.Guard.Enabled || p.Guard.FailurePolicy != "Fail" || p.Guard.TimeoutSeconds != 3 {
 					t.Errorf("guard: the policy's guard %+v", p.Guard)
+				}
+				if lp := tmpl.Spec.Containers[0].LivenessProbe; lp == nil || lp.PeriodSeconds != 30 || lp.FailureThreshold != 5 || lp.HTTPGet == nil || lp.HTTPGet.Path != "/readyz" || lp.HTTPGet.Port.IntValue() != 9090 {
+					t.Errorf("livenessProbe: %+v", lp)
+				}
+				// networkPolicy: metrics from metricsFrom, the guard's port from apiServer alone.
+				np := convert[networkingv1.NetworkPolicy](t, all["NetworkPolicy/my-rebalancer"])
+				if in := np.Spec.Ingress; len(in) != 2 || in[0].Ports[0].Port.StrVal != "http" || in[0].From[0].NamespaceSelector.MatchLabels["team"] != "observability" ||
+					in[1].Ports[0].Port.StrVal != "guard" || in[1].From[0].IPBlock == nil || in[1].From[0].IPBlock.CIDR != "10.0.0.2/32" {
+					t.Errorf("networkPolicy: ingress %+v", in)
 				}
 				sm := all["ServiceMonitor/my-rebalancer"]
 				ep, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
@@ -385,6 +409,21 @@ func TestHelmChartKnobs(t *testing.T) {
 			}
 
 			ps, c := tmpl.Spec, tmpl.Spec.Containers[0]
+			// extraVolumes, extraVolumeMounts, env: a Secret's files and a password from a Secret.
+			if !slices.ContainsFunc(ps.Volumes, func(v corev1.Volume) bool { return v.Name == "redis-tls" && v.Secret != nil }) ||
+				!slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "redis-tls" && m.MountPath == "/etc/redis-tls" }) ||
+				!slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "REDIS_PASSWORD" && e.ValueFrom != nil }) ||
+				!slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+					return e.Name == "GOMEMLIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory"
+				}) {
+				t.Errorf("extraVolumes, extraVolumeMounts, env: volumes %v, mounts %v, env %v", ps.Volumes, c.VolumeMounts, c.Env)
+			}
+			if kind != "deployment" {
+				np := convert[networkingv1.NetworkPolicy](t, all["NetworkPolicy/my-rebalancer"])
+				if np.Spec.Ingress == nil || len(np.Spec.Ingress) != 0 {
+					t.Errorf("kind %s: the NetworkPolicy admits %v, want nothing", kind, np.Spec.Ingress)
+				}
+			}
 			if tmpl.Annotations["a/pod"] != "1" || tmpl.Labels["l-pod"] != "1" || len(tmpl.Annotations["checksum/config"]) != 64 {
 				t.Errorf("pod template metadata: %v %v", tmpl.Annotations, tmpl.Labels)
 			}
@@ -405,12 +444,12 @@ func TestHelmChartKnobs(t *testing.T) {
 		})
 	}
 
-	t.Run("rbac.create, serviceAccount.create and podDisruptionBudget.enabled false → no RBAC object, the named ServiceAccount, no PodDisruptionBudget", func(t *testing.T) {
+	t.Run("rbac.create, serviceAccount.create, podDisruptionBudget.enabled and networkPolicy.enabled false → no RBAC object, the named ServiceAccount, no PodDisruptionBudget, no NetworkPolicy", func(t *testing.T) {
 		objs := render(t, helm, "template", "rel", chartPath, "--set", "kind=deployment", "--set", "rbac.create=false", "--set", "serviceAccount.create=false",
-			"--set", "serviceAccount.name=existing", "--set", "podDisruptionBudget.enabled=false")
+			"--set", "serviceAccount.name=existing", "--set", "podDisruptionBudget.enabled=false", "--set", "networkPolicy.enabled=false")
 		for _, o := range objs {
 			switch o.GetKind() {
-			case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount", "PodDisruptionBudget":
+			case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount", "PodDisruptionBudget", "NetworkPolicy":
 				t.Errorf("rendered %s/%s", o.GetKind(), o.GetName())
 			case "Deployment":
 				if sa, _, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName"); sa != "existing" {
@@ -431,7 +470,7 @@ func TestHelmChartKnobs(t *testing.T) {
 	})
 	t.Run("guard.issuerRef: cert-manager's Certificate names that issuer, and no Issuer of ours is rendered", func(t *testing.T) {
 		all := byKind(render(t, helm, "template", "rel", chartPath, "--set", "kind=deployment", "--set", "guard.enabled=true",
-			"--set", "guard.issuerRef.kind=ClusterIssuer", "--set", "guard.issuerRef.name=corp-ca"))
+			"--set", "guard.issuerRef.kind=ClusterIssuer", "--set", "guard.issuerRef.name=corp-ca", "--set", "networkPolicy.apiServer[0].ipBlock.cidr=10.0.0.2/32"))
 		cert := all["Certificate/rel-redis-rebalancer-guard"]
 		if cert == nil {
 			t.Fatal("no Certificate rel-redis-rebalancer-guard")
@@ -446,8 +485,10 @@ func TestHelmChartKnobs(t *testing.T) {
 	})
 }
 
-// TestHelmChartSchema: values.schema.json refuses what the chart cannot render right, each
-// refusal naming the value.
+// TestHelmChartSchema: values.schema.json and the templates refuse what the chart cannot render
+// right, at render time, each refusal naming the value: a wrong key, type or range (the policy's
+// part generated from its types, with the policy's own ranges), an empty or missing Redis
+// namespace list, and values that contradict each other.
 func TestHelmChartSchema(t *testing.T) {
 	t.Parallel()
 	env := helmEnv(t, "")
@@ -464,9 +505,30 @@ func TestHelmChartSchema(t *testing.T) {
 		{"a bad log format → refused", []string{"logging.format=yaml"}, "at '/logging/format'"},
 		{"a lease duration without a unit → refused", []string{"leaderElection.leaseDuration=15"}, "at '/leaderElection/leaseDuration'"},
 		{"a string where a number goes → refused", []string{"cronjob.startingDeadlineSeconds=soon"}, "at '/cronjob/startingDeadlineSeconds'"},
-		{"an eviction namespace that is no DNS label → refused", []string{"rbac.evictionNamespaces={Redis_A}"}, "at '/rbac/evictionNamespaces/0'"},
 		{"createNamespace without namespaceOverride → refused by the template, naming both", []string{"createNamespace=true"}, "createNamespace creates namespaceOverride's Namespace"},
 		{"minAvailable and maxUnavailable together → refused", []string{"kind=deployment", "podDisruptionBudget.minAvailable=1"}, "set minAvailable or maxUnavailable, not both"},
+		// The policy, checked as the policy's validation checks it (schema generated from its types).
+		{"policy.bogus=1 → refused", []string{"policy.bogus=1"}, "at '/policy': additional properties 'bogus' not allowed"},
+		{"policy.limits.maxMovesPerCluster=-5 → refused", []string{"policy.limits.maxMovesPerCluster=-5"}, "at '/policy/limits/maxMovesPerCluster': minimum: got -5, want 1"},
+		{"policy.limits.maxMovesPerCluster=0 (refused by the policy too) → refused", []string{"policy.limits.maxMovesPerCluster=0"}, "at '/policy/limits/maxMovesPerCluster': minimum: got 0, want 1"},
+		{"policy.failover.mode=fast → refused", []string{"policy.failover.mode=fast"}, "at '/policy/failover/mode'"},
+		{"policy.timeouts.recreate without a unit → refused", []string{"policy.timeouts.recreate=300"}, "at '/policy/timeouts/recreate'"},
+		{"policy.rules.enabled naming no rule → refused", []string{"policy.rules.enabled={NoSuchRule}"}, "at '/policy/rules/enabled/0'"},
+		{"policy.guard.timeoutSeconds=6 → refused", []string{"policy.guard.timeoutSeconds=6"}, "at '/policy/guard/timeoutSeconds': maximum: got 6, want 5"},
+		{"guard.timeoutSeconds=6 (the policy's range, 1 to 5) → refused", []string{"guard.timeoutSeconds=6"}, "at '/guard/timeoutSeconds': maximum: got 6, want 5"},
+		{"guard.timeoutSeconds=0 → refused", []string{"guard.timeoutSeconds=0"}, "at '/guard/timeoutSeconds': minimum: got 0, want 1"},
+		// One namespace list, never empty.
+		{"redisNamespaces=null → refused", []string{"redisNamespaces=null"}, "missing property 'redisNamespaces'"},
+		{"redisNamespaces empty → refused", []string{"redisNamespaces=[]"}, "at '/redisNamespaces'"},
+		{"a Redis namespace that is no DNS label → refused", []string{"redisNamespaces={Redis_A}"}, "at '/redisNamespaces/0'"},
+		{"guard.namespaces=null (the list is redisNamespaces) → refused", []string{"guard.namespaces=null"}, "at '/guard': additional properties 'namespaces' not allowed"},
+		{"rbac.evictionNamespaces (the list is redisNamespaces) → refused", []string{"rbac.evictionNamespaces={redis}"}, "at '/rbac': additional properties 'evictionNamespaces' not allowed"},
+		{"policy.selection.namespaces (the chart's, from redisNamespaces) → refused by the template", []string{"policy.selection.namespaces.include={redis}"}, "policy.selection.namespaces: the chart sets it from redisNamespaces"},
+		{"a Redis Secret outside redisNamespaces → refused by the template", []string{"redisSecret.namespace=kube-system"}, "redisSecret.namespace: kube-system is not one of redisNamespaces"},
+		// The guard is serve's, and admits kube-apiserver alone.
+		{"guard.enabled with kind cronjob → refused by the template", []string{"guard.enabled=true"}, "guard.enabled: the eviction guard is served by serve, kind deployment; kind cronjob"},
+		{"guard.enabled with kind job → refused by the template", []string{"kind=job", "guard.enabled=true"}, "guard.enabled: the eviction guard is served by serve, kind deployment; kind job"},
+		{"guard.enabled without networkPolicy.apiServer → refused by the template", []string{"kind=deployment", "guard.enabled=true"}, "networkPolicy.apiServer: with guard.enabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"template", "rel", chartPath}
@@ -494,7 +556,8 @@ func TestHelmUpgrade(t *testing.T) {
 	client := b.Cluster.Client()
 	env := helmEnv(t, b.Cluster.Kubeconfig())
 	const release, ns = "upg", "helm-upgrade"
-	base := []string{release, chartPath, "-n", ns, "--set", "nodeSelector.e2e-no-such-node=x", "--set", "redisSecret.name="}
+	// The Roles go into the Redis namespaces, which must exist: the release's own here.
+	base := []string{release, chartPath, "-n", ns, "--set", "nodeSelector.e2e-no-such-node=x", "--set", "redisSecret.name=", "--set", "redisNamespaces={" + ns + "}"}
 	step := func(verb string, set ...string) {
 		t.Helper()
 		args := append([]string{verb}, base...)

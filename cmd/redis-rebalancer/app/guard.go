@@ -170,7 +170,8 @@ func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interfa
 }
 
 // selfSign issues the guard's serving certificate with open-policy-agent/cert-controller's
-// rotator on a controller-runtime manager of its own (no metrics, no probes, no leader election:
+// rotator on a controller-runtime manager of its own (its cache narrowed to the Secret and the
+// webhook configuration by name: namedLists; no metrics, no probes, no leader election:
 // every replica runs it, as Gatekeeper's do; the Secret's updates settle who wrote last) into the
 // Secret --guard-cert-secret, and waits until the certificate is in --guard-cert-dir (the
 // Secret's volume: the kubelet projects it there) and the CA bundle in the webhook configuration.
@@ -184,6 +185,12 @@ func (o *serveOptions) selfSign(ctx context.Context, g *v1alpha1.Guard) error {
 		return err
 	}
 	ctrl.SetLogger(klog.NewKlogr().WithName("cert-rotator"))
+	// The rotator's cache lists and watches the certificate's Secret and the webhook
+	// configuration by name only (RBAC: resourceNames on list and watch too).
+	rcfg = namedLists(rcfg, map[string]string{
+		"/api/v1/namespaces/" + ns + "/secrets":                                 o.guard.certSecret,
+		"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations": g.WebhookConfigurationName,
+	})
 	mgr, err := ctrl.NewManager(rcfg, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Cache: ctrlcache.Options{DefaultNamespaces: map[string]ctrlcache.Config{ns: {}}},
