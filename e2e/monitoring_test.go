@@ -101,7 +101,7 @@ func TestPrometheusRules(t *testing.T) {
 			checkExprMetrics(t, "alert "+r.Alert, r.Expr, exported)
 		}
 	}
-	for _, want := range []string{"RedisRebalancerNeedsAttention", "RedisRebalancerPassFailed", "RedisClusterNotCompliant", "RedisEvictionGuardHoldExpired", "RedisRebalancerNoLeader"} {
+	for _, want := range []string{"RedisRebalancerNeedsAttention", "RedisRebalancerPartial", "RedisRebalancerPassFailed", "RedisClusterNotCompliant", "RedisEvictionGuardHoldExpired", "RedisRebalancerNoLeader"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s in prometheusrule.yaml (alerts: %v)", want, alerts)
 		}
