@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha1"
 	"fmt"
+	"math"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -330,15 +331,42 @@ func (s Scenario) layoutPodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
 }
 
 // podIP returns the pod IP of shard i's o-th pod in the Bitnami and OT layouts: 10.244.x.y, one
-// per pod in creation order.
+// per pod, in ordinal order for Bitnami (the chart's StatefulSet starts its pods in parallel,
+// redis-cli meets them in ordinal order), in creation order for OT.
 func (s Scenario) podIP(i, o int) string {
 	k := o*s.Shards + i
+	if s.Layout == LayoutBitnami {
+		k = s.bitnamiOrdinal(i, o)
+	}
 	return fmt.Sprintf("10.244.%d.%d", k/250, k%250+1)
+}
+
+// RedisCliSlots returns the slot range redis-cli --cluster create gives master i of m (Redis
+// 7.0's clusterManagerCommandCreate): a float32 share of 16384/m slots per master, each range
+// ending at the rounded running sum (lround of cursor + share - 1, the cursor advancing by the
+// share), the last at 16383. For 5 masters: 0-3276, 3277-6553, 6554-9829, 9830-13106,
+// 13107-16383; for 3: 0-5460, 5461-10922, 10923-16383 (TestBitnamiFormedAsRedisCliForms checks
+// them against redis-cli).
+func RedisCliSlots(i, m int) [2]int {
+	per := float32(16384) / float32(m)
+	var cursor float32
+	first := 0
+	for k := 0; ; k++ {
+		last := int(math.Round(float64(cursor + per - 1)))
+		if last > 16384 || k == m-1 {
+			last = 16383
+		}
+		if k == i {
+			return [2]int{first, last}
+		}
+		first, cursor = last+1, cursor+per
+	}
 }
 
 // RedisNodes returns the cluster's Redis nodes as it was formed (the Redis side of the Bitnami
 // and OT layouts, for policies.Cluster.ApplyRedis): one per placed pod, at its pod IP (podIP),
-// shard i's first pod a master serving the i-th of M equal slot ranges, the others its replicas;
+// shard i's first pod a master serving the slots redis-cli gives master i (RedisCliSlots), the
+// others its replicas;
 // node IDs are the SHA-1 of the pod names. With ExternalAccess, a node is at its pod's
 // LoadBalancer IP instead (BitnamiLoadBalancerIP). OT's nodes announce their pod's FQDN
 // (<pod>.<StatefulSet>-headless.<namespace>.svc.cluster.local), as Redis 7 does with
@@ -362,7 +390,7 @@ func (s Scenario) RedisNodes() []policies.RedisNode {
 			}
 			if o == 0 {
 				n.Role, n.MasterID = policies.RoleMaster, ""
-				n.Slots = [][2]int{{i * 16384 / s.Shards, (i+1)*16384/s.Shards - 1}}
+				n.Slots = [][2]int{RedisCliSlots(i, s.Shards)}
 			}
 			out = append(out, n)
 		}

@@ -169,6 +169,7 @@ func TestBitnamiOrdinal(t *testing.T) {
 	}{
 		{"10 pods, 1 replica each → master i with 5+((i+1) mod 5)", 5, 2, [][]int{{0, 6}, {1, 7}, {2, 8}, {3, 9}, {4, 5}}},
 		{"6 pods, 1 replica each → master i with 3+((i+1) mod 3)", 3, 2, [][]int{{0, 4}, {1, 5}, {2, 3}}},
+		{"9 pods, 2 replicas each (cluster.nodes=9 cluster.replicas=2) → 0←4,5; 1←6,7; 2←8,3", 3, 3, [][]int{{0, 4, 5}, {1, 6, 7}, {2, 8, 3}}},
 		{"15 pods, 2 replicas each → the rotated ordinals two at a time", 5, 3, [][]int{{0, 6, 7}, {1, 8, 9}, {2, 10, 11}, {3, 12, 13}, {4, 14, 5}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
