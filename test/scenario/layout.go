@@ -207,6 +207,13 @@ func (s Scenario) layoutTemplate(role string) (corev1.PodTemplateSpec, error) {
 	if err != nil {
 		return corev1.PodTemplateSpec{}, err
 	}
+	var values bitnamiValues
+	if s.Layout == LayoutBitnami && s.BitnamiValues != "" {
+		if values, err = parseBitnamiValues(s.BitnamiValues); err != nil {
+			return corev1.PodTemplateSpec{}, err
+		}
+	}
+	var renderErr error
 	tmpl := fixture.Pod("template", fixture.WithTolerations(s.Tolerations...), func(p *corev1.Pod) {
 		p.Spec.SchedulerName = s.SchedulerName
 		p.Spec.TopologySpreadConstraints = spread
@@ -226,6 +233,10 @@ func (s Scenario) layoutTemplate(role string) (corev1.PodTemplateSpec, error) {
 			if s.NoPersistence { // persistence.enabled=false: an emptyDir instead of the claim
 				p.Spec.Volumes = []corev1.Volume{{Name: BitnamiClaimTemplate, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 			}
+			if s.BitnamiValues != "" {
+				renderErr = values.renderPodSpec(&p.Spec, s.bitnamiMatchLabels())
+				break
+			}
 			// redis.podAntiAffinityPreset: soft (the chart's default): common.affinities.pods.soft.
 			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: nodeAff, PodAntiAffinity: &corev1.PodAntiAffinity{
 				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
@@ -242,6 +253,9 @@ func (s Scenario) layoutTemplate(role string) (corev1.PodTemplateSpec, error) {
 			}
 		}
 	})
+	if renderErr != nil {
+		return corev1.PodTemplateSpec{}, renderErr
+	}
 	t := fixture.TemplateOf(tmpl)
 	t.Annotations = tmpl.Annotations
 	return t, nil
@@ -313,12 +327,19 @@ func (s Scenario) layoutPodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
 	switch s.Layout {
 	case LayoutBitnami:
 		name := s.BitnamiFullname()
-		return []*policyv1.PodDisruptionBudget{fixture.PodDisruptionBudget(name, &metav1.LabelSelector{
+		b := fixture.PodDisruptionBudget(name, &metav1.LabelSelector{
 			MatchLabels: s.bitnamiMatchLabels(),
 			MatchExpressions: []metav1.LabelSelectorRequirement{{
 				Key: "job-name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{name + "-cluster-update"},
 			}},
-		}, ns, func(b *policyv1.PodDisruptionBudget) { b.Labels = s.bitnamiLabels() })}
+		}, ns, func(b *policyv1.PodDisruptionBudget) { b.Labels = s.bitnamiLabels() })
+		if s.BitnamiValues != "" {
+			// Values that do not parse fail StatefulSets, which Snapshot asks first.
+			if v, err := parseBitnamiValues(s.BitnamiValues); err == nil && !v.renderBudget(b) {
+				return nil
+			}
+		}
+		return []*policyv1.PodDisruptionBudget{b}
 	case LayoutOT:
 		var out []*policyv1.PodDisruptionBudget
 		for _, role := range []string{"leader", "follower"} {
