@@ -40,7 +40,7 @@ func answers(t *testing.T, snap *policies.Snapshot, opts policies.Options) strin
 	b, err := json.MarshalIndent(map[string]any{
 		"analysis": report.Analyze(m, true, plan.Options{}),
 		"explain":  explain,
-		"lint":     lint.Lint(m, opts.RelaxedLimits),
+		"lint":     lint.Lint(m, lint.Options{Relaxed: opts.RelaxedLimits}),
 	}, "", " ")
 	if err != nil {
 		t.Fatal(err)

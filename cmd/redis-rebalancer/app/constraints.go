@@ -1,12 +1,14 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -51,6 +53,10 @@ type constraintsOptions struct {
 	// number of nodes in the allowed zones (0: unknown).
 	layout string
 	nodes  int
+	// valuesPath nests Bitnami's values under an umbrella chart's key (dotted); chartName is
+	// app.kubernetes.io/name's value on the release's pods ("": the last key of valuesPath, else
+	// redis-cluster).
+	valuesPath, chartName string
 }
 
 func newConstraintsOptions() *constraintsOptions {
@@ -70,10 +76,12 @@ func (o *constraintsOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.clusterName, "cluster-name", o.clusterName, "the Redis cluster's name (the cluster label's value)")
 	fs.StringVar(&o.shardLabel, "shard-label", o.shardLabel, "pod label naming the shard")
 	fs.StringVar(&o.shard, "shard", o.shard, "the shard label's value for this StatefulSet")
-	fs.StringVarP(&o.output, "output", "o", o.output, "output format: yaml (the fragment with comments) or json (the fragment alone, e.g. for kubectl patch --type merge; the comments as note lines on stderr)")
+	fs.StringVarP(&o.output, "output", "o", o.output, "output format: yaml (the fragment or values with comments) or json (the fragment or values alone, e.g. for kubectl patch --type merge or helm -f; the comments as note lines on stderr)")
 	fs.StringVar(&o.layout, "layout", o.layout, "bitnami: print the values of Bitnami's redis-cluster chart for release --cluster-name; ot: the fields of OT's RedisCluster --cluster-name (N = --shards × --pods-per-shard); empty: a StatefulSet template fragment per shard")
 	fs.IntVar(&o.nodes, "nodes", o.nodes, "with --layout bitnami: nodes in the allowed zones; podAntiAffinityPreset hard is written when every pod can have one of its own (0: unknown, not written)")
 	zeroMeans(fs, "nodes")
+	fs.StringVar(&o.valuesPath, "values-path", o.valuesPath, "with --layout bitnami: "+valuesPathUsage)
+	fs.StringVar(&o.chartName, "chart-name", o.chartName, "with --layout bitnami: the app.kubernetes.io/name the release's pods carry, which the values select them by: the chart's nameOverride, or its alias in an umbrella chart (default: the last key of --values-path, which is the alias; else redis-cluster)")
 	fs.BoolVar(&o.in.Relaxed, "relaxed-limits", o.in.Relaxed, `"at most" N/3 and N/2 (maxSkew without the "minus 1"), which avoids the 3-shard deadlock`)
 }
 
@@ -115,7 +123,11 @@ Bitnami's redis-cluster chart (redis.topologySpreadConstraints on the release's 
 redis.nodeAffinityPreset on the zones, redis.podAntiAffinityPreset hard when --nodes leaves every
 pod a node of its own) or the fields of OT's RedisCluster (spec.redisLeader/redisFollower
 topologySpreadConstraints and node affinity, the role anti-affinity annotation). Neither can name a
-shard, so the anti-affinity inside a shard is not among them (lint says what it costs).
+shard, so the anti-affinity inside a shard is not among them (lint says what it costs, as a
+note). Applied, they pass lint: no finding but MasterQuorum where the shards and zones leave one.
+-o json prints them as JSON alone (helm takes a JSON values file; kubectl patch --type merge a
+RedisCluster), the comments as note lines on stderr. --values-path KEY nests Bitnami's values
+under an umbrella chart's key for the subchart (its name or alias; dotted for a deeper one).
 
 These constraints place pods, not roles: kube-scheduler knows no Redis role, so nothing here keeps
 the masters apart, and the operator's pod -0 = master convention drifts after every failover. The
@@ -125,7 +137,9 @@ redis-rebalancer's MasterQuorum rule checks the masters and fixes them with fail
 		Example: `  redis-rebalancer constraints --shards 5 --pods-per-shard 2 --zones zone-a,zone-b,zone-c \
     --cluster-name rc1 --shard rc1-s0
   redis-rebalancer constraints --layout bitnami --shards 5 --pods-per-shard 2 \
-    --zones zone-a,zone-b,zone-c --cluster-name redis-cluster`,
+    --zones zone-a,zone-b,zone-c --cluster-name redis-cluster
+  redis-rebalancer constraints --layout bitnami --shards 3 --pods-per-shard 2 --nodes 6 \
+    --cluster-name cache --values-path redis-cluster -o json > values.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := o.input()
@@ -133,10 +147,10 @@ redis-rebalancer's MasterQuorum rule checks the masters and fixes them with fail
 				return &exitError{ExitError, err}
 			}
 			if o.layout != "" {
-				if o.output == "json" {
-					return &exitError{ExitError, fmt.Errorf("--layout %s prints the chart's values as YAML; -o json is for the StatefulSet template fragment", o.layout)}
-				}
-				return o.printChartValues(cmd.OutOrStdout(), in)
+				return o.printChartValues(cmd.OutOrStdout(), cmd.ErrOrStderr(), in)
+			}
+			if o.valuesPath != "" {
+				return &exitError{ExitError, fmt.Errorf("--values-path nests the Bitnami chart's values: give --layout bitnami")}
 			}
 			spread, aff, err := constraints.Generate(in)
 			if err != nil {
@@ -176,30 +190,78 @@ redis-rebalancer's MasterQuorum rule checks the masters and fixes them with fail
 }
 
 // printChartValues writes the values of the chart --layout names for the cluster in (N pods,
-// its zones), headed by comments saying where they go.
-func (o *constraintsOptions) printChartValues(out io.Writer, in constraints.Input) error {
+// its zones), headed by comments saying where they go (YAML), or alone (-o json) with the
+// comments as note lines on errOut.
+func (o *constraintsOptions) printChartValues(out, errOut io.Writer, in constraints.Input) error {
 	chart := lint.Chart(o.layout)
-	n := in.Shards * in.PodsPerShard
-	values, err := lint.ChartValues(lint.ChartInput{Chart: chart, Selector: lint.SelectorOf(chart, o.clusterName), N: n, Nodes: o.nodes,
-		Zones: in.Zones, ZoneKey: in.ZoneKey, Relaxed: in.Relaxed})
-	if err != nil || (chart != lint.ChartBitnami && chart != lint.ChartOT) {
+	if chart != lint.ChartBitnami && chart != lint.ChartOT {
 		return &exitError{ExitError, fmt.Errorf("--layout %q: want bitnami or ot", o.layout)}
+	}
+	path, err := lint.ParseValuesPath(o.valuesPath)
+	if err != nil {
+		return &exitError{ExitError, fmt.Errorf("--values-path: %w", err)}
+	}
+	if len(path) > 0 && chart != lint.ChartBitnami {
+		return &exitError{ExitError, fmt.Errorf("--values-path nests Helm values: --layout bitnami only (--layout %s prints a RedisCluster's fields)", o.layout)}
+	}
+	if o.chartName != "" && chart != lint.ChartBitnami {
+		return &exitError{ExitError, fmt.Errorf("--chart-name names the Bitnami chart's pods: --layout bitnami only")}
+	}
+	sel := lint.SelectorOf(chart, o.clusterName)
+	if name := cmp.Or(o.chartName, lastKey(path)); chart == lint.ChartBitnami && name != "" {
+		if errs := validation.IsValidLabelValue(name); len(errs) > 0 {
+			return &exitError{ExitError, fmt.Errorf("--chart-name %q: not a label value: %s", name, strings.Join(errs, "; "))}
+		}
+		sel[lint.BitnamiNameLabel] = name
+	}
+	n := in.Shards * in.PodsPerShard
+	values, err := lint.ChartValueTree(lint.ChartInput{Chart: chart, Selector: sel, N: n, Nodes: o.nodes,
+		Zones: in.Zones, ZoneKey: in.ZoneKey, Relaxed: in.Relaxed, ValuesPath: path})
+	if err != nil {
+		return &exitError{ExitError, err}
+	}
+	var notes []string
+	switch chart {
+	case lint.ChartBitnami:
+		where := "helm upgrade --reuse-values -f this file"
+		if len(path) > 0 {
+			where = fmt.Sprintf("nested under %s: the umbrella chart's values, helm upgrade --reuse-values -f this file", o.valuesPath)
+		}
+		notes = append(notes, fmt.Sprintf("Values of Bitnami's redis-cluster chart for release %q (%s), selecting its pods by %s=%s (--chart-name for an alias or nameOverride). The chart names no shard, so no value keeps exactly a shard's pods apart.",
+			o.clusterName, where, lint.BitnamiNameLabel, sel[lint.BitnamiNameLabel]))
+		if o.nodes == 0 || n > o.nodes {
+			notes = append(notes, fmt.Sprintf("redis.podAntiAffinityPreset: hard (a node per pod) is left out: it needs at least %d nodes in the allowed zones (--nodes).", n))
+		}
+	case lint.ChartOT:
+		notes = append(notes, fmt.Sprintf("Fields of OT's RedisCluster %q (merge into it; the annotation needs the operator's webhook). It names no shard: the annotation keeps leader-i and follower-i off one node, and nothing keeps them in different zones.", o.clusterName))
+	}
+	notes = append(notes, "Note: "+lint.RolesNote+".")
+	if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
+		notes = append(notes, fmt.Sprintf("MasterQuorum: %s, one master each: %s.", policies.Plural(in.Shards, "shard"), q.Note))
+	}
+	if o.output == "json" {
+		for _, note := range notes {
+			fmt.Fprintf(errOut, "note: %s\n", strings.TrimPrefix(note, "Note: "))
+		}
+		return printJSON(out, values)
+	}
+	b, err := yaml.Marshal(values)
+	if err != nil {
+		return &exitError{ExitError, err}
 	}
 	fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v\n",
 		n, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed)
-	switch chart {
-	case lint.ChartBitnami:
-		writeComment(out, fmt.Sprintf("Values of Bitnami's redis-cluster chart for release %q (helm upgrade --reuse-values -f this file). The chart names no shard, so no value keeps exactly a shard's pods apart.", o.clusterName))
-		if o.nodes == 0 || n > o.nodes {
-			writeComment(out, fmt.Sprintf("redis.podAntiAffinityPreset: hard (a node per pod) is left out: it needs at least %d nodes in the allowed zones (--nodes).", n))
-		}
-	case lint.ChartOT:
-		writeComment(out, fmt.Sprintf("Fields of OT's RedisCluster %q (merge into it; the annotation needs the operator's webhook). It names no shard: the annotation keeps leader-i and follower-i off one node, and nothing keeps them in different zones.", o.clusterName))
+	for _, note := range notes {
+		writeComment(out, note)
 	}
-	writeComment(out, "Note: "+lint.RolesNote+".")
-	if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
-		writeComment(out, fmt.Sprintf("MasterQuorum: %s, one master each: %s.", policies.Plural(in.Shards, "shard"), q.Note))
-	}
-	_, err = io.WriteString(out, values)
+	_, err = out.Write(b)
 	return err
+}
+
+// lastKey returns the last key of a values path ("" for none).
+func lastKey(path []string) string {
+	if len(path) == 0 {
+		return ""
+	}
+	return path[len(path)-1]
 }

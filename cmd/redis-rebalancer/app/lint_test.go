@@ -41,3 +41,28 @@ func TestLintCommand(t *testing.T) {
 		t.Errorf("notes %q, want the note on roles", doc2.Notes)
 	}
 }
+
+// TestLintCommandBitnami: the Bitnami example (the recommended spread set through the chart's
+// values, 10 pods on 6 nodes) lints clean, its soft anti-affinity a note that --disable-rules
+// ShardSeparation silences; the chart's defaults (no spread constraints) give the findings with
+// the values, nested with --values-path; a bad --values-path is refused.
+func TestLintCommandBitnami(t *testing.T) {
+	base := []string{"lint", "--snapshot", "../../../examples/bitnami-post-scale-down.yaml", "--redis-nodes", "../../../examples/redis-nodes/bitnami_redis-cluster.txt", "--layout", "bitnami"}
+	// The text is wrapped: compare it with its spaces folded.
+	out, _, code := runCLI(t, base...)
+	text := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{"1 Redis cluster checked: every StatefulSet follows the recommendation as far as its chart can express it (notes below)",
+		"note: bitnami/redis-cluster: SoftAntiAffinity: StatefulSet redis-cluster renders only a preferred pod anti-affinity", "(4 would stay Pending)"} {
+		if code != ExitOK || !strings.Contains(text, want) {
+			t.Errorf("the chart's values as lint advises: exit %d, want 0 and %q:\n%s", code, want, out)
+		}
+	}
+	runExitCases(t, []exitCase{
+		{name: "--values-path a..b → 1, naming the flag", args: append(base, "--values-path", "a..b"), wantCode: ExitError, wantErr: []string{`--values-path: values path "a..b": an empty key`}},
+	})
+	out, _, code = runCLI(t, append(base, "--disable-rules", "ShardSeparation", "-o", "json")...)
+	var doc struct{ Notes []string }
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitOK || len(doc.Notes) != 1 || strings.Contains(doc.Notes[0], "SoftAntiAffinity") {
+		t.Errorf("--disable-rules ShardSeparation: exit %d, notes %q (%v); want 0 and the note on roles alone", code, doc.Notes, err)
+	}
+}
