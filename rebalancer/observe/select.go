@@ -3,6 +3,7 @@ package observe
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -113,7 +114,70 @@ func (s Selection) Check(snap *policies.Snapshot, opts policies.Options, m *poli
 	case s.Selector != nil && !s.Selector.Empty():
 		return fmt.Errorf("no Redis cluster: %s in %s %s the cluster label %s, and no Redis cluster there has a pod the label selector %q matches (--selector, selection.labelSelector)%s", policies.Plural(labelled, "pod"), s.where(), policies.Agree(labelled, "carries", "carry"), key, s.Selector.String(), allow)
 	}
-	return fmt.Errorf("no Redis cluster: the %s in %s that %s the cluster label %s %s to no Redis cluster's workload%s", policies.Plural(labelled, "pod"), s.where(), policies.Agree(labelled, "carries", "carry"), key, policies.Agree(labelled, "belongs", "belong"), allow)
+	return fmt.Errorf("no Redis cluster: the %s in %s that %s the cluster label %s %s to no Redis cluster's workload%s%s", policies.Plural(labelled, "pod"), s.where(), policies.Agree(labelled, "carries", "carry"), key, policies.Agree(labelled, "belongs", "belong"), unselected(snap, s, opts, key), allow)
+}
+
+// Bitnami's redis-cluster chart as its pods tell it: helm.sh/chart "redis-cluster-<version>",
+// and the chart's name (redis-cluster, or its alias in an umbrella chart, or its nameOverride)
+// in app.kubernetes.io/name, which the bitnami layout's workload selector matches.
+const (
+	helmChartLabel     = "helm.sh/chart"
+	bitnamiChartPrefix = "redis-cluster-"
+	appNameLabel       = "app.kubernetes.io/name"
+)
+
+// unselected says, for Check's last case (pods with the cluster label, no Redis workload), which
+// of them the workload selector (opts.WorkloadSelector) does not match, and, for those Bitnami's
+// redis-cluster chart made under an alias or nameOverride (helm.sh/chart redis-cluster-*, another
+// app.kubernetes.io/name), the --workload-selector that selects them; "" without a workload
+// selector or when it matches every such pod (their owners are what keeps them out).
+func unselected(snap *policies.Snapshot, s Selection, opts policies.Options, key string) string {
+	sel := opts.WorkloadSelector
+	if sel == nil || sel.Empty() {
+		return ""
+	}
+	var others, chart []string                            // namespace/name
+	names, charts := map[string]bool{}, map[string]bool{} // the chart's pods' app.kubernetes.io/name, helm.sh/chart
+	for _, p := range snap.Pods {
+		if _, ok := p.Labels[key]; !ok || !s.inNamespaces(p.Namespace) || sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		pod := p.Namespace + "/" + p.Name
+		if strings.HasPrefix(p.Labels[helmChartLabel], bitnamiChartPrefix) && p.Labels[appNameLabel] != "" {
+			chart = append(chart, pod)
+			names[p.Labels[appNameLabel]] = true
+			charts[p.Labels[helmChartLabel]] = true
+			continue
+		}
+		others = append(others, pod)
+	}
+	if len(chart)+len(others) == 0 {
+		return ""
+	}
+	out := fmt.Sprintf(": the workload selector %s (--workload-selector, selection.workloadSelector, or the layout's) matches none of them", sel)
+	if len(chart) > 0 {
+		sorted := slices.Sorted(maps.Keys(names))
+		want := appNameLabel + "=" + sorted[0]
+		if len(sorted) > 1 {
+			want = appNameLabel + " in (" + strings.Join(sorted, ",") + ")"
+		}
+		out += fmt.Sprintf("; %s (%s) %s %s %s and %s %s: Bitnami's redis-cluster chart under an alias or nameOverride (an umbrella chart's subchart); --workload-selector '%s' selects them",
+			strings.Join(firstOf(chart, 3), ", "), policies.Plural(len(chart), "pod"), policies.Agree(len(chart), "carries", "carry"),
+			helmChartLabel, strings.Join(slices.Sorted(maps.Keys(charts)), ", "), appNameLabel, strings.Join(sorted, ", "), want)
+	}
+	if len(others) > 0 {
+		out += fmt.Sprintf("; %s (%s) %s to no workload it names", strings.Join(firstOf(others, 3), ", "), policies.Plural(len(others), "pod"), policies.Agree(len(others), "belongs", "belong"))
+	}
+	return out
+}
+
+// firstOf returns the first n of names, sorted, and "…" when there are more.
+func firstOf(names []string, n int) []string {
+	names = slices.Sorted(slices.Values(names))
+	if len(names) <= n {
+		return names
+	}
+	return append(names[:n:n], "…")
 }
 
 // CheckRedis is Check after DropNotRedis: when every selected Redis cluster was left out as no
