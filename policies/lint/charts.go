@@ -25,8 +25,9 @@ const (
 	// shard, such as ucloud's); fixes
 	// are pod template fields.
 	ChartNone Chart = ""
-	// ChartBitnami: Bitnami's redis-cluster Helm chart (template label helm.sh/chart
-	// "redis-cluster-<version>"): one StatefulSet for the whole cluster.
+	// ChartBitnami: Bitnami's redis-cluster Helm chart (policies.BitnamiRedisCluster: template
+	// label helm.sh/chart "redis-cluster-<version>", or an alias's): one StatefulSet for the whole
+	// cluster.
 	ChartBitnami Chart = "bitnami"
 	// ChartOT: OT-CONTAINER-KIT's redis-operator (template labels redis_setup_type=cluster and
 	// role=leader|follower): a leader and a follower StatefulSet per RedisCluster.
@@ -37,12 +38,11 @@ const (
 // bitnami/common; OT-CONTAINER-KIT/redis-operator internal/controller/common/labels.go and
 // internal/webhook/pod_webhook.go).
 const (
-	bitnamiChartLabel = "helm.sh/chart"
 	// BitnamiNameLabel is the label Bitnami's chart selects its pods by with the release's
 	// app.kubernetes.io/instance: the chart's name (redis-cluster), or its nameOverride, or its
 	// alias in an umbrella chart.
-	BitnamiNameLabel = "app.kubernetes.io/name"
-	bitnamiChartName = "redis-cluster"
+	BitnamiNameLabel = policies.LabelAppName
+	bitnamiChartName = policies.BitnamiChartName
 	otSetupTypeLabel = "redis_setup_type"
 	otRoleLabel      = "role"
 	otClusterLabel   = "cluster"
@@ -52,13 +52,14 @@ const (
 	OTAntiAffinityAnnotation = "redisclusters.redis.redis.opstreelabs.in/role-anti-affinity"
 )
 
-// ChartOf tells which tool wrote the cluster's StatefulSets from their templates' labels
-// (ChartNone when none is recognised).
+// ChartOf tells which tool wrote the cluster's StatefulSets from their templates (ChartNone when
+// none is recognised): Bitnami's chart as policies.BitnamiRedisCluster tells it (alone, with a
+// nameOverride, or under an alias), OT's operator by its labels.
 func ChartOf(c *policies.Cluster) Chart {
 	for _, s := range c.StatefulSets {
 		l := s.Spec.Template.Labels
 		switch {
-		case strings.HasPrefix(l[bitnamiChartLabel], bitnamiChartName+"-"):
+		case policies.BitnamiRedisCluster(l, &s.Spec.Template.Spec):
 			return ChartBitnami
 		case l[otSetupTypeLabel] == "cluster" && (l[otRoleLabel] == "leader" || l[otRoleLabel] == "follower"):
 			return ChartOT

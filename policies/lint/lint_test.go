@@ -184,6 +184,16 @@ func TestLintCharts(t *testing.T) {
 			notes: []string{"renders a required pod anti-affinity on kubernetes.io/hostname over the release's pods (podAntiAffinityPreset: hard), which keeps a shard's pods off one node; no value of the chart names a shard, so none keeps a shard's pods out of one zone"},
 		},
 		{
+			name: "Bitnami under the alias sessions of the umbrella release web, one zone, soft preset (6 pods, 6 nodes) → told by its labels and REDIS_NODES: SoftAntiAffinity whose values select app.kubernetes.io/name sessions",
+			sc: func() scenario.Scenario {
+				sc := small(scenario.LayoutBitnami)
+				sc.Cluster, sc.BitnamiAlias = "web", "sessions"
+				return sc.Placed([][]string{{"n1", "n4"}, {"n2", "n5"}, {"n3", "n6"}})
+			}(),
+			want: []hit{{"", SoftAntiAffinity, true}},
+			in:   []string{"podAntiAffinityPreset: hard", "app.kubernetes.io/name: sessions", "app.kubernetes.io/instance: web", "StatefulSet web-sessions renders only a preferred pod anti-affinity"},
+		},
+		{
 			name: "Bitnami, pdb.maxUnavailable 2 → DisruptionBudget naming the release's budget",
 			sc:   scenario.BitnamiPostScaleDown(),
 			tweak: func(s *policies.Snapshot) {

@@ -117,20 +117,12 @@ func (s Selection) Check(snap *policies.Snapshot, opts policies.Options, m *poli
 	return fmt.Errorf("no Redis cluster: the %s in %s that %s the cluster label %s %s to no Redis cluster's workload%s%s", policies.Plural(labelled, "pod"), s.where(), policies.Agree(labelled, "carries", "carry"), key, policies.Agree(labelled, "belongs", "belong"), unselected(snap, s, opts, key), allow)
 }
 
-// Bitnami's redis-cluster chart as its pods tell it: helm.sh/chart "redis-cluster-<version>",
-// and the chart's name (redis-cluster, or its alias in an umbrella chart, or its nameOverride)
-// in app.kubernetes.io/name, which the bitnami layout's workload selector matches.
-const (
-	helmChartLabel     = "helm.sh/chart"
-	bitnamiChartPrefix = "redis-cluster-"
-	appNameLabel       = "app.kubernetes.io/name"
-)
-
 // unselected says, for Check's last case (pods with the cluster label, no Redis workload), which
 // of them the workload selector (opts.WorkloadSelector) does not match, and, for those Bitnami's
-// redis-cluster chart made under an alias or nameOverride (helm.sh/chart redis-cluster-*, another
-// app.kubernetes.io/name), the --workload-selector that selects them; "" without a workload
-// selector or when it matches every such pod (their owners are what keeps them out).
+// redis-cluster chart made under an alias or nameOverride (policies.BitnamiRedisCluster, another
+// app.kubernetes.io/name: the bitnami layout selects redis-cluster), the --workload-selector that
+// selects them; "" without a workload selector or when it matches every such pod (their owners
+// are what keeps them out).
 func unselected(snap *policies.Snapshot, s Selection, opts policies.Options, key string) string {
 	sel := opts.WorkloadSelector
 	if sel == nil || sel.Empty() {
@@ -143,10 +135,10 @@ func unselected(snap *policies.Snapshot, s Selection, opts policies.Options, key
 			continue
 		}
 		pod := p.Namespace + "/" + p.Name
-		if strings.HasPrefix(p.Labels[helmChartLabel], bitnamiChartPrefix) && p.Labels[appNameLabel] != "" {
+		if policies.BitnamiRedisCluster(p.Labels, &p.Spec) && p.Labels[policies.LabelAppName] != "" {
 			chart = append(chart, pod)
-			names[p.Labels[appNameLabel]] = true
-			charts[p.Labels[helmChartLabel]] = true
+			names[p.Labels[policies.LabelAppName]] = true
+			charts[p.Labels[policies.LabelHelmChart]] = true
 			continue
 		}
 		others = append(others, pod)
@@ -157,13 +149,13 @@ func unselected(snap *policies.Snapshot, s Selection, opts policies.Options, key
 	out := fmt.Sprintf(": the workload selector %s (--workload-selector, selection.workloadSelector, or the layout's) matches none of them", sel)
 	if len(chart) > 0 {
 		sorted := slices.Sorted(maps.Keys(names))
-		want := appNameLabel + "=" + sorted[0]
+		want := policies.LabelAppName + "=" + sorted[0]
 		if len(sorted) > 1 {
-			want = appNameLabel + " in (" + strings.Join(sorted, ",") + ")"
+			want = policies.LabelAppName + " in (" + strings.Join(sorted, ",") + ")"
 		}
-		out += fmt.Sprintf("; %s (%s) %s %s %s and %s %s: Bitnami's redis-cluster chart under an alias or nameOverride (an umbrella chart's subchart); --workload-selector '%s' selects them",
+		out += fmt.Sprintf("; %s (%s) of Bitnami's redis-cluster chart %s %s %s and %s %s: the chart under an alias or nameOverride (an umbrella chart's subchart); --workload-selector '%s' selects them",
 			strings.Join(firstOf(chart, 3), ", "), policies.Plural(len(chart), "pod"), policies.Agree(len(chart), "carries", "carry"),
-			helmChartLabel, strings.Join(slices.Sorted(maps.Keys(charts)), ", "), appNameLabel, strings.Join(sorted, ", "), want)
+			policies.LabelHelmChart, strings.Join(slices.Sorted(maps.Keys(charts)), ", "), policies.LabelAppName, strings.Join(sorted, ", "), want)
 	}
 	if len(others) > 0 {
 		out += fmt.Sprintf("; %s (%s) %s to no workload it names", strings.Join(firstOf(others, 3), ", "), policies.Plural(len(others), "pod"), policies.Agree(len(others), "belongs", "belong"))

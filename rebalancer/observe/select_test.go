@@ -87,10 +87,18 @@ func TestCheckNamesUnselectedWorkloads(t *testing.T) {
 		fixed string
 	}{
 		{
-			name: "Bitnami under the alias sessions → the pods, their chart and app.kubernetes.io/name=sessions",
+			name: "Bitnami with nameOverride sessions → the pods, their chart and app.kubernetes.io/name=sessions",
 			snap: aliased("sessions"), selector: bitnami,
 			want: []string{"the workload selector app.kubernetes.io/name=redis-cluster (--workload-selector, selection.workloadSelector, or the layout's) matches none of them",
-				"bitnami/redis-cluster-0, bitnami/redis-cluster-1, bitnami/redis-cluster-2, … (10 pods) carry helm.sh/chart redis-cluster-13.0.5 and app.kubernetes.io/name sessions",
+				"bitnami/redis-cluster-0, bitnami/redis-cluster-1, bitnami/redis-cluster-2, … (10 pods) of Bitnami's redis-cluster chart carry helm.sh/chart redis-cluster-13.0.5 and app.kubernetes.io/name sessions",
+				"--workload-selector 'app.kubernetes.io/name=sessions' selects them"},
+			fixed: "app.kubernetes.io/name=sessions",
+		},
+		{
+			name:     "Bitnami under the alias sessions of the umbrella release web (helm.sh/chart sessions-13.0.5) → app.kubernetes.io/name=sessions",
+			snap:     scenario.BitnamiAliasPostScaleDown().MustSnapshot(),
+			selector: bitnami,
+			want: []string{"bitnami/web-sessions-0, bitnami/web-sessions-1, bitnami/web-sessions-2, … (10 pods) of Bitnami's redis-cluster chart carry helm.sh/chart sessions-13.0.5 and app.kubernetes.io/name sessions",
 				"--workload-selector 'app.kubernetes.io/name=sessions' selects them"},
 			fixed: "app.kubernetes.io/name=sessions",
 		},

@@ -110,11 +110,14 @@ func (s Scenario) bitnamiOrdinal(i, o int) int {
 // BitnamiFullname returns the chart's fullname for the release (common.names.fullname): the
 // release name when it contains the chart's name, else "<release>-redis-cluster".
 func (s Scenario) BitnamiFullname() string {
-	if strings.Contains(s.cluster(), BitnamiChartName) {
+	if strings.Contains(s.cluster(), s.bitnamiName()) {
 		return s.cluster()
 	}
-	return s.cluster() + "-" + BitnamiChartName
+	return s.cluster() + "-" + s.bitnamiName()
 }
+
+// bitnamiName is the chart's name in the release: BitnamiAlias, else BitnamiChartName.
+func (s Scenario) bitnamiName() string { return cmp.Or(s.BitnamiAlias, BitnamiChartName) }
 
 // ClusterLabel returns the pod label key whose value names the Redis cluster in the scenario's
 // layout: policies.DefaultClusterLabel (seed), BitnamiInstanceLabel, OTClusterLabel.
@@ -160,15 +163,16 @@ func (s Scenario) ShardPods(i int) []string {
 // bitnamiLabels returns the chart's common.labels.standard for the release.
 func (s Scenario) bitnamiLabels() map[string]string {
 	return map[string]string{
-		AppLabel: BitnamiChartName, BitnamiInstanceLabel: s.cluster(),
-		"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": BitnamiChart, "app.kubernetes.io/version": BitnamiAppVersion,
+		AppLabel: s.bitnamiName(), BitnamiInstanceLabel: s.cluster(),
+		"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": s.bitnamiName() + strings.TrimPrefix(BitnamiChart, BitnamiChartName),
+		"app.kubernetes.io/version": BitnamiAppVersion,
 	}
 }
 
 // bitnamiMatchLabels returns the chart's common.labels.matchLabels: the StatefulSet's and the
 // PodDisruptionBudget's selector, and the affinity presets' label selector.
 func (s Scenario) bitnamiMatchLabels() map[string]string {
-	return map[string]string{AppLabel: BitnamiChartName, BitnamiInstanceLabel: s.cluster()}
+	return map[string]string{AppLabel: s.bitnamiName(), BitnamiInstanceLabel: s.cluster()}
 }
 
 // otLabels returns the labels of the OT StatefulSet of role (leader or follower), which its pods
@@ -230,6 +234,13 @@ func (s Scenario) layoutTemplate(role string) (corev1.PodTemplateSpec, error) {
 				corev1.ResourceEphemeralStorage: resource.MustParse(BitnamiEphemeralStorage),
 			}
 			c.VolumeMounts = []corev1.VolumeMount{{Name: BitnamiClaimTemplate, MountPath: "/bitnami/redis/data"}}
+			// Every node's address, as the chart gives it (lint and the selection tell the
+			// chart's pods by it under an alias).
+			var nodes strings.Builder
+			for k := 0; k < s.N(); k++ {
+				fmt.Fprintf(&nodes, "%s-%d.%s-headless ", s.BitnamiFullname(), k, s.BitnamiFullname())
+			}
+			c.Env = []corev1.EnvVar{{Name: "REDIS_NODES", Value: nodes.String()}}
 			if s.NoPersistence { // persistence.enabled=false: an emptyDir instead of the claim
 				p.Spec.Volumes = []corev1.Volume{{Name: BitnamiClaimTemplate, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 			}
@@ -500,6 +511,16 @@ func (s Scenario) BitnamiExternalAccessServices(port int, lbIP func(ordinal int)
 func BitnamiPostScaleDown() Scenario {
 	return postScaleDownAs("bitnami-post-scale-down", LayoutBitnami,
 		"Bitnami redis-cluster chart, 10 nodes (5 masters, 1 replica each) in one StatefulSet after a scale-down: n1 holds 4 masters, zone-a 5 pods.")
+}
+
+// BitnamiAliasPostScaleDown is BitnamiPostScaleDown installed as the subchart of an umbrella
+// chart: release web, the chart under the alias sessions (pods web-sessions-<i>, labelled
+// app.kubernetes.io/name=sessions and helm.sh/chart=sessions-13.0.5).
+func BitnamiAliasPostScaleDown() Scenario {
+	s := postScaleDownAs("bitnami-alias-post-scale-down", LayoutBitnami,
+		"BitnamiPostScaleDown as the subchart sessions of the umbrella release web.")
+	s.Cluster, s.BitnamiAlias = "web", "sessions"
+	return s.Placed(postScaleDownPlacement)
 }
 
 // BitnamiZonalPostScaleDown is BitnamiPostScaleDown with the chart's default persistence on a

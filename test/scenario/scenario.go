@@ -103,6 +103,10 @@ type Scenario struct {
 	// value is refused. Empty: the layout's own template, the recommended spread and node affinity
 	// (constraints.Generate) with the chart's default soft anti-affinity.
 	BitnamiValues string
+	// BitnamiAlias, in Bitnami's layout, installs the chart as the subchart of an umbrella chart
+	// under this alias: the chart's name becomes the alias (app.kubernetes.io/name, helm.sh/chart
+	// "<alias>-13.0.5", the fullname "<release>-<alias>"). Empty: the chart alone.
+	BitnamiAlias string
 }
 
 // ClaimTemplate is the volumeClaimTemplate of a scenario's StatefulSets: one ReadWriteOnce claim

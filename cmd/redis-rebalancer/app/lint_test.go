@@ -1,9 +1,15 @@
 package app
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 func TestLintCommand(t *testing.T) {
@@ -64,5 +70,52 @@ func TestLintCommandBitnami(t *testing.T) {
 	var doc struct{ Notes []string }
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitOK || len(doc.Notes) != 1 || strings.Contains(doc.Notes[0], "SoftAntiAffinity") {
 		t.Errorf("--disable-rules ShardSeparation: exit %d, notes %q (%v); want 0 and the note on roles alone", code, doc.Notes, err)
+	}
+}
+
+// TestLintCommandBitnamiAlias: Bitnami's chart under the alias sessions of an umbrella release
+// web, read from a snapshot file: --layout bitnami alone selects nothing and the error gives the
+// --workload-selector that selects it; with that selector lint tells the chart (by its
+// REDIS_NODES, kept in the snapshot) and nests its values under --values-path.
+func TestLintCommandBitnamiAlias(t *testing.T) {
+	sc := scenario.BitnamiAliasPostScaleDown()
+	snap := sc.MustSnapshot()
+	for _, sts := range snap.StatefulSets { // the chart's defaults: no spread constraints
+		sts.Spec.Template.Spec.TopologySpreadConstraints = nil
+	}
+	for _, p := range snap.Pods {
+		p.Spec.TopologySpreadConstraints = nil
+	}
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	if err := observe.EncodeSnapshot(&buf, snap); err != nil {
+		t.Fatal(err)
+	}
+	snapFile, nodesFile := filepath.Join(dir, "snap.yaml"), filepath.Join(dir, observe.RedisNodesFile("bitnami", "web")+".txt")
+	if err := os.WriteFile(snapFile, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nodesFile, []byte(sc.ClusterNodes()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"lint", "--snapshot", snapFile, "--redis-nodes", nodesFile, "--layout", "bitnami"}
+	runExitCases(t, []exitCase{
+		{name: "--layout bitnami alone → 1: the pods of the chart under its alias, and the selector that selects them", args: base, wantCode: ExitError,
+			wantErr: []string{"bitnami/web-sessions-0, bitnami/web-sessions-1, bitnami/web-sessions-2, … (10 pods) of Bitnami's redis-cluster chart carry helm.sh/chart sessions-13.0.5 and app.kubernetes.io/name sessions",
+				"--workload-selector 'app.kubernetes.io/name=sessions' selects them"}},
+	})
+	out, errOut, code := runCLI(t, append(base, "--workload-selector", "app.kubernetes.io/name=sessions", "--values-path", "sessions", "-o", "json")...)
+	var doc struct {
+		Findings []struct{ Kind, Values string }
+		Notes    []string
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitViolations || len(doc.Findings) == 0 {
+		t.Fatalf("with the advised selector: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if v := doc.Findings[0].Values; !strings.HasPrefix(v, "sessions:\n  redis:\n") || !strings.Contains(v, "app.kubernetes.io/name: sessions") {
+		t.Errorf("the first finding's values, want the chart's under sessions selecting its pods:\n%s", v)
+	}
+	if !strings.Contains(strings.Join(doc.Notes, "\n"), "StatefulSet web-sessions renders only a preferred pod anti-affinity") {
+		t.Errorf("notes %q: want the chart's soft anti-affinity", doc.Notes)
 	}
 }
