@@ -51,7 +51,9 @@ suspend: true
 image: {repository: ghcr.io/acme/redis-rebalancer, tag: v9.9.9, pullPolicy: Always}
 imagePullSecrets: [{name: regcred}]
 redisNamespaces: [redis-a, redis-b, redis-auth]
-redisSecret: {namespace: redis-auth, name: pw, key: password}
+layout: bitnami
+bitnami: {release: cache, name: sessions, fullnameOverride: cache-main}
+redisSecret: {enabled: true, namespace: redis-auth, name: pw, key: password}
 policy:
   selection: {clusterLabel: app.kubernetes.io/name}
   rules: {releaseReplicaClaims: true}
@@ -198,6 +200,8 @@ func TestHelmChartKnobs(t *testing.T) {
 		"guard.issuerRef": "the guard.issuerRef subtest",
 		// The NetworkPolicy stays: checked in kind deployment.
 		"networkPolicy.enabled": "the subtest without RBAC",
+		// knobs names its Secret: the defaults that follow the layout have their own test.
+		"redisSecret.enabled": "TestHelmChartLayout", "bitnami.release": "TestHelmChartLayout", "bitnami.fullnameOverride": "TestHelmChartLayout",
 	}
 	for _, p := range leafPaths("", defaults) {
 		if p == "kind" || elsewhere[p] != "" {
@@ -305,6 +309,10 @@ func TestHelmChartKnobs(t *testing.T) {
 			if p.Selection.ClusterLabel != "app.kubernetes.io/name" || p.Limits.MaxMovesPerCluster != 3 || p.Windows.HistoryConfigMap != "my-history" ||
 				p.Redis.PasswordSecretRef != (v1alpha1.SecretKeyRef{Namespace: "redis-auth", Name: "pw", Key: "password"}) {
 				t.Errorf("policy: %+v", p)
+			}
+			// layout and bitnami.name: the layout in the policy, the alias its workload selector.
+			if p.Selection.Layout != v1alpha1.LayoutBitnami || !cmp.Equal(p.Selection.WorkloadSelector.MatchLabels, map[string]string{"app.kubernetes.io/name": "sessions"}) {
+				t.Errorf("layout, bitnami.name: selection %+v", p.Selection)
 			}
 			if (kind == "deployment") != (p.Schedule == "30 3 * * 1-5") {
 				t.Errorf("schedule in the policy %q (serve's schedule, kind deployment only)", p.Schedule)
@@ -485,6 +493,83 @@ func TestHelmChartKnobs(t *testing.T) {
 	})
 }
 
+// TestHelmChartLayout renders the chart with each layout and the values that follow it, and
+// checks the policy it writes (selection.layout, and what the layout sets once the policy is
+// loaded: v1alpha1.ApplyLayout, as the command applies it) and the Redis Secret it reads and
+// grants: for bitnami, the Bitnami release's Secret as the chart names it (common.names.fullname:
+// <release>-<name>, the release alone when it holds the name, fullnameOverride), key
+// redis-password; otherwise redis-password, with the layout's key.
+func TestHelmChartLayout(t *testing.T) {
+	t.Parallel()
+	helm := tool(t, "helm", "HELM_BIN_DIR", helmVersion)
+	type want struct {
+		layout       v1alpha1.Layout
+		clusterLabel string
+		workloads    map[string]string
+		secret       v1alpha1.SecretKeyRef // after ApplyLayout; zero: none read, no Role
+	}
+	ref := func(name, key string) v1alpha1.SecretKeyRef {
+		return v1alpha1.SecretKeyRef{Namespace: "redis", Name: name, Key: key}
+	}
+	bitnami := func(secret string) want {
+		return want{v1alpha1.LayoutBitnami, "app.kubernetes.io/instance", map[string]string{"app.kubernetes.io/name": "redis-cluster"}, ref(secret, "redis-password")}
+	}
+	aliased := bitnami("web-sessions")
+	aliased.workloads = map[string]string{"app.kubernetes.io/name": "sessions"}
+	own := bitnami("redis-cluster-sessions") // the default release, the chart named sessions
+	own.workloads = map[string]string{"app.kubernetes.io/name": "mine"}
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want want
+	}{
+		{"no layout → the policy's defaults, Secret redis-password key redis-password", nil,
+			want{"", "app.kubernetes.io/instance", nil, ref("redis-password", "redis-password")}},
+		{"layout=bitnami → the default release redis-cluster's Secret redis-cluster (the release holds the chart's name)", []string{"layout=bitnami"}, bitnami("redis-cluster")},
+		{"layout=bitnami bitnami.release=cache → Secret cache-redis-cluster", []string{"layout=bitnami", "bitnami.release=cache"}, bitnami("cache-redis-cluster")},
+		{"layout=bitnami bitnami.release=my-redis-cluster → Secret my-redis-cluster", []string{"layout=bitnami", "bitnami.release=my-redis-cluster"}, bitnami("my-redis-cluster")},
+		{"layout=bitnami, the umbrella release web with the alias sessions → Secret web-sessions, the workload selector on sessions",
+			[]string{"layout=bitnami", "bitnami.release=web", "bitnami.name=sessions"}, aliased},
+		{"layout=bitnami bitnami.fullnameOverride=redis-main → Secret redis-main", []string{"layout=bitnami", "bitnami.release=cache", "bitnami.fullnameOverride=redis-main"}, bitnami("redis-main")},
+		{"layout=bitnami with redisSecret.name and key → those", []string{"layout=bitnami", "redisSecret.name=custom", "redisSecret.key=pw"},
+			want{v1alpha1.LayoutBitnami, "app.kubernetes.io/instance", map[string]string{"app.kubernetes.io/name": "redis-cluster"}, ref("custom", "pw")}},
+		{"layout=bitnami redisSecret.enabled=false → no Secret read, no Role", []string{"layout=bitnami", "redisSecret.enabled=false"},
+			want{v1alpha1.LayoutBitnami, "app.kubernetes.io/instance", map[string]string{"app.kubernetes.io/name": "redis-cluster"}, v1alpha1.SecretKeyRef{Key: "redis-password"}}},
+		{"layout=bitnami with policy.selection.workloadSelector → the policy's selector, not bitnami.name's", []string{"layout=bitnami", "bitnami.name=sessions", "policy.selection.workloadSelector.matchLabels.app\\.kubernetes\\.io/name=mine"}, own},
+		{"layout=ot → cluster label cluster, Secret redis-password with OT's key password", []string{"layout=ot"},
+			want{v1alpha1.LayoutOT, "cluster", map[string]string{"redis_setup_type": "cluster"}, ref("redis-password", "password")}},
+		{"policy.selection.layout=ot alone → the same as layout=ot", []string{"policy.selection.layout=ot"},
+			want{v1alpha1.LayoutOT, "cluster", map[string]string{"redis_setup_type": "cluster"}, ref("redis-password", "password")}},
+		{"layout=seed → cluster label cloud.netease.com/cluster-name", []string{"layout=seed"},
+			want{v1alpha1.LayoutSeed, "cloud.netease.com/cluster-name", nil, ref("redis-password", "redis-password")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"template", "rel", chartPath}
+			for _, v := range tc.set {
+				args = append(args, "--set", v)
+			}
+			all := byKind(render(t, helm, args...))
+			data, _, _ := unstructured.NestedString(all["ConfigMap/rel-redis-rebalancer-policy"].Object, "data", "policy.yaml")
+			p, err := v1alpha1.Decode([]byte(data))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, data)
+			}
+			v1alpha1.ApplyLayout(p)
+			got := want{p.Selection.Layout, p.Selection.ClusterLabel, p.Selection.WorkloadSelector.MatchLabels, p.Redis.PasswordSecretRef}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("the policy (-want +got):\n%s", diff)
+			}
+			role := all["Role/rel-redis-rebalancer-redis-secret"]
+			switch {
+			case tc.want.secret.Name == "" && role != nil:
+				t.Errorf("no Secret read, yet a Role for it: %v", role.Object)
+			case tc.want.secret.Name != "" && (role == nil || !cmp.Equal(convert[rbacv1.Role](t, role).Rules[0].ResourceNames, []string{tc.want.secret.Name})):
+				t.Errorf("no Role granting the Secret %s", tc.want.secret.Name)
+			}
+		})
+	}
+}
+
 // TestHelmChartSchema: values.schema.json and the templates refuse what the chart cannot render
 // right, at render time, each refusal naming the value: a wrong key, type or range (the policy's
 // part generated from its types, with the policy's own ranges), an empty or missing Redis
@@ -525,6 +610,11 @@ func TestHelmChartSchema(t *testing.T) {
 		{"rbac.evictionNamespaces (the list is redisNamespaces) → refused", []string{"rbac.evictionNamespaces={redis}"}, "at '/rbac': additional properties 'evictionNamespaces' not allowed"},
 		{"policy.selection.namespaces (the chart's, from redisNamespaces) → refused by the template", []string{"policy.selection.namespaces.include={redis}"}, "policy.selection.namespaces: the chart sets it from redisNamespaces"},
 		{"a Redis Secret outside redisNamespaces → refused by the template", []string{"redisSecret.namespace=kube-system"}, "redisSecret.namespace: kube-system is not one of redisNamespaces"},
+		// The layout: the policy's values, one place to say it.
+		{"layout=bogus → refused", []string{"layout=bogus"}, "at '/layout': value must be one of '', 'seed', 'bitnami', 'ot', 'ucloud', 'kubeblocks'"},
+		{"layout and policy.selection.layout disagreeing → refused by the template", []string{"layout=bitnami", "policy.selection.layout=ot"}, "layout bitnami and policy.selection.layout ot disagree"},
+		{"bitnami.name that is no label value → refused", []string{"bitnami.name=my chart"}, "at '/bitnami/name'"},
+		{"an unknown bitnami value → refused", []string{"bitnami.secret=x"}, "at '/bitnami': additional properties 'secret' not allowed"},
 		// The guard is serve's, and admits kube-apiserver alone.
 		{"guard.enabled with kind cronjob → refused by the template", []string{"guard.enabled=true"}, "guard.enabled: the eviction guard is served by serve, kind deployment; kind cronjob"},
 		{"guard.enabled with kind job → refused by the template", []string{"kind=job", "guard.enabled=true"}, "guard.enabled: the eviction guard is served by serve, kind deployment; kind job"},
@@ -557,7 +647,7 @@ func TestHelmUpgrade(t *testing.T) {
 	env := helmEnv(t, b.Cluster.Kubeconfig())
 	const release, ns = "upg", "helm-upgrade"
 	// The Roles go into the Redis namespaces, which must exist: the release's own here.
-	base := []string{release, chartPath, "-n", ns, "--set", "nodeSelector.e2e-no-such-node=x", "--set", "redisSecret.name=", "--set", "redisNamespaces={" + ns + "}"}
+	base := []string{release, chartPath, "-n", ns, "--set", "nodeSelector.e2e-no-such-node=x", "--set", "redisSecret.enabled=false", "--set", "redisNamespaces={" + ns + "}"}
 	step := func(verb string, set ...string) {
 		t.Helper()
 		args := append([]string{verb}, base...)

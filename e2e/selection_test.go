@@ -91,7 +91,7 @@ func TestSelectionBesideHelmReleases(t *testing.T) {
 		args := []string{"install", rel.name, rel.chart, "--namespace", rel.namespace, "--create-namespace", "--kubeconfig", f.Kubeconfig(),
 			"--set-json", "tolerations=" + string(kwokTolerations), "--wait", "--timeout", "2m"}
 		if rel.name == "rr" { // serve's Deployment (two pods); Redis without a password here
-			args = append(args, "--set", "kind=deployment", "--set", "redisSecret.name=")
+			args = append(args, "--set", "kind=deployment", "--set", "redisSecret.enabled=false")
 		}
 		out, err := exec.CommandContext(ctx, helm, args...).CombinedOutput()
 		if err != nil {

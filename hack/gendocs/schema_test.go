@@ -12,8 +12,8 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 )
 
-// generatedPolicySchema returns properties.policy of the values schema gendocs writes.
-func generatedPolicySchema(t *testing.T) node {
+// generatedChartProperties returns properties of the values schema gendocs writes.
+func generatedChartProperties(t *testing.T) node {
 	t.Helper()
 	_, files := generated(t)
 	top, err := readNode(json.NewDecoder(bytes.NewReader(files[chartSchema])))
@@ -21,7 +21,13 @@ func generatedPolicySchema(t *testing.T) node {
 		t.Fatal(err)
 	}
 	props, _ := top.get("properties")
-	policy, _ := props.(node).get("policy")
+	return props.(node)
+}
+
+// generatedPolicySchema returns properties.policy of the values schema gendocs writes.
+func generatedPolicySchema(t *testing.T) node {
+	t.Helper()
+	policy, _ := generatedChartProperties(t).get("policy")
 	return policy.(node)
 }
 
@@ -197,5 +203,23 @@ func TestPolicySchemaMatchesValidation(t *testing.T) {
 		t.Error(err)
 	} else if hi, _ := value(s, "maximum"); hi != int64(v1alpha1.MaxGuardTimeoutSeconds) {
 		t.Errorf("guard.timeoutSeconds: maximum %v, want %d", hi, v1alpha1.MaxGuardTimeoutSeconds)
+	}
+}
+
+// TestChartLayoutMatchesPolicy: the chart's layout value takes exactly what the policy's
+// selection.layout takes.
+func TestChartLayoutMatchesPolicy(t *testing.T) {
+	layout, ok := generatedChartProperties(t).get("layout")
+	if !ok {
+		t.Fatal("the chart's schema has no layout value")
+	}
+	sel, _ := generatedPolicySchema(t).get("properties")
+	selection, _ := sel.(node).get("selection")
+	selProps, _ := selection.(node).get("properties")
+	policyLayout, _ := selProps.(node).get("layout")
+	got, _ := value(layout.(node), "enum")
+	want, _ := value(policyLayout.(node), "enum")
+	if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(want) != fmt.Sprint(layouts()) {
+		t.Errorf("layout's enum %v, policy.selection.layout's %v, want both %v", got, want, layouts())
 	}
 }

@@ -194,6 +194,43 @@ podFailurePolicy:
       values: [1, 3]
 {{- end -}}
 
+{{/* The layout: layout, else policy.selection.layout ("" for none). */}}
+{{- define "redis-rebalancer.layout" -}}
+{{- .Values.layout | default (dig "selection" "layout" "" .Values.policy) -}}
+{{- end -}}
+
+{{/* The Bitnami release's fullname, as bitnami/common's common.names.fullname (2.31) makes it
+from the release name, the chart's name and fullnameOverride (bitnami.*): the name of the
+release's Secret. */}}
+{{- define "redis-rebalancer.bitnamiFullname" -}}
+{{- $b := .Values.bitnami -}}
+{{- if $b.fullnameOverride -}}
+{{- $b.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := $b.name | default "redis-cluster" -}}
+{{- $release := regexReplaceAll "(-?[^a-z\\d\\-])+-?" (lower $b.release) "-" -}}
+{{- if contains $name $release -}}
+{{- $release | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" $release $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Redis password Secret's name ("" with redisSecret.enabled false): redisSecret.name,
+else the layout's: bitnami, the Bitnami release's fullname; otherwise redis-password. */}}
+{{- define "redis-rebalancer.secretName" -}}
+{{- if .Values.redisSecret.enabled -}}
+{{- if .Values.redisSecret.name -}}
+{{- .Values.redisSecret.name -}}
+{{- else if eq (include "redis-rebalancer.layout" .) "bitnami" -}}
+{{- include "redis-rebalancer.bitnamiFullname" . -}}
+{{- else -}}
+redis-password
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The Redis password Secret's namespace: redisSecret.namespace, else the first of redisNamespaces. */}}
 {{- define "redis-rebalancer.secretNamespace" -}}
 {{- .Values.redisSecret.namespace | default (first .Values.redisNamespaces) -}}
@@ -213,7 +250,12 @@ failure names the values and what to set. */}}
 {{- fail "policy.selection.namespaces: the chart sets it from redisNamespaces (the same list grants the RBAC and scopes the guard): set redisNamespaces instead" }}
 {{- end }}
 {{- end }}
-{{- if and .Values.redisSecret.name (not (has (include "redis-rebalancer.secretNamespace" .) .Values.redisNamespaces)) }}
+{{- with .Values.policy.selection }}
+{{- if and $.Values.layout .layout (ne $.Values.layout .layout) }}
+{{- fail (printf "layout %s and policy.selection.layout %s disagree: set layout alone (it writes policy.selection.layout)" $.Values.layout .layout) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.redisSecret.enabled (not (has (include "redis-rebalancer.secretNamespace" .) .Values.redisNamespaces)) }}
 {{- fail (printf "redisSecret.namespace: %s is not one of redisNamespaces %v: the chart grants nothing outside them; add it there, or move the Secret" .Values.redisSecret.namespace .Values.redisNamespaces) }}
 {{- end }}
 {{- if and .Values.guard.enabled .Values.networkPolicy.enabled (not .Values.networkPolicy.apiServer) }}
