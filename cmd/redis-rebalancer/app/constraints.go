@@ -149,40 +149,18 @@ redis-rebalancer's MasterQuorum rule checks the masters and fixes them with fail
 			if o.layout != "" {
 				return o.printChartValues(cmd.OutOrStdout(), cmd.ErrOrStderr(), in)
 			}
-			if o.valuesPath != "" {
-				return &exitError{ExitError, fmt.Errorf("--values-path nests the Bitnami chart's values: give --layout bitnami")}
+			if o.valuesPath != "" || o.chartName != "" {
+				return &exitError{ExitError, fmt.Errorf("--values-path and --chart-name are for the Bitnami chart's values: give --layout bitnami")}
 			}
 			spread, aff, err := constraints.Generate(in)
 			if err != nil {
 				return &exitError{ExitError, err}
 			}
-			n := in.Shards * in.PodsPerShard
 			frag := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
 				"topologySpreadConstraints": spread, "affinity": aff,
 			}}}}
-			notes := []string{"Note: " + lint.RolesNote + "."}
-			if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
-				notes = append(notes, fmt.Sprintf("MasterQuorum: %s, one master each: %s.", policies.Plural(in.Shards, "shard"), q.Note))
-			}
-			out := cmd.OutOrStdout()
-			if o.output == "json" {
-				for _, note := range notes {
-					fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", strings.TrimPrefix(note, "Note: "))
-				}
-				return printJSON(out, frag)
-			}
-			b, err := yaml.Marshal(frag)
-			if err != nil {
-				return &exitError{ExitError, err}
-			}
-			fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v\n",
-				n, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed)
-			fmt.Fprintf(out, "# StatefulSet template fragment for shard %q; pods must carry %s=%s and %s=%s.\n", o.shard, o.clusterLabel, o.clusterName, o.shardLabel, o.shard)
-			for _, note := range notes {
-				writeComment(out, note)
-			}
-			_, err = out.Write(b)
-			return err
+			intro := fmt.Sprintf("# StatefulSet template fragment for shard %q; pods must carry %s=%s and %s=%s.\n", o.shard, o.clusterLabel, o.clusterName, o.shardLabel, o.shard)
+			return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), in, frag, intro, o.notes(in))
 		},
 	}
 	o.addFlags(cmd.Flags())
@@ -235,22 +213,34 @@ func (o *constraintsOptions) printChartValues(out, errOut io.Writer, in constrai
 	case lint.ChartOT:
 		notes = append(notes, fmt.Sprintf("Fields of OT's RedisCluster %q (merge into it; the annotation needs the operator's webhook). It names no shard: the annotation keeps leader-i and follower-i off one node, and nothing keeps them in different zones.", o.clusterName))
 	}
-	notes = append(notes, "Note: "+lint.RolesNote+".")
-	if q := policies.QuorumFor(in.Shards, len(in.Zones), n); q.Note != "" {
+	return o.print(out, errOut, in, values, "", append(notes, o.notes(in)...))
+}
+
+// notes returns what every output of the command says: the note on roles, and MasterQuorum's
+// when in's shards and zones leave a loss no placement survives.
+func (o *constraintsOptions) notes(in constraints.Input) []string {
+	notes := []string{"Note: " + lint.RolesNote + "."}
+	if q := policies.QuorumFor(in.Shards, len(in.Zones), in.Shards*in.PodsPerShard); q.Note != "" {
 		notes = append(notes, fmt.Sprintf("MasterQuorum: %s, one master each: %s.", policies.Plural(in.Shards, "shard"), q.Note))
 	}
+	return notes
+}
+
+// print writes v as -o says: JSON alone, the notes as note lines on errOut; or YAML headed by the
+// command's summary line, intro (as it is) and the notes as comments.
+func (o *constraintsOptions) print(out, errOut io.Writer, in constraints.Input, v any, intro string, notes []string) error {
 	if o.output == "json" {
 		for _, note := range notes {
 			fmt.Fprintf(errOut, "note: %s\n", strings.TrimPrefix(note, "Note: "))
 		}
-		return printJSON(out, values)
+		return printJSON(out, v)
 	}
-	b, err := yaml.Marshal(values)
+	b, err := yaml.Marshal(v)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
-	fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v\n",
-		n, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed)
+	fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v\n%s",
+		in.Shards*in.PodsPerShard, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed, intro)
 	for _, note := range notes {
 		writeComment(out, note)
 	}

@@ -205,6 +205,7 @@ func TestConstraintsCommandLayouts(t *testing.T) {
 	}{
 		{"--values-path with --layout ot → refused: a RedisCluster's fields are no Helm values", []string{"--layout", "ot", "--values-path", "x"}, "--layout bitnami only"},
 		{"--values-path without --layout → refused", []string{"--values-path", "x"}, "give --layout bitnami"},
+		{"--chart-name without --layout → refused", []string{"--chart-name", "x"}, "give --layout bitnami"},
 		{"--values-path with an empty key → refused", []string{"--layout", "bitnami", "--values-path", "a..b"}, "an empty key"},
 		{"--chart-name that is no label value → refused", []string{"--layout", "bitnami", "--chart-name", "not a label"}, `--chart-name "not a label": not a label value`},
 		{"--chart-name with --layout ot → refused", []string{"--layout", "ot", "--chart-name", "x"}, "--layout bitnami only"},
