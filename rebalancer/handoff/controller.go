@@ -258,7 +258,7 @@ func (c *Controller) scan(q workqueue.TypedRateLimitingInterface[string]) {
 	sig := map[string][]string{}
 	leaving := map[string]string{} // node → why
 	for _, n := range c.cfg.Source.Nodes() {
-		is, why := guard.NodeLeaving(n, c.cfg.DrainTaints)
+		is, why := policies.NodeLeaving(n, c.cfg.DrainTaints)
 		if ready, _ := guard.NodeReady(n); is && ready {
 			leaving[n.Name] = why
 		}
@@ -386,7 +386,7 @@ func (c *Controller) handOff(ctx context.Context, key string) (bool, string, err
 		// The model's nodes are trimmed of their conditions: a node not Ready is told by the
 		// node lifecycle controller's taints (its Redis nodes are gone; Redis promotes).
 		notReady, _ := guard.NodeTaintedNotReady(n.Obj)
-		if leaving, why := guard.NodeLeaving(n.Obj, c.cfg.DrainTaints); leaving && !notReady {
+		if leaving, why := policies.NodeLeaving(n.Obj, c.cfg.DrainTaints); leaving && !notReady {
 			l.Nodes[n.Name] = why
 			sig = append(sig, "node "+n.Name+" "+why)
 		}
