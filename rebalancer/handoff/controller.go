@@ -414,6 +414,7 @@ func (c *Controller) handOff(ctx context.Context, key string) (bool, string, err
 			c.observe(OutcomeInfeasible)
 			return false, "", fmt.Errorf("no hand-off: %s", p.Infeasible)
 		}
+		klog.V(2).InfoS("Nothing to hand off: no master serving slots leaves", "cluster", key, "leaving", sig)
 		return false, strings.Join(sig, ","), nil
 	}
 	mv := p.Moves[0]
