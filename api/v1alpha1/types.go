@@ -454,7 +454,8 @@ type Guard struct {
 	WebhookConfigurationName string `json:"webhookConfigurationName"`
 	// drainTaints are the taint keys that mark a node as being emptied, beside a cordon
 	// (spec.unschedulable): the leader fails the masters on such a node over before any
-	// eviction arrives. Empty: node.kubernetes.io/unschedulable, ToBeDeletedByClusterAutoscaler
-	// (cluster-autoscaler) and karpenter.sh/disrupted (Karpenter).
+	// eviction arrives, and no failover (run's, serve's, the hand-off's) promotes a replica on
+	// such a node: the drain would evict it next. Empty: node.kubernetes.io/unschedulable,
+	// ToBeDeletedByClusterAutoscaler (cluster-autoscaler) and karpenter.sh/disrupted (Karpenter).
 	DrainTaints []string `json:"drainTaints"`
 }

@@ -142,7 +142,7 @@ func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interfa
 	holds := guard.NewHolds(nil, 2*maxHold)
 	if !dryRun {
 		gr.handOff, err = handoff.New(handoff.Config{
-			Client: client, Source: src, Holds: holds, Executor: ex, Redis: rc,
+			Client: client, Source: src, Holds: holds, Executor: ex,
 			Policy: cfg.Policy, Selection: sel, DrainTaints: p.Guard.DrainTaints, MaxHold: maxHold,
 			Workers: int(p.Limits.MaxParallelClusters), Observer: m,
 		})
