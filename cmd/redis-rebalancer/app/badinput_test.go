@@ -192,7 +192,7 @@ func zeroPolicy(path string) string {
 	section, name, _ := strings.Cut(path, ".")
 	value := "0"
 	switch name {
-	case "timeout", "drainQuiet", "drainTimeout", "healthGate", "recreate", "rejoin", "request", "dialTimeout", "readTimeout", "writeTimeout", "rolesInterval", "quorumPassInterval":
+	case "timeout", "drainQuiet", "drainTimeout", "healthGate", "recreate", "rejoin", "fullSync", "maxHold", "request", "dialTimeout", "readTimeout", "writeTimeout", "rolesInterval", "quorumPassInterval":
 		value = "0s"
 	}
 	return doc + section + ": {" + name + ": " + value + "}\n"
