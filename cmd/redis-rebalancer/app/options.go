@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/debug"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -313,28 +315,64 @@ func zeroMeans(fs *pflag.FlagSet, names ...string) {
 	}
 }
 
+// nonEmptyFlags are the string flags whose empty value means nothing (a file, an address, a
+// name, an enumeration): given as "" on the command line (-o ”, --snapshot "" from an unset
+// variable) they are refused instead of being taken as left out. Each maps to what to give.
+var nonEmptyFlags = map[string]string{
+	"output":                     "a format (--help lists them)",
+	"snapshot":                   "a FILE (- for standard input), or leave the flag out to read the API server",
+	"redis-nodes":                "a FILE or a directory",
+	"policy":                     "a FILE (- for standard input), or leave the flag out for the defaults",
+	"schedule":                   "a cron expression, or leave the flag out for the policy's schedule",
+	"window-step-estimate":       "bound or p95",
+	"failover-mode":              "default, force or takeover",
+	"shard-source":               "owner, redis, label:KEY or auto",
+	"window-history-configmap":   "a ConfigMap name",
+	"listen-address":             "HOST:PORT",
+	"guard-listen-address":       "HOST:PORT",
+	"guard-cert-dir":             "a directory",
+	"guard-cert-secret":          "a Secret name",
+	"guard-service":              "a Service name",
+	"leader-elect-resource-name": "a Lease name",
+}
+
 // validateFlags rejects a negative value given to any number or duration flag of fs, and 0 given
 // to one whose help does not say what 0 means (zeroMeansAnnotation): no flag of redis-rebalancer
 // takes a negative value (each is a count, a bound, a size, a port, a rate or a timeout), and
 // such a value, or a 0 with no meaning of its own, would otherwise mean "no bound" to one library,
-// the default to another, and an odd answer to a third. Flags left at their defaults are not
-// looked at, nor flags bound to the policy (policyFieldAnnotation): the policy's validation
-// judges those and names the field.
+// the default to another, and an odd answer to a third. It also rejects NaN and infinities given
+// to a float flag, a size (a quantity flag: the logging buffers) that is negative or does not fit
+// in 64 bits (1e30), and "" given to a flag of nonEmptyFlags. Flags left at their defaults are
+// not looked at, nor the numbers of flags bound to the policy (policyFieldAnnotation): the
+// policy's validation judges those and names the field.
 func validateFlags(fs *pflag.FlagSet) error {
 	var errs []error
 	fs.Visit(func(f *pflag.Flag) {
+		v := f.Value.String()
+		if what, ok := nonEmptyFlags[f.Name]; ok && strings.TrimSpace(v) == "" && f.Value.Type() == "string" {
+			errs = append(errs, fmt.Errorf("--%s is empty: give %s", f.Name, what))
+			return
+		}
 		if _, ok := f.Annotations[policyFieldAnnotation]; ok {
 			return
 		}
 		switch f.Value.Type() {
 		case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "duration":
-			v := f.Value.String()
+			if x, err := strconv.ParseFloat(v, 64); err == nil && (math.IsNaN(x) || math.IsInf(x, 0)) {
+				errs = append(errs, fmt.Errorf("--%s must be a number, got %s", f.Name, v))
+				return
+			}
 			if strings.HasPrefix(v, "-") {
 				errs = append(errs, fmt.Errorf("--%s must not be negative, got %s", f.Name, f.Value))
 				return
 			}
 			if _, ok := f.Annotations[zeroMeansAnnotation]; !ok && zeroText(v) {
 				errs = append(errs, fmt.Errorf("--%s must be positive, got %s: 0 has no meaning here (leave the flag out for its default, %s)", f.Name, v, f.DefValue))
+			}
+		case "quantity":
+			q, err := resource.ParseQuantity(v)
+			if n, ok := q.AsInt64(); err != nil || !ok || n < 0 {
+				errs = append(errs, fmt.Errorf("--%s %s: not a size in bytes: a whole number under 8Ei, such as 512, 4Ki or 64Mi", f.Name, v))
 			}
 		}
 	})
