@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -45,6 +48,8 @@ type kubeOptions struct {
 	burst               int
 	// requests counts the requests of the clients restConfig makes (run reports them).
 	requests *observe.RequestCounter
+	// reached is set once connect found the API server answering.
+	reached bool
 }
 
 func newKubeOptions() kubeOptions {
@@ -78,18 +83,44 @@ func (o *kubeOptions) namespace() (string, error) {
 }
 
 // restConfig loads the kubeconfig the usual way (explicit path, $KUBECONFIG, ~/.kube/config),
-// falling back to the in-cluster configuration.
+// falling back to the in-cluster configuration; the clients made from it count their requests
+// (o.requests).
 func (o *kubeOptions) restConfig() (*rest.Config, error) {
-	cfg, err := o.clientConfig().ClientConfig()
+	cfg, err := o.loadConfig()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, err
 	}
-	cfg.QPS, cfg.Burst = o.qps, o.burst
-	cfg.UserAgent = "redis-rebalancer/" + Version
 	if o.requests == nil {
 		o.requests = observe.NewRequestCounter()
 	}
 	o.requests.Wrap(cfg)
+	return cfg, nil
+}
+
+// serviceAccountTokenFile is where a pod's service account token is mounted (client-go's
+// in-cluster configuration reads it there).
+const serviceAccountTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+// loadConfig is restConfig without the request counter. When no configuration is found it says
+// why: in a cluster without the service account token (automountServiceAccountToken: false),
+// or outside one without a kubeconfig (client-go only says "try setting KUBERNETES_MASTER").
+func (o *kubeOptions) loadConfig() (*rest.Config, error) {
+	cfg, err := o.clientConfig().ClientConfig()
+	if err != nil {
+		if !clientcmd.IsEmptyConfig(err) {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+		host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
+		switch {
+		case host != "" && port != "":
+			return nil, fmt.Errorf("kubeconfig: none, and in a cluster (KUBERNETES_SERVICE_HOST is set) there is no service account token at %s: mount it (automountServiceAccountToken: true on the pod or its ServiceAccount), or give --kubeconfig", serviceAccountTokenFile)
+		case host != "" || port != "":
+			return nil, errors.New("kubeconfig: none, and of the in-cluster variables KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT only one is set: give --kubeconfig")
+		}
+		return nil, errors.New("kubeconfig: none found (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not in a cluster: give --kubeconfig FILE")
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.UserAgent = "redis-rebalancer/" + Version
 	return cfg, nil
 }
 
@@ -99,6 +130,50 @@ func (o *kubeOptions) client() (kubernetes.Interface, error) {
 		return nil, err
 	}
 	return kubernetes.NewForConfig(cfg)
+}
+
+// apiProbeTimeout bounds connect's first request: an API server that does not answer /version
+// in this long is named as unreachable instead of being waited for by every later step.
+const apiProbeTimeout = 10 * time.Second
+
+// connect returns a client of the API server after checking, once per kubeOptions and within
+// apiProbeTimeout, that the server answers (GET /version, not counted in o.requests): an
+// unreachable server, or one that refuses the credentials, is named at once with its address
+// instead of surfacing minutes later as a Lease or a cache that cannot sync.
+func (o *kubeOptions) connect(ctx context.Context) (kubernetes.Interface, error) {
+	if !o.reached {
+		cfg, err := o.loadConfig()
+		if err != nil {
+			return nil, err
+		}
+		if err := probeAPIServer(ctx, cfg); err != nil {
+			return nil, err
+		}
+		o.reached = true
+	}
+	return o.client()
+}
+
+// probeAPIServer asks the API server of cfg for its version, within apiProbeTimeout.
+func probeAPIServer(ctx context.Context, cfg *rest.Config) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return fmt.Errorf("API server %s: %w", cfg.Host, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, apiProbeTimeout)
+	defer cancel()
+	_, err = dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("API server %s refuses the credentials (401 Unauthorized): check the kubeconfig's user, or the service account token: %w", cfg.Host, err)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("API server %s did not answer within %s: check the kubeconfig's server address and the network", cfg.Host, apiProbeTimeout)
+	case apierrors.ReasonForError(err) != metav1.StatusReasonUnknown:
+		return fmt.Errorf("API server %s: GET /version: %w", cfg.Host, err)
+	}
+	return fmt.Errorf("API server %s unreachable: %w (check the kubeconfig's server address and the network)", cfg.Host, err)
 }
 
 // snapshotOptions say where the cluster state comes from (the API server, or a file) and Redis's
@@ -196,7 +271,7 @@ func (o *modelOptions) readSnapshot(ctx context.Context, errOut io.Writer, p *po
 	if o.snapshot.redisNodes != "" {
 		return nil, errors.New("--redis-nodes needs --snapshot: live, Redis is read")
 	}
-	client, err := o.kube.client()
+	client, err := o.kube.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +319,7 @@ func (o *modelOptions) build(ctx context.Context, errOut io.Writer, p *policy, s
 		}
 		return m, nil, nil
 	}
-	client, err := o.kube.client()
+	client, err := o.kube.connect(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

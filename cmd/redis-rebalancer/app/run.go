@@ -338,7 +338,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
-	client, err := o.kube.client()
+	client, err := o.kube.connect(ctx)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
