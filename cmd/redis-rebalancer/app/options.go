@@ -194,8 +194,8 @@ func newSnapshotOptions() snapshotOptions {
 
 func (o *snapshotOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.chunkSize, "chunk-size", o.chunkSize, "live: objects per LIST request, as kubectl's --chunk-size (0: each resource in one request)")
-	fs.StringVar(&o.file, "snapshot", o.file, "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,sts,pdb,pvc,pv,csinodes,services -A -o yaml\" (or -o json) prints; - for stdin")
-	fs.StringVar(&o.redisNodes, "redis-nodes", o.redisNodes, "with --snapshot: Redis's view, as `FILE` or a directory of files, each what \"redis-cli cluster nodes\" prints for one Redis cluster, named <namespace>_<cluster>[.ext] (the cluster label's value): roles and, by --shard-source, shards come from it exactly as live")
+	fs.StringVar(&o.file, "snapshot", o.file, "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,sts,pdb,pvc,pv,csinodes,services -A -o yaml\" (or -o json) prints, at most 8 GiB and 64 MiB an object; - for stdin")
+	fs.StringVar(&o.redisNodes, "redis-nodes", o.redisNodes, "with --snapshot: Redis's view, as `FILE` or a directory of files, each what \"redis-cli cluster nodes\" prints for one Redis cluster, named <namespace>_<cluster>[.ext] (the cluster label's value), at most 16 MiB each: roles and, by --shard-source, shards come from it exactly as live")
 	fs.BoolVar(&o.redisRoles, "redis-roles", o.redisRoles, "live: read each pod's Redis role (and, by --shard-source, shard) from Redis (needs network access to the pod IPs)")
 	fs.DurationVar(&o.redisDeadline, "redis-deadline", o.redisDeadline, "live: bound on reading the roles, then the health, of every Redis cluster (all clusters at once); what is not read by then stays unknown (roles) or unhealthy (health) (0: each node's read timeout only)")
 	zeroMeans(fs, "chunk-size", "redis-deadline")

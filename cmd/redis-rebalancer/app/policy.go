@@ -93,7 +93,7 @@ without the comments.`,
 		Short: "Check a RebalancerPolicy file: every unknown field and every invalid value, at once",
 		Long: `validate reads a RebalancerPolicy as every command does (strictly: an unknown field is an error
 naming its path), validates it, and lists every problem at once, each with its field path.
-FILE - reads standard input.
+FILE - reads standard input. A policy file is one YAML document of at most 1 MiB.
 
 Exit status: 0 when the policy is valid, 1 otherwise.`,
 		Example: `  redis-rebalancer policy validate policy.yaml
