@@ -53,12 +53,16 @@ func zeroMeaningful(f *pflag.Flag) bool {
 }
 
 // TestBadInput is the bad-input matrix: every number and duration flag of every command given a
-// negative value and, where 0 means nothing, 0; every enumeration given a word it does not know;
-// every field of v1alpha1.PositiveFields given 0 in a policy file; selections that match no Redis
-// cluster; --redis-nodes files no Redis prints; windows that never stay open; constraints that
-// overflow. Every case must exit 1 with a message that names the culprit (the flag, the field,
-// or what matched nothing), before anything is read from a cluster. And a 0 the help documents is
-// accepted.
+// negative value and, where 0 means nothing, 0 (a float NaN and +Inf too); every enumeration
+// given a word it does not know, or ""; every field of v1alpha1.PositiveFields given 0 in a
+// policy file; selections that match no Redis cluster; --redis-nodes files no Redis prints;
+// windows that never stay open; constraints that overflow; and the hostile inputs of issue 29
+// (hostileInputs). Every case must exit 1 with a message that names the culprit (the flag, the
+// field, the object, the line, or what matched nothing), before anything is read from a cluster.
+// A 0 the help documents, and the legitimate neighbours of the hostile inputs
+// (legitimateNeighbours), are accepted. Its siblings TestBadInputFailFast (API servers and
+// kubeconfigs) and TestBadInputServeStopsOnSIGTERM complete the matrix: -run TestBadInput runs
+// the three, each logging its count.
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {
@@ -337,6 +341,10 @@ func hostileInputs(t *testing.T, dir string, write func(name, content string) st
 		exitCase{name: "serve --guard on the port --listen-address holds → 1, the flag named, before connecting", args: []string{"serve", "--kubeconfig", missing, "--guard", "--guard-cert-dir", certs, "--listen-address", "127.0.0.1:18473", "--guard-listen-address", "127.0.0.1:18473"}, wantCode: ExitError, wantErr: []string{"--guard-listen-address: listen tcp 127.0.0.1:18473", "address already in use"}},
 		exitCase{name: "prepare-drain n1 --snapshot '' → 1, not live", args: []string{"prepare-drain", "n1", "--snapshot", ""}, wantCode: ExitError, wantErr: []string{"--snapshot is empty: give a FILE (- for standard input), or leave the flag out to read the API server"}},
 		exitCase{name: "prepare-drain n1 --snapshot /dev/zero → 1, memory spared", args: []string{"prepare-drain", "n1", "--snapshot", "/dev/zero"}, wantCode: ExitError, wantErr: []string{"a line longer than 64 MiB"}},
+		exitCase{name: "policy default -o '' → 1, empty is no format", args: []string{"policy", "default", "-o", ""}, wantCode: ExitError, wantErr: []string{"--output is empty"}},
+		exitCase{name: "policy validate -o '' → 1, empty is no format", args: []string{"policy", "validate", "-o", "", example}, wantCode: ExitError, wantErr: []string{"--output is empty"}},
+		exitCase{name: "version -o '' → 1, empty is no format", args: []string{"version", "-o", ""}, wantCode: ExitError, wantErr: []string{"--output is empty"}},
+		exitCase{name: "prepare-drain n1 -o '' → 1, empty is no format", args: []string{"prepare-drain", "n1", "--snapshot", example, "-o", ""}, wantCode: ExitError, wantErr: []string{"--output is empty"}},
 		exitCase{name: "policy valdate → 1, the command it may mean named", args: []string{"policy", "valdate", example}, wantCode: ExitError, wantErr: []string{`unknown command "valdate" for "redis-rebalancer policy"; did you mean validate?`}},
 		exitCase{name: "policy bogus → 1, unknown command", args: []string{"policy", "bogus"}, wantCode: ExitError, wantErr: []string{`unknown command "bogus" for "redis-rebalancer policy"`}},
 		exitCase{name: "policy validate /dev/zero → 1, larger than 1 MiB", args: []string{"policy", "validate", "/dev/zero"}, wantCode: ExitError, wantErr: []string{"policy /dev/zero: larger than 1 MiB"}},
