@@ -124,12 +124,13 @@ type Config struct {
 	Leading []func(ctx context.Context)
 }
 
-// ParseSchedule parses a schedule as Config.Schedule describes it.
+// ParseSchedule parses a schedule as Config.Schedule describes it (v1alpha1.ParseSchedule: one
+// that is empty, never fires or fires more than once a second is refused).
 func ParseSchedule(s string) (cron.Schedule, error) {
 	if s == "" {
 		return nil, errors.New("a schedule is required")
 	}
-	sched, err := cron.ParseStandard(s)
+	sched, err := v1alpha1.ParseSchedule(s)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", s, err)
 	}

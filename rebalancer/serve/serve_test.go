@@ -235,6 +235,8 @@ func TestValidate(t *testing.T) {
 		{name: "CRON_TZ and @every → valid", change: func(c *Config) { c.Schedule = "CRON_TZ=Europe/Paris 0 2 * * 1-5" }},
 		{name: "bad cron → error", change: func(c *Config) { c.Schedule = "61 * * * *" }, want: `schedule "61 * * * *": end of range (61) above maximum (59)`},
 		{name: "no schedule → error", change: func(c *Config) { c.Schedule = "" }, want: "a schedule is required"},
+		{name: "@every 0s → error, not silently every second", change: func(c *Config) { c.Schedule = "@every 0s" }, want: `schedule "@every 0s": @every 0s never fires: the duration must be positive`},
+		{name: "February 30 → error, never fires", change: func(c *Config) { c.Schedule = "0 0 30 2 *" }, want: `schedule "0 0 30 2 *": never fires`},
 		{name: "renew deadline ≥ lease duration → error", change: func(c *Config) { c.LeaderElection.RenewDeadline = c.LeaderElection.LeaseDuration },
 			want: "the renew deadline (15s) must be shorter than the lease duration (15s)"},
 		{name: "endpoints lock → error", change: func(c *Config) { c.LeaderElection.ResourceLock = "endpoints" }, want: `resource lock "endpoints"`},

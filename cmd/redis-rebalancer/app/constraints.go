@@ -1,12 +1,14 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -77,7 +79,10 @@ func (o *constraintsOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.in.Relaxed, "relaxed-limits", o.in.Relaxed, `"at most" N/3 and N/2 (maxSkew without the "minus 1"), which avoids the 3-shard deadlock`)
 }
 
-// input completes the generator's input from the flags; --cluster-name is required.
+// input completes the generator's input from the flags; --cluster-name is required. The label
+// keys (--cluster-label, --shard-label, --zone-key) must be qualified names, the label values
+// (--cluster-name, --shard, each of --zones) valid label values, as the API server requires of
+// what the fragment is merged into; every problem is named at once.
 func (o *constraintsOptions) input() (constraints.Input, error) {
 	if o.clusterName == "" {
 		return constraints.Input{}, fmt.Errorf("--cluster-name is required")
@@ -91,7 +96,22 @@ func (o *constraintsOptions) input() (constraints.Input, error) {
 	if o.zones != "" {
 		in.Zones = strings.Split(o.zones, ",")
 	}
-	return in, nil
+	var errs []error
+	for _, k := range []struct{ flag, key string }{{"cluster-label", o.clusterLabel}, {"shard-label", o.shardLabel}, {"zone-key", o.in.ZoneKey}} {
+		for _, msg := range validation.IsQualifiedName(k.key) {
+			errs = append(errs, fmt.Errorf("--%s %q: not a label key: %s", k.flag, k.key, msg))
+		}
+	}
+	values := []struct{ flag, value string }{{"cluster-name", o.clusterName}, {"shard", o.shard}}
+	for _, z := range in.Zones {
+		values = append(values, struct{ flag, value string }{"zones", z})
+	}
+	for _, v := range values {
+		for _, msg := range validation.IsValidLabelValue(v.value) {
+			errs = append(errs, fmt.Errorf("--%s %q: not a label value: %s", v.flag, v.value, msg))
+		}
+	}
+	return in, errors.Join(errs...)
 }
 
 func newConstraintsCommand() *cobra.Command {
@@ -179,11 +199,29 @@ redis-rebalancer's MasterQuorum rule checks the masters and fixes them with fail
 // its zones), headed by comments saying where they go.
 func (o *constraintsOptions) printChartValues(out io.Writer, in constraints.Input) error {
 	chart := lint.Chart(o.layout)
+	if chart != lint.ChartBitnami && chart != lint.ChartOT {
+		return &exitError{ExitError, fmt.Errorf("--layout %q: want bitnami or ot", o.layout)}
+	}
+	// A Helm release is named by a DNS-1123 label, a RedisCluster by a DNS-1123 subdomain.
+	check := validation.IsDNS1123Label
+	if chart == lint.ChartOT {
+		check = validation.IsDNS1123Subdomain
+	}
+	if msgs := check(o.clusterName); len(msgs) > 0 {
+		return &exitError{ExitError, fmt.Errorf("--layout %s: --cluster-name %q: not a name the chart takes: %s", o.layout, o.clusterName, strings.Join(msgs, "; "))}
+	}
+	// The chart's constraints are generated over its N pods, with the shards' own bounds.
+	if _, _, err := constraints.Generate(in); err != nil {
+		return &exitError{ExitError, err}
+	}
 	n := in.Shards * in.PodsPerShard
+	if n > constraints.MaxShards {
+		return &exitError{ExitError, fmt.Errorf("--layout %s: %d shards × %d pods = %d pods: the chart's constraints are written for at most %d pods (lower --shards or --pods-per-shard)", o.layout, in.Shards, in.PodsPerShard, n, constraints.MaxShards)}
+	}
 	values, err := lint.ChartValues(lint.ChartInput{Chart: chart, Selector: lint.SelectorOf(chart, o.clusterName), N: n, Nodes: o.nodes,
 		Zones: in.Zones, ZoneKey: in.ZoneKey, Relaxed: in.Relaxed})
-	if err != nil || (chart != lint.ChartBitnami && chart != lint.ChartOT) {
-		return &exitError{ExitError, fmt.Errorf("--layout %q: want bitnami or ot", o.layout)}
+	if err != nil {
+		return &exitError{ExitError, fmt.Errorf("--layout %s: %w", o.layout, err)}
 	}
 	fmt.Fprintf(out, "# redis-rebalancer constraints: N=%d (%d shards x %d pods), zones [%s], relaxed=%v\n",
 		n, in.Shards, in.PodsPerShard, strings.Join(in.Zones, " "), in.Relaxed)
