@@ -361,8 +361,13 @@ func TestReadyzNeedsLeaseRights(t *testing.T) {
 	})
 	r := startReplica(t, client, "a")
 	waitFor(t, "a serves", 5*time.Second, func() bool { code, _ := r.get(t, "/healthz"); return code == http.StatusOK })
-	code, body := r.get(t, "/readyz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "may not update, create Lease kube-system/redis-rebalancer") {
+	// The first check of the Lease rights may not have run yet when /healthz first answers.
+	var code int
+	var body string
+	if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		code, body = r.get(t, "/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "may not update, create Lease kube-system/redis-rebalancer"), nil
+	}); err != nil {
 		t.Errorf("/readyz without Lease rights: %d %q, want 503 naming update and create", code, body)
 	}
 	if code, _ := r.get(t, "/healthz"); code != http.StatusOK {
