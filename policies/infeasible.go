@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // StaticInfeasibility returns, in words, why no placement of the cluster's N pods that evictions
@@ -258,6 +259,8 @@ func (c *Cluster) spreadInfeasibility(w *Work) []string {
 	}
 	var b *spreadBasis
 	var why []string
+	sc := spreadScratchPool.Get().(*spreadScratch)
+	defer spreadScratchPool.Put(sc)
 	for idx, in := range c.spread {
 		if !c.surelyInEffect(idx) {
 			continue
@@ -265,7 +268,7 @@ func (c *Cluster) spreadInfeasibility(w *Work) []string {
 		if b == nil {
 			b = c.newSpreadBasis(w)
 		}
-		if s := c.spreadCount(in, b, w); s != "" {
+		if s := c.spreadCount(in, b, sc, w); s != "" {
 			why = append(why, s)
 		}
 	}
@@ -296,6 +299,28 @@ type spreadBasis struct {
 	// groups are the members that are not terminating, grouped by the nodes their incoming spec
 	// may be placed on.
 	groups []landingGroup
+}
+
+// spreadScratch holds spreadCount's per-domain counts, reused from one constraint (and one
+// cluster: spreadScratchPool) to the next, so that counting over thousands of domains allocates
+// nothing once warm.
+type spreadScratch struct {
+	pos, doms, mark, lands       []int32
+	fixed, free, capacity, upper []int
+	kinds                        []domainBounds
+}
+
+// spreadScratchPool recycles spreadScratch between the clusters planned.
+var spreadScratchPool = sync.Pool{New: func() any { return new(spreadScratch) }}
+
+// zeroed returns s resized to n elements, all zero, reusing its array when it is large enough.
+func zeroed[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // landingGroup is a set of members whose incoming specs pass the same nodes: the same node-level
@@ -362,14 +387,15 @@ func (c *Cluster) newSpreadBasis(w *Work) *spreadBasis {
 
 // spreadCount judges one constraint instance by counting (spreadInfeasibility); "" when some
 // counts may comply.
-func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, w *Work) string {
+func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, sc *spreadScratch, w *Work) string {
 	// The eligible domains, in order of their first node; pos maps a domain id to its
 	// position (-1: no eligible node).
-	pos := make([]int32, len(in.dom.names))
+	pos := zeroed(sc.pos, len(in.dom.names))
+	sc.pos = pos
 	for d := range pos {
 		pos[d] = -1
 	}
-	doms := make([]int32, 0, min(len(pos), len(in.eligible)))
+	doms := sc.doms[:0]
 	w.visit(len(in.eligible))
 	for n, e := range in.eligible {
 		if d := in.dom.ofNode[n]; e && d >= 0 && pos[d] < 0 {
@@ -377,6 +403,7 @@ func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, w *Work) strin
 			doms = append(doms, d)
 		}
 	}
+	sc.doms = doms
 	if len(doms) == 0 {
 		return ""
 	}
@@ -394,9 +421,10 @@ func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, w *Work) strin
 			}
 		}
 	}
-	fixed := make([]int, len(doms)) // matching pods there whatever the plan
-	free := make([]int, len(doms))  // members that may be there (and elsewhere)
-	capacity := make([]int, len(doms))
+	fixed := zeroed(sc.fixed, len(doms)) // matching pods there whatever the plan
+	free := zeroed(sc.free, len(doms))   // members that may be there (and elsewhere)
+	capacity := zeroed(sc.capacity, len(doms))
+	sc.fixed, sc.free, sc.capacity = fixed, free, capacity
 	for d, k := range in.external {
 		if d >= 0 && int(d) < len(pos) && pos[d] >= 0 {
 			fixed[pos[d]] += k
@@ -404,8 +432,10 @@ func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, w *Work) strin
 	}
 	mustCount, mayCount, pinnedMembers := 0, 0, 0
 	// mark[i] == stamp: domain i is one the current group's members may be placed in.
-	mark := make([]int32, len(doms))
-	lands := make([]int32, 0, len(doms))
+	mark := zeroed(sc.mark, len(doms))
+	sc.mark = mark
+	lands := sc.lands[:0]
+	defer func() { sc.lands = lands[:0] }()
 	for gi, g := range b.groups {
 		stamp := int32(gi + 1)
 		lands = lands[:0]  // the domains the group may land in
@@ -472,8 +502,10 @@ func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, w *Work) strin
 	totalMin, totalMax := ext+mustCount, ext+pinnedMembers+mayCount
 	// upper[i]: the most matching pods domain i can count. Domains with the same least and most
 	// counts are judged together.
-	upper := make([]int, len(doms))
-	kinds := make([]domainBounds, 0, len(doms))
+	upper := zeroed(sc.upper, len(doms))
+	kinds := sc.kinds[:0]
+	sc.upper = upper
+	defer func() { sc.kinds = kinds[:0] }()
 	top := 0
 	for i := range doms {
 		upper[i] = min(fixed[i]+free[i], fixed[i]+capacity[i])

@@ -372,15 +372,17 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 		case p.Infeasible != "" && p.BestEffort != nil && len(p.Moves) == 0:
 			reason := "no plan: " + p.Infeasible + "; best effort: no eviction lowers the violations (" + report.PenaltyText(p.BestEffort.Before) + ")"
 			stop(report.StoppedNoPlan, reason, nil)
-			rep.Partial = &report.PartialRun{Failovers: saferFailovers, Because: p.Infeasible}
+			rep.Partial = &report.PartialRun{Failovers: saferFailovers, Because: p.Infeasible, Held: p.Held}
 			cr.printf("no plan reaches compliance: %s\n  best effort: no eviction lowers the violations (%s)\n", p.Infeasible, report.PenaltyText(p.BestEffort.Before))
+			report.RenderHeld(cr.out, p.Held)
 			return c
 		case p.Infeasible != "" && len(p.Moves) == 0:
 			stop(report.StoppedNoPlan, "no plan: "+p.Infeasible, nil)
-			rep.Partial = &report.PartialRun{Failovers: saferFailovers, Because: p.Infeasible}
+			rep.Partial = &report.PartialRun{Failovers: saferFailovers, Because: p.Infeasible, Held: p.Held}
 			if saferFailovers == 0 {
 				cr.printf("no plan reaches compliance: %s\n", p.Infeasible)
 			}
+			report.RenderHeld(cr.out, p.Held)
 			return c
 		case cr.cfg.DryRun:
 			rep.Plan = &p

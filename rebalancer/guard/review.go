@@ -244,7 +244,7 @@ func (g *Guard) State(ctx context.Context, pod *corev1.Pod) State {
 	s.Cluster = pod.Namespace + "/" + cluster
 	node, _ := g.cfg.Source.Node(pod.Spec.NodeName)
 	s.NodeReady, s.NodeNotReady = NodeReady(node)
-	s.Leaving, _ = NodeLeaving(node, g.cfg.DrainTaints)
+	s.Leaving, _ = policies.NodeLeaving(node, g.cfg.DrainTaints)
 	s.PodReady = observe.PodReady(pod)
 	s.HeldFor, s.Held = g.cfg.Holds.HeldFor(pod.UID)
 	if !s.NodeReady || s.Held && s.MaxHold > 0 && s.HeldFor >= s.MaxHold {
@@ -362,7 +362,7 @@ func (g *Guard) peer(n redisctl.Node, pods []*corev1.Pod) Peer {
 	if !observe.PodReady(pod) {
 		notServing("pod not Ready")
 	}
-	p.Leaving, _ = NodeLeaving(node, g.cfg.DrainTaints)
+	p.Leaving, _ = policies.NodeLeaving(node, g.cfg.DrainTaints)
 	return p
 }
 

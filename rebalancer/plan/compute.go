@@ -28,6 +28,9 @@ type outcome struct {
 	// frozen lists why the cluster's placed pods may not be evicted, when none may
 	// (policies.Cluster.Warnings).
 	frozen []string
+	// mastersOnly: every pod that may be evicted is a master with no member of its shard to
+	// take its slots over (no replica), so no eviction is a step at all.
+	mastersOnly int
 }
 
 // Compute returns the shortest ordered list of evictions after which every hard rule of c
@@ -73,6 +76,7 @@ func Compute(c *policies.Cluster, opts Options) (plan Plan) {
 	if why := c.StaticInfeasibility(&plan.Work); why != "" {
 		plan.Infeasible, plan.LimitedBy = why, LimitStatic
 		plan.After = plan.Before
+		plan.Held = planner().held()
 		if opts.BestEffort {
 			planner().bestEffortPlan(&plan)
 		} else {
@@ -93,6 +97,7 @@ func Compute(c *policies.Cluster, opts Options) (plan Plan) {
 		}
 		plan.Searched = pl.states
 		plan.After = plan.Before
+		plan.Held = pl.held()
 		if opts.BestEffort {
 			pl.bestEffortPlan(&plan)
 		} else {
@@ -169,6 +174,7 @@ func (pl *planner) solve(pending bool) outcome {
 		if out.stuck && len(pl.evictable()) == 0 {
 			out.frozen = pl.c.Warnings
 		}
+		out.mastersOnly = pl.mastersOnly()
 		return out
 	}
 	out.budget = true
@@ -181,6 +187,22 @@ func (pl *planner) solve(pending bool) outcome {
 		}
 	}
 	return out
+}
+
+// mastersOnly returns the number of masters when every member that may be evicted is placed, a
+// master, and without a member of its shard to take its slots over (takeovers); 0 otherwise.
+func (pl *planner) mastersOnly() int {
+	k := 0
+	for j, ok := range pl.movable {
+		if !ok || pl.st.Node(j) < 0 {
+			continue
+		}
+		if !pl.st.IsMaster(j) || len(pl.takeovers(j)) > 0 {
+			return 0
+		}
+		k++
+	}
+	return k
 }
 
 // stuck reports whether no eviction from any start is a step of the current model: each evicted
@@ -221,6 +243,8 @@ func (o outcome) why(pending bool, searched int) (string, string) {
 		}
 		return fmt.Sprintf("no plan found within the %d placements searched (--max-plan-states; %s): %s, longer ones up to %d were not searched",
 			searched, model, ruled, o.maxMoves), LimitMaxStates
+	case o.mastersOnly > 0:
+		return fmt.Sprintf("every pod that may be evicted is a master serving slots with no replica to fail over to (%s, none with a replica): evicting one would fail its slots' writes until it is back, so none is; give each shard a replica (the Bitnami chart's cluster.replicas, redis-cli --cluster-replicas)", policies.Plural(o.mastersOnly, "master")), LimitStatic
 	case o.frozen != nil:
 		more := ""
 		if len(o.frozen) > 1 {

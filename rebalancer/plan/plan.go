@@ -272,6 +272,9 @@ type Plan struct {
 	// plan reaches compliance, CompliantAfter is false, and the moves lead to the placement with
 	// the fewest violations.
 	BestEffort *BestEffort `json:"bestEffort,omitempty"`
+	// Held names, when no plan reaches compliance, the pods that no eviction takes out of the
+	// domain where they break a rule, with the filter's reasons and what would lift them.
+	Held []Held `json:"held,omitempty"`
 	// Partial is set on a plan of failovers only where no plan reaches compliance (and no
 	// best-effort plan was asked for): Infeasible says why the placement stays non-compliant, and
 	// the moves make Redis safer (MasterQuorum) without moving a pod.

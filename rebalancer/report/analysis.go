@@ -83,6 +83,9 @@ type ClusterAnalysis struct {
 	// compliance (Infeasible says why), and the moves lead to the placement with the fewest
 	// violations the search reached.
 	BestEffort *plan.BestEffort `json:"bestEffort,omitempty"`
+	// Held names, when no plan reaches compliance (plan only), the pods no eviction takes out of
+	// the domain where they break a rule, with the filter's reasons and what would lift them.
+	Held []plan.Held `json:"held,omitempty"`
 	// Partial is set on a plan of failovers only (plan only): no plan reaches compliance
 	// (Infeasible says why), and the moves make Redis safer (MasterQuorum) without moving a pod.
 	Partial *plan.Partial `json:"partial,omitempty"`
@@ -147,7 +150,7 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 			ca.Pending, ca.CompliantAfter, ca.Minimal, ca.Infeasible = p.Pending, p.CompliantAfter, p.Minimal, p.Infeasible
 			ca.FailoversMinimal, ca.Evictions, ca.Failovers = p.FailoversMinimal, p.Evictions, p.Failovers
 			ca.LimitedBy, ca.PendingSteps, ca.WithPendingSteps, ca.Searched = p.LimitedBy, p.PendingSteps, p.WithPendingSteps, p.Searched
-			ca.SoftEvictions, ca.SoftFix, ca.BestEffort, ca.Partial = p.SoftEvictions, p.Soft, p.BestEffort, p.Partial
+			ca.SoftEvictions, ca.SoftFix, ca.BestEffort, ca.Partial, ca.Held = p.SoftEvictions, p.Soft, p.BestEffort, p.Partial, p.Held
 			if p.Moves != nil {
 				ca.Moves = p.Moves
 			}

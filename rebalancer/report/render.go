@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -169,6 +170,7 @@ func RenderAnalysis(out io.Writer, m *policies.Model, a *Analysis, withPlans boo
 		switch {
 		case ca.BestEffort != nil:
 			fmt.Fprintf(w, "  no plan reaches compliance: %s\n", ca.Infeasible)
+			RenderHeld(w, ca.Held)
 			if len(ca.Moves) == 0 {
 				fmt.Fprintf(w, "  best effort: no eviction lowers the violations (%s)\n", PenaltyText(ca.BestEffort.Before))
 				break
@@ -178,10 +180,12 @@ func RenderAnalysis(out io.Writer, m *policies.Model, a *Analysis, withPlans boo
 			RenderExposure(w, ca.PendingSteps)
 		case ca.Partial != nil:
 			fmt.Fprintf(w, "  no plan reaches compliance: %s\n", ca.Infeasible)
+			RenderHeld(w, ca.Held)
 			fmt.Fprintf(w, "  partial plan: %s; %s\n", StepsText(ca.Evictions, ca.Failovers), PartialText(*ca.Partial))
 			renderMoves(w, ca.Moves)
 		case ca.Infeasible != "":
 			fmt.Fprintf(w, "  no plan: %s\n", ca.Infeasible)
+			RenderHeld(w, ca.Held)
 		case len(ca.Moves) == 0 && !ca.Compliant:
 			fmt.Fprintf(w, "  no move: the scheduler places the Pending pods by itself; compliant after: %v\n", ca.CompliantAfter)
 		case len(ca.Moves) == 0:
@@ -191,6 +195,37 @@ func RenderAnalysis(out io.Writer, m *policies.Model, a *Analysis, withPlans boo
 			renderMoves(w, ca.Moves)
 			RenderExposure(w, ca.PendingSteps)
 		}
+	}
+}
+
+// RenderHeld writes what holds the pods that no eviction takes out of the domain where they
+// break a rule (plan.Held): one line per pod with the filter's reasons, one with the fixes.
+func RenderHeld(w io.Writer, held []plan.Held) {
+	if len(held) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  what holds the pods (evicted now, each fits no node outside the domain where it breaks a rule):")
+	// Pods held alike are written once, together.
+	type group struct {
+		pods         []string
+		domains, why string
+		fix          []string
+	}
+	var groups []*group
+	for _, h := range held {
+		domains := strings.Join(h.Domains, ", ")
+		i := slices.IndexFunc(groups, func(g *group) bool {
+			return g.domains == domains && g.why == h.Why && slices.Equal(g.fix, h.Fix)
+		})
+		if i < 0 {
+			groups = append(groups, &group{domains: domains, why: h.Why, fix: h.Fix})
+			i = len(groups) - 1
+		}
+		groups[i].pods = append(groups[i].pods, fmt.Sprintf("%s (%s)", h.Pod, h.Node))
+	}
+	for _, g := range groups {
+		fmt.Fprintf(w, "    %s, held in %s: %s\n", strings.Join(g.pods, ", "), g.domains, g.why)
+		fmt.Fprintf(w, "      to lift it: %s\n", strings.Join(g.fix, "; "))
 	}
 }
 

@@ -194,8 +194,11 @@ type PartialRun struct {
 	// broken, disabled, or the roles are unknown).
 	QuorumHolds bool `json:"quorumHolds"`
 	// Because says why the placement stays non-compliant: the planner's reason (plan.Plan's
-	// Infeasible), naming what holds the pods where they are.
+	// Infeasible).
 	Because string `json:"because"`
+	// Held are the pods no eviction takes out of the domain where they break a rule, with the
+	// filter's reasons and what would lift them (plan.Plan's Held).
+	Held []plan.Held `json:"held,omitempty"`
 }
 
 // PartialRunText says what a partial outcome means for a cluster: "Redis made safer (2 failovers

@@ -2,6 +2,7 @@ package app
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -85,7 +86,10 @@ func (o *constraintsOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.in.Relaxed, "relaxed-limits", o.in.Relaxed, `"at most" N/3 and N/2 (maxSkew without the "minus 1"), which avoids the 3-shard deadlock`)
 }
 
-// input completes the generator's input from the flags; --cluster-name is required.
+// input completes the generator's input from the flags; --cluster-name is required. The label
+// keys (--cluster-label, --shard-label, --zone-key) must be qualified names, the label values
+// (--cluster-name, --shard, each of --zones) valid label values, as the API server requires of
+// what the fragment is merged into; every problem is named at once.
 func (o *constraintsOptions) input() (constraints.Input, error) {
 	if o.clusterName == "" {
 		return constraints.Input{}, fmt.Errorf("--cluster-name is required")
@@ -99,7 +103,22 @@ func (o *constraintsOptions) input() (constraints.Input, error) {
 	if o.zones != "" {
 		in.Zones = strings.Split(o.zones, ",")
 	}
-	return in, nil
+	var errs []error
+	for _, k := range []struct{ flag, key string }{{"cluster-label", o.clusterLabel}, {"shard-label", o.shardLabel}, {"zone-key", o.in.ZoneKey}} {
+		for _, msg := range validation.IsQualifiedName(k.key) {
+			errs = append(errs, fmt.Errorf("--%s %q: not a label key: %s", k.flag, k.key, msg))
+		}
+	}
+	values := []struct{ flag, value string }{{"cluster-name", o.clusterName}, {"shard", o.shard}}
+	for _, z := range in.Zones {
+		values = append(values, struct{ flag, value string }{"zones", z})
+	}
+	for _, v := range values {
+		for _, msg := range validation.IsValidLabelValue(v.value) {
+			errs = append(errs, fmt.Errorf("--%s %q: not a label value: %s", v.flag, v.value, msg))
+		}
+	}
+	return in, errors.Join(errs...)
 }
 
 func newConstraintsCommand() *cobra.Command {
@@ -175,6 +194,22 @@ func (o *constraintsOptions) printChartValues(out, errOut io.Writer, in constrai
 	if chart != lint.ChartBitnami && chart != lint.ChartOT {
 		return &exitError{ExitError, fmt.Errorf("--layout %q: want bitnami or ot", o.layout)}
 	}
+	// A Helm release is named by a DNS-1123 label, a RedisCluster by a DNS-1123 subdomain.
+	check := validation.IsDNS1123Label
+	if chart == lint.ChartOT {
+		check = validation.IsDNS1123Subdomain
+	}
+	if msgs := check(o.clusterName); len(msgs) > 0 {
+		return &exitError{ExitError, fmt.Errorf("--layout %s: --cluster-name %q: not a name the chart takes: %s", o.layout, o.clusterName, strings.Join(msgs, "; "))}
+	}
+	// The chart's constraints are generated over its N pods, with the shards' own bounds.
+	if _, _, err := constraints.Generate(in); err != nil {
+		return &exitError{ExitError, err}
+	}
+	n := in.Shards * in.PodsPerShard
+	if n > constraints.MaxShards {
+		return &exitError{ExitError, fmt.Errorf("--layout %s: %d shards × %d pods = %d pods: the chart's constraints are written for at most %d pods (lower --shards or --pods-per-shard)", o.layout, in.Shards, in.PodsPerShard, n, constraints.MaxShards)}
+	}
 	path, err := lint.ParseValuesPath(o.valuesPath)
 	if err != nil {
 		return &exitError{ExitError, fmt.Errorf("--values-path: %w", err)}
@@ -192,11 +227,10 @@ func (o *constraintsOptions) printChartValues(out, errOut io.Writer, in constrai
 		}
 		sel[lint.BitnamiNameLabel] = name
 	}
-	n := in.Shards * in.PodsPerShard
 	values, err := lint.ChartValueTree(lint.ChartInput{Chart: chart, Selector: sel, N: n, Nodes: o.nodes,
 		Zones: in.Zones, ZoneKey: in.ZoneKey, Relaxed: in.Relaxed, ValuesPath: path})
 	if err != nil {
-		return &exitError{ExitError, err}
+		return &exitError{ExitError, fmt.Errorf("--layout %s: %w", o.layout, err)}
 	}
 	var notes []string
 	switch chart {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/klog/v2"
@@ -131,8 +132,21 @@ func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 }
 
 // validateLease checks the Lease's flags before anything is read (the namespace, which may come
-// from the kubeconfig later, aside).
+// from the kubeconfig later, aside): the Lease's name is a DNS-1123 subdomain and its namespace a
+// DNS-1123 label, as the API server requires, and the timings hold together.
 func validateLease(le componentbaseconfig.LeaderElectionConfiguration) error {
+	var errs []error
+	for _, msg := range validation.IsDNS1123Subdomain(le.ResourceName) {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-name %q: not a Lease name: %s", le.ResourceName, msg))
+	}
+	if le.ResourceNamespace != "" {
+		for _, msg := range validation.IsDNS1123Label(le.ResourceNamespace) {
+			errs = append(errs, fmt.Errorf("--leader-elect-resource-namespace %q: not a namespace: %s", le.ResourceNamespace, msg))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
 	if le.ResourceNamespace == "" {
 		le.ResourceNamespace = "namespace-filled-in-later"
 	}
@@ -328,7 +342,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
-	client, err := o.kube.client()
+	client, err := o.kube.connect(ctx)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
