@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/policies/lint"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
@@ -126,18 +127,7 @@ func constraintsPassLint(t *testing.T, shards, replicas, zones, nodes int, umbre
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := observe.EncodeSnapshot(&buf, snap); err != nil {
-		t.Fatal(err)
-	}
-	snapFile := filepath.Join(dir, "snapshot.yaml")
-	nodesFile := filepath.Join(dir, observe.RedisNodesFile("redis", release)+".txt")
-	if err := os.WriteFile(snapFile, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(nodesFile, []byte(sc.ClusterNodes()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	snapFile, nodesFile := writeOffline(t, dir, sc, snap)
 	lintArgs := []string{"lint", "--snapshot", snapFile, "--redis-nodes", nodesFile, "--layout", "bitnami", "-o", "json"}
 	if umbrella {
 		lintArgs = append(lintArgs, "--values-path", key)
@@ -169,4 +159,23 @@ func constraintsPassLint(t *testing.T, shards, replicas, zones, nodes int, umbre
 	if code != wantCode || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("lint on the values constraints printed: exit %d, findings %v; want exit %d, findings %v", code, got, wantCode, want)
 	}
+}
+
+// writeOffline writes snap (sc's snapshot, maybe changed) and sc's CLUSTER NODES into dir, as
+// --snapshot and --redis-nodes take them, and returns their paths.
+func writeOffline(t *testing.T, dir string, sc scenario.Scenario, snap *policies.Snapshot) (snapFile, nodesFile string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := observe.EncodeSnapshot(&buf, snap); err != nil {
+		t.Fatal(err)
+	}
+	snapFile = filepath.Join(dir, "snapshot.yaml")
+	nodesFile = filepath.Join(dir, observe.RedisNodesFile(snap.Pods[0].Namespace, snap.Pods[0].Labels[sc.ClusterLabel()])+".txt")
+	if err := os.WriteFile(snapFile, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nodesFile, []byte(sc.ClusterNodes()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return snapFile, nodesFile
 }

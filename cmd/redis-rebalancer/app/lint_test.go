@@ -1,14 +1,10 @@
 package app
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
@@ -86,18 +82,7 @@ func TestLintCommandBitnamiAlias(t *testing.T) {
 	for _, p := range snap.Pods {
 		p.Spec.TopologySpreadConstraints = nil
 	}
-	dir := t.TempDir()
-	var buf bytes.Buffer
-	if err := observe.EncodeSnapshot(&buf, snap); err != nil {
-		t.Fatal(err)
-	}
-	snapFile, nodesFile := filepath.Join(dir, "snap.yaml"), filepath.Join(dir, observe.RedisNodesFile("bitnami", "web")+".txt")
-	if err := os.WriteFile(snapFile, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(nodesFile, []byte(sc.ClusterNodes()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	snapFile, nodesFile := writeOffline(t, t.TempDir(), sc, snap)
 	base := []string{"lint", "--snapshot", snapFile, "--redis-nodes", nodesFile, "--layout", "bitnami"}
 	runExitCases(t, []exitCase{
 		{name: "--layout bitnami alone → 1: the pods of the chart under its alias, and the selector that selects them", args: base, wantCode: ExitError,
