@@ -62,7 +62,8 @@ type Options struct {
 	// pass the flag.
 	DryRun bool
 	// Kubeconfig is the descheduler's --kubeconfig: the Lease's namespace defaults to its
-	// context's when the descheduler does not run in a pod.
+	// context's when the descheduler does not run in a pod, and a dry run reads the cluster
+	// through it.
 	Kubeconfig string
 }
 
@@ -71,8 +72,12 @@ type RedisClusterBalance struct {
 	handle frameworktypes.Handle
 	args   *RedisClusterBalanceArgs
 	redis  *redisctl.Client
-	// dryRun: plan and log only.
+	// dryRun: plan and log only. reader is the client a cycle reads the cluster through: the
+	// handle's, or in a dry run one of the kubeconfig's own (the sandbox the descheduler hands
+	// its plugins then mirrors no StatefulSet, so a plan made from it would differ from the real
+	// one); the executor's dry run makes no write through it.
 	dryRun bool
+	reader kubernetes.Interface
 	// lease is the Lease the plugin holds while it acts (nil: disabled, or a dry run).
 	lease *lease.Config
 }
@@ -91,8 +96,9 @@ func Register(registry pluginregistry.Registry, opts Options) {
 
 // New builds the plugin from its args (a *RedisClusterBalanceArgs, defaulted and validated by
 // the descheduler), the profile's handle and the command line's opts. A dry run (opts.DryRun, or
-// the handle's clientset a dry run's sandbox) takes no Lease; otherwise the Lease's namespace
-// defaults to the descheduler's own in a pod, else to its kubeconfig context's. It fails on args
+// the handle's clientset a dry run's sandbox) takes no Lease and reads the cluster through a
+// client of the kubeconfig's own (the sandbox when there is none); otherwise the Lease's
+// namespace defaults to the descheduler's own in a pod, else to its kubeconfig context's. It fails on args
 // of another type, a Redis client it cannot create, or a Lease namespace it cannot tell.
 func New(_ context.Context, args runtime.Object, handle frameworktypes.Handle, opts Options) (frameworktypes.Plugin, error) {
 	a, ok := args.(*RedisClusterBalanceArgs)
@@ -103,7 +109,13 @@ func New(_ context.Context, args runtime.Object, handle frameworktypes.Handle, o
 	if err != nil {
 		return nil, err
 	}
-	p := &RedisClusterBalance{handle: handle, args: a, redis: rc, dryRun: opts.DryRun || sandboxed(handle.ClientSet())}
+	p := &RedisClusterBalance{handle: handle, args: a, redis: rc, dryRun: opts.DryRun || sandboxed(handle.ClientSet()), reader: handle.ClientSet()}
+	if p.dryRun {
+		if p.reader, err = clusterReader(opts.Kubeconfig); err != nil {
+			klog.InfoS("Dry run: the cluster is read from the descheduler's sandbox, which mirrors no StatefulSet: the plan may differ from a real cycle's", "plugin", PluginName, "err", err)
+			p.reader = handle.ClientSet()
+		}
+	}
 	if l := a.Lease; !p.dryRun && (l == nil || !l.Disabled) {
 		if l == nil {
 			l = &LeaseArgs{Name: lease.DefaultName}
@@ -124,6 +136,18 @@ func newRedis(a *RedisClusterBalanceArgs) (*redisctl.Client, error) {
 		return nil, fmt.Errorf("%s: redis client: %w", PluginName, err)
 	}
 	return rc, nil
+}
+
+// clusterReader returns a client of the cluster kubeconfig names (the default loading rules:
+// $KUBECONFIG, ~/.kube/config, in a pod its ServiceAccount), which a dry run reads through.
+func clusterReader(kubeconfig string) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return kubernetes.NewForConfig(cfg)
 }
 
 // sandboxed reports whether client is what the descheduler (v0.36) hands its plugins under
@@ -183,7 +207,7 @@ func (p *RedisClusterBalance) Balance(ctx context.Context, _ []*corev1.Node) *fr
 	}
 	ev := p.handle.Evictor()
 	ex, err := execute.New(execute.Config{
-		Client:          p.handle.ClientSet(),
+		Client:          p.reader,
 		Redis:           p.redis,
 		Selection:       sel,
 		Policy:          policies.Options{ClusterLabel: p.args.ClusterLabel},
