@@ -98,8 +98,9 @@ func Register(registry pluginregistry.Registry, opts Options) {
 // the descheduler), the profile's handle and the command line's opts. A dry run (opts.DryRun, or
 // the handle's clientset a dry run's sandbox) takes no Lease and reads the cluster through a
 // client of the kubeconfig's own (the sandbox when there is none); otherwise the Lease's
-// namespace defaults to the descheduler's own in a pod, else to its kubeconfig context's. It fails on args
-// of another type, a Redis client it cannot create, or a Lease namespace it cannot tell.
+// namespace defaults to the descheduler's own in a pod, else to its kubeconfig context's. It
+// fails on args of another type, a Redis client it cannot create, or a Lease namespace it cannot
+// tell.
 func New(_ context.Context, args runtime.Object, handle frameworktypes.Handle, opts Options) (frameworktypes.Plugin, error) {
 	a, ok := args.(*RedisClusterBalanceArgs)
 	if !ok {
@@ -138,12 +139,18 @@ func newRedis(a *RedisClusterBalanceArgs) (*redisctl.Client, error) {
 	return rc, nil
 }
 
-// clusterReader returns a client of the cluster kubeconfig names (the default loading rules:
-// $KUBECONFIG, ~/.kube/config, in a pod its ServiceAccount), which a dry run reads through.
-func clusterReader(kubeconfig string) (kubernetes.Interface, error) {
+// clientConfig loads kubeconfig the descheduler's way (an explicit path, else $KUBECONFIG,
+// ~/.kube/config, in a pod its ServiceAccount), as run's kubeconfig is loaded.
+func clientConfig(kubeconfig string) clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+}
+
+// clusterReader returns a client of the cluster kubeconfig names (clientConfig), which a dry
+// run reads through.
+func clusterReader(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := clientConfig(kubeconfig).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
@@ -167,10 +174,8 @@ func sandboxed(client kubernetes.Interface) bool {
 func leaseConfig(client kubernetes.Interface, l *LeaseArgs, kubeconfig string) (lease.Config, error) {
 	ns := l.Namespace
 	if ns == "" {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = kubeconfig
 		var err error
-		if ns, _, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace(); err != nil {
+		if ns, _, err = clientConfig(kubeconfig).Namespace(); err != nil {
 			return lease.Config{}, fmt.Errorf("lease.namespace: not set, and the kubeconfig does not say (%w): name the namespace of redis-rebalancer's Lease (serve's)", err)
 		}
 	}
