@@ -62,7 +62,8 @@ type Options struct {
 	// pass the flag.
 	DryRun bool
 	// Kubeconfig is the descheduler's --kubeconfig: the Lease's namespace defaults to its
-	// context's when the descheduler does not run in a pod.
+	// context's when the descheduler does not run in a pod, and a dry run reads the cluster
+	// through it.
 	Kubeconfig string
 }
 
@@ -71,8 +72,12 @@ type RedisClusterBalance struct {
 	handle frameworktypes.Handle
 	args   *RedisClusterBalanceArgs
 	redis  *redisctl.Client
-	// dryRun: plan and log only.
+	// dryRun: plan and log only. reader is the client a cycle reads the cluster through: the
+	// handle's, or in a dry run one of the kubeconfig's own (the sandbox the descheduler hands
+	// its plugins then mirrors no StatefulSet, so a plan made from it would differ from the real
+	// one); the executor's dry run makes no write through it.
 	dryRun bool
+	reader kubernetes.Interface
 	// lease is the Lease the plugin holds while it acts (nil: disabled, or a dry run).
 	lease *lease.Config
 }
@@ -91,9 +96,11 @@ func Register(registry pluginregistry.Registry, opts Options) {
 
 // New builds the plugin from its args (a *RedisClusterBalanceArgs, defaulted and validated by
 // the descheduler), the profile's handle and the command line's opts. A dry run (opts.DryRun, or
-// the handle's clientset a dry run's sandbox) takes no Lease; otherwise the Lease's namespace
-// defaults to the descheduler's own in a pod, else to its kubeconfig context's. It fails on args
-// of another type, a Redis client it cannot create, or a Lease namespace it cannot tell.
+// the handle's clientset a dry run's sandbox) takes no Lease and reads the cluster through a
+// client of the kubeconfig's own (the sandbox when there is none); otherwise the Lease's
+// namespace defaults to the descheduler's own in a pod, else to its kubeconfig context's. It
+// fails on args of another type, a Redis client it cannot create, or a Lease namespace it cannot
+// tell.
 func New(_ context.Context, args runtime.Object, handle frameworktypes.Handle, opts Options) (frameworktypes.Plugin, error) {
 	a, ok := args.(*RedisClusterBalanceArgs)
 	if !ok {
@@ -103,7 +110,13 @@ func New(_ context.Context, args runtime.Object, handle frameworktypes.Handle, o
 	if err != nil {
 		return nil, err
 	}
-	p := &RedisClusterBalance{handle: handle, args: a, redis: rc, dryRun: opts.DryRun || sandboxed(handle.ClientSet())}
+	p := &RedisClusterBalance{handle: handle, args: a, redis: rc, dryRun: opts.DryRun || sandboxed(handle.ClientSet()), reader: handle.ClientSet()}
+	if p.dryRun {
+		if p.reader, err = clusterReader(opts.Kubeconfig); err != nil {
+			klog.InfoS("Dry run: the cluster is read from the descheduler's sandbox, which mirrors no StatefulSet: the plan may differ from a real cycle's", "plugin", PluginName, "err", err)
+			p.reader = handle.ClientSet()
+		}
+	}
 	if l := a.Lease; !p.dryRun && (l == nil || !l.Disabled) {
 		if l == nil {
 			l = &LeaseArgs{Name: lease.DefaultName}
@@ -126,6 +139,24 @@ func newRedis(a *RedisClusterBalanceArgs) (*redisctl.Client, error) {
 	return rc, nil
 }
 
+// clientConfig loads kubeconfig the descheduler's way (an explicit path, else $KUBECONFIG,
+// ~/.kube/config, in a pod its ServiceAccount), as run's kubeconfig is loaded.
+func clientConfig(kubeconfig string) clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+}
+
+// clusterReader returns a client of the cluster kubeconfig names (clientConfig), which a dry
+// run reads through.
+func clusterReader(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := clientConfig(kubeconfig).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
 // sandboxed reports whether client is what the descheduler (v0.36) hands its plugins under
 // --dry-run: a client-go fake clientset that mirrors the cluster's pods, nodes, namespaces,
 // PriorityClasses, PodDisruptionBudgets and PersistentVolumeClaims, in which an eviction deletes
@@ -143,10 +174,8 @@ func sandboxed(client kubernetes.Interface) bool {
 func leaseConfig(client kubernetes.Interface, l *LeaseArgs, kubeconfig string) (lease.Config, error) {
 	ns := l.Namespace
 	if ns == "" {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = kubeconfig
 		var err error
-		if ns, _, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace(); err != nil {
+		if ns, _, err = clientConfig(kubeconfig).Namespace(); err != nil {
 			return lease.Config{}, fmt.Errorf("lease.namespace: not set, and the kubeconfig does not say (%w): name the namespace of redis-rebalancer's Lease (serve's)", err)
 		}
 	}
@@ -183,7 +212,7 @@ func (p *RedisClusterBalance) Balance(ctx context.Context, _ []*corev1.Node) *fr
 	}
 	ev := p.handle.Evictor()
 	ex, err := execute.New(execute.Config{
-		Client:          p.handle.ClientSet(),
+		Client:          p.reader,
 		Redis:           p.redis,
 		Selection:       sel,
 		Policy:          policies.Options{ClusterLabel: p.args.ClusterLabel},

@@ -33,8 +33,9 @@ func defaulted(a *RedisClusterBalanceArgs) *RedisClusterBalanceArgs {
 
 // TestNewDryRunAndLease covers what New makes of the command line and the handle: a dry run
 // (--dry-run passed by main, or the sandbox clientset the descheduler hands its plugins under
-// --dry-run) takes no Lease; otherwise the Lease is the one the args name, in the namespace
-// they name, else the kubeconfig context's; disabled, none.
+// --dry-run) takes no Lease and reads the cluster through the kubeconfig (the sandbox mirrors no
+// StatefulSet), or the sandbox when none loads; otherwise the Lease is the one the args name, in
+// the namespace they name, else the kubeconfig context's; disabled, none.
 func TestNewDryRunAndLease(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
@@ -56,12 +57,16 @@ current-context: c
 		lease     *LeaseArgs
 		wantDry   bool
 		wantLease string // "namespace/name", "" for none
+		// wantReader: the cycle reads the cluster through the handle's client, or one of the
+		// kubeconfig's.
+		wantReader string
 	}{
-		{name: "--dry-run → dry run, no Lease", client: real, opts: Options{DryRun: true, Kubeconfig: kubeconfig}, wantDry: true},
-		{name: "the dry run's sandbox clientset, --dry-run not passed → dry run, no Lease", client: fake.NewClientset(), opts: Options{Kubeconfig: kubeconfig}, wantDry: true},
-		{name: "a real clientset, no Lease namespace → the kubeconfig context's", client: real, opts: Options{Kubeconfig: kubeconfig}, wantLease: "from-kubeconfig/redis-rebalancer"},
-		{name: "a real clientset, the Lease named → that one", client: real, opts: Options{Kubeconfig: kubeconfig}, lease: &LeaseArgs{Namespace: "ops", Name: "rr"}, wantLease: "ops/rr"},
-		{name: "the Lease disabled → acts without one", client: real, opts: Options{Kubeconfig: kubeconfig}, lease: &LeaseArgs{Disabled: true}},
+		{name: "--dry-run → dry run, no Lease, the cluster read through the kubeconfig", client: fake.NewClientset(), opts: Options{DryRun: true, Kubeconfig: kubeconfig}, wantDry: true, wantReader: "kubeconfig"},
+		{name: "the dry run's sandbox clientset, --dry-run not passed → dry run, no Lease", client: fake.NewClientset(), opts: Options{Kubeconfig: kubeconfig}, wantDry: true, wantReader: "kubeconfig"},
+		{name: "a dry run without a kubeconfig that loads → the sandbox read", client: fake.NewClientset(), opts: Options{DryRun: true, Kubeconfig: kubeconfig + ".missing"}, wantDry: true, wantReader: "handle"},
+		{name: "a real clientset, no Lease namespace → the kubeconfig context's", client: real, opts: Options{Kubeconfig: kubeconfig}, wantLease: "from-kubeconfig/redis-rebalancer", wantReader: "handle"},
+		{name: "a real clientset, the Lease named → that one", client: real, opts: Options{Kubeconfig: kubeconfig}, lease: &LeaseArgs{Namespace: "ops", Name: "rr"}, wantLease: "ops/rr", wantReader: "handle"},
+		{name: "the Lease disabled → acts without one", client: real, opts: Options{Kubeconfig: kubeconfig}, lease: &LeaseArgs{Disabled: true}, wantReader: "handle"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := defaulted(&RedisClusterBalanceArgs{Lease: tc.lease})
@@ -79,6 +84,13 @@ current-context: c
 			}
 			if p.dryRun != tc.wantDry || got != tc.wantLease {
 				t.Errorf("dry run %v, Lease %q; want %v, %q", p.dryRun, got, tc.wantDry, tc.wantLease)
+			}
+			reader := "kubeconfig"
+			if p.reader == tc.client {
+				reader = "handle"
+			}
+			if reader != tc.wantReader {
+				t.Errorf("the cluster read through the %s's client, want the %s's", reader, tc.wantReader)
 			}
 		})
 	}
@@ -167,7 +179,7 @@ func TestBalanceHoldsTheLease(t *testing.T) {
 				return false, nil, nil
 			})
 			args := defaulted(&RedisClusterBalanceArgs{AllowEmpty: true, Lease: &LeaseArgs{Namespace: "ops"}})
-			p := &RedisClusterBalance{handle: &frameworkfake.HandleImpl{ClientsetImpl: client}, args: args, dryRun: tc.dryRun}
+			p := &RedisClusterBalance{handle: &frameworkfake.HandleImpl{ClientsetImpl: client}, args: args, dryRun: tc.dryRun, reader: client}
 			if !tc.dryRun {
 				p.lease = &lease.Config{Client: client, LeaderElection: leaderElection(args.Lease, "ops"), Identity: "plugin"}
 				// Short timings: the first attempt ends within a retry period.
