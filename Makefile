@@ -9,17 +9,20 @@ ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
 KUSTOMIZE_VERSION ?= v5.8.1
 HELM_VERSION ?= v3.22.0
+# promtool (deploy/monitoring's rules): Prometheus 3.16.0, module version v0.316.0.
+PROMTOOL_VERSION ?= v0.316.0
 # The stock descheduler make compare runs: the version hack/compare/descheduler/go.mod requires
 # (read from it, so that a bump there builds a new cached binary).
 DESCHEDULER_VERSION := $(shell awk '$$1=="sigs.k8s.io/descheduler" {print $$2}' hack/compare/descheduler/go.mod)
 TOOLS_CACHE  ?= $(HOME)/.cache/redis-rebalancer
-export K8S_VERSION ETCD_VERSION KWOK_VERSION KUSTOMIZE_VERSION HELM_VERSION
+export K8S_VERSION ETCD_VERSION KWOK_VERSION KUSTOMIZE_VERSION HELM_VERSION PROMTOOL_VERSION
 export REBALANCER_TOOLS_CACHE := $(TOOLS_CACHE)
 export K8S_BIN_DIR  := $(TOOLS_CACHE)/k8s-$(K8S_VERSION)
 export ETCD_BIN_DIR := $(TOOLS_CACHE)/etcd-$(ETCD_VERSION)
 export KWOK_BIN_DIR := $(TOOLS_CACHE)/kwok-$(KWOK_VERSION)
 export KUSTOMIZE_BIN_DIR := $(TOOLS_CACHE)/kustomize-$(KUSTOMIZE_VERSION)
 export HELM_BIN_DIR := $(TOOLS_CACHE)/helm-$(HELM_VERSION)
+export PROMTOOL_BIN_DIR := $(TOOLS_CACHE)/promtool-$(PROMTOOL_VERSION)
 
 # The version: git describe's, a release tag (v0.1.0) on a release commit.
 VERSION  ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null || echo dev)
@@ -82,10 +85,10 @@ deps: ## install Debian's redis-server and redis-tools when missing
 	fi
 	@redis-server --version
 
-tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok for the local cluster, kustomize and helm for deploy/
+tools: deps ## build (once, cached) etcd, the Kubernetes control plane and kwok for the local cluster, kustomize, helm and promtool for deploy/
 	./hack/build-tools.sh all
 
-generate: ## regenerate api/v1alpha1's deepcopy, the commented default policy, docs/policy.md, docs/cli.md, docs/rules.md, docs/architecture.md's folder table, README.md's rule table and the command outputs shown in README.md and docs/ (a test fails when they are stale)
+generate: ## regenerate api/v1alpha1's deepcopy, the commented default policy, docs/policy.md, the Helm chart's policy schema (values.schema.json), docs/cli.md, docs/rules.md, docs/architecture.md's folder table, README.md's rule table and the command outputs shown in README.md and docs/ (a test fails when they are stale)
 	$(GO) generate ./api/v1alpha1
 
 vet: ## gofmt, go vet (the module and hack/descheduler-plugin's), and no tracked file over 1 MiB

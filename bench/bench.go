@@ -5,6 +5,10 @@
 // through a client-go fake clientset. The benchmarks are in bench_test.go; this file holds what
 // they run, so that a quick test can run it all on a tiny snapshot.
 //
+// redis-rebalancer's benchmarks take the snapshot as the commands hold what they read: trimmed
+// (observe.Trim, as ReadSnapshot, DecodeSnapshot and serve's cache keep objects), the whole
+// objects dropped; the descheduler's benchmark takes whole objects, as it lists them.
+//
 // Every benchmark iteration is one full pass over the snapshot (generated once, outside the
 // timers), so -benchtime 1x or 3x is enough:
 //

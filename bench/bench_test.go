@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/test/synth"
 )
 
-// generated is the generated snapshot, shared by the benchmarks of one run.
+// generated is the benchmarks' input, shared by the benchmarks of one run: the generated snapshot
+// trimmed as redis-rebalancer holds what it reads (observe.Trim: what ReadSnapshot and
+// DecodeSnapshot keep, serve's cache too), the whole objects dropped once trimmed.
 var generated struct {
 	once    sync.Once
 	cfg     synth.Config
@@ -24,8 +27,8 @@ var generated struct {
 	err     error
 }
 
-// snapshot generates (once, outside every timer) the snapshot ConfigFromEnv describes.
-func snapshot(b *testing.B) *policies.Snapshot {
+// configure reads the generator's configuration and the heap limit (once).
+func configure(b *testing.B) synth.Config {
 	b.Helper()
 	f := &generated
 	f.once.Do(func() {
@@ -33,16 +36,36 @@ func snapshot(b *testing.B) *policies.Snapshot {
 		if f.err != nil {
 			return
 		}
-		if f.maxHeap, f.err = MaxHeapFromEnv(); f.err != nil {
-			return
-		}
-		start := time.Now()
-		f.snap, f.stats = synth.GenerateWithStats(f.cfg)
-		f.gen = time.Since(start)
-		fmt.Fprintf(os.Stderr, "bench: snapshot (seed %d, generated in %v): %v\n", f.cfg.Seed, f.gen.Round(time.Millisecond), f.stats)
+		f.maxHeap, f.err = MaxHeapFromEnv()
 	})
 	if f.err != nil {
 		b.Fatal(f.err)
+	}
+	return f.cfg
+}
+
+// whole generates (outside every timer) the snapshot ConfigFromEnv describes, with whole
+// objects, as the API server would list them: the descheduler's input. Each call generates it
+// anew, so that it is not kept alive beside the trimmed one.
+func whole(b *testing.B) *policies.Snapshot {
+	b.Helper()
+	cfg := configure(b)
+	start := time.Now()
+	snap, st := synth.GenerateWithStats(cfg)
+	fmt.Fprintf(os.Stderr, "bench: snapshot (seed %d, generated in %v): %v\n", cfg.Seed, time.Since(start).Round(time.Millisecond), st)
+	return snap
+}
+
+// snapshot returns (generating it once, outside every timer) the snapshot ConfigFromEnv
+// describes, trimmed as the commands hold it: redis-rebalancer's input.
+func snapshot(b *testing.B) *policies.Snapshot {
+	b.Helper()
+	f := &generated
+	if f.snap == nil {
+		snap := whole(b)
+		start := time.Now()
+		f.snap = observe.Trim(snap)
+		fmt.Fprintf(os.Stderr, "bench: snapshot trimmed in %v, as redis-rebalancer holds it\n", time.Since(start).Round(time.Millisecond))
 	}
 	return f.snap
 }
@@ -115,7 +138,7 @@ func logSlowPlan(c *policies.Cluster, p plan.Plan, took time.Duration) {
 // the same objects. Loading the fake clientset and syncing the informers happens once, outside
 // the timer (reported as s-setup); one iteration is one Balance.
 func BenchmarkDeschedulerTopologySpread(b *testing.B) {
-	snap := snapshot(b)
+	snap := whole(b)
 	base, _ := LiveHeap()
 	d, err := NewDescheduler(snap)
 	if err != nil {

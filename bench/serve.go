@@ -2,11 +2,15 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -25,6 +29,10 @@ type Watched struct {
 	// its informers' sync (their LISTs and the trimming of every object).
 	Load, Sync time.Duration
 
+	// Memo is serve's planner memo (execute.Compliance's): the plans kept between passes.
+	Memo plan.Memo
+
+	client *fake.Clientset
 	lists  atomic.Int64
 	cancel context.CancelFunc
 }
@@ -39,6 +47,7 @@ func StartWatched(snap *policies.Snapshot) (*Watched, error) {
 		objs = append(objs, o)
 	}
 	client := fake.NewSimpleClientset(objs...)
+	w.client = client
 	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, k8sruntime.Object, error) {
 		w.lists.Add(1)
 		return false, nil, nil
@@ -55,6 +64,33 @@ func StartWatched(snap *policies.Snapshot) (*Watched, error) {
 	}
 	w.Sync = time.Since(start)
 	return w, nil
+}
+
+// Touch changes one pod of Redis cluster key as an update through the API would (a label the
+// rules do not read), and waits until the cache has seen it: the cluster's namespace then gets a
+// new model, and its clusters new plans, on the next pass.
+func (w *Watched) Touch(ctx context.Context, key string) error {
+	ns, name, _ := strings.Cut(key, "/")
+	pods := w.Cache.ClusterPods(ns, name)
+	if len(pods) == 0 {
+		return fmt.Errorf("touch %s: no pod", key)
+	}
+	p, err := w.client.CoreV1().Pods(ns).Get(ctx, pods[0].Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("touch %s: %w", key, err)
+	}
+	gen := w.Cache.Generation()
+	p = p.DeepCopy()
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels["bench.redis-rebalancer/touched"] = strconv.FormatUint(gen, 10)
+	if _, err := w.client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("touch %s: %w", key, err)
+	}
+	return wait.PollUntilContextTimeout(ctx, time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return w.Cache.Generation() != gen, nil
+	})
 }
 
 // Lists returns the LIST requests the cache's client has made so far.
@@ -77,15 +113,21 @@ type PassFigures struct {
 	Evaluate, Plans time.Duration
 	// Moves and Failovers sum the plans' steps.
 	Moves, Failovers int
+	// Planned and Reused count the non-compliant clusters planned in the pass and those whose
+	// plan the memo kept (Watched.Memo).
+	Planned, Reused int
 	// Lists is the number of LIST requests the pass made.
 	Lists int64
+	// Todo are the keys of the non-compliant clusters.
+	Todo []string
 }
 
 // ServePass is what one serve pass computes before it acts, read from the watched cache as the
 // executor reads it (observe.ClusterObserver): the selected Redis clusters' keys, each cluster from
 // its namespace's model the cache keeps (Cache.Model: built on the first pass after start-up,
 // then reused while nothing it was built from changes), every cluster's verdict, and a plan for
-// each non-compliant one. The roles are the role label's (no Redis: the executor would also read
+// each non-compliant one, through serve's planner memo (a cluster whose model and roles did not
+// change keeps its plan), as execute.Compliance plans with it. The roles are the role label's (no Redis: the executor would also read
 // each cluster's roles from Redis, and its health). seen carries the models of the previous pass,
 // to count the models built.
 func ServePass(w *Watched, opts policies.Options, popts plan.Options, seen map[string]*policies.Model) (PassFigures, error) {
@@ -115,14 +157,20 @@ func ServePass(w *Watched, opts policies.Options, popts plan.Options, seen map[s
 	for _, c := range clusters {
 		if len(policies.Hard(c.Evaluate(c.Current()))) > 0 {
 			todo = append(todo, c)
+			f.Todo = append(f.Todo, c.Key())
+		} else {
+			w.Memo.Forget(c.Key())
 		}
 	}
 	f.Evaluate = time.Since(start)
 	start = time.Now()
-	for _, r := range plan.ComputeAll(todo, popts) {
+	computed, reused := w.Memo.Counts()
+	for _, r := range w.Memo.ComputeAll(todo, popts) {
 		f.Moves += r.Plan.Evictions
 		f.Failovers += r.Plan.Failovers
 	}
+	c2, r2 := w.Memo.Counts()
+	f.Planned, f.Reused = c2-computed, r2-reused
 	f.Plans = time.Since(start)
 	f.Clusters, f.NonCompliant, f.Lists = len(clusters), len(todo), w.Lists()-before
 	return f, nil

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,8 +48,20 @@ func BenchmarkServePass(b *testing.B) {
 		f, err = ServePass(w, PolicyOptions(), popts, seen)
 		return nil, err
 	})
-	fmt.Fprintf(os.Stderr, "bench: serve: a later pass: %d models built, models %v, %d clusters evaluated in %v, %d planned in %v, %d LISTs\n",
-		f.Built, f.Models.Round(time.Millisecond), f.Clusters, f.Evaluate.Round(time.Millisecond), f.NonCompliant, f.Plans.Round(time.Millisecond), f.Lists)
+	fmt.Fprintf(os.Stderr, "bench: serve: a later pass: %d models built, models %v, %d clusters evaluated in %v, %d non-compliant: %d planned, %d plans kept, in %v, %d LISTs\n",
+		f.Built, f.Models.Round(time.Millisecond), f.Clusters, f.Evaluate.Round(time.Millisecond), f.NonCompliant, f.Planned, f.Reused, f.Plans.Round(time.Millisecond), f.Lists)
+	// One cluster changed: a pod of the first non-compliant cluster gets a label.
+	if err := w.Touch(context.Background(), first.Todo[0]); err != nil {
+		b.Fatal(err)
+	}
+	start = time.Now()
+	one, err := ServePass(w, PolicyOptions(), popts, seen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	oneTook := time.Since(start)
+	fmt.Fprintf(os.Stderr, "bench: serve: a pass after %s changed: %v: %d models built in %v, %d clusters evaluated in %v, %d planned and %d plans kept in %v\n",
+		first.Todo[0], oneTook.Round(time.Millisecond), one.Built, one.Models.Round(time.Millisecond), one.Clusters, one.Evaluate.Round(time.Millisecond), one.Planned, one.Reused, one.Plans.Round(time.Millisecond))
 	b.ReportMetric(w.Load.Seconds(), "s-load")
 	b.ReportMetric(w.Sync.Seconds(), "s-sync")
 	b.ReportMetric(float64(startup), "lists-startup")
@@ -58,6 +72,9 @@ func BenchmarkServePass(b *testing.B) {
 	b.ReportMetric(f.Evaluate.Seconds(), "s-evaluate")
 	b.ReportMetric(f.Plans.Seconds(), "s-plans")
 	b.ReportMetric(float64(f.Lists), "lists-pass")
+	b.ReportMetric(float64(f.Planned), "planned-pass")
+	b.ReportMetric(oneTook.Seconds(), "s-one-changed")
+	b.ReportMetric(float64(one.Planned), "planned-one-changed")
 }
 
 // TestServePassSmoke runs BenchmarkServePass's work on a tiny snapshot: the cache syncs; a pass
@@ -94,7 +111,27 @@ func TestServePassSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.Lists != 0 || second.Built != 0 || second.Moves != first.Moves {
-		t.Errorf("second pass %+v; want 0 LISTs, no model built, the same plans", second)
+	if second.Lists != 0 || second.Built != 0 || second.Moves != first.Moves || second.Planned != 0 || second.Reused != first.NonCompliant {
+		t.Errorf("second pass %+v; want 0 LISTs, no model built, the same plans, every one kept (%d), none planned", second, first.NonCompliant)
+	}
+	// One cluster changed: its namespace's model is built again, and only that namespace's
+	// non-compliant clusters are planned.
+	touched := first.Todo[0]
+	if err := w.Touch(context.Background(), touched); err != nil {
+		t.Fatal(err)
+	}
+	third, err := ServePass(w, PolicyOptions(), popts, seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, _, _ := strings.Cut(touched, "/")
+	inNS := 0
+	for _, k := range first.Todo {
+		if strings.HasPrefix(k, ns+"/") {
+			inNS++
+		}
+	}
+	if third.Built != 1 || third.Planned != inNS || third.Reused != first.NonCompliant-inNS || third.Moves != first.Moves {
+		t.Errorf("after %s changed: pass %+v; want 1 model built, %d planned (namespace %s's non-compliant clusters), %d kept, the same plans", touched, third, inNS, ns, first.NonCompliant-inNS)
 	}
 }

@@ -18,11 +18,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -126,34 +128,88 @@ func (r rendering) kinds() []string {
 	return ks
 }
 
-// renderAll renders the kustomize base and each overlay, and the Helm chart with its default
-// values (release helmRelease in helmNamespace).
-func renderAll(t *testing.T, helmRelease, helmNamespace string) []rendering {
+// kustomizeOverlay renders deploy/<dir> through an overlay of the test that sets the settings as
+// deploy/README.md documents (a configMapGenerator merge and the redis-namespace component):
+// redisNamespace, and apiServerCIDR (the guard overlays refuse to apply without it); and the
+// policy's Redis Secret namespace alike.
+// extra are more components (deploy/components/<name>), before redis-namespace.
+func kustomizeOverlay(t *testing.T, dir, redisNamespace string, extra ...string) []*unstructured.Unstructured {
+	t.Helper()
 	kustomize := tool(t, "kustomize", "KUSTOMIZE_BIN_DIR", kustomizeVersion)
+	overlay := t.TempDir()
+	rel := func(p string) string {
+		abs, err := filepath.Abs(repoPath(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := filepath.Rel(overlay, abs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return filepath.ToSlash(r)
+	}
+	var comps []string
+	for _, c := range append(extra, "redis-namespace") {
+		comps = append(comps, rel("deploy/components/"+c))
+	}
+	// The policy's redis.passwordSecretRef.namespace is the one other place (deploy/README.md):
+	// the overlay replaces the policy with the base's, that namespace set alike.
+	policy, err := os.ReadFile(repoPath("deploy/base/policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy = []byte(strings.Replace(string(policy), "    namespace: redis\n", "    namespace: "+redisNamespace+"\n", 1))
+	k := fmt.Sprintf(`resources: [%s]
+configMapGenerator:
+- name: redis-rebalancer-settings
+  behavior: merge
+  literals: [redisNamespace=%s, apiServerCIDR=127.0.0.1/32]
+- name: redis-rebalancer-policy
+  namespace: redis-rebalancer
+  behavior: replace
+  files: [policy.yaml]
+  options: {disableNameSuffixHash: true}
+components: [%s]
+`, rel("deploy/"+dir), redisNamespace, strings.Join(comps, ", "))
+	for name, data := range map[string][]byte{"kustomization.yaml": []byte(k), "policy.yaml": policy} {
+		if err := os.WriteFile(filepath.Join(overlay, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return render(t, kustomize, "build", overlay)
+}
+
+// kustomizeDirs are deploy/'s kustomizations: the base and every overlay.
+var kustomizeDirs = []string{"base", "overlays/cronjob", "overlays/job", "overlays/deployment", "overlays/guard", "overlays/guard-self-signed"}
+
+// renderAll renders the kustomize base and each overlay with the Redis namespace redisNamespace
+// (kustomizeOverlay), and the Helm chart with its default values (release helmRelease in
+// helmNamespace; the guard's renderings name the API server's addresses, which it requires).
+func renderAll(t *testing.T, helmRelease, helmNamespace, redisNamespace string) []rendering {
 	helm := tool(t, "helm", "HELM_BIN_DIR", helmVersion)
 	var rs []rendering
-	for _, k := range []string{"base", "overlays/cronjob", "overlays/job", "overlays/deployment", "overlays/guard", "overlays/guard-self-signed"} {
-		rs = append(rs, rendering{name: "kustomize " + k, objs: render(t, kustomize, "build", repoPath("deploy/"+k))})
+	for _, k := range kustomizeDirs {
+		rs = append(rs, rendering{name: "kustomize " + k, objs: kustomizeOverlay(t, k, redisNamespace)})
 	}
 	chart := []string{"template", helmRelease, repoPath("deploy/helm/redis-rebalancer"), "--namespace", helmNamespace}
 	rs = append(rs, rendering{name: "helm (defaults)", objs: render(t, helm, chart...)})
 	for _, c := range []string{"certManager", "selfSigned"} {
-		rs = append(rs, rendering{name: "helm (deployment, guard " + c + ")", objs: render(t, helm, append(chart, "--set", "kind=deployment", "--set", "guard.enabled=true", "--set", "guard.certificate="+c)...)})
+		rs = append(rs, rendering{name: "helm (deployment, guard " + c + ")", objs: render(t, helm, append(chart, "--set", "kind=deployment", "--set", "guard.enabled=true",
+			"--set", "guard.certificate="+c, "--set", "networkPolicy.apiServer[0].ipBlock.cidr=127.0.0.1/32")...)})
 	}
 	return rs
 }
 
 // wantGuardRules are the eviction guard's ClusterRole's rules (webhook its configuration's name):
 // core Events list/watch, its webhook configuration get by name; with a self-issued certificate,
-// update by name and list/watch (the certificate rotator's cache) too.
+// update, list and watch by name too (the certificate rotator's cache lists it by name).
 func wantGuardRules(webhook string, selfSigned bool) []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{webhook}, Verbs: []string{"get"}},
 	}
 	if selfSigned {
-		rules[1].Verbs = append(rules[1].Verbs, "update")
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, Verbs: []string{"list", "watch"}})
+		rules[1].Verbs = append(rules[1].Verbs, "update", "list", "watch")
 	}
 	return rules
 }
@@ -169,18 +225,26 @@ func renderHelmKinds(t *testing.T, helmRelease, helmNamespace string) []renderin
 	return rs
 }
 
-// wantClusterRules are the ClusterRole's rules: least privilege for a pass.
+// wantClusterRules are the ClusterRole's rules: reads only (every write is granted by a Role in
+// the Redis namespaces).
 var wantClusterRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
 	{APIGroups: []string{""}, Resources: []string{"nodes", "persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"delete"}},
 	{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csinodes"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch"}},
+}
+
+// wantRedisNamespaceRules are the rules of the Role in each Redis namespace: evictions and Events
+// (and, with claim release, claims delete: wantClaimsRule).
+var wantRedisNamespaceRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 }
+
+// wantClaimsRule is claim release's one grant (rules.releaseReplicaClaims).
+var wantClaimsRule = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"delete"}}
 
 func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
 	t.Helper()
@@ -202,33 +266,26 @@ var wantPodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailure
 }}
 
 // checkRendering checks one rendering's RBAC and workloads: the ClusterRole's rules are exactly
-// wantClusterRules (less pods/eviction where Roles grant it per namespace); every Role grants
-// either a Secret by name (get only), the Lease, the step history's ConfigMap (create; get and
-// update by name) or pods/eviction in one namespace, and every rendering has the Lease's Role (run
-// and serve hold the same Lease); every pod runs as non-root with a read-only root filesystem, no
-// capabilities, seccomp RuntimeDefault; the CronJob never runs two passes at once; every Job has
-// wantPodFailurePolicy and backoffLimit 0.
+// wantClusterRules (reads only); every Role grants either wantRedisNamespaceRules (with
+// wantClaimsRule when claim release is on), claims delete alone (kustomize's
+// release-replica-claims component), a Secret by name (get only; the guard's self-issued
+// certificate: get, update, list and watch by name), the Lease, or the step history's ConfigMap
+// (create; get and update by name), and every rendering has the Lease's Role (run and serve hold
+// the same Lease); every pod runs as non-root with a read-only root filesystem, no capabilities,
+// seccomp RuntimeDefault; the CronJob never runs two passes at once; every Job has
+// wantPodFailurePolicy and backoffLimit 0; every PodDisruptionBudget is maxUnavailable 1.
 func checkRendering(t *testing.T, r rendering) {
 	t.Helper()
 	leaseRole := false
-	// With evictions granted per namespace (the chart's rbac.evictionNamespaces), the ClusterRole
-	// grants none.
-	want := wantClusterRules
-	for _, o := range r.objs {
-		if o.GetKind() == "Role" && slices.ContainsFunc(convert[rbacv1.Role](t, o).Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "pods/eviction") }) {
-			want = slices.DeleteFunc(slices.Clone(wantClusterRules), func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "pods/eviction") })
-		}
-	}
 	for _, o := range r.objs {
 		switch o.GetKind() {
 		case "ClusterRole":
 			cr := convert[rbacv1.ClusterRole](t, o)
-			want := want
+			want := wantClusterRules
 			switch {
 			case strings.HasSuffix(cr.Name, "-guard-cert"):
 				// kustomize guard-self-signed: the rotator's part, apart.
-				want = wantGuardRules("redis-rebalancer-guard", true)[1:]
-				want[0].Verbs = []string{"update"}
+				want = []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"redis-rebalancer-guard"}, Verbs: []string{"update", "list", "watch"}}}
 			case strings.HasSuffix(cr.Name, "-guard"):
 				want = wantGuardRules(cr.Name, strings.Contains(r.name, "selfSigned"))
 			}
@@ -237,20 +294,34 @@ func checkRendering(t *testing.T, r rendering) {
 			}
 		case "Role":
 			role := convert[rbacv1.Role](t, o)
+			switch {
+			case slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "pods/eviction") }):
+				want := wantRedisNamespaceRules
+				if strings.Contains(r.name, "releaseReplicaClaims") {
+					want = append(slices.Clone(want), wantClaimsRule)
+				}
+				if diff := cmp.Diff(want, role.Rules); diff != "" {
+					t.Errorf("%s: Role %s/%s rules (-want +got):\n%s", r.name, role.Namespace, role.Name, diff)
+				}
+				continue
+			case strings.HasSuffix(role.Name, "-release-claims"):
+				if diff := cmp.Diff([]rbacv1.PolicyRule{wantClaimsRule}, role.Rules); diff != "" {
+					t.Errorf("%s: Role %s/%s rules (-want +got):\n%s", r.name, role.Namespace, role.Name, diff)
+				}
+				continue
+			}
 			for _, rule := range role.Rules {
 				switch {
 				case strings.HasSuffix(role.Name, "-guard-cert") && slices.Equal(rule.Resources, []string{"secrets"}):
-					// The guard's self-issued certificate: its Secret get/update by name, and
-					// list/watch in serve's own namespace (the rotator's cache).
-					if !(len(rule.ResourceNames) == 1 && slices.Equal(rule.Verbs, []string{"get", "update"}) || len(rule.ResourceNames) == 0 && slices.Equal(rule.Verbs, []string{"list", "watch"})) {
-						t.Errorf("%s: Role %s: the certificate's Secret must be get/update by name or list/watch, got %+v", r.name, role.Name, rule)
+					// The guard's self-issued certificate: its Secret by name only, the rotator's
+					// cache's list and watch too.
+					if len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get", "update", "list", "watch"}) {
+						t.Errorf("%s: Role %s: the certificate's Secret must be get/update/list/watch by name, got %+v", r.name, role.Name, rule)
 					}
 				case slices.Equal(rule.Resources, []string{"secrets"}):
 					if len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get"}) {
 						t.Errorf("%s: Role %s: secrets must be get by one resourceName, got %+v", r.name, role.Name, rule)
 					}
-				case slices.Equal(rule.Resources, []string{"pods/eviction"}) && slices.Equal(rule.Verbs, []string{"create"}):
-					// Evictions granted in one namespace (the chart's rbac.evictionNamespaces).
 				case slices.Equal(rule.Resources, []string{"configmaps"}) && slices.Equal(rule.APIGroups, []string{""}):
 					// The step history: create, or get/update of the one ConfigMap by name.
 					if !slices.Equal(rule.Verbs, []string{"create"}) && (len(rule.ResourceNames) != 1 || !slices.Equal(rule.Verbs, []string{"get", "update"})) {
@@ -264,6 +335,21 @@ func checkRendering(t *testing.T, r rendering) {
 				default:
 					t.Errorf("%s: Role %s grants %+v", r.name, role.Name, rule)
 				}
+			}
+		case "PodDisruptionBudget":
+			pdb := convert[policyv1.PodDisruptionBudget](t, o)
+			if pdb.Spec.MinAvailable != nil || pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+				t.Errorf("%s: PodDisruptionBudget %s: want maxUnavailable 1 alone, got %+v", r.name, pdb.Name, pdb.Spec)
+			}
+		case "Namespace":
+			if o.GetLabels()["pod-security.kubernetes.io/enforce"] != "restricted" {
+				t.Errorf("%s: Namespace %s enforces no restricted Pod Security: labels %v", r.name, o.GetName(), o.GetLabels())
+			}
+		case "Secret":
+			// The guard's self-issued certificate's Secret: Opaque and empty (serve fills it in).
+			sec := convert[corev1.Secret](t, o)
+			if sec.Type != corev1.SecretTypeOpaque || len(sec.Data) > 0 || len(sec.StringData) > 0 {
+				t.Errorf("%s: Secret %s: want Opaque without data, got type %s, %d keys", r.name, sec.Name, sec.Type, len(sec.Data)+len(sec.StringData))
 			}
 		}
 		for _, spec := range podSpecs(t, o) {
@@ -294,6 +380,67 @@ func checkRendering(t *testing.T, r rendering) {
 	}
 	if !leaseRole {
 		t.Errorf("%s: no Role on the Lease: run and serve both hold it", r.name)
+	}
+}
+
+// checkOneNamespaceList checks that one list of Redis namespaces, want, drives a rendering: the
+// policy's selection (the chart's selection.namespaces.include; kustomize's REDIS_NAMESPACE, the
+// workloads' --namespace), the namespaces of the Roles that grant evictions (and claims delete),
+// the Redis Secret's Role (and the policy's passwordSecretRef, in the list), and the guard
+// webhook's namespaceSelector.
+func checkOneNamespaceList(t *testing.T, r rendering, want []string) {
+	t.Helper()
+	var evictions, claims, selection []string
+	workloads := 0
+	for _, o := range r.objs {
+		switch o.GetKind() {
+		case "Role":
+			role := convert[rbacv1.Role](t, o)
+			for _, rule := range role.Rules {
+				switch {
+				case slices.Contains(rule.Resources, "pods/eviction"):
+					evictions = append(evictions, role.Namespace)
+				case slices.Contains(rule.Resources, "persistentvolumeclaims"):
+					claims = append(claims, role.Namespace)
+				case slices.Equal(rule.Resources, []string{"secrets"}) && !strings.HasSuffix(role.Name, "-guard-cert") && !slices.Contains(want, role.Namespace):
+					t.Errorf("%s: the Redis Secret's Role is in %s, outside %v", r.name, role.Namespace, want)
+				}
+			}
+		case "ValidatingWebhookConfiguration":
+			vwc := convert[admissionregistrationv1.ValidatingWebhookConfiguration](t, o)
+			if got := slices.Sorted(slices.Values(vwc.Webhooks[0].NamespaceSelector.MatchExpressions[0].Values)); !slices.Equal(got, want) {
+				t.Errorf("%s: the guard's namespaceSelector names %v, want %v", r.name, got, want)
+			}
+		case "ConfigMap":
+			data, _, _ := unstructured.NestedString(o.Object, "data", "policy.yaml")
+			p, err := v1alpha1.Decode([]byte(data))
+			if err != nil {
+				continue // checkRendering names it
+			}
+			selection = append(selection, p.Selection.Namespaces.Include...)
+			if ref := p.Redis.PasswordSecretRef; ref.Name != "" && !slices.Contains(want, ref.Namespace) {
+				t.Errorf("%s: the policy reads the Redis Secret in %s, outside %v", r.name, ref.Namespace, want)
+			}
+		}
+		for _, spec := range podSpecs(t, o) {
+			workloads++
+			for _, e := range spec.Containers[0].Env {
+				if e.Name == "REDIS_NAMESPACE" {
+					selection = append(selection, e.Value)
+				}
+			}
+		}
+	}
+	slices.Sort(selection)
+	// The kustomize base has no workload: nothing selects there.
+	if selection = slices.Compact(selection); workloads > 0 && !slices.Equal(selection, want) {
+		t.Errorf("%s: the policy selects %v, want %v", r.name, selection, want)
+	}
+	if slices.Sort(evictions); !slices.Equal(evictions, want) {
+		t.Errorf("%s: evictions granted in %v, want %v", r.name, evictions, want)
+	}
+	if slices.Sort(claims); len(claims) > 0 && !slices.Equal(claims, want) {
+		t.Errorf("%s: claims delete granted in %v, want %v or nowhere", r.name, claims, want)
 	}
 }
 
@@ -433,15 +580,22 @@ func TestDeploy(t *testing.T) {
 	f := newFaultEnv(t, scenario.PostScaleDown(), harness.Options{}, false)
 	ctx := t.Context()
 	const helmRelease, helmNamespace = "redis-rebalancer-helm", "redis-rebalancer-helm"
-	rs := renderAll(t, helmRelease, helmNamespace)
+	// The kustomize renderings take the scenario's namespace as their Redis namespace (the
+	// settings); the chart keeps its default, redis.
+	rs := renderAll(t, helmRelease, helmNamespace, f.Namespace)
 	for _, r := range append(slices.Clone(rs), renderHelmKinds(t, helmRelease, helmNamespace)...) {
 		t.Logf("%s: %s", r.name, strings.Join(r.kinds(), ", "))
 		checkRendering(t, r)
+		want := []string{"redis"}
+		if strings.HasPrefix(r.name, "kustomize") {
+			want = []string{f.Namespace}
+		}
+		checkOneNamespaceList(t, r, want)
 	}
 
-	// The Redis password's Secret lives in namespace "redis" in the renderings (the Role there);
-	// the chart's release namespace is created by helm install, not by the chart; the base's
-	// namespace holds the workloads. All three go with the test, their pods with them.
+	// The Redis password's Secret lives in the Redis namespace of the renderings (the Role
+	// there); the chart's release namespace is created by helm install, not by the chart; the
+	// base's namespace holds the workloads. All three go with the test, their pods with them.
 	for _, ns := range []string{"redis", helmNamespace, "redis-rebalancer"} {
 		f.Bed.UseNamespace(t, ns)
 	}
@@ -471,11 +625,16 @@ func TestDeploy(t *testing.T) {
 		}
 		t.Logf("%s: %d objects applied (server-side) and read back", r.name, len(objs))
 	}
+	// The kustomize guard's webhook now selects the scenario's namespace, and no guard serves it:
+	// applied and read back, it goes before the scenario's evictions.
+	if err := f.Client().AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "redis-rebalancer-guard", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
-	// The Secret the Role names, and another one.
-	for _, name := range []string{"redis-password", "other-secret"} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "redis"}, StringData: map[string]string{"redis-password": "x"}}
-		if _, err := f.Client().CoreV1().Secrets("redis").Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// The Secret the Role names, and another one, in the Redis namespace; the same name outside it.
+	for _, ref := range []struct{ ns, name string }{{f.Namespace, "redis-password"}, {f.Namespace, "other-secret"}, {"redis", "redis-password"}} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ref.name, Namespace: ref.ns}, StringData: map[string]string{"redis-password": "x"}}
+		if _, err := f.Client().CoreV1().Secrets(ref.ns).Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
@@ -489,19 +648,24 @@ func TestDeploy(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "delete", Resource: "pods"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "deletecollection", Resource: "pods"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets"}, false},
-		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "list", Resource: "secrets"}, false},
-		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "get", Resource: "secrets", Name: "other-secret"}, false},
-		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "get", Resource: "secrets", Name: "redis-password"}, false},
-		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "watch", Resource: "secrets", Name: "redis-password"}, false},
-		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "get", Resource: "secrets", Name: "redis-password"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "list", Resource: "secrets"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "get", Resource: "secrets", Name: "other-secret"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "get", Resource: "secrets", Name: "redis-password"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "watch", Resource: "secrets", Name: "redis-password"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "get", Resource: "secrets", Name: "redis-password"}, true},
+		// Evictions and Events in the Redis namespace only.
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "pods", Subresource: "eviction"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "redis", Verb: "create", Resource: "pods", Subresource: "eviction"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "create", Resource: "pods", Subresource: "eviction"}, false},
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "events", Group: "events.k8s.io"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "create", Resource: "events", Group: "events.k8s.io"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "update", Resource: "statefulsets", Group: "apps"}, false},
-		// Claims: deleted after a replica's eviction (rules.releaseReplicaClaims), never written.
-		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "delete", Resource: "persistentvolumeclaims"}, true},
+		// Claims: never written, and deleted only with claim release (the release-replica-claims
+		// component, off here).
+		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "delete", Resource: "persistentvolumeclaims"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "persistentvolumeclaims"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "update", Resource: "persistentvolumeclaims"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "delete", Resource: "persistentvolumes"}, false},
-		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "events", Group: "events.k8s.io"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
 		// The Lease: in the rebalancer's namespace only (the base's Role), by name.
 		{authorizationv1.ResourceAttributes{Namespace: f.Namespace, Verb: "create", Resource: "leases", Group: "coordination.k8s.io"}, false},
@@ -509,14 +673,18 @@ func TestDeploy(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, true},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "kube-scheduler"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "delete", Resource: "leases", Group: "coordination.k8s.io", Name: "redis-rebalancer"}, false},
-		// The eviction guard: Events watched, its own webhook configuration read (and updated, for
-		// a self-issued certificate's CA bundle), no other; the certificate's Secret in serve's
-		// namespace only.
+		// The eviction guard: Events watched, its own webhook configuration read (and updated,
+		// listed and watched by name, for a self-issued certificate), no other; the certificate's
+		// Secret by name, in serve's namespace only: never the namespace's other Secrets.
 		{authorizationv1.ResourceAttributes{Verb: "watch", Resource: "events"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "get", Resource: "validatingwebhookconfigurations", Group: "admissionregistration.k8s.io", Name: "redis-rebalancer-guard"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "validatingwebhookconfigurations", Group: "admissionregistration.k8s.io", Name: "redis-rebalancer-guard"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "validatingwebhookconfigurations", Group: "admissionregistration.k8s.io"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "update", Resource: "validatingwebhookconfigurations", Group: "admissionregistration.k8s.io", Name: "other"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "delete", Resource: "validatingwebhookconfigurations", Group: "admissionregistration.k8s.io", Name: "redis-rebalancer-guard"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "secrets", Name: "redis-rebalancer-guard-tls"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "watch", Resource: "secrets", Name: "redis-rebalancer-guard-tls"}, true},
+		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "list", Resource: "secrets"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "secrets", Name: "other"}, false},
 		// The step history: its ConfigMap by name in the rebalancer's namespace, and no other.
 		{authorizationv1.ResourceAttributes{Namespace: "redis-rebalancer", Verb: "update", Resource: "configmaps", Name: "redis-rebalancer-history"}, true},
@@ -546,9 +714,13 @@ func TestDeploy(t *testing.T) {
 			return sa.CoreV1().Pods(f.Namespace).Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		}},
 		{"secrets list", func() error { _, err := sa.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); return err }},
-		{"secrets list in redis", func() error { _, err := sa.CoreV1().Secrets("redis").List(ctx, metav1.ListOptions{}); return err }},
-		{"get secret redis/other-secret", func() error {
-			_, err := sa.CoreV1().Secrets("redis").Get(ctx, "other-secret", metav1.GetOptions{})
+		{"secrets list in the Redis namespace", func() error { _, err := sa.CoreV1().Secrets(f.Namespace).List(ctx, metav1.ListOptions{}); return err }},
+		{"get secret other-secret in the Redis namespace", func() error {
+			_, err := sa.CoreV1().Secrets(f.Namespace).Get(ctx, "other-secret", metav1.GetOptions{})
+			return err
+		}},
+		{"get secret redis/redis-password (outside the Redis namespace)", func() error {
+			_, err := sa.CoreV1().Secrets("redis").Get(ctx, "redis-password", metav1.GetOptions{})
 			return err
 		}},
 	} {
@@ -556,8 +728,8 @@ func TestDeploy(t *testing.T) {
 			t.Errorf("%s as the ServiceAccount: %v, want Forbidden", c.what, err)
 		}
 	}
-	if _, err := sa.CoreV1().Secrets("redis").Get(ctx, "redis-password", metav1.GetOptions{}); err != nil {
-		t.Errorf("get secret redis/redis-password as the ServiceAccount: %v, want it read", err)
+	if _, err := sa.CoreV1().Secrets(f.Namespace).Get(ctx, "redis-password", metav1.GetOptions{}); err != nil {
+		t.Errorf("get secret redis-password in the Redis namespace as the ServiceAccount: %v, want it read", err)
 	}
 
 	// The whole scenario as the ServiceAccount, with the cronjob overlay's arguments (a later flag
@@ -684,7 +856,7 @@ func TestDeploy(t *testing.T) {
 }
 
 // overlayArgs returns the container arguments of the workload of kind in the rendering named
-// name, without --policy (the test gives its own policy file).
+// name, without --policy (the test gives its own policy file), $(VAR) references expanded.
 func overlayArgs(t *testing.T, rs []rendering, name, kind string) []string {
 	t.Helper()
 	for _, r := range rs {
@@ -695,10 +867,18 @@ func overlayArgs(t *testing.T, rs []rendering, name, kind string) []string {
 			if o.GetKind() != kind {
 				continue
 			}
+			// $(VAR) is expanded from the container's env, as the kubelet does.
+			c := podSpecs(t, o)[0].Containers[0]
+			var vars []string
+			for _, e := range c.Env {
+				if e.ValueFrom == nil {
+					vars = append(vars, "$("+e.Name+")", e.Value)
+				}
+			}
 			var args []string
-			for _, a := range podSpecs(t, o)[0].Containers[0].Args {
+			for _, a := range c.Args {
 				if !strings.HasPrefix(a, "--policy") {
-					args = append(args, a)
+					args = append(args, strings.NewReplacer(vars...).Replace(a))
 				}
 			}
 			return args

@@ -4,7 +4,8 @@
 // layouts_test.go), MasterQuorum against lost nodes (masterquorum_test.go), leader election and
 // graceful stops (serve_test.go), the deploy/ manifests applied and run under their own
 // ServiceAccount (deploy_test.go), the descheduler built with the RedisClusterBalance plugin
-// (descheduler_plugin_test.go, hack/descheduler-plugin), the fault matrix (faults_test.go,
+// (descheduler_plugin_test.go, hack/descheduler-plugin: the Lease, its --dry-run), nodes being
+// emptied never failover targets (cordoned_test.go), the fault matrix (faults_test.go,
 // maintenance windows in windows_test.go) and the test bed's own check (testbed_test.go).
 //
 // main_test.go describes the structure: one shared test bed, a namespace per test, the CLI as a

@@ -479,21 +479,7 @@ func TestGuardSelfSignedCertificate(t *testing.T) {
 		"--guard", "--guard-listen-address", fmt.Sprintf("127.0.0.1:%d", port), "--guard-cert-dir", certs,
 		"--guard-self-signed", "--guard-cert-secret", secret, "--guard-extra-dns-names", "localhost")...)
 	// The kubelet's part: project the Secret, once filled, into the certificate directory.
-	projected := make(chan error, 1)
-	go func() {
-		projected <- wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			s, err := f.Client().CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
-			if err != nil || len(s.Data[corev1.TLSCertKey]) == 0 {
-				return false, nil
-			}
-			for k, v := range s.Data {
-				if err := os.WriteFile(filepath.Join(certs, k), v, 0o600); err != nil {
-					return false, err
-				}
-			}
-			return true, nil
-		})
-	}()
+	projected := projectSecret(ctx, f.Client(), ns, secret, certs)
 	r.waitLine(`"msg":"Guard certificate issued"`, 2*time.Minute)
 	if err := <-projected; err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,9 +50,13 @@ timeZone: Europe/Paris
 suspend: true
 image: {repository: ghcr.io/acme/redis-rebalancer, tag: v9.9.9, pullPolicy: Always}
 imagePullSecrets: [{name: regcred}]
-redisSecret: {namespace: redis-auth, name: pw, key: password}
+redisNamespaces: [redis-a, redis-b, redis-auth]
+layout: bitnami
+bitnami: {release: cache, name: sessions, fullnameOverride: cache-main}
+redisSecret: {enabled: true, namespace: redis-auth, name: pw, key: password}
 policy:
   selection: {clusterLabel: app.kubernetes.io/name}
+  rules: {releaseReplicaClaims: true}
   limits: {maxMovesPerCluster: 3, maxNoOfPodsToEvictPerNode: 2}
 logging: {format: text, verbosity: 3}
 extraArgs: [--max-parallel-clusters=2]
@@ -59,6 +64,7 @@ leaderElection: {leaseName: my-lease, leaseDuration: 30s, renewDeadline: 20s, re
 cronjob: {concurrencyPolicy: Replace, startingDeadlineSeconds: 60, successfulJobsHistoryLimit: 1, failedJobsHistoryLimit: 5, activeDeadlineSeconds: 600, ttlSecondsAfterFinished: 3600}
 job: {activeDeadlineSeconds: 900, ttlSecondsAfterFinished: 60, ignoreWindows: false}
 deployment: {replicas: 3, listenPort: 9090}
+livenessProbe: {httpGet: {path: /readyz, port: 9090}, periodSeconds: 30, failureThreshold: 5}
 cronJobAnnotations: {a/cronjob: "1"}
 cronJobLabels: {l-cronjob: "1"}
 jobAnnotations: {a/job: "1"}
@@ -71,9 +77,13 @@ service: {enabled: true, type: NodePort, port: 9000, annotations: {a/service: "1
 serviceMonitor: {enabled: true, apiVersion: monitoring.example.com/v2, namespace: monitoring, additionalLabels: {release: prom}, interval: 30s, scrapeTimeout: 10s, honorLabels: false, metricRelabelings: [{action: keep, regex: redis_rebalancer_.*, sourceLabels: [__name__]}], relabelings: [{action: replace, targetLabel: team, replacement: sre}]}
 serviceAccount: {create: true, name: sa-x, annotations: {iam.gke.io/gcp-service-account: rebalancer@acme.iam.gserviceaccount.com}}
 automountServiceAccountToken: false
-rbac: {create: true, evictionNamespaces: [redis-a, redis-b]}
+rbac: {create: true}
 historyConfigMap: my-history
 priorityClassName: ops-high
+extraVolumes: [{name: redis-tls, secret: {secretName: redis-tls}}]
+extraVolumeMounts: [{name: redis-tls, mountPath: /etc/redis-tls, readOnly: true}]
+env: [{name: REDIS_PASSWORD, valueFrom: {secretKeyRef: {name: redis-pw, key: password}}}]
+networkPolicy: {enabled: true, apiServer: [{ipBlock: {cidr: 10.0.0.2/32}}], metricsFrom: [{namespaceSelector: {matchLabels: {team: observability}}}]}
 terminationGracePeriodSeconds: 30
 resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 256Mi}}
 podSecurityContext: {runAsNonRoot: true, runAsUser: 1001, runAsGroup: 1001, fsGroup: 1001, seccompProfile: {type: RuntimeDefault}}
@@ -83,7 +93,7 @@ tolerations: [{key: ops, operator: Exists, effect: NoSchedule}]
 affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [ops]}]}]}}}
 topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app.kubernetes.io/name: rr}}}]
 dnsConfig: {options: [{name: ndots, value: "2"}]}
-guard: {enabled: true, listenPort: 9444, namespaces: [redis-a], failurePolicy: Fail, timeoutSeconds: 3, maxHold: 2m, certificate: selfSigned}
+guard: {enabled: true, listenPort: 9444, failurePolicy: Fail, timeoutSeconds: 3, maxHold: 2m, certificate: selfSigned}
 `
 
 // helmEnv returns the environment helm runs with: its own cache, config and data directories,
@@ -188,6 +198,10 @@ func TestHelmChartKnobs(t *testing.T) {
 		"securityContext.readOnlyRootFilesystem": "checkPod",
 		// knobs issues the guard's certificate itself (selfSigned), which names no issuer.
 		"guard.issuerRef": "the guard.issuerRef subtest",
+		// The NetworkPolicy stays: checked in kind deployment.
+		"networkPolicy.enabled": "the subtest without RBAC",
+		// knobs names its Secret: the defaults that follow the layout have their own test.
+		"redisSecret.enabled": "TestHelmChartLayout", "bitnami.release": "TestHelmChartLayout", "bitnami.fullnameOverride": "TestHelmChartLayout",
 	}
 	for _, p := range leafPaths("", defaults) {
 		if p == "kind" || elsewhere[p] != "" {
@@ -206,7 +220,12 @@ func TestHelmChartKnobs(t *testing.T) {
 	const ns = "ops"
 	for _, kind := range []string{"cronjob", "job", "deployment"} {
 		t.Run(kind, func(t *testing.T) {
-			objs := render(t, helm, "template", "rel", chartPath, "-n", "default", "-f", file, "--set", "kind="+kind)
+			args := []string{"template", "rel", chartPath, "-n", "default", "-f", file, "--set", "kind=" + kind}
+			if kind != "deployment" {
+				// The guard is serve's: kinds cronjob and job refuse it (TestHelmChartSchema).
+				args = append(args, "--set", "guard.enabled=false")
+			}
+			objs := render(t, helm, args...)
 			all := byKind(objs)
 			for _, o := range objs {
 				for _, spec := range podSpecs(t, o) {
@@ -243,24 +262,24 @@ func TestHelmChartKnobs(t *testing.T) {
 				t.Errorf("serviceAccount: no ServiceAccount sa-x with its annotation: %v", sa)
 			}
 			cr := convert[rbacv1.ClusterRole](t, all["ClusterRole/my-rebalancer"])
-			for _, r := range cr.Rules {
-				if slices.Contains(r.Resources, "pods/eviction") {
-					t.Errorf("rbac.evictionNamespaces: the ClusterRole still grants %v", r)
-				}
+			if diff := cmp.Diff(wantClusterRules, cr.Rules); diff != "" {
+				t.Errorf("the ClusterRole's rules (-want +got):\n%s", diff)
 			}
-			for _, evNS := range []string{"redis-a", "redis-b"} {
-				role := all["Role/my-rebalancer-eviction"]
-				found := false
+			// redisNamespaces and policy.rules.releaseReplicaClaims: a Role in each namespace
+			// granting evictions, Events and claims delete.
+			for _, redisNS := range []string{"redis-a", "redis-b", "redis-auth"} {
+				var role *unstructured.Unstructured
 				for _, o := range objs {
-					if o.GetKind() == "Role" && o.GetNamespace() == evNS && o.GetName() == "my-rebalancer-eviction" {
-						found = true
+					if o.GetKind() == "Role" && o.GetNamespace() == redisNS && o.GetName() == "my-rebalancer-redis" {
 						role = o
 					}
 				}
-				if !found || !cmp.Equal(convert[rbacv1.Role](t, role).Rules, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}}}) {
-					t.Errorf("rbac.evictionNamespaces: no eviction Role in %s", evNS)
+				want := append(slices.Clone(wantRedisNamespaceRules), wantClaimsRule)
+				if role == nil || !cmp.Equal(convert[rbacv1.Role](t, role).Rules, want) {
+					t.Errorf("redisNamespaces: no Role my-rebalancer-redis in %s granting %v", redisNS, want)
 				}
 			}
+			checkOneNamespaceList(t, rendering{name: "helm knobs " + kind, objs: objs}, []string{"redis-a", "redis-auth", "redis-b"})
 			for _, o := range objs {
 				if o.GetKind() == "RoleBinding" || o.GetKind() == "ClusterRoleBinding" {
 					subj, _, _ := unstructured.NestedSlice(o.Object, "subjects")
@@ -290,6 +309,10 @@ func TestHelmChartKnobs(t *testing.T) {
 			if p.Selection.ClusterLabel != "app.kubernetes.io/name" || p.Limits.MaxMovesPerCluster != 3 || p.Windows.HistoryConfigMap != "my-history" ||
 				p.Redis.PasswordSecretRef != (v1alpha1.SecretKeyRef{Namespace: "redis-auth", Name: "pw", Key: "password"}) {
 				t.Errorf("policy: %+v", p)
+			}
+			// layout and bitnami.name: the layout in the policy, the alias its workload selector.
+			if p.Selection.Layout != v1alpha1.LayoutBitnami || !cmp.Equal(p.Selection.WorkloadSelector.MatchLabels, map[string]string{"app.kubernetes.io/name": "sessions"}) {
+				t.Errorf("layout, bitnami.name: selection %+v", p.Selection)
 			}
 			if (kind == "deployment") != (p.Schedule == "30 3 * * 1-5") {
 				t.Errorf("schedule in the policy %q (serve's schedule, kind deployment only)", p.Schedule)
@@ -348,11 +371,20 @@ func TestHelmChartKnobs(t *testing.T) {
 				}
 				vwc := convert[admissionregistrationv1.ValidatingWebhookConfiguration](t, all["ValidatingWebhookConfiguration/my-rebalancer-guard"])
 				if wh := vwc.Webhooks; len(wh) != 1 || *wh[0].FailurePolicy != admissionregistrationv1.Fail || *wh[0].TimeoutSeconds != 3 ||
-					!cmp.Equal(wh[0].NamespaceSelector.MatchExpressions[0].Values, []string{"redis-a"}) || wh[0].ClientConfig.Service.Namespace != ns {
+					!cmp.Equal(wh[0].NamespaceSelector.MatchExpressions[0].Values, []string{"redis-a", "redis-b", "redis-auth"}) || wh[0].ClientConfig.Service.Namespace != ns {
 					t.Errorf("guard: webhook %+v", wh)
 				}
 				if p.Guard.MaxHold.Duration != 2*time.Minute || !p.Guard.Enabled || p.Guard.FailurePolicy != "Fail" || p.Guard.TimeoutSeconds != 3 {
 					t.Errorf("guard: the policy's guard %+v", p.Guard)
+				}
+				if lp := tmpl.Spec.Containers[0].LivenessProbe; lp == nil || lp.PeriodSeconds != 30 || lp.FailureThreshold != 5 || lp.HTTPGet == nil || lp.HTTPGet.Path != "/readyz" || lp.HTTPGet.Port.IntValue() != 9090 {
+					t.Errorf("livenessProbe: %+v", lp)
+				}
+				// networkPolicy: metrics from metricsFrom, the guard's port from apiServer alone.
+				np := convert[networkingv1.NetworkPolicy](t, all["NetworkPolicy/my-rebalancer"])
+				if in := np.Spec.Ingress; len(in) != 2 || in[0].Ports[0].Port.StrVal != "http" || in[0].From[0].NamespaceSelector.MatchLabels["team"] != "observability" ||
+					in[1].Ports[0].Port.StrVal != "guard" || in[1].From[0].IPBlock == nil || in[1].From[0].IPBlock.CIDR != "10.0.0.2/32" {
+					t.Errorf("networkPolicy: ingress %+v", in)
 				}
 				sm := all["ServiceMonitor/my-rebalancer"]
 				ep, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
@@ -385,6 +417,21 @@ func TestHelmChartKnobs(t *testing.T) {
 			}
 
 			ps, c := tmpl.Spec, tmpl.Spec.Containers[0]
+			// extraVolumes, extraVolumeMounts, env: a Secret's files and a password from a Secret.
+			if !slices.ContainsFunc(ps.Volumes, func(v corev1.Volume) bool { return v.Name == "redis-tls" && v.Secret != nil }) ||
+				!slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "redis-tls" && m.MountPath == "/etc/redis-tls" }) ||
+				!slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "REDIS_PASSWORD" && e.ValueFrom != nil }) ||
+				!slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+					return e.Name == "GOMEMLIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory"
+				}) {
+				t.Errorf("extraVolumes, extraVolumeMounts, env: volumes %v, mounts %v, env %v", ps.Volumes, c.VolumeMounts, c.Env)
+			}
+			if kind != "deployment" {
+				np := convert[networkingv1.NetworkPolicy](t, all["NetworkPolicy/my-rebalancer"])
+				if np.Spec.Ingress == nil || len(np.Spec.Ingress) != 0 {
+					t.Errorf("kind %s: the NetworkPolicy admits %v, want nothing", kind, np.Spec.Ingress)
+				}
+			}
 			if tmpl.Annotations["a/pod"] != "1" || tmpl.Labels["l-pod"] != "1" || len(tmpl.Annotations["checksum/config"]) != 64 {
 				t.Errorf("pod template metadata: %v %v", tmpl.Annotations, tmpl.Labels)
 			}
@@ -405,12 +452,12 @@ func TestHelmChartKnobs(t *testing.T) {
 		})
 	}
 
-	t.Run("rbac.create, serviceAccount.create and podDisruptionBudget.enabled false → no RBAC object, the named ServiceAccount, no PodDisruptionBudget", func(t *testing.T) {
+	t.Run("rbac.create, serviceAccount.create, podDisruptionBudget.enabled and networkPolicy.enabled false → no RBAC object, the named ServiceAccount, no PodDisruptionBudget, no NetworkPolicy", func(t *testing.T) {
 		objs := render(t, helm, "template", "rel", chartPath, "--set", "kind=deployment", "--set", "rbac.create=false", "--set", "serviceAccount.create=false",
-			"--set", "serviceAccount.name=existing", "--set", "podDisruptionBudget.enabled=false")
+			"--set", "serviceAccount.name=existing", "--set", "podDisruptionBudget.enabled=false", "--set", "networkPolicy.enabled=false")
 		for _, o := range objs {
 			switch o.GetKind() {
-			case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount", "PodDisruptionBudget":
+			case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount", "PodDisruptionBudget", "NetworkPolicy":
 				t.Errorf("rendered %s/%s", o.GetKind(), o.GetName())
 			case "Deployment":
 				if sa, _, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName"); sa != "existing" {
@@ -431,7 +478,7 @@ func TestHelmChartKnobs(t *testing.T) {
 	})
 	t.Run("guard.issuerRef: cert-manager's Certificate names that issuer, and no Issuer of ours is rendered", func(t *testing.T) {
 		all := byKind(render(t, helm, "template", "rel", chartPath, "--set", "kind=deployment", "--set", "guard.enabled=true",
-			"--set", "guard.issuerRef.kind=ClusterIssuer", "--set", "guard.issuerRef.name=corp-ca"))
+			"--set", "guard.issuerRef.kind=ClusterIssuer", "--set", "guard.issuerRef.name=corp-ca", "--set", "networkPolicy.apiServer[0].ipBlock.cidr=10.0.0.2/32"))
 		cert := all["Certificate/rel-redis-rebalancer-guard"]
 		if cert == nil {
 			t.Fatal("no Certificate rel-redis-rebalancer-guard")
@@ -446,8 +493,87 @@ func TestHelmChartKnobs(t *testing.T) {
 	})
 }
 
-// TestHelmChartSchema: values.schema.json refuses what the chart cannot render right, each
-// refusal naming the value.
+// TestHelmChartLayout renders the chart with each layout and the values that follow it, and
+// checks the policy it writes (selection.layout, and what the layout sets once the policy is
+// loaded: v1alpha1.ApplyLayout, as the command applies it) and the Redis Secret it reads and
+// grants: for bitnami, the Bitnami release's Secret as the chart names it (common.names.fullname:
+// <release>-<name>, the release alone when it holds the name, fullnameOverride), key
+// redis-password; otherwise redis-password, with the layout's key.
+func TestHelmChartLayout(t *testing.T) {
+	t.Parallel()
+	helm := tool(t, "helm", "HELM_BIN_DIR", helmVersion)
+	type want struct {
+		layout       v1alpha1.Layout
+		clusterLabel string
+		workloads    map[string]string
+		secret       v1alpha1.SecretKeyRef // after ApplyLayout; zero: none read, no Role
+	}
+	ref := func(name, key string) v1alpha1.SecretKeyRef {
+		return v1alpha1.SecretKeyRef{Namespace: "redis", Name: name, Key: key}
+	}
+	bitnami := func(secret string) want {
+		return want{v1alpha1.LayoutBitnami, "app.kubernetes.io/instance", map[string]string{"app.kubernetes.io/name": "redis-cluster"}, ref(secret, "redis-password")}
+	}
+	aliased := bitnami("web-sessions")
+	aliased.workloads = map[string]string{"app.kubernetes.io/name": "sessions"}
+	own := bitnami("redis-cluster-sessions") // the default release, the chart named sessions
+	own.workloads = map[string]string{"app.kubernetes.io/name": "mine"}
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want want
+	}{
+		{"no layout → the policy's defaults, Secret redis-password key redis-password", nil,
+			want{"", "app.kubernetes.io/instance", nil, ref("redis-password", "redis-password")}},
+		{"layout=bitnami → the default release redis-cluster's Secret redis-cluster (the release holds the chart's name)", []string{"layout=bitnami"}, bitnami("redis-cluster")},
+		{"layout=bitnami bitnami.release=cache → Secret cache-redis-cluster", []string{"layout=bitnami", "bitnami.release=cache"}, bitnami("cache-redis-cluster")},
+		{"layout=bitnami bitnami.release=my-redis-cluster → Secret my-redis-cluster", []string{"layout=bitnami", "bitnami.release=my-redis-cluster"}, bitnami("my-redis-cluster")},
+		{"layout=bitnami, the umbrella release web with the alias sessions → Secret web-sessions, the workload selector on sessions",
+			[]string{"layout=bitnami", "bitnami.release=web", "bitnami.name=sessions"}, aliased},
+		{"layout=bitnami bitnami.fullnameOverride=redis-main → Secret redis-main", []string{"layout=bitnami", "bitnami.release=cache", "bitnami.fullnameOverride=redis-main"}, bitnami("redis-main")},
+		{"layout=bitnami with redisSecret.name and key → those", []string{"layout=bitnami", "redisSecret.name=custom", "redisSecret.key=pw"},
+			want{v1alpha1.LayoutBitnami, "app.kubernetes.io/instance", map[string]string{"app.kubernetes.io/name": "redis-cluster"}, ref("custom", "pw")}},
+		{"layout=bitnami redisSecret.enabled=false → no Secret read, no Role", []string{"layout=bitnami", "redisSecret.enabled=false"},
+			want{v1alpha1.LayoutBitnami, "app.kubernetes.io/instance", map[string]string{"app.kubernetes.io/name": "redis-cluster"}, v1alpha1.SecretKeyRef{Key: "redis-password"}}},
+		{"layout=bitnami with policy.selection.workloadSelector → the policy's selector, not bitnami.name's", []string{"layout=bitnami", "bitnami.name=sessions", "policy.selection.workloadSelector.matchLabels.app\\.kubernetes\\.io/name=mine"}, own},
+		{"layout=ot → cluster label cluster, Secret redis-password with OT's key password", []string{"layout=ot"},
+			want{v1alpha1.LayoutOT, "cluster", map[string]string{"redis_setup_type": "cluster"}, ref("redis-password", "password")}},
+		{"policy.selection.layout=ot alone → the same as layout=ot", []string{"policy.selection.layout=ot"},
+			want{v1alpha1.LayoutOT, "cluster", map[string]string{"redis_setup_type": "cluster"}, ref("redis-password", "password")}},
+		{"layout=seed → cluster label cloud.netease.com/cluster-name", []string{"layout=seed"},
+			want{v1alpha1.LayoutSeed, "cloud.netease.com/cluster-name", nil, ref("redis-password", "redis-password")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"template", "rel", chartPath}
+			for _, v := range tc.set {
+				args = append(args, "--set", v)
+			}
+			all := byKind(render(t, helm, args...))
+			data, _, _ := unstructured.NestedString(all["ConfigMap/rel-redis-rebalancer-policy"].Object, "data", "policy.yaml")
+			p, err := v1alpha1.Decode([]byte(data))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, data)
+			}
+			v1alpha1.ApplyLayout(p)
+			got := want{p.Selection.Layout, p.Selection.ClusterLabel, p.Selection.WorkloadSelector.MatchLabels, p.Redis.PasswordSecretRef}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("the policy (-want +got):\n%s", diff)
+			}
+			role := all["Role/rel-redis-rebalancer-redis-secret"]
+			switch {
+			case tc.want.secret.Name == "" && role != nil:
+				t.Errorf("no Secret read, yet a Role for it: %v", role.Object)
+			case tc.want.secret.Name != "" && (role == nil || !cmp.Equal(convert[rbacv1.Role](t, role).Rules[0].ResourceNames, []string{tc.want.secret.Name})):
+				t.Errorf("no Role granting the Secret %s", tc.want.secret.Name)
+			}
+		})
+	}
+}
+
+// TestHelmChartSchema: values.schema.json and the templates refuse what the chart cannot render
+// right, at render time, each refusal naming the value: a wrong key, type or range (the policy's
+// part generated from its types, with the policy's own ranges), an empty or missing Redis
+// namespace list, and values that contradict each other.
 func TestHelmChartSchema(t *testing.T) {
 	t.Parallel()
 	env := helmEnv(t, "")
@@ -464,9 +590,35 @@ func TestHelmChartSchema(t *testing.T) {
 		{"a bad log format → refused", []string{"logging.format=yaml"}, "at '/logging/format'"},
 		{"a lease duration without a unit → refused", []string{"leaderElection.leaseDuration=15"}, "at '/leaderElection/leaseDuration'"},
 		{"a string where a number goes → refused", []string{"cronjob.startingDeadlineSeconds=soon"}, "at '/cronjob/startingDeadlineSeconds'"},
-		{"an eviction namespace that is no DNS label → refused", []string{"rbac.evictionNamespaces={Redis_A}"}, "at '/rbac/evictionNamespaces/0'"},
 		{"createNamespace without namespaceOverride → refused by the template, naming both", []string{"createNamespace=true"}, "createNamespace creates namespaceOverride's Namespace"},
 		{"minAvailable and maxUnavailable together → refused", []string{"kind=deployment", "podDisruptionBudget.minAvailable=1"}, "set minAvailable or maxUnavailable, not both"},
+		// The policy, checked as the policy's validation checks it (schema generated from its types).
+		{"policy.bogus=1 → refused", []string{"policy.bogus=1"}, "at '/policy': additional properties 'bogus' not allowed"},
+		{"policy.limits.maxMovesPerCluster=-5 → refused", []string{"policy.limits.maxMovesPerCluster=-5"}, "at '/policy/limits/maxMovesPerCluster': minimum: got -5, want 1"},
+		{"policy.limits.maxMovesPerCluster=0 (refused by the policy too) → refused", []string{"policy.limits.maxMovesPerCluster=0"}, "at '/policy/limits/maxMovesPerCluster': minimum: got 0, want 1"},
+		{"policy.failover.mode=fast → refused", []string{"policy.failover.mode=fast"}, "at '/policy/failover/mode'"},
+		{"policy.timeouts.recreate without a unit → refused", []string{"policy.timeouts.recreate=300"}, "at '/policy/timeouts/recreate'"},
+		{"policy.rules.enabled naming no rule → refused", []string{"policy.rules.enabled={NoSuchRule}"}, "at '/policy/rules/enabled/0'"},
+		{"policy.guard.timeoutSeconds=6 → refused", []string{"policy.guard.timeoutSeconds=6"}, "at '/policy/guard/timeoutSeconds': maximum: got 6, want 5"},
+		{"guard.timeoutSeconds=6 (the policy's range, 1 to 5) → refused", []string{"guard.timeoutSeconds=6"}, "at '/guard/timeoutSeconds': maximum: got 6, want 5"},
+		{"guard.timeoutSeconds=0 → refused", []string{"guard.timeoutSeconds=0"}, "at '/guard/timeoutSeconds': minimum: got 0, want 1"},
+		// One namespace list, never empty.
+		{"redisNamespaces=null → refused", []string{"redisNamespaces=null"}, "missing property 'redisNamespaces'"},
+		{"redisNamespaces empty → refused", []string{"redisNamespaces=[]"}, "at '/redisNamespaces'"},
+		{"a Redis namespace that is no DNS label → refused", []string{"redisNamespaces={Redis_A}"}, "at '/redisNamespaces/0'"},
+		{"guard.namespaces=null (the list is redisNamespaces) → refused", []string{"guard.namespaces=null"}, "at '/guard': additional properties 'namespaces' not allowed"},
+		{"rbac.evictionNamespaces (the list is redisNamespaces) → refused", []string{"rbac.evictionNamespaces={redis}"}, "at '/rbac': additional properties 'evictionNamespaces' not allowed"},
+		{"policy.selection.namespaces (the chart's, from redisNamespaces) → refused by the template", []string{"policy.selection.namespaces.include={redis}"}, "policy.selection.namespaces: the chart sets it from redisNamespaces"},
+		{"a Redis Secret outside redisNamespaces → refused by the template", []string{"redisSecret.namespace=kube-system"}, "redisSecret.namespace: kube-system is not one of redisNamespaces"},
+		// The layout: the policy's values, one place to say it.
+		{"layout=bogus → refused", []string{"layout=bogus"}, "at '/layout': value must be one of '', 'seed', 'bitnami', 'ot', 'ucloud', 'kubeblocks'"},
+		{"layout and policy.selection.layout disagreeing → refused by the template", []string{"layout=bitnami", "policy.selection.layout=ot"}, "layout bitnami and policy.selection.layout ot disagree"},
+		{"bitnami.name that is no label value → refused", []string{"bitnami.name=my chart"}, "at '/bitnami/name'"},
+		{"an unknown bitnami value → refused", []string{"bitnami.secret=x"}, "at '/bitnami': additional properties 'secret' not allowed"},
+		// The guard is serve's, and admits kube-apiserver alone.
+		{"guard.enabled with kind cronjob → refused by the template", []string{"guard.enabled=true"}, "guard.enabled: the eviction guard is served by serve, kind deployment; kind cronjob"},
+		{"guard.enabled with kind job → refused by the template", []string{"kind=job", "guard.enabled=true"}, "guard.enabled: the eviction guard is served by serve, kind deployment; kind job"},
+		{"guard.enabled without networkPolicy.apiServer → refused by the template", []string{"kind=deployment", "guard.enabled=true"}, "networkPolicy.apiServer: with guard.enabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"template", "rel", chartPath}
@@ -496,7 +648,8 @@ func TestHelmUpgrade(t *testing.T) {
 	env := helmEnv(t, b.Cluster.Kubeconfig())
 	const release, ns = "upg", "helm-upgrade"
 	b.UseNamespace(t, ns) // its pods (Pending: no node has the chart's node selector) are this test's
-	base := []string{release, chartPath, "-n", ns, "--set", "nodeSelector.e2e-no-such-node=x", "--set", "redisSecret.name="}
+	// The Roles go into the Redis namespaces, which must exist: the release's own here.
+	base := []string{release, chartPath, "-n", ns, "--set", "nodeSelector.e2e-no-such-node=x", "--set", "redisSecret.enabled=false", "--set", "redisNamespaces={" + ns + "}"}
 	step := func(verb string, set ...string) {
 		t.Helper()
 		args := append([]string{verb}, base...)

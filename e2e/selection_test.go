@@ -90,8 +90,8 @@ func TestSelectionBesideHelmReleases(t *testing.T) {
 	} {
 		args := []string{"install", rel.name, rel.chart, "--namespace", rel.namespace, "--create-namespace", "--kubeconfig", f.Kubeconfig(),
 			"--set-json", "tolerations=" + string(kwokTolerations), "--wait", "--timeout", "2m"}
-		if rel.name == "rr" { // serve's Deployment (two pods); Redis without a password here
-			args = append(args, "--set", "kind=deployment", "--set", "redisSecret.name=")
+		if rel.name == "rr" { // serve's Deployment (two pods); Redis without a password here, in the test's namespace (the chart's Roles go there)
+			args = append(args, "--set", "kind=deployment", "--set", "redisSecret.enabled=false", "--set", "redisNamespaces={"+f.Namespace+"}")
 		}
 		b.UseNamespace(t, rel.namespace) // its pods are this test's until it ends
 		out, err := exec.CommandContext(ctx, helm, args...).CombinedOutput()

@@ -5,6 +5,7 @@
 #   $CACHE/etcd-$ETCD_VERSION/etcd
 #   $CACHE/kwok-$KWOK_VERSION/kwok
 #   $CACHE/kustomize-$KUSTOMIZE_VERSION/kustomize, $CACHE/helm-$HELM_VERSION/helm (deploy/'s e2e)
+#   $CACHE/promtool-$PROMTOOL_VERSION/promtool (deploy/monitoring's rules: check and unit tests)
 # A binary already in the cache is not rebuilt. Prints the cache directory's bin paths when done.
 set -euo pipefail
 
@@ -14,6 +15,8 @@ KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 # kustomize v5.8.2 and later need Go 1.27.
 KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.1}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
+# Prometheus 3.16.0's module version (github.com/prometheus/prometheus tags v0.316.0 for v3.16.0).
+PROMTOOL_VERSION=${PROMTOOL_VERSION:-v0.316.0}
 CACHE=${REBALANCER_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redis-rebalancer}
 
 log() { printf '[build-tools] %s\n' "$*" >&2; }
@@ -104,7 +107,7 @@ build_kwok() {
 }
 
 # build_go_tool NAME PACKAGE VERSION: go install PACKAGE@VERSION into $CACHE/NAME-VERSION
-# (both modules have no replace directive, so go install builds them as released).
+# (these modules have no replace directive, so go install builds them as released).
 build_go_tool() {
   local name=$1 pkg=$2 version=$3
   local out=$CACHE/$name-$version
@@ -122,13 +125,16 @@ case "${1:-all}" in
   kwok) build_kwok ;;
   kustomize) build_go_tool kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION" ;;
   helm) build_go_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
+  promtool) build_go_tool promtool github.com/prometheus/prometheus/cmd/promtool "$PROMTOOL_VERSION" ;;
   all) build_etcd; build_kwok; build_k8s
        build_go_tool kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION"
-       build_go_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
-  *) echo "usage: $0 [all|k8s|etcd|kwok|kustomize|helm]" >&2; exit 2 ;;
+       build_go_tool helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+       build_go_tool promtool github.com/prometheus/prometheus/cmd/promtool "$PROMTOOL_VERSION" ;;
+  *) echo "usage: $0 [all|k8s|etcd|kwok|kustomize|helm|promtool]" >&2; exit 2 ;;
 esac
 echo "K8S_BIN_DIR=$CACHE/k8s-$K8S_VERSION"
 echo "ETCD_BIN_DIR=$CACHE/etcd-$ETCD_VERSION"
 echo "KWOK_BIN_DIR=$CACHE/kwok-$KWOK_VERSION"
 echo "KUSTOMIZE_BIN_DIR=$CACHE/kustomize-$KUSTOMIZE_VERSION"
 echo "HELM_BIN_DIR=$CACHE/helm-$HELM_VERSION"
+echo "PROMTOOL_BIN_DIR=$CACHE/promtool-$PROMTOOL_VERSION"

@@ -48,6 +48,9 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 	m.zoneKey = LabelZoneLegacy
 	for i, n := range nodes {
 		m.Nodes[i] = &Node{Index: i, Name: n.Name, Zone: zoneOf(n), Obj: n}
+		if leaving, why := NodeLeaving(n, opts.DrainTaints); leaving {
+			m.Nodes[i].Leaving = why
+		}
 		m.nodeIndex[n.Name] = i
 		m.allocatable[i] = allocatableOf(n)
 		ga, hasGA := n.Labels[LabelZone]

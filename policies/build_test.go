@@ -366,9 +366,9 @@ func TestStaticInfeasibility(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := m.Clusters[0].StaticInfeasibility()
+			got := m.Clusters[0].StaticInfeasibility(nil)
 			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
-				t.Errorf("StaticInfeasibility() = %q, want %q", got, tc.want)
+				t.Errorf("StaticInfeasibility(nil) = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -1,9 +1,11 @@
 package policies
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // StaticInfeasibility returns, in words, why no placement of the cluster's N pods that evictions
@@ -14,8 +16,9 @@ import (
 // template's). A pod that stays keeps its node whatever that node's schedulability, so a node that
 // is not usable still holds the members running on it now (up to the node limit). With a zone list
 // (AllowedZones) only nodes of the allowed zones count; without one, nodes without a zone label
-// count too (each its own domain for ShardSeparation, in no zone for the zone rules).
-func (c *Cluster) StaticInfeasibility() string {
+// count too (each its own domain for ShardSeparation, in no zone for the zone rules). w, when not
+// nil, counts the nodes visited.
+func (c *Cluster) StaticInfeasibility(w *Work) string {
 	m := c.model
 	relaxed := m.Options.RelaxedLimits
 	nodeRule := m.enforced(MaxPodsPerNode)
@@ -44,6 +47,7 @@ func (c *Cluster) StaticInfeasibility() string {
 	// Capacity per node: the node limit on a usable node, else the members that stay there.
 	capZone := make([]int, len(c.zoneName)) // by zone id; nodes without a zone under ""'s id
 	usable, stayers, total := 0, 0, 0
+	w.visit(len(c.model.Nodes))
 	for n := range c.model.Nodes {
 		if !counts(n) {
 			continue
@@ -74,7 +78,7 @@ func (c *Cluster) StaticInfeasibility() string {
 		}
 	}
 	if m.enforced(ShardSeparation) {
-		why = append(why, c.shardDomains(stayOn, counts)...)
+		why = append(why, c.shardDomains(stayOn, counts, w)...)
 	}
 	switch z := c.Z(); {
 	case z >= 3 && m.enforced(MaxPodsPerZone):
@@ -111,7 +115,7 @@ func (c *Cluster) StaticInfeasibility() string {
 		why = append(why, c.pinnedByVolumes(c.Z())...)
 	}
 	if m.enforced(TopologySpread) {
-		why = append(why, c.spreadInfeasibility()...)
+		why = append(why, c.spreadInfeasibility(w)...)
 	}
 	return strings.Join(why, "; ")
 }
@@ -119,18 +123,22 @@ func (c *Cluster) StaticInfeasibility() string {
 // shardDomains reports the shards that cannot have their pods in distinct domains
 // (ShardSeparation): zones with Z ≥ 2 (a node without a zone is its own domain), nodes otherwise.
 // A domain counts for a shard when it has a usable node, or when a pod of the shard stays there.
-func (c *Cluster) shardDomains(stayOn map[int][]int, counts func(int) bool) []string {
+func (c *Cluster) shardDomains(stayOn map[int][]int, counts func(int) bool, w *Work) []string {
 	byZone := c.Z() >= 2
-	domain := func(n int) int { // a zone id, or -(node+1)
+	// A domain's number: a zone id, or len(zoneName)+node for a node that is its own domain.
+	domain := func(n int) int {
 		if z := c.zoneID[n]; byZone && c.zoneName[z] != "" {
 			return int(z)
 		}
-		return -n - 1
+		return len(c.zoneName) + n
 	}
-	open := map[int]bool{} // domains with a usable node
+	open := make([]bool, len(c.zoneName)+len(c.model.Nodes)) // domains with a usable node
+	opened := 0
+	w.visit(len(c.model.Nodes))
 	for n := range c.model.Nodes {
-		if counts(n) && c.isUsable(n) {
-			open[domain(n)] = true
+		if d := domain(n); counts(n) && !open[d] && c.isUsable(n) {
+			open[d] = true
+			opened++
 		}
 	}
 	what := "usable nodes"
@@ -144,7 +152,7 @@ func (c *Cluster) shardDomains(stayOn map[int][]int, counts func(int) bool) []st
 		if sh.StatefulSet != nil && sh.StatefulSet.Spec.Replicas != nil {
 			need = int(*sh.StatefulSet.Spec.Replicas)
 		}
-		found := len(open)
+		found := opened
 		extra := map[int]bool{}
 		for n, members := range stayOn {
 			if d := domain(n); !open[d] && !extra[d] {
@@ -236,7 +244,12 @@ func (c *Cluster) pinnedByVolumes(z int) []string {
 // lets every domain's count lie within maxSkew of it while the pods add up. Only the
 // constraints in effect whatever the plan are judged (surelyInEffect), and only when the
 // members' labels match the constraint's selector alike before and after a re-creation.
-func (c *Cluster) spreadInfeasibility() []string {
+//
+// What every constraint shares is computed once (spreadBasis): each node's room, and the
+// members grouped by the nodes they may be placed on (their incoming spec's node-level and
+// volume masks), so that a constraint visits each node once per group of members, not once per
+// member, and counts in slices indexed by domain, never in maps that grow with the nodes.
+func (c *Cluster) spreadInfeasibility(w *Work) []string {
 	evictable := false
 	for _, mem := range c.Members {
 		evictable = evictable || mem.NotEvictable() == ""
@@ -244,13 +257,19 @@ func (c *Cluster) spreadInfeasibility() []string {
 	if !evictable {
 		return nil // the planner says so in its own words: no pod may be evicted
 	}
+	var b *spreadBasis
 	var why []string
+	sc := spreadScratchPool.Get().(*spreadScratch)
+	defer spreadScratchPool.Put(sc)
 	for idx, in := range c.spread {
 		if !c.surelyInEffect(idx) {
 			continue
 		}
-		if w := c.spreadCount(in); w != "" {
-			why = append(why, w)
+		if b == nil {
+			b = c.newSpreadBasis(w)
+		}
+		if s := c.spreadCount(in, b, sc, w); s != "" {
+			why = append(why, s)
 		}
 	}
 	return why
@@ -270,41 +289,62 @@ func (c *Cluster) surelyInEffect(idx int) bool {
 	return false
 }
 
-// spreadCount judges one constraint instance by counting (spreadInfeasibility); "" when some
-// counts may comply.
-func (c *Cluster) spreadCount(in *spreadInstance) string {
+// spreadBasis is what spreadCount reads for every constraint of a cluster, computed once per
+// StaticInfeasibility.
+type spreadBasis struct {
+	// hold[n] is the most members node n can hold: the members on it now, or as many of the
+	// smallest member request as its allocatable leaves room for beside the pods of other
+	// workloads, whichever is more.
+	hold []int
+	// groups are the members that are not terminating, grouped by the nodes their incoming spec
+	// may be placed on.
+	groups []landingGroup
+}
+
+// spreadScratch holds spreadCount's per-domain counts, reused from one constraint (and one
+// cluster: spreadScratchPool) to the next, so that counting over thousands of domains allocates
+// nothing once warm.
+type spreadScratch struct {
+	pos, doms, mark, lands       []int32
+	fixed, free, capacity, upper []int
+	kinds                        []domainBounds
+}
+
+// spreadScratchPool recycles spreadScratch between the clusters planned.
+var spreadScratchPool = sync.Pool{New: func() any { return new(spreadScratch) }}
+
+// zeroed returns s resized to n elements, all zero, reusing its array when it is large enough.
+func zeroed[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// landingGroup is a set of members whose incoming specs pass the same nodes: the same node-level
+// mask (static) and the same volume mask (nil when no volume restricts, or the member's claims
+// may be released).
+type landingGroup struct {
+	static, volume []reasonCode
+	members        []int
+}
+
+// newSpreadBasis computes the basis: one pass over the members and one over the nodes.
+func (c *Cluster) newSpreadBasis(w *Work) *spreadBasis {
 	m := c.model
-	// The domains of the eligible nodes, by id.
-	var doms []int32
-	index := map[int32]int{}
-	for n, e := range in.eligible {
-		if d := in.dom.ofNode[n]; e && d >= 0 {
-			if _, ok := index[d]; !ok {
-				index[d] = len(doms)
-				doms = append(doms, d)
-			}
-		}
-	}
-	if len(doms) == 0 {
-		return ""
-	}
-	fixed := make([]int, len(doms)) // matching pods there whatever the plan
-	free := make([]int, len(doms))  // members that may be there (and elsewhere)
-	capacity := make([]int, len(doms))
-	for d, k := range in.external {
-		if i, ok := index[d]; ok {
-			fixed[i] += k
-		}
-	}
+	b := &spreadBasis{hold: make([]int, len(m.Nodes))}
 	minReq := resources{pods: 1, cpu: -1, mem: -1}
-	onNode := map[int]int{}
-	mustCount, mayCount, pinnedMembers := 0, 0, 0
+	type key struct{ static, volume *reasonCode }
+	group := map[key]int{}
+	release := m.Options.ReleaseReplicaClaims
 	for j, mem := range c.Members {
 		if mem.Terminating {
 			continue
 		}
 		if mem.Node >= 0 {
-			onNode[mem.Node]++
+			b.hold[mem.Node]++ // the members on it now, until the room is known
 		}
 		s := mem.incoming()
 		if minReq.cpu < 0 || s.requests.cpu < minReq.cpu {
@@ -313,60 +353,25 @@ func (c *Cluster) spreadCount(in *spreadInstance) string {
 		if minReq.mem < 0 || s.requests.mem < minReq.mem {
 			minReq.mem = s.requests.mem
 		}
-		if !in.matchCur[j] && !in.matchNext[j] {
-			continue
+		var k key
+		var vol []reasonCode
+		if len(s.static) > 0 {
+			k.static = &s.static[0]
 		}
-		if in.matchCur[j] != in.matchNext[j] {
-			return "" // its labels change with a re-creation: not judged by counting
+		if s.volume != nil && !(release && mem.Role == RoleReplica) {
+			vol = s.volume
+			k.volume = &vol[0]
 		}
-		// The domains a re-placed member may land in, and whether it may land uncounted.
-		placeable := map[int]bool{}
-		uncounted := false
-		release := m.Options.ReleaseReplicaClaims && mem.Role == RoleReplica
-		for n := range m.Nodes {
-			if s.static[n] != fitOK || s.volume != nil && !release && s.volume[n] != fitOK {
-				continue
-			}
-			if i, ok := index[in.dom.ofNode[n]]; ok && in.eligible[n] {
-				placeable[i] = true
-			} else {
-				uncounted = true
-			}
+		g, ok := group[k]
+		if !ok {
+			g = len(b.groups)
+			group[k] = g
+			b.groups = append(b.groups, landingGroup{static: s.static, volume: vol})
 		}
-		cur := -1
-		if mem.Node >= 0 && in.eligible[mem.Node] {
-			cur = index[in.dom.ofNode[mem.Node]]
-		}
-		switch {
-		case mem.Node >= 0 && (mem.NotEvictable() != "" || len(placeable) == 0 || len(placeable) == 1 && placeable[cur] && !uncounted):
-			// Stays in its domain (or uncounted where it is).
-			if cur >= 0 {
-				fixed[cur]++
-				mustCount++
-				pinnedMembers++
-			}
-			continue
-		case mem.Node >= 0 && cur < 0:
-			uncounted = true
-		case mem.Node >= 0:
-			placeable[cur] = true
-		case mem.Node < 0:
-			uncounted = true // a Pending pod may stay Pending
-		}
-		for i := range placeable {
-			free[i]++
-		}
-		mayCount++
-		if !uncounted {
-			mustCount++
-		}
+		b.groups[g].members = append(b.groups[g].members, j)
 	}
-	// The most members each domain's nodes can hold.
-	for n, e := range in.eligible {
-		i, ok := index[in.dom.ofNode[n]]
-		if !e || !ok {
-			continue
-		}
+	w.visit(len(m.Nodes))
+	for n := range m.Nodes {
 		room := m.allocatable[n].sub(m.usedByAll[n].sub(c.memberUse[n]))
 		fit := room.pods
 		if minReq.cpu > 0 {
@@ -375,25 +380,143 @@ func (c *Cluster) spreadCount(in *spreadInstance) string {
 		if minReq.mem > 0 {
 			fit = min(fit, room.mem/minReq.mem)
 		}
-		capacity[i] += max(int(fit), onNode[n], 0)
+		b.hold[n] = max(int(fit), b.hold[n], 0)
+	}
+	return b
+}
+
+// spreadCount judges one constraint instance by counting (spreadInfeasibility); "" when some
+// counts may comply.
+func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, sc *spreadScratch, w *Work) string {
+	// The eligible domains, in order of their first node; pos maps a domain id to its
+	// position (-1: no eligible node).
+	pos := zeroed(sc.pos, len(in.dom.names))
+	sc.pos = pos
+	for d := range pos {
+		pos[d] = -1
+	}
+	doms := sc.doms[:0]
+	w.visit(len(in.eligible))
+	for n, e := range in.eligible {
+		if d := in.dom.ofNode[n]; e && d >= 0 && pos[d] < 0 {
+			pos[d] = int32(len(doms))
+			doms = append(doms, d)
+		}
+	}
+	sc.doms = doms
+	if len(doms) == 0 {
+		return ""
+	}
+	// posOf returns the position of node n's domain when n is eligible, else -1.
+	posOf := func(n int) int {
+		if d := in.dom.ofNode[n]; in.eligible[n] && d >= 0 {
+			return int(pos[d])
+		}
+		return -1
+	}
+	for _, g := range b.groups {
+		for _, j := range g.members {
+			if in.matchCur[j] != in.matchNext[j] {
+				return "" // its labels change with a re-creation: not judged by counting
+			}
+		}
+	}
+	fixed := zeroed(sc.fixed, len(doms)) // matching pods there whatever the plan
+	free := zeroed(sc.free, len(doms))   // members that may be there (and elsewhere)
+	capacity := zeroed(sc.capacity, len(doms))
+	sc.fixed, sc.free, sc.capacity = fixed, free, capacity
+	for d, k := range in.external {
+		if d >= 0 && int(d) < len(pos) && pos[d] >= 0 {
+			fixed[pos[d]] += k
+		}
+	}
+	mustCount, mayCount, pinnedMembers := 0, 0, 0
+	// mark[i] == stamp: domain i is one the current group's members may be placed in.
+	mark := zeroed(sc.mark, len(doms))
+	sc.mark = mark
+	lands := sc.lands[:0]
+	defer func() { sc.lands = lands[:0] }()
+	for gi, g := range b.groups {
+		stamp := int32(gi + 1)
+		lands = lands[:0]  // the domains the group may land in
+		uncounted := false // whether it may land on a node this constraint does not count
+		started := false
+		for _, j := range g.members {
+			if !in.matchCur[j] {
+				continue
+			}
+			if !started {
+				started = true
+				w.visit(len(g.static))
+				for n, r := range g.static {
+					if r != fitOK || g.volume != nil && g.volume[n] != fitOK {
+						continue
+					}
+					if i := posOf(n); i < 0 {
+						uncounted = true
+					} else if mark[i] != stamp {
+						mark[i] = stamp
+						lands = append(lands, int32(i))
+					}
+				}
+			}
+			mem := c.Members[j]
+			cur := -1
+			if mem.Node >= 0 {
+				cur = posOf(mem.Node)
+			}
+			stays := len(lands) == 0 || len(lands) == 1 && cur >= 0 && mark[cur] == stamp && !uncounted
+			switch {
+			case mem.Node >= 0 && (mem.NotEvictable() != "" || stays):
+				// Stays in its domain (or uncounted where it is).
+				if cur >= 0 {
+					fixed[cur]++
+					mustCount++
+					pinnedMembers++
+				}
+				continue
+			}
+			mayUncounted := uncounted || cur < 0 // a Pending pod may stay Pending; a member off the counted nodes may stay there
+			if cur >= 0 && mark[cur] != stamp {
+				free[cur]++
+			}
+			for _, i := range lands {
+				free[i]++
+			}
+			mayCount++
+			if !mayUncounted {
+				mustCount++
+			}
+		}
+	}
+	// The most members each domain's nodes can hold.
+	for n, e := range in.eligible {
+		if i := posOf(n); e && i >= 0 {
+			capacity[i] += b.hold[n]
+		}
 	}
 	ext := 0
 	for _, k := range in.external {
 		ext += k
 	}
 	totalMin, totalMax := ext+mustCount, ext+pinnedMembers+mayCount
-	// upper[i]: the most matching pods domain i can count.
-	upper := make([]int, len(doms))
+	// upper[i]: the most matching pods domain i can count. Domains with the same least and most
+	// counts are judged together.
+	upper := zeroed(sc.upper, len(doms))
+	kinds := sc.kinds[:0]
+	sc.upper = upper
+	defer func() { sc.kinds = kinds[:0] }()
+	top := 0
 	for i := range doms {
 		upper[i] = min(fixed[i]+free[i], fixed[i]+capacity[i])
+		top = max(top, upper[i])
+		kinds = append(kinds, domainBounds{fixed[i], upper[i], 1})
 	}
+	slices.SortFunc(kinds, func(a, b domainBounds) int { return cmp.Or(a.lo-b.lo, a.hi-b.hi) })
+	kinds = compactBounds(kinds)
 	lows := []int{0}
 	if in.numDomains >= in.minDomains {
 		lows = lows[:0]
-		top := 0
-		for i := range doms {
-			top = max(top, upper[i])
-		}
 		for g := 0; g <= top; g++ {
 			lows = append(lows, g)
 		}
@@ -401,14 +524,14 @@ func (c *Cluster) spreadCount(in *spreadInstance) string {
 	bestFit, anyWindow := -1, false
 	for _, g := range lows {
 		sumLo, sumHi, ok := 0, 0, true
-		for i := range doms {
-			lo, hi := max(g, fixed[i]), min(g+in.maxSkew, upper[i])
+		for _, k := range kinds {
+			lo, hi := max(g, k.lo), min(g+in.maxSkew, k.hi)
 			if lo > hi {
 				ok = false
 				break
 			}
-			sumLo += lo
-			sumHi += hi
+			sumLo += lo * k.n
+			sumHi += hi * k.n
 		}
 		if !ok {
 			continue
@@ -440,6 +563,22 @@ func (c *Cluster) spreadCount(in *spreadInstance) string {
 		parts = append(parts, fmt.Sprintf("%s at least %d, at most %d", in.dom.names[d], fixed[i], upper[i]))
 	}
 	return what + ": " + strings.Join(parts, "; ") + " (at least: pods of other workloads and pods that cannot leave it; at most: what its nodes can hold)"
+}
+
+// domainBounds are the least (lo) and the most (hi) matching pods of n domains.
+type domainBounds struct{ lo, hi, n int }
+
+// compactBounds merges the sorted entries with equal lo and hi, summing their n.
+func compactBounds(ks []domainBounds) []domainBounds {
+	out := ks[:0]
+	for _, k := range ks {
+		if l := len(out); l > 0 && out[l-1].lo == k.lo && out[l-1].hi == k.hi {
+			out[l-1].n += k.n
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 // maxDomainsNamed is how many domains spreadCount names before it only counts the rest.

@@ -10,7 +10,7 @@ package policies
 // of the largest member request fit beside the non-member pods (every requested resource:
 // capped at two above the relaxed NodeLimit); and, per CSI driver of the members' volumes, how
 // many volumes may still attach (capped alike) and whether a member's volume is attached there
-// by a non-member. Nodes with
+// by a non-member; and whether it is being emptied (Node.Leaving). Nodes with
 // equal fingerprints and equal members are interchangeable for the planner. Each part enters
 // the fingerprint once, and counts that are zero on every node not at all, so that building the
 // classes costs O(nodes × distinct parts).
@@ -190,6 +190,10 @@ func (c *Cluster) buildNodeClasses() {
 			h = h.add(int64(min(int64(vx.free[k][n]), fitCap*int64(maxVols)+1)))
 		}
 		h = h.add(int64(b2i(sharedOn[int32(n)])))
+		if m.Nodes[n].Leaving != "" {
+			// Its members may not become masters (State.Promotable).
+			h = h.add(-2)
+		}
 		c.classes[n] = uint64(h.add(max(fit, -1)))
 	}
 }

@@ -198,9 +198,9 @@ func TestSpreadInfeasibility(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := m.Clusters[0].StaticInfeasibility()
+			got := m.Clusters[0].StaticInfeasibility(nil)
 			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
-				t.Errorf("StaticInfeasibility() = %q, want %q", got, tc.want)
+				t.Errorf("StaticInfeasibility(nil) = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -50,8 +50,10 @@ type State struct {
 	mNodeExcess, mZoneExcess int
 
 	key StateKey
-	fit fitter        // reused by fitterFor
-	fix quorumScratch // reused by QuorumFix
+	// checks counts the nodes the filter checked (CandidatesIn): Work.FilterChecks.
+	checks int
+	fit    fitter        // reused by fitterFor
+	fix    quorumScratch // reused by QuorumFix
 }
 
 // StateKey identifies a placement: two independent 64-bit Zobrist hashes of (member, node)
@@ -386,12 +388,18 @@ func (st *State) setMaster(i int, v bool) {
 	st.key = st.key.withMaster(i)
 }
 
-// Promotable reports whether member j may become its shard's master under the state: it is placed
+// Promotable reports whether member j may be its shard's master under the state: it is placed
 // and its Redis node is known to be of the shard (its role is known, or the plan re-created it,
-// so it rejoins as a replica), and it is not a master without slots where it runs.
+// so it rejoins as a replica), and it is not a master without slots where it runs. A member that
+// is not a master under the state and runs on a node being emptied (Node.Leaving) may not become
+// one: the drain would evict it next, a second move (a master there may stay one: handing it
+// off is the eviction guard's hand-off's job).
 func (st *State) Promotable(j int) bool {
 	n := st.p[j]
 	if n < 0 {
+		return false
+	}
+	if !st.masters[j] && st.c.model.Nodes[n].Leaving != "" {
 		return false
 	}
 	mem := st.c.Members[j]

@@ -216,7 +216,8 @@ type Penalty struct {
 	// the pods above MaxPodsPerNode's and MaxPodsPerZone's limits, the pods sharing a domain
 	// with their shard, the pods outside the allowed zones, ZoneEvenSplit's difference above
 	// N mod 2, every spread domain's skew above maxSkew, and MasterQuorum's masters above its
-	// limits when failovers cannot fix it (QuorumExcess).
+	// node and zone limits, summed (with the masters as they are, State.Penalty, or after the
+	// failovers that lower them the most, State.SafestPenalty).
 	Excess int `json:"excess"`
 }
 
@@ -232,9 +233,47 @@ func (p Penalty) Less(q Penalty) bool {
 // Zero reports whether p is no penalty at all.
 func (p Penalty) Zero() bool { return p == Penalty{} }
 
-// Penalty returns the placement's penalty with the failovers QuorumFix finds applied: its
-// MasterQuorum excess counts only when no failovers fix the rule.
+// Penalty returns the placement's penalty with the masters as they are: MasterQuorum's excess
+// is the masters above its node and zone limits now, summed.
 func (st *State) Penalty() Penalty {
+	p := st.podPenalty()
+	p.Excess += st.mNodeExcess + st.mZoneExcess
+	return p
+}
+
+// SafestPenalty returns the placement's penalty once the failovers SafestFailovers finds are
+// made, and those failovers: the penalty a best-effort plan weighs, in which failovers that lower
+// MasterQuorum's excess are steps like evictions.
+func (st *State) SafestPenalty() (Penalty, []Failover) {
+	p := st.podPenalty()
+	fix, excess := st.SafestFailovers()
+	p.Excess += excess
+	return p, fix
+}
+
+// SafestFailovers returns the fewest failovers after which MasterQuorum's excess (the masters
+// above its node and zone limits, summed) is the least that failovers alone reach under the
+// state's placement, and that excess: QuorumFix's failovers when they make the rule hold (excess
+// 0); otherwise the least excess first, then the fewest failovers (fewestFailovers' soft mode),
+// each promoting a promotable member of the master's shard. nil, 0 when the rule holds or does
+// not apply. Sorted by From.
+func (st *State) SafestFailovers() ([]Failover, int) {
+	if !st.q.Applies || st.mNodeOver+st.mZoneOver == 0 {
+		return nil, 0
+	}
+	if fix, ok := st.QuorumFix(); ok {
+		return fix, 0
+	}
+	r := st.fewestFailovers(st.q, nil, true)
+	return r.failovers, r.excess
+}
+
+// QuorumExcessSum returns the masters above MasterQuorum's node and zone limits under the
+// state's placement and masters, summed (0 when the rule holds or does not apply).
+func (st *State) QuorumExcessSum() int { return st.mNodeExcess + st.mZoneExcess }
+
+// podPenalty is the penalty of the rules about pods.
+func (st *State) podPenalty() Penalty {
 	var p Penalty
 	if st.x.unschedOn {
 		p.Unplaceable = st.unsched
@@ -252,9 +291,6 @@ func (st *State) Penalty() Penalty {
 				p.Excess += st.spreadExcess(idx)
 			}
 		}
-	}
-	if _, ok := st.QuorumFix(); !ok {
-		p.Excess += st.QuorumExcess()
 	}
 	return p
 }

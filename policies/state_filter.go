@@ -18,6 +18,7 @@ func (st *State) CandidatesIn(i int, among []int, dst []int) []int {
 		defer st.Set(i, old)
 	}
 	f := st.fitterFor(i)
+	st.checks += len(among)
 	for _, n := range among {
 		if r, _ := f.check(n); r == fitOK {
 			dst = append(dst, n)
@@ -25,6 +26,10 @@ func (st *State) CandidatesIn(i int, among []int, dst []int) []int {
 	}
 	return dst
 }
+
+// FilterChecks returns the nodes the filter has checked under this state so far
+// (Work.FilterChecks).
+func (st *State) FilterChecks() int { return st.checks }
 
 // domainsOf appends to dst, for each term t of ts, the domains (of t's key) of the members of
 // lists[t] (member << 1 | labels kind) that are placed, run with that kind, and are not i.

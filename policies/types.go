@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,6 +96,10 @@ type Options struct {
 	// never released. The filter then ignores the volume topology of the members whose claims may
 	// be released (Cluster.ClaimsReleasable). Off by default.
 	ReleaseReplicaClaims bool
+	// DrainTaints are the taint keys that mark a node as being emptied, beside a cordon
+	// (spec.unschedulable): the policy's guard.drainTaints (v1alpha1.DefaultGuardDrainTaints when
+	// nil). A member on such a node never becomes a master (Node.Leaving).
+	DrainTaints []string
 	// Rules says, per rule, whether it is judged and whether as a soft rule, like a descheduler
 	// profile's enabled and disabled plugins. A rule it does not name keeps its default
 	// (RuleInfo.DefaultSetting: judged unless Optional, hard or soft as the registry says). Build
@@ -108,6 +113,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ShardSource.Kind == "" {
 		o.ShardSource.Kind = ShardAuto
+	}
+	if o.DrainTaints == nil {
+		o.DrainTaints = v1alpha1.DefaultGuardDrainTaints
 	}
 	return o
 }
@@ -143,6 +151,29 @@ type Node struct {
 	Name, Zone string
 	// Obj is the API object.
 	Obj *corev1.Node
+	// Leaving says why the node is being emptied ("cordoned", "taint KEY": NodeLeaving with
+	// Options.DrainTaints), "" when it is not. A member on it never becomes a master (its master
+	// there may stay one: handing it off is the eviction guard's hand-off's job), so that no
+	// failover promotes a replica that the drain evicts next.
+	Leaving string
+}
+
+// NodeLeaving reports whether node is being emptied: cordoned (spec.unschedulable), or carrying a
+// taint whose key is one of drainTaints (guard.drainTaints). It says how ("cordoned", "taint
+// KEY"); a nil node is not.
+func NodeLeaving(node *corev1.Node, drainTaints []string) (bool, string) {
+	if node == nil {
+		return false, ""
+	}
+	if node.Spec.Unschedulable {
+		return true, "cordoned"
+	}
+	for _, t := range node.Spec.Taints {
+		if slices.Contains(drainTaints, t.Key) {
+			return true, "taint " + t.Key
+		}
+	}
+	return false, ""
 }
 
 // Model is a Snapshot converted once into indexes: nodes by position, scheduled pods by label,

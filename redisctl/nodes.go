@@ -1,8 +1,10 @@
 package redisctl
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,6 +23,10 @@ const (
 	FlagNoAddr     = "noaddr"     // address unknown
 	FlagNoFailover = "nofailover" // a replica with cluster-replica-no-failover yes
 )
+
+// KnownFlags are the flags CLUSTER NODES prints (Redis 3 to 7; a node without any is printed
+// "noflags"): CheckClusterNodes refuses any other.
+var KnownFlags = []string{FlagMyself, FlagMaster, FlagReplica, FlagPFail, FlagFail, FlagHandshake, FlagNoAddr, FlagNoFailover}
 
 // Link states as printed by CLUSTER NODES.
 const (
@@ -193,7 +199,10 @@ func (n Node) String() string {
 // ParseClusterNodes parses the reply of CLUSTER NODES (Redis 3 to 7): one node per line,
 // "<id> <ip:port@cport[,hostname]> <flags> <master> <ping-sent> <pong-recv> <config-epoch>
 // <link-state> <slot>...", as documented at https://redis.io/commands/cluster-nodes/.
-// Empty lines are skipped. It returns an error naming the first malformed line.
+// Empty lines are skipped. It returns an error naming the first malformed line: too few fields,
+// a node ID that is not IDLength hexadecimal characters, a bad address, port, number, link state
+// or slot. It judges each line alone and keeps flags it does not know, so that a live reply of a
+// later Redis still reads; CheckClusterNodes judges a reply as a whole (files given by hand).
 func ParseClusterNodes(text string) ([]Node, error) {
 	nodes, err := parseClusterNodes(text)
 	if err != nil {
@@ -225,7 +234,7 @@ func parseNodeLine(line string) (Node, error) {
 	}
 	n := Node{ID: f[0], LinkState: f[7]}
 	if !validID(n.ID) {
-		return Node{}, fmt.Errorf("bad node id %q", n.ID)
+		return Node{}, idError("bad node id", n.ID)
 	}
 	if err := parseNodeAddr(f[1], &n); err != nil {
 		return Node{}, err
@@ -240,7 +249,7 @@ func parseNodeLine(line string) (Node, error) {
 	}
 	if f[3] != "-" {
 		if !validID(f[3]) {
-			return Node{}, fmt.Errorf("bad master id %q", f[3])
+			return Node{}, idError("bad master id", f[3])
 		}
 		n.MasterID = f[3]
 	}
@@ -265,10 +274,13 @@ func parseNodeLine(line string) (Node, error) {
 	return n, nil
 }
 
-// validID accepts a non-empty token of hex digits (Redis IDs are 40 lowercase hex characters;
-// shorter ones are tolerated).
+// IDLength is the length of a Redis Cluster node ID: 40 hexadecimal characters (CLUSTER_NAMELEN;
+// Redis draws them in lowercase and prints them whole).
+const IDLength = 40
+
+// validID reports whether s is a node ID: IDLength hexadecimal digits.
 func validID(s string) bool {
-	if s == "" || len(s) > 64 {
+	if len(s) != IDLength {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -278,6 +290,11 @@ func validID(s string) bool {
 		}
 	}
 	return true
+}
+
+// idError says what is wrong with a node ID that is not validID.
+func idError(what, s string) error {
+	return fmt.Errorf("%s %q: a node ID is %d hexadecimal characters", what, s, IDLength)
 }
 
 // parseNodeAddr parses "ip:port", "ip:port@cport" and "ip:port@cport,hostname[,extra...]".
@@ -353,7 +370,7 @@ func parseSlotField(s string, n *Node) error {
 		}
 		id := body[i+len(sep):]
 		if !validID(id) {
-			return fmt.Errorf("slot %q: bad node id", s)
+			return idError(fmt.Sprintf("slot %q: bad node id", s), id)
 		}
 		if sep == "->-" {
 			n.Migrating = append(n.Migrating, SlotMove{Slot: slot, NodeID: id})
@@ -389,4 +406,72 @@ func parseSlot(s string) (int, error) {
 		return 0, fmt.Errorf("slot %q out of range", s)
 	}
 	return v, nil
+}
+
+// CheckClusterNodes refuses what no node's CLUSTER NODES reply holds, every problem at once,
+// each naming its line (a node's place among the reply's lines, 1-based): a node ID listed twice,
+// more than one myself line, a flag not in KnownFlags, a node flagged both master and slave, a
+// master with a master ID, a replica of itself or of a node the reply does not list, and a slot
+// that two masters (or one master twice) serve. A replica whose master Redis does not know yet
+// ("-") is accepted, as Redis prints it. The --redis-nodes files go through it (observe's
+// LoadRedisNodes).
+func CheckClusterNodes(nodes []Node) error {
+	var errs []error
+	line := map[string]int{}
+	myself := 0
+	for i, n := range nodes {
+		at := i + 1
+		if prev, ok := line[n.ID]; ok {
+			errs = append(errs, fmt.Errorf("node %s on lines %d and %d: a node ID is listed once", n.ID, prev, at))
+		} else {
+			line[n.ID] = at
+		}
+		for _, f := range n.Flags {
+			if !slices.Contains(KnownFlags, f) {
+				errs = append(errs, fmt.Errorf("line %d: node %s: unknown flag %q: Redis prints %s, or noflags", at, n.ID, f, strings.Join(KnownFlags, ", ")))
+			}
+		}
+		if n.IsMyself() {
+			if myself > 0 {
+				errs = append(errs, fmt.Errorf("line %d: node %s: a second myself line (the first on line %d): a reply is one node's view; give each Redis cluster's reply from one node", at, n.ID, myself))
+			} else {
+				myself = at
+			}
+		}
+		switch {
+		case n.IsMaster() && n.IsReplica():
+			errs = append(errs, fmt.Errorf("line %d: node %s: flagged both master and slave", at, n.ID))
+		case n.MasterID == n.ID:
+			errs = append(errs, fmt.Errorf("line %d: node %s: a replica of itself", at, n.ID))
+		case n.IsMaster() && n.MasterID != "":
+			errs = append(errs, fmt.Errorf("line %d: node %s: a master with a master ID (%s): a master's is \"-\"", at, n.ID, n.MasterID))
+		}
+	}
+	for i, n := range nodes {
+		if _, ok := line[n.MasterID]; n.MasterID != "" && n.MasterID != n.ID && !ok {
+			errs = append(errs, fmt.Errorf("line %d: node %s: a replica of %s, which no line lists", i+1, n.ID, n.MasterID))
+		}
+	}
+	type served struct {
+		r    SlotRange
+		line int
+		id   string
+	}
+	var ranges []served
+	for i, n := range nodes {
+		for _, r := range n.Slots {
+			ranges = append(ranges, served{r, i + 1, n.ID})
+		}
+	}
+	slices.SortFunc(ranges, func(a, b served) int { return a.r.Start - b.r.Start })
+	var reach served // of the ranges before b, the one that reaches furthest
+	for i, b := range ranges {
+		if i > 0 && b.r.Start <= reach.r.End {
+			errs = append(errs, fmt.Errorf("slots %d-%d (line %d, node %s) and %d-%d (line %d, node %s) overlap: a slot is served by one master", reach.r.Start, reach.r.End, reach.line, reach.id, b.r.Start, b.r.End, b.line, b.id))
+		}
+		if i == 0 || b.r.End > reach.r.End {
+			reach = b
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -74,6 +74,9 @@ func TestParseClusterNodesLines(t *testing.T) {
 		{name: "migration without node id: error", line: idA + " 10.0.0.1:6379@16379 master - 0 0 1 connected [5->-]", wantErr: "bad node id"},
 		{name: "port above 65535: error", line: idA + " 10.0.0.1:70000@16379 master - 0 0 1 connected", wantErr: "out of range"},
 		{name: "non-hex node id: error", line: "not-an-id 10.0.0.1:6379@16379 master - 0 0 1 connected", wantErr: "bad node id"},
+		{name: "node id of 39 characters: error naming the length", line: idA[:39] + " 10.0.0.1:6379@16379 master - 0 0 1 connected", wantErr: `bad node id "` + idA[:39] + `": a node ID is 40 hexadecimal characters`},
+		{name: "node id of 41 characters: error", line: idA + "0 10.0.0.1:6379@16379 master - 0 0 1 connected", wantErr: "a node ID is 40 hexadecimal characters"},
+		{name: "master id of 8 characters: error", line: idA + " 10.0.0.1:6379@16379 slave e7d1eecc 0 0 1 connected", wantErr: `bad master id "e7d1eecc"`},
 		{name: "negative config epoch: error", line: idA + " 10.0.0.1:6379@16379 master - 0 0 -1 connected", wantErr: "config-epoch"},
 	}
 	for _, tc := range tests {
@@ -184,6 +187,74 @@ func TestParseClusterNodesRealOutputs(t *testing.T) {
 			got := summarize(nodes)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCheckClusterNodes: every real reply (Redis 3 to 7, noaddr, handshake, nofailover, fail?,
+// hostnames, the examples' files) passes; each thing no reply holds is refused naming its line.
+func TestCheckClusterNodes(t *testing.T) {
+	var files []string
+	for _, dir := range []string{filepath.Join("testdata", "clusternodes"), filepath.Join("..", "examples", "redis-nodes")} {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.txt"))
+		if err != nil || len(paths) == 0 {
+			t.Fatalf("no CLUSTER NODES files in %s: %v", dir, err)
+		}
+		files = append(files, paths...)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f)+": real reply → accepted", func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes, err := redisctl.ParseClusterNodes(string(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := redisctl.CheckClusterNodes(nodes); err != nil {
+				t.Errorf("refused: %v", err)
+			}
+		})
+	}
+	const idC = "3966eed0bc29953bfadecda877261b81050fd939"
+	master := func(id, flags string) string { return id + " 10.0.0.1:6379@16379 " + flags + " - 0 0 1 connected" }
+	replica := func(id, of string) string { return id + " 10.0.0.2:6379@16379 slave " + of + " 0 0 1 connected" }
+	for _, tc := range []struct {
+		name, text, wantErr string
+		alsoErr             []string // further phrases of the error
+	}{
+		{name: "a replica whose master Redis does not know yet (-) → accepted", text: master(idA, "myself,master") + "\n" + idB + " 10.0.0.2:6379@16379 slave - 0 0 0 connected\n"},
+		{name: "noflags and a handshake line → accepted", text: master(idA, "myself,master") + "\n" + idB + " 10.0.0.3:6379@16379 noflags - 0 0 0 disconnected\n" + idC + " 10.0.0.4:6379@16379 handshake - 0 0 0 disconnected\n"},
+		{name: "two myself lines → error naming both", text: master(idA, "myself,master") + "\n" + master(idB, "myself,master") + "\n",
+			wantErr: "line 2: node " + idB + ": a second myself line (the first on line 1)"},
+		{name: "an unknown flag → error naming it", text: master(idA, "myself,primary") + "\n", wantErr: `line 1: node ` + idA + `: unknown flag "primary"`},
+		{name: "master and slave at once → error", text: master(idA, "myself,master,slave") + "\n", wantErr: "flagged both master and slave"},
+		{name: "a replica of itself → error", text: master(idA, "myself,master") + "\n" + replica(idB, idB) + "\n", wantErr: "line 2: node " + idB + ": a replica of itself"},
+		{name: "a master with a master ID → error", text: master(idA, "myself,master") + "\n" + idB + " 10.0.0.2:6379@16379 master " + idA + " 0 0 1 connected\n",
+			wantErr: "line 2: node " + idB + ": a master with a master ID (" + idA + `): a master's is "-"`},
+		{name: "a replica of a node no line lists → error naming it", text: master(idA, "myself,master") + "\n" + replica(idB, idC) + "\n",
+			wantErr: "line 2: node " + idB + ": a replica of " + idC + ", which no line lists"},
+		{name: "several problems → all of them", text: master(idA, "myself,bogus") + "\n" + replica(idB, idB) + "\n" + master(idC, "myself,master") + "\n",
+			wantErr: `unknown flag "bogus"`, alsoErr: []string{"line 2: node " + idB + ": a replica of itself", "line 3: node " + idC + ": a second myself line"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes, err := redisctl.ParseClusterNodes(tc.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = redisctl.CheckClusterNodes(nodes)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+			for _, w := range tc.alsoErr {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v, want %q too", err, w)
+				}
 			}
 		})
 	}
@@ -362,6 +433,7 @@ func FuzzParseClusterNodes(f *testing.F) {
 			t.Fatalf("round trip (-first +second):\n%s", diff)
 		}
 		_ = redisctl.MergeViews([]redisctl.View{{Addr: "a:1", Nodes: nodes}, {Addr: "b:1", Nodes: again}})
+		_ = redisctl.CheckClusterNodes(nodes)
 	})
 }
 

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,20 +43,30 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// Load reads the policy file at path ("-": standard input) with Decode. Its errors start with
-// "policy PATH: "; a policy with bad fields gives an *InvalidError (errors.As finds it).
+// MaxPolicyBytes is the largest policy file Load reads (1 MiB): a complete policy, every field
+// commented (`policy default`), is a few kilobytes, so a larger input is not a policy (a wrong
+// file, /dev/zero) and is refused before it is held in memory.
+const MaxPolicyBytes = 1 << 20
+
+// Load reads the policy file at path ("-": standard input) with Decode; a file larger than
+// MaxPolicyBytes is refused. Its errors start with "policy PATH: "; a policy with bad fields
+// gives an *InvalidError (errors.As finds it).
 func Load(path string) (*RebalancerPolicy, error) {
-	var (
-		data []byte
-		err  error
-	)
-	if path == "-" {
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(path)
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		defer f.Close()
+		r = f
 	}
+	data, err := io.ReadAll(io.LimitReader(r, MaxPolicyBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	if len(data) > MaxPolicyBytes {
+		return nil, fmt.Errorf("policy %s: larger than %d MiB, the most a policy file may hold (a complete one is a few kilobytes): is it the right file?", path, MaxPolicyBytes>>20)
 	}
 	p, err := Decode(data)
 	if err != nil {
@@ -70,9 +81,13 @@ func Load(path string) (*RebalancerPolicy, error) {
 //
 // Every problem is reported at once, as an *InvalidError: unknown fields, values that are not of
 // their field's type (a duration such as "2 hours", a word where a number goes), a missing or
-// other apiVersion or kind, a field of PositiveFields given as 0, and every validation error. A document that is not a YAML mapping is
-// a plain error.
+// other apiVersion or kind, a field of PositiveFields given as 0, an empty schedule, and every
+// validation error. A document that is not a YAML mapping, and a second YAML document after the
+// policy (the YAML decoder would read the first and drop the rest unread), are plain errors.
 func Decode(data []byte) (*RebalancerPolicy, error) {
+	if err := oneDocument(data); err != nil {
+		return nil, err
+	}
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, err
@@ -85,6 +100,7 @@ func Decode(data []byte) (*RebalancerPolicy, error) {
 	// The decoder stops at the first value it cannot read: find them all, and leave them out.
 	errs = append(errs, badValues(doc, reflect.TypeFor[RebalancerPolicy](), nil)...)
 	errs = append(errs, givenZeros(doc)...)
+	errs = append(errs, givenEmpty(doc)...)
 	if j, err = json.Marshal(doc); err != nil {
 		return nil, err
 	}
@@ -105,6 +121,30 @@ func Decode(data []byte) (*RebalancerPolicy, error) {
 	}
 	SetDefaults(p)
 	return p, nil
+}
+
+// oneDocument refuses data holding more than one YAML document with content (a line that is
+// not blank, a comment, a "---" marker or a "..." marker): a policy file is one RebalancerPolicy,
+// and the YAML decoder would read the first document and drop the others unread. A document
+// starts at a line "---" (at column 0, followed by white space or nothing: a marker no scalar
+// may hold), as apimachinery's YAMLReader splits documents.
+func oneDocument(data []byte) error {
+	docs, content := 0, false
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		t := bytes.TrimSpace(l)
+		if rest, ok := bytes.CutPrefix(l, []byte("---")); ok && (len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r') {
+			content = false
+			t = bytes.TrimSpace(rest)
+		}
+		if len(t) == 0 || t[0] == '#' || bytes.Equal(t, []byte("...")) || content {
+			continue
+		}
+		content = true
+		if docs++; docs == 2 {
+			return fmt.Errorf("a second YAML document at line %d: a policy file holds one RebalancerPolicy (remove the other document, or the --- before it)", i+1)
+		}
+	}
+	return nil
 }
 
 // checkTypeMeta requires this package's apiVersion and kind, and writes them into doc so that

@@ -33,6 +33,25 @@ func TestDecode(t *testing.T) {
 		want *RebalancerPolicy
 	}{
 		{name: "apiVersion and kind only → every default", yaml: header, want: Default()},
+		{name: "a leading ---, a trailing --- and comments → one document, accepted", yaml: "# policy\n---\n" + header + "---\n# end\n", want: Default()},
+		{
+			name: "legitimate schedules at the limits: @every 1s, February 29, CRON_TZ=UTC → kept",
+			yaml: header + "schedule: \"@every 1s\"\nwindows: {windows: [{schedule: \"0 0 29 2 *\"}, {schedule: \"CRON_TZ=UTC 0 2 * * *\"}]}\n",
+			want: policyWith(func(p *RebalancerPolicy) {
+				p.Schedule = "@every 1s"
+				p.Windows.Windows = []Window{
+					{Schedule: "0 0 29 2 *", Duration: metav1.Duration{Duration: DefaultWindowDuration}},
+					{Schedule: "CRON_TZ=UTC 0 2 * * *", Duration: metav1.Duration{Duration: DefaultWindowDuration}},
+				}
+			}),
+		},
+		{
+			name: "a rule soft and enabled beside disabled \"*\" → kept",
+			yaml: header + "rules: {soft: [TopologySpread], disabled: [\"*\"], enabled: [TopologySpread]}\n",
+			want: policyWith(func(p *RebalancerPolicy) {
+				p.Rules.Soft, p.Rules.Disabled, p.Rules.Enabled = []string{"TopologySpread"}, []string{"*"}, []string{"TopologySpread"}
+			}),
+		},
 		{
 			name: "fields set → kept, the rest defaulted",
 			yaml: header + `
@@ -244,6 +263,49 @@ plan: {softEvictions: -1}
 				`guard.webhookConfigurationName: Invalid value: "Guard_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 			},
 		},
+		{
+			name: "schedules that never fire or fire too often, a zone prefix naming no zone → each",
+			yaml: header + `
+schedule: "@every 0s"
+windows:
+  windows:
+  - {schedule: "0 0 30 2 *"}
+  - {schedule: "CRON_TZ= 0 2 * * *"}
+`,
+			want: []string{
+				`schedule: Invalid value: "@every 0s": @every 0s never fires: the duration must be positive, at least 1s`,
+				`windows.windows[0].schedule: Invalid value: "0 0 30 2 *": never fires: no time within 4 years matches it`,
+				`windows.windows[1].schedule: Invalid value: "CRON_TZ= 0 2 * * *": the time zone prefix names no zone: write CRON_TZ=<IANA zone> (CRON_TZ=UTC for UTC), or leave the prefix out (UTC)`,
+			},
+		},
+		{name: "schedule @every -1m → never fires", yaml: header + "schedule: \"@every -1m\"\n", want: []string{`schedule: Invalid value: "@every -1m": @every -1m0s never fires: the duration must be positive, at least 1s`}},
+		{name: "schedule @every 500ms → too often", yaml: header + "schedule: \"@every 500ms\"\n", want: []string{`schedule: Invalid value: "@every 500ms": @every 500ms fires too often: at least @every 1s`}},
+		{name: "schedule @every 1500ms → not whole seconds, named", yaml: header + "schedule: \"@every 1500ms\"\n", want: []string{`schedule: Invalid value: "@every 1500ms": @every 1.5s is not a whole number of seconds: robfig/cron would run it every 1s`}},
+		{name: "schedule February 30 → never fires", yaml: header + "schedule: \"0 0 30 2 *\"\n", want: []string{`schedule: Invalid value: "0 0 30 2 *": never fires: no time within 4 years matches it`}},
+		{name: "schedule @every 50000h → never fires within the horizon", yaml: header + "schedule: \"@every 50000h\"\n", want: []string{`schedule: Invalid value: "@every 50000h": never fires: no time within 4 years matches it`}},
+		{name: "schedule TZ= with no zone → named", yaml: header + "schedule: \"TZ= @daily\"\n", want: []string{`schedule: Invalid value: "TZ= @daily": the time zone prefix names no zone: write CRON_TZ=<IANA zone> (CRON_TZ=UTC for UTC), or leave the prefix out (UTC)`}},
+		{name: "schedule given empty → refused, not the default", yaml: header + "schedule: \"\"\n", want: []string{`schedule: Invalid value: "": empty: a schedule that never fires (leave the field out for its default, */10 * * * *)`}},
+		{
+			name: "a rule both soft and disabled, by name or by \"*\" → each",
+			yaml: header + "rules: {soft: [MaxPodsPerNode, MasterQuorum], disabled: [MaxPodsPerNode]}\n",
+			want: []string{`rules.soft[0]: Invalid value: "MaxPodsPerNode": also listed in rules.disabled: a disabled rule is not judged, soft or hard; list it in one of them`},
+		},
+		{
+			name: "a soft rule that disabled \"*\" switches off → named",
+			yaml: header + "rules: {soft: [MasterQuorum], disabled: [\"*\"], enabled: [TopologySpread]}\n",
+			want: []string{`rules.soft[0]: Invalid value: "MasterQuorum": rules.disabled "*" disables it: list it in rules.enabled too to judge it as soft`},
+		},
+		{
+			name: "zeros without a meaning: timeouts.fullSync, guard.maxHold, guard.timeoutSeconds → each",
+			yaml: header + "timeouts: {fullSync: 0s}\nguard: {maxHold: 0s, timeoutSeconds: 0}\n",
+			want: []string{
+				`guard.maxHold: Invalid value: "0s": must be positive: 0 has no meaning here (leave the field out for its default)`,
+				`guard.timeoutSeconds: Invalid value: 0: must be positive: 0 has no meaning here (leave the field out for its default)`,
+				`timeouts.fullSync: Invalid value: "0s": must be positive: 0 has no meaning here (leave the field out for its default)`,
+			},
+		},
+		{name: "a second YAML document → refused, its line named", yaml: header + "output: json\n---\nkind: ConfigMap\n", wantText: "a second YAML document at line 5: a policy file holds one RebalancerPolicy"},
+		{name: "a second policy after --- with a comment → refused", yaml: header + "--- # the next one\n" + header, wantText: "a second YAML document at line 4"},
 		{name: "a duplicate key → the YAML error", yaml: header + "output: json\noutput: text\n", wantText: `key "output" already set in map`},
 		{name: "an empty document → not a policy", yaml: "", wantText: "a policy is a YAML mapping"},
 		{name: "a list → not a policy", yaml: "- a\n- b\n", wantText: "a policy is a YAML mapping"},
@@ -295,6 +357,17 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("error %v, want no such file", err)
+	}
+	// A file over MaxPolicyBytes (a wrong file, /dev/zero) is refused after reading one byte more.
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte(header+"# "+strings.Repeat("x", MaxPolicyBytes)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "policy "+big+": larger than 1 MiB") {
+		t.Errorf("error %v, want larger than 1 MiB", err)
+	}
+	if _, err := Load("/dev/zero"); err == nil || !strings.Contains(err.Error(), "policy /dev/zero: larger than 1 MiB") {
+		t.Errorf("/dev/zero: error %v, want larger than 1 MiB", err)
 	}
 }
 

@@ -37,8 +37,10 @@ type RebalancerPolicy struct {
 	Windows Windows `json:"windows"`
 	// schedule is when serve starts a pass: a cron expression (robfig/cron/v3's standard parser:
 	// five fields, descriptors such as @hourly or @every 30m, an optional CRON_TZ=<zone> prefix;
-	// UTC without one); a pass still running at the next activation skips it. Used by serve
-	// only; run, check and plan ignore it.
+	// UTC without one); a pass still running at the next activation skips it. Refused: empty, a
+	// CRON_TZ= naming no zone, an @every under 1s or not in whole seconds, and a schedule that
+	// never fires (no activation within 4 years: "0 0 30 2 *"). Used by serve only; run, check
+	// and plan ignore it.
 	Schedule string `json:"schedule"`
 	// output is the report's format: text (human-readable; table is the same) or json (the JSON
 	// contract of the README).
@@ -389,7 +391,9 @@ type Windows struct {
 type Window struct {
 	// schedule is a cron expression: five fields or a descriptor (@daily, @weekly, ...), with an
 	// optional CRON_TZ=<IANA zone> prefix (UTC without one), e.g.
-	// "CRON_TZ=Europe/Paris 0 2 * * 1-5". @every is refused: it opens no window at a fixed time.
+	// "CRON_TZ=Europe/Paris 0 2 * * 1-5". @every is refused: it opens no window at a fixed time;
+	// so are a CRON_TZ= naming no zone and a schedule that never fires (no activation within 4
+	// years: "0 0 30 2 *").
 	Schedule string `json:"schedule"`
 	// duration is how long the window stays open after each activation.
 	Duration metav1.Duration `json:"duration"`
@@ -454,7 +458,8 @@ type Guard struct {
 	WebhookConfigurationName string `json:"webhookConfigurationName"`
 	// drainTaints are the taint keys that mark a node as being emptied, beside a cordon
 	// (spec.unschedulable): the leader fails the masters on such a node over before any
-	// eviction arrives. Empty: node.kubernetes.io/unschedulable, ToBeDeletedByClusterAutoscaler
-	// (cluster-autoscaler) and karpenter.sh/disrupted (Karpenter).
+	// eviction arrives, and no failover (run's, serve's, the hand-off's) promotes a replica on
+	// such a node: the drain would evict it next. Empty: node.kubernetes.io/unschedulable,
+	// ToBeDeletedByClusterAutoscaler (cluster-autoscaler) and karpenter.sh/disrupted (Karpenter).
 	DrainTaints []string `json:"drainTaints"`
 }

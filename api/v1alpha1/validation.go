@@ -27,10 +27,11 @@ var PositiveFields = []string{
 	"plan.maxStates",
 	"limits.maxMovesPerCluster", "limits.maxParallelClusters",
 	"failover.timeout", "failover.drainQuiet", "failover.drainTimeout",
-	"timeouts.healthGate", "timeouts.recreate", "timeouts.rejoin", "timeouts.request",
+	"timeouts.healthGate", "timeouts.recreate", "timeouts.rejoin", "timeouts.fullSync", "timeouts.request",
 	"redis.port", "redis.dialTimeout", "redis.readTimeout", "redis.writeTimeout", "redis.maxLagBytes", "redis.maxLastIOSeconds",
 	"windows.windows[].duration",
 	"watch.rolesInterval", "watch.quorumPassInterval",
+	"guard.maxHold", "guard.timeoutSeconds",
 }
 
 // PositiveMessage is the validation message of a field of PositiveFields given as 0; what
@@ -83,6 +84,15 @@ func givenZeros(doc map[string]any) field.ErrorList {
 	return errs
 }
 
+// givenEmpty refuses a schedule that doc (a policy file's JSON object) gives as an empty string:
+// left out, the field takes its default; given empty, it would never fire.
+func givenEmpty(doc map[string]any) field.ErrorList {
+	if v, ok := doc["schedule"].(string); ok && strings.TrimSpace(v) == "" {
+		return field.ErrorList{field.Invalid(field.NewPath("schedule"), v, "empty: a schedule that never fires (leave the field out for its default, "+DefaultSchedule+")")}
+	}
+	return nil
+}
+
 // isZero reports whether a decoded JSON value is a zero number or a zero duration.
 func isZero(v any) bool {
 	switch x := v.(type) {
@@ -117,7 +127,7 @@ func ValidateRebalancerPolicy(p *RebalancerPolicy) field.ErrorList {
 	errs = append(errs, validateRedis(&p.Redis, field.NewPath("redis"))...)
 	errs = append(errs, validateWindows(&p.Windows, field.NewPath("windows"))...)
 	if p.Schedule != "" {
-		if _, err := parseCron(cron.ParseStandard, p.Schedule); err != nil {
+		if _, err := ParseSchedule(p.Schedule); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("schedule"), p.Schedule, err.Error()))
 		}
 	}
@@ -216,16 +226,83 @@ func ParseShardSource(s string) (source, key string, err error) {
 // always accepts the CRON_TZ= and TZ= prefixes.
 var windowScheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// windowScheduleReference is the time a window's schedule must fire after (within cron's
-// five-year search) to be valid: one that never fires from here never fires at all.
-var windowScheduleReference = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+// Schedules must fire: a schedule (serve's schedule, a maintenance window's) is refused as never
+// firing when no activation falls within ScheduleHorizon of scheduleReference, a fixed time so
+// that the answer does not depend on the day it is asked. Every calendar expression that fires
+// at all fires within 4 years of 2000-01-01 (a leap year: "0 0 29 2 *" fires on 2000-02-29), and
+// one that matches no day ("0 0 30 2 *", February 30) never does; an @every longer than the
+// horizon is refused too.
+const ScheduleHorizon = (4*365 + 1) * 24 * time.Hour
+
+// scheduleReference is the time ScheduleHorizon is counted from.
+var scheduleReference = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// MinEvery is the shortest @every a schedule accepts: robfig/cron/v3 runs @every in whole
+// seconds, at least one (it turns "@every 0s", a negative or a sub-second duration into 1s, and
+// "@every 1.5s" into 1s), so anything it would not run as written is refused.
+const MinEvery = time.Second
+
+// ParseSchedule parses serve's schedule (the policy's schedule, --schedule): a cron expression of
+// robfig/cron/v3's standard parser (five fields, or a descriptor such as @hourly or @every 30m),
+// with an optional CRON_TZ=<IANA zone> prefix (UTC without one). It refuses an empty schedule, a
+// time zone prefix that names no zone, an @every under MinEvery or not a whole number of seconds,
+// and a schedule that never fires (ScheduleHorizon). The error does not repeat the expression.
+// rebalancer/serve runs its passes on what it returns.
+func ParseSchedule(spec string) (cron.Schedule, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, errors.New("empty: a schedule that never fires; give a cron expression such as " + DefaultSchedule)
+	}
+	s, err := parseCron(cron.ParseStandard, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkEvery(spec); err != nil {
+		return nil, err
+	}
+	if err := checkFires(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkEvery refuses an @every duration that robfig/cron/v3 would not run as written (MinEvery).
+func checkEvery(spec string) error {
+	_, rest := cutZone(spec)
+	d, ok := strings.CutPrefix(strings.TrimSpace(rest), "@every ")
+	if !ok {
+		return nil
+	}
+	every, err := time.ParseDuration(strings.TrimSpace(d))
+	if err != nil {
+		return nil // the parser said so already
+	}
+	switch {
+	case every <= 0:
+		return fmt.Errorf("@every %s never fires: the duration must be positive, at least %s", every, MinEvery)
+	case every < MinEvery:
+		return fmt.Errorf("@every %s fires too often: at least @every %s", every, MinEvery)
+	case every%time.Second != 0:
+		return fmt.Errorf("@every %s is not a whole number of seconds: robfig/cron would run it every %s", every, every.Truncate(time.Second))
+	}
+	return nil
+}
+
+// checkFires refuses a schedule without an activation within ScheduleHorizon of
+// scheduleReference.
+func checkFires(s cron.Schedule) error {
+	next := s.Next(scheduleReference)
+	if next.IsZero() || next.Sub(scheduleReference) > ScheduleHorizon {
+		return errors.New("never fires: no time within 4 years matches it")
+	}
+	return nil
+}
 
 // ParseWindowSchedule parses a maintenance window's schedule (windows.windows[].schedule): a
 // calendar expression of robfig/cron/v3's standard parser (five fields, or a descriptor such as
 // @daily), with an optional CRON_TZ=<IANA zone> prefix (UTC without one). It refuses @every,
-// which repeats relative to when a job starts and so opens no window at a fixed time, and an
-// expression that never fires. The error does not repeat the expression. rebalancer/window
-// compiles the windows with it.
+// which repeats relative to when a job starts and so opens no window at a fixed time, a time
+// zone prefix that names no zone, and an expression that never fires (ScheduleHorizon). The
+// error does not repeat the expression. rebalancer/window compiles the windows with it.
 func ParseWindowSchedule(spec string) (*cron.SpecSchedule, error) {
 	s, err := parseCron(windowScheduleParser.Parse, spec)
 	if err != nil {
@@ -235,17 +312,35 @@ func ParseWindowSchedule(spec string) (*cron.SpecSchedule, error) {
 	if !ok {
 		return nil, errors.New("@every repeats relative to when a job starts, so it opens no window at a fixed time; use a cron expression or @daily, @weekly, ...")
 	}
-	if ss.Next(windowScheduleReference).IsZero() {
-		return nil, errors.New("never fires")
+	if err := checkFires(ss); err != nil {
+		return nil, err
 	}
 	return ss, nil
 }
 
+// cutZone splits a schedule into its CRON_TZ= or TZ= prefix's zone ("" without a prefix) and
+// the rest.
+func cutZone(spec string) (zone, rest string) {
+	for _, prefix := range []string{"CRON_TZ=", "TZ="} {
+		if after, ok := strings.CutPrefix(spec, prefix); ok {
+			zone, rest, _ = strings.Cut(after, " ")
+			return zone, rest
+		}
+	}
+	return "", spec
+}
+
 // parseCron parses spec with parse (robfig/cron/v3), refusing first what makes that parser
-// panic: a CRON_TZ= or TZ= prefix with nothing after the zone (it slices up to the first space).
+// panic (a CRON_TZ= or TZ= prefix with nothing after the zone: it slices up to the first space)
+// and what it takes silently for UTC (a prefix that names no zone: time.LoadLocation("") is UTC).
 func parseCron(parse func(string) (cron.Schedule, error), spec string) (cron.Schedule, error) {
-	if (strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=")) && !strings.Contains(spec, " ") {
-		return nil, errors.New("a time zone prefix (CRON_TZ=<zone>) must be followed by a space and the schedule")
+	if strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=") {
+		if !strings.Contains(spec, " ") {
+			return nil, errors.New("a time zone prefix (CRON_TZ=<zone>) must be followed by a space and the schedule")
+		}
+		if zone, _ := cutZone(spec); zone == "" {
+			return nil, errors.New("the time zone prefix names no zone: write CRON_TZ=<IANA zone> (CRON_TZ=UTC for UTC), or leave the prefix out (UTC)")
+		}
 	}
 	return parse(spec)
 }
@@ -262,7 +357,8 @@ func validatePlan(p *Plan, path *field.Path) field.ErrorList {
 }
 
 // validateRules checks that rules.enabled, rules.disabled and rules.soft name rules (RuleNames;
-// "*" in disabled only), each once, and that no rule is both enabled and disabled.
+// "*" in disabled only), each once, and that no rule is both enabled and disabled, nor both soft
+// and disabled (by name, or by "*" without being enabled).
 func validateRules(r *Rules, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, list := range []struct {
@@ -287,6 +383,14 @@ func validateRules(r *Rules, path *field.Path) field.ErrorList {
 	for i, n := range r.Enabled {
 		if slices.Contains(r.Disabled, n) {
 			errs = append(errs, field.Invalid(path.Child("enabled").Index(i), n, "also listed in rules.disabled"))
+		}
+	}
+	for i, n := range r.Soft {
+		switch {
+		case slices.Contains(r.Disabled, n):
+			errs = append(errs, field.Invalid(path.Child("soft").Index(i), n, "also listed in rules.disabled: a disabled rule is not judged, soft or hard; list it in one of them"))
+		case slices.Contains(r.Disabled, AllRules) && !slices.Contains(r.Enabled, n):
+			errs = append(errs, field.Invalid(path.Child("soft").Index(i), n, `rules.disabled "*" disables it: list it in rules.enabled too to judge it as soft`))
 		}
 	}
 	return errs

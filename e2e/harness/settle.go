@@ -322,8 +322,9 @@ func (b *Bed) probeScheduler(ctx context.Context) (string, error) {
 }
 
 // RestoreNodes puts the bed's nodes back as StartBed made them, for a test that changed them
-// (cordons, taints, a deleted node): a missing node is added again, a cordoned one uncordoned,
-// taints other than kwok's removed. It then waits until the API server shows every node as
+// (cordons, taints, a deleted or an added node): a missing node is added again, a cordoned one
+// uncordoned, taints other than kwok's removed, a node that is not one of the bed's deleted with
+// its pods (localcluster.Cluster.DeleteNode). It then waits until the API server shows every node as
 // StartBed made it (Ready, schedulable, kwok's taint only: the node lifecycle controller removes
 // the taint it added to a cordoned node once it is uncordoned) and returns an error naming what
 // is not.
@@ -355,11 +356,23 @@ func (b *Bed) RestoreNodes(ctx context.Context) error {
 			}
 		}
 	}
+	all, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list nodes: %w", err))
+	} else {
+		for _, n := range all.Items {
+			if _, ok := b.declared[n.Name]; !ok {
+				if err := b.Cluster.DeleteNode(ctx, n.Name); err != nil && !apierrors.IsNotFound(err) {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("harness: restore nodes: %w", err)
 	}
 	var last []string
-	err := poll(ctx, settleInterval, time.Minute, func(ctx context.Context) (bool, error) {
+	err = poll(ctx, settleInterval, time.Minute, func(ctx context.Context) (bool, error) {
 		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			last = []string{err.Error()}

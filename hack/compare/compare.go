@@ -375,9 +375,9 @@ func topologySpreadProfile(env *harness.Env) map[string]any {
 }
 
 // redisClusterBalanceProfile is the profile of the descheduler built with RedisClusterBalance:
-// that plugin alone on the scenario's namespace (its Redis port; redis-rebalancer's defaults
-// otherwise, at most 10 evictions per cycle as `redis-rebalancer run --max-moves 10`) and the
-// DefaultEvictor.
+// that plugin alone on the scenario's namespace (its Redis port, the Lease in that namespace, of
+// its own; redis-rebalancer's defaults otherwise, at most 10 evictions per cycle as
+// `redis-rebalancer run --max-moves 10`) and the DefaultEvictor.
 func redisClusterBalanceProfile(env *harness.Env) map[string]any {
 	return map[string]any{
 		"name": "compare",
@@ -387,6 +387,7 @@ func redisClusterBalanceProfile(env *harness.Env) map[string]any {
 				"namespaces":         map[string]any{"include": []string{env.Namespace}},
 				"redisPort":          env.Port,
 				"maxMovesPerCluster": 10,
+				"lease":              map[string]any{"namespace": env.Namespace},
 			}},
 		},
 		"plugins": map[string]any{"balance": map[string]any{"enabled": []string{"RedisClusterBalance"}}},

@@ -10,7 +10,9 @@
 //   - from the package doc comments and imports, the folder table of docs/architecture.md
 //     (packages.go);
 //   - in README.md and docs/*.md, every command output shown after an `output:` marker
-//     (outputs.go).
+//     (outputs.go);
+//   - from the same types, doc comments and the ranges of the policy's validation, the policy's
+//     part (properties.policy) of the Helm chart's values.schema.json (schema.go).
 //
 // Run it with `go generate ./api/v1alpha1` or `make generate`; TestGeneratedFilesAreCurrent fails
 // when the files on disk differ from what it would write, and the tests of docs_test.go check
@@ -101,6 +103,9 @@ func generate(root string) (map[string][]byte, error) {
 		return nil, err
 	}
 	files := map[string][]byte{yamlFile: y, policyDocs: g.markdown(fields, y)}
+	if err := addChartSchema(root, g, fields, files); err != nil {
+		return nil, err
+	}
 	if err := addRuleFiles(root, files); err != nil {
 		return nil, err
 	}

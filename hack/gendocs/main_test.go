@@ -13,10 +13,9 @@ import (
 	"testing"
 )
 
-// TestGeneratedFilesAreCurrent fails when docs/policy.md, api/v1alpha1/zz_generated.default.yaml,
-// docs/rules.md or README.md's rule table differ from what gendocs writes from the current types,
-// doc comments, defaults, flags and rule registry (or when README.md lost its rules block).
-func TestGeneratedFilesAreCurrent(t *testing.T) {
+// generated returns the module root and the files gendocs writes there.
+func generated(t *testing.T) (string, map[string][]byte) {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -25,6 +24,14 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root, files
+}
+
+// TestGeneratedFilesAreCurrent fails when docs/policy.md, api/v1alpha1/zz_generated.default.yaml,
+// docs/rules.md or README.md's rule table differ from what gendocs writes from the current types,
+// doc comments, defaults, flags and rule registry (or when README.md lost its rules block).
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	root, files := generated(t)
 	for name, want := range files {
 		got, err := os.ReadFile(filepath.Join(root, name))
 		if err != nil {

@@ -383,3 +383,74 @@ func layoutIndex(t *testing.T, dir string) (*v1.IndexManifest, v1.ImageIndex, *v
 	}
 	return tm, idx, m
 }
+
+// TestReleaseTagBuildsTheManifestsImage: on a clone of this commit tagged with the chart's
+// appVersion (the release, v0.1.0), `make image` derives its version from the tag (git describe)
+// and tags exactly the image the manifests run, with the commit as its revision; one commit later
+// it builds another version and tag. The tag is made in the clone only.
+func TestReleaseTagBuildsTheManifestsImage(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	head := git(root, "rev-parse", "HEAD")
+	clone := t.TempDir()
+	git(clone, "clone", "--quiet", "--shared", "--no-checkout", root, ".")
+	git(clone, "checkout", "--quiet", head)
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	b, err := os.ReadFile(filepath.Join(clone, "deploy/helm/redis-rebalancer/Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &chart); err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Image struct{ Repository string } `json:"image"`
+	}
+	if b, err = os.ReadFile(filepath.Join(clone, "deploy/helm/redis-rebalancer/values.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	// Tags of the repository (a release already made) are not the clone's concern: only this one.
+	for _, tag := range strings.Fields(git(clone, "tag", "--list")) {
+		git(clone, "tag", "-d", tag)
+	}
+	git(clone, "tag", "-a", chart.AppVersion, "-m", "release "+chart.AppVersion)
+	makeImage := func() string {
+		t.Helper()
+		cmd := exec.Command("make", "-n", "-s", "image")
+		cmd.Dir = clone
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n image: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	out := makeImage()
+	want := values.Image.Repository + ":" + chart.AppVersion
+	for _, s := range []string{"-tag " + want + " ", "-version " + chart.AppVersion + " ", "-revision " + head + " "} {
+		if !strings.Contains(out, s) {
+			t.Errorf("make image on the commit tagged %s: no %q in\n%s", chart.AppVersion, s, out)
+		}
+	}
+	git(clone, "commit", "--quiet", "--allow-empty", "-m", "after the release")
+	if out := makeImage(); strings.Contains(out, "-tag "+want+" ") || !strings.Contains(out, "-version "+chart.AppVersion+"-1-g") {
+		t.Errorf("make image one commit after the release: want version %s-1-g<commit> and another tag than %s:\n%s", chart.AppVersion, want, out)
+	}
+}

@@ -2,6 +2,8 @@ package lint
 
 import (
 	"fmt"
+	"maps"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,8 +25,9 @@ const (
 	// shard, such as ucloud's); fixes
 	// are pod template fields.
 	ChartNone Chart = ""
-	// ChartBitnami: Bitnami's redis-cluster Helm chart (template label helm.sh/chart
-	// "redis-cluster-<version>"): one StatefulSet for the whole cluster.
+	// ChartBitnami: Bitnami's redis-cluster Helm chart (policies.BitnamiRedisCluster: template
+	// label helm.sh/chart "redis-cluster-<version>", or an alias's): one StatefulSet for the whole
+	// cluster.
 	ChartBitnami Chart = "bitnami"
 	// ChartOT: OT-CONTAINER-KIT's redis-operator (template labels redis_setup_type=cluster and
 	// role=leader|follower): a leader and a follower StatefulSet per RedisCluster.
@@ -35,24 +38,28 @@ const (
 // bitnami/common; OT-CONTAINER-KIT/redis-operator internal/controller/common/labels.go and
 // internal/webhook/pod_webhook.go).
 const (
-	bitnamiChartLabel = "helm.sh/chart"
-	bitnamiChartName  = "redis-cluster"
-	otSetupTypeLabel  = "redis_setup_type"
-	otRoleLabel       = "role"
-	otClusterLabel    = "cluster"
+	// BitnamiNameLabel is the label Bitnami's chart selects its pods by with the release's
+	// app.kubernetes.io/instance: the chart's name (redis-cluster), or its nameOverride, or its
+	// alias in an umbrella chart.
+	BitnamiNameLabel = policies.LabelAppName
+	bitnamiChartName = policies.BitnamiChartName
+	otSetupTypeLabel = "redis_setup_type"
+	otRoleLabel      = "role"
+	otClusterLabel   = "cluster"
 	// OTAntiAffinityAnnotation, "true" on a RedisCluster, makes OT's webhook add to every pod a
 	// required anti-affinity on kubernetes.io/hostname against its partner (leader-i ↔
 	// follower-i, by the statefulset.kubernetes.io/pod-name label).
 	OTAntiAffinityAnnotation = "redisclusters.redis.redis.opstreelabs.in/role-anti-affinity"
 )
 
-// ChartOf tells which tool wrote the cluster's StatefulSets from their templates' labels
-// (ChartNone when none is recognised).
+// ChartOf tells which tool wrote the cluster's StatefulSets from their templates (ChartNone when
+// none is recognised): Bitnami's chart as policies.BitnamiRedisCluster tells it (alone, with a
+// nameOverride, or under an alias), OT's operator by its labels.
 func ChartOf(c *policies.Cluster) Chart {
 	for _, s := range c.StatefulSets {
 		l := s.Spec.Template.Labels
 		switch {
-		case strings.HasPrefix(l[bitnamiChartLabel], bitnamiChartName+"-"):
+		case policies.BitnamiRedisCluster(l, &s.Spec.Template.Spec):
 			return ChartBitnami
 		case l[otSetupTypeLabel] == "cluster" && (l[otRoleLabel] == "leader" || l[otRoleLabel] == "follower"):
 			return ChartOT
@@ -143,53 +150,148 @@ func keepsApart(p *corev1.Pod, key string, c *policies.Cluster, s *policies.Shar
 	return false
 }
 
-// softAntiAffinity returns the SoftAntiAffinity finding of a cluster written by chart when
-// nothing required keeps a shard's pods off one domain (the node with one zone, the zone with
-// more), with the values that restore what the chart can express of the recommended constraints.
-func softAntiAffinity(c *policies.Cluster, chart Chart, relaxed bool) (Finding, bool) {
-	key := policies.LabelHostname
-	if c.Z() >= 2 {
-		key = c.ZoneKey
+// chartAntiAffinity judges the anti-affinity of a cluster a chart wrote by what the chart can
+// express: a required anti-affinity that keeps a shard's pods off one node (Bitnami's
+// podAntiAffinityPreset: hard, over the whole release; OT's role anti-affinity annotation, leader-i
+// against follower-i), read from the StatefulSet's rendered template (and, for OT, from the pods,
+// where its webhook adds the term). It returns the SoftAntiAffinity finding, with the values that
+// set it and the other recommended constraints, when a value would keep them apart and none
+// does; else a note ("" when none is due) for what the chart cannot express: a shard's pods out
+// of one zone (no value names a shard), or, for Bitnami with more pods than nodes, any required
+// anti-affinity at all.
+func chartAntiAffinity(c *policies.Cluster, chart Chart, o Options) (f Finding, note string, found bool) {
+	host := policies.LabelHostname
+	bad, shards := separated(c, host, chart == ChartOT)
+	multiZone := c.Z() >= 2
+	rendered := renderedAntiAffinity(c, chart)
+	risk := "kube-scheduler may put a re-created pod on the node of its shard's other pod (ShardSeparation: redis-rebalancer's plans mark such choices off-track, run re-plans after each move)"
+	zoneRisk := "kube-scheduler may put a re-created pod in the zone of its shard's other pod, and redis-rebalancer's ShardSeparation rule finds and moves it"
+	if bad == nil && (shards || anyTerm(c, host, chart == ChartOT)) {
+		// Kept off one node: what the chart can do. Out of one zone, nothing can.
+		if !multiZone {
+			return Finding{}, "", false
+		}
+		kept := rendered
+		if chart == ChartOT {
+			kept = "the pods carry a required anti-affinity on " + host + " against their partner (the webhook's, for the RedisCluster's " + OTAntiAffinityAnnotation + " annotation)"
+		}
+		return Finding{}, fmt.Sprintf("%s, which keeps a shard's pods off one node; no %s names a shard, so none keeps a shard's pods out of one zone: %s", kept, chartTerm(chart), zoneRisk), false
 	}
-	bad, shards := separated(c, key, chart == ChartOT)
-	got := ""
-	switch {
-	case bad != nil:
+	got := "none"
+	if bad != nil {
 		got = "none (shard " + bad.Name + ")"
-	case !shards && !anyTerm(c, key, chart == ChartOT):
-		// The shards are unknown (Redis not read): a required term on the domain could keep
-		// them apart; with none at all, nothing does.
-		got = "none"
-	default:
-		return Finding{}, false
 	}
-	values, err := chartValues(c, chart, relaxed)
-	if err != nil {
-		values = "# " + err.Error()
-	}
-	f := Finding{Namespace: c.Namespace, Cluster: c.Name, Kind: SoftAntiAffinity,
-		Want: "required anti-affinity inside each shard on " + key, Got: got, Values: values}
-	domain := map[bool]string{true: "zone", false: "node"}[c.Z() >= 2]
-	risk := fmt.Sprintf("kube-scheduler may put a re-created pod in the %s of its shard's other pod (ShardSeparation: redis-rebalancer's plans mark such choices off-track, run re-plans after each move)", domain)
+	f = Finding{Namespace: c.Namespace, Cluster: c.Name, Kind: SoftAntiAffinity, Rule: policies.ShardSeparation,
+		Want: "required anti-affinity inside each shard on " + host, Got: got}
 	switch chart {
 	case ChartBitnami:
 		nodes := allowedNodes(c)
-		hard := fmt.Sprintf("podAntiAffinityPreset: hard keeps every pod of the release on a node of its own: with N=%d pods and %d nodes it would leave %d Pending, so it is not in the values", c.N, nodes, c.N-nodes)
-		if c.N <= nodes {
-			hard = fmt.Sprintf("podAntiAffinityPreset: hard keeps every pod of the release on a node of its own (N=%d, %d nodes)", c.N, nodes)
-			if c.Z() >= 2 {
-				hard += ", which keeps a shard's pods off one node, not off one zone"
-			}
+		if c.N > nodes {
+			return Finding{}, fmt.Sprintf("%s: nothing required keeps a shard's pods off one node, and %s. The chart cannot name a shard (its pods carry no shard label); its one required anti-affinity, %s, keeps every pod of the release on a node of its own, which %d pods on %d nodes cannot have (%d would stay Pending), so no value helps: ShardSeparation is redis-rebalancer's to keep",
+				rendered, risk, valuesKey(o.ValuesPath, "redis.podAntiAffinityPreset: hard"), c.N, nodes, c.N-nodes), false
 		}
-		f.Message = fmt.Sprintf("the chart's redis.podAntiAffinityPreset is soft and nothing required keeps a shard's pods apart: %s. The chart cannot name a shard (its pods carry no shard label), so no value keeps exactly a shard's pods apart; %s. These values restore the other guarantees of the recommended constraints (spread over nodes and zones, the allowed zones)", risk, hard)
+		hard := fmt.Sprintf("%s keeps every pod of the release on a node of its own (N=%d, %d nodes)", valuesKey(o.ValuesPath, "redis.podAntiAffinityPreset: hard"), c.N, nodes)
+		if multiZone {
+			hard += ", which keeps a shard's pods off one node, not out of one zone"
+		}
+		f.Message = fmt.Sprintf("%s: nothing required keeps a shard's pods off one node, and %s. The chart cannot name a shard (its pods carry no shard label), so no value keeps exactly a shard's pods apart; %s. These values set it and the other recommended constraints (spread over nodes and zones, the allowed zones)", rendered, risk, hard)
 	case ChartOT:
 		apart := "keeps leader-i and follower-i off one node"
-		if c.Z() >= 2 {
-			apart += "; with several zones the recommended constraints keep a shard's pods in different zones, which no RedisCluster field expresses"
+		if multiZone {
+			apart += "; no RedisCluster field keeps them out of one zone"
 		}
-		f.Message = fmt.Sprintf("nothing required keeps a leader and its follower apart: %s. The annotation %s: \"true\" on the RedisCluster (its webhook enabled) %s. These RedisCluster fields restore the recommended spread over nodes and zones and the allowed zones", risk, OTAntiAffinityAnnotation, apart)
+		f.Message = fmt.Sprintf("%s: nothing required keeps a leader and its follower apart, and %s. The annotation %s: \"true\" on the RedisCluster (its webhook enabled) %s. These RedisCluster fields restore the recommended spread over nodes and zones and the allowed zones", rendered, risk, OTAntiAffinityAnnotation, apart)
 	}
-	return f, true
+	values, err := chartValues(c, chart, o)
+	if err != nil {
+		values = "# " + err.Error()
+	}
+	f.Values = values
+	return f, "", true
+}
+
+// chartTerm names what a chart is told its settings with.
+func chartTerm(chart Chart) string {
+	if chart == ChartOT {
+		return "RedisCluster field"
+	}
+	return "value of the chart"
+}
+
+// valuesKey writes a chart value's key (and setting) under the values path: "redis-cluster.pdb.maxUnavailable: 1".
+func valuesKey(path []string, key string) string {
+	if len(path) == 0 {
+		return key
+	}
+	return strings.Join(path, ".") + "." + key
+}
+
+// renderedAntiAffinity says what pod anti-affinity the cluster's StatefulSet renders (Bitnami:
+// "StatefulSet redis-cluster renders only a preferred pod anti-affinity on kubernetes.io/hostname
+// over the release's pods (weight 1: podAntiAffinityPreset: soft, the chart's default)"), naming
+// the preset when the terms are exactly the preset's; for OT, the terms its webhook put into the
+// pods count too.
+func renderedAntiAffinity(c *policies.Cluster, chart Chart) string {
+	if len(c.StatefulSets) == 0 {
+		return "no StatefulSet"
+	}
+	var names []string
+	for _, s := range c.StatefulSets {
+		names = append(names, s.Name)
+	}
+	sort.Strings(names)
+	sts := c.StatefulSets[0]
+	for _, s := range c.StatefulSets {
+		if s.Name == names[0] {
+			sts = s
+		}
+	}
+	who := "StatefulSet " + strings.Join(names, " and ") + " render"
+	if len(names) == 1 {
+		who += "s"
+	}
+	var req []corev1.PodAffinityTerm
+	var pref []corev1.WeightedPodAffinityTerm
+	if a := sts.Spec.Template.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		req, pref = a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	release := chartSelector(c, chart)
+	overRelease := func(t corev1.PodAffinityTerm) bool {
+		return t.TopologyKey == policies.LabelHostname && t.LabelSelector != nil && len(t.LabelSelector.MatchExpressions) == 0 &&
+			maps.Equal(t.LabelSelector.MatchLabels, release)
+	}
+	switch {
+	case len(req) == 0 && len(pref) == 0:
+		if chart == ChartBitnami {
+			return who + " no pod anti-affinity (podAntiAffinityPreset \"\", or a redis.affinity without one)"
+		}
+		return who + " no pod anti-affinity"
+	case chart == ChartBitnami && len(req) == 0 && len(pref) == 1 && pref[0].Weight == 1 && overRelease(pref[0].PodAffinityTerm):
+		return who + " only a preferred pod anti-affinity on " + policies.LabelHostname + " over the release's pods (weight 1: podAntiAffinityPreset: soft, the chart's default)"
+	case chart == ChartBitnami && len(req) == 1 && len(pref) == 0 && overRelease(req[0]):
+		return who + " a required pod anti-affinity on " + policies.LabelHostname + " over the release's pods (podAntiAffinityPreset: hard)"
+	}
+	var terms []string
+	for _, t := range req {
+		terms = append(terms, "required on "+t.TopologyKey+" over "+selectorText(t.LabelSelector))
+	}
+	for _, t := range pref {
+		terms = append(terms, fmt.Sprintf("preferred (weight %d) on %s over %s", t.Weight, t.PodAffinityTerm.TopologyKey, selectorText(t.PodAffinityTerm.LabelSelector)))
+	}
+	out := who + " the pod anti-affinity " + strings.Join(terms, "; ")
+	if chart == ChartBitnami {
+		out += " (redis.affinity)"
+	}
+	return out
+}
+
+// selectorText writes a label selector as kubectl does ("a=b,c in (d)"); "nothing" for none.
+func selectorText(s *metav1.LabelSelector) string {
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if s == nil || err != nil {
+		return "nothing"
+	}
+	return sel.String()
 }
 
 // allowedNodes counts the model's nodes in c's allowed zones.
@@ -207,16 +309,20 @@ func allowedNodes(c *policies.Cluster) int {
 	return n
 }
 
-// chartValues returns, as YAML, the chart's values (Bitnami) or the RedisCluster's fields (OT)
-// that set the recommended constraints for c (ChartValues for its N pods, allowed nodes, zones
-// and zone key, on the pods the chart selects).
-func chartValues(c *policies.Cluster, chart Chart, relaxed bool) (string, error) {
+// chartValues returns, as YAML, the chart's values (Bitnami, under o.ValuesPath) or the
+// RedisCluster's fields (OT) that set the recommended constraints for c (ChartValues for its N
+// pods, allowed nodes, zones and zone key, on the pods the chart selects).
+func chartValues(c *policies.Cluster, chart Chart, o Options) (string, error) {
 	var zones []string
 	if c.Z() >= 2 || c.ZoneList {
 		zones = c.AllowedZones
 	}
-	return ChartValues(ChartInput{Chart: chart, Selector: chartSelector(c, chart), N: c.N, Nodes: allowedNodes(c),
-		Zones: zones, ZoneKey: c.ZoneKey, Relaxed: relaxed})
+	in := ChartInput{Chart: chart, Selector: chartSelector(c, chart), N: c.N, Nodes: allowedNodes(c),
+		Zones: zones, ZoneKey: c.ZoneKey, Relaxed: o.Relaxed}
+	if chart == ChartBitnami {
+		in.ValuesPath = o.ValuesPath
+	}
+	return ChartValues(in)
 }
 
 // ChartInput is what ChartValues writes values for.
@@ -234,6 +340,9 @@ type ChartInput struct {
 	ZoneKey string
 	// Relaxed drops the "minus 1" of the hard maxSkews (constraints.Input.Relaxed).
 	Relaxed bool
+	// ValuesPath nests Bitnami's values under these keys (an umbrella chart's key for the
+	// subchart, e.g. ["redis-cluster"]); it is refused for OT, whose fields are no Helm values.
+	ValuesPath []string
 }
 
 // ChartValues returns, as YAML, the chart's values (Bitnami's redis-cluster chart: redis.*) or
@@ -245,14 +354,28 @@ type ChartInput struct {
 // annotation). Neither can name a shard, so no per-shard term is written. It fails for another
 // chart.
 func ChartValues(in ChartInput) (string, error) {
+	v, err := ChartValueTree(in)
+	if err != nil {
+		return "", err
+	}
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("lint: values: %w", err)
+	}
+	return string(out), nil
+}
+
+// ChartValueTree returns what ChartValues writes, as the object it marshals (for JSON: helm
+// takes a JSON values file, kubectl patch --type merge a RedisCluster's fields).
+func ChartValueTree(in ChartInput) (map[string]any, error) {
 	spread, aff, err := constraints.Generate(constraints.Input{
 		ClusterLabels: in.Selector, ShardLabels: in.Selector, // the shard's anti-affinity is not used
 		Shards: in.N, PodsPerShard: 1, Zones: in.Zones, ZoneKey: in.ZoneKey, Relaxed: in.Relaxed,
 	})
 	if err != nil {
-		return "", fmt.Errorf("lint: values: %w", err)
+		return nil, fmt.Errorf("lint: values: %w", err)
 	}
-	var v any
+	var v map[string]any
 	switch in.Chart {
 	case ChartBitnami:
 		redis := map[string]any{"topologySpreadConstraints": spread}
@@ -273,13 +396,32 @@ func ChartValues(in ChartInput) (string, error) {
 			"spec":     map[string]any{"redisLeader": role, "redisFollower": role},
 		}
 	default:
-		return "", fmt.Errorf("lint: values: no chart")
+		return nil, fmt.Errorf("lint: values: no chart")
 	}
-	out, err := yaml.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("lint: values: %w", err)
+	if len(in.ValuesPath) > 0 {
+		if in.Chart != ChartBitnami {
+			return nil, fmt.Errorf("lint: values: a values path nests Helm values (Bitnami's chart); %s's are a RedisCluster's fields", in.Chart)
+		}
+		for i := len(in.ValuesPath) - 1; i >= 0; i-- {
+			v = map[string]any{in.ValuesPath[i]: v}
+		}
 	}
-	return string(out), nil
+	return v, nil
+}
+
+// ParseValuesPath splits a dotted values path ("redis-cluster", "backend.cache") into its keys;
+// "" gives none. It fails on an empty key ("a..b", ".a").
+func ParseValuesPath(path string) ([]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	keys := strings.Split(path, ".")
+	for _, k := range keys {
+		if k == "" {
+			return nil, fmt.Errorf("values path %q: an empty key (keys are separated by single dots)", path)
+		}
+	}
+	return keys, nil
 }
 
 // chartSelector returns the labels that select every pod of c as the chart's own selectors do:
@@ -308,7 +450,7 @@ func chartSelector(c *policies.Cluster, chart Chart) map[string]string {
 func SelectorOf(chart Chart, name string) map[string]string {
 	switch chart {
 	case ChartBitnami:
-		return map[string]string{"app.kubernetes.io/name": bitnamiChartName, "app.kubernetes.io/instance": name}
+		return map[string]string{BitnamiNameLabel: bitnamiChartName, "app.kubernetes.io/instance": name}
 	case ChartOT:
 		return map[string]string{otClusterLabel: name}
 	}

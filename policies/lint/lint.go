@@ -1,12 +1,17 @@
 // Package lint compares the scheduling constraints in a Redis cluster's StatefulSet templates with
 // the constraints recommended for the cluster's size and zones (constraints.Generate), flags the
-// templates that can deadlock (several zones and 3 shards with the strict limits), the clusters
-// whose shards and zones leave some node or zone loss unsurvivable whatever the placement
-// (MasterQuorum), the PodDisruptionBudgets that let a drain take two pods of one shard
-// (DisruptionBudget), and, for clusters that Bitnami's redis-cluster chart or OT's redis-operator
-// wrote (ChartOf), a shard's pods kept apart by nothing required (SoftAntiAffinity), with the
-// chart's values or the RedisCluster's fields that restore the recommended constraints
-// (Finding.Values). What templates cannot express, it says once (RolesNote).
+// templates that can deadlock (several zones, 3 shards, the strict limits and a zone
+// anti-affinity inside each shard), the clusters whose shards and zones leave some node or zone
+// loss unsurvivable whatever the placement (MasterQuorum), the PodDisruptionBudgets that let a
+// drain take two pods of one shard (DisruptionBudget), and, for clusters that Bitnami's
+// redis-cluster chart or OT's redis-operator wrote (ChartOf), a shard's pods kept off one node by
+// nothing required that a value could require (SoftAntiAffinity, read from the rendered
+// template), with the chart's values or the RedisCluster's fields that restore the recommended
+// constraints (Finding.Values, nested under an umbrella chart's key with Options.ValuesPath).
+// Each finding names the rule it serves (Finding.Rule): a rule the policy does not judge drops
+// its findings. What the chart cannot express is a note (Report.Notes), not a finding, so that
+// values that follow the advice lint clean; what no template can express, it says once
+// (RolesNote).
 package lint
 
 import (
@@ -38,18 +43,20 @@ const (
 	AntiAffinity Kind = "AntiAffinity"
 	// NodeAffinity: several zones but no required node affinity listing them.
 	NodeAffinity Kind = "NodeAffinity"
-	// DeadlockRisk: several zones and 3 shards with the strict limits: the hostname maxSkew can
-	// leave a shard's last pod only nodes in zones its shard already holds, which its zone
-	// anti-affinity forbids, so it stays Pending.
+	// DeadlockRisk: several zones and 3 shards with the strict limits and a required
+	// anti-affinity on the zone: the hostname maxSkew can leave a shard's last pod only nodes in
+	// zones its shard already holds, which its zone anti-affinity forbids, so it stays Pending.
 	DeadlockRisk Kind = "DeadlockRisk"
 	// MasterQuorum: with one master per shard, no placement survives the loss of some node or
 	// zone (policies.Quorum's note: M ≤ 2, or ⌈M/Z⌉ ≥ M/2, or 2 zones); reported once per cluster,
 	// with StatefulSet empty.
 	MasterQuorum Kind = "MasterQuorum"
 	// SoftAntiAffinity: a cluster written by a known chart (Bitnami, OT) where no required pod
-	// anti-affinity keeps a shard's pods off one node (one zone) or zone (several): the scheduler
-	// may re-create a replica beside its master. Reported once per cluster, with the values that
-	// restore the recommended constraints as far as the chart can express them.
+	// anti-affinity keeps a shard's pods off one node, and a value of the chart would (Bitnami:
+	// podAntiAffinityPreset: hard, with a node for every pod; OT: the role anti-affinity
+	// annotation): the scheduler may re-create a replica beside its master. Reported once per
+	// cluster, with the values that restore the recommended constraints as far as the chart can
+	// express them; what it cannot (a shard's pods out of one zone) is a note.
 	SoftAntiAffinity Kind = "SoftAntiAffinity"
 	// DisruptionBudget: the PodDisruptionBudgets let a drain take two pods of one shard at once
 	// (none selects them, a budget per role splits them, or a budget over both allows more than
@@ -70,7 +77,7 @@ func Quorum(c *policies.Cluster) (Finding, bool) {
 		return Finding{}, false
 	}
 	return Finding{
-		Namespace: c.Namespace, Cluster: c.Name, Kind: MasterQuorum,
+		Namespace: c.Namespace, Cluster: c.Name, Kind: MasterQuorum, Rule: policies.MasterQuorum,
 		Got:     fmt.Sprintf("%s (one master each) over %s", policies.Plural(shards, "shard"), policies.Plural(c.Z(), "zone")),
 		Message: fmt.Sprintf("%s, one master each: %s", policies.Plural(shards, "shard"), q.Note),
 	}, true
@@ -103,6 +110,10 @@ type Finding struct {
 	Cluster     string `json:"name"`
 	StatefulSet string `json:"statefulSet"`
 	Kind        Kind   `json:"kind"`
+	// Rule is the HA rule the finding's setting serves (docs/rules.md): a policy that does not
+	// judge it (--disable-rules, rules.disabled) has Lint leave the finding out. Empty for
+	// DisruptionBudget, which no rule judges: PodDisruptionBudgets hold for every eviction.
+	Rule policies.Rule `json:"rule,omitempty"`
 	// Want and Got describe the recommended and the actual setting.
 	Want string `json:"want,omitempty"`
 	Got  string `json:"got,omitempty"`
@@ -113,18 +124,40 @@ type Finding struct {
 	Values string `json:"values,omitempty"`
 }
 
+// Options tunes Lint.
+type Options struct {
+	// Relaxed selects the relaxed recommendation ("at most" N/3 and N/2, which avoids the
+	// 3-shard deadlock).
+	Relaxed bool
+	// ValuesPath nests the values printed for Bitnami's chart under these keys: the chart's key
+	// in an umbrella chart (its name, or its alias), e.g. ["redis-cluster"]. Empty: at the top.
+	ValuesPath []string
+}
+
+// Report is what Lint finds.
+type Report struct {
+	// Findings differ from the recommendation in a way the templates (or the chart's values)
+	// can fix: the lint command exits 3 while there are any.
+	Findings []Finding
+	// Notes, one per cluster and cause, name what the chart cannot express ("<namespace>/<cluster>:
+	// <kind>: <text>"): no value of Bitnami's chart or field of OT's RedisCluster names a shard,
+	// so none keeps a shard's pods out of one zone, and Bitnami's only required anti-affinity
+	// (podAntiAffinityPreset: hard) needs a node per pod. redis-rebalancer's rules judge and fix
+	// what the notes name; they change no exit status.
+	Notes []string
+}
+
 // Lint checks every StatefulSet of every cluster of m, and each cluster's MasterQuorum with one
-// master per shard (Quorum). relaxed selects the relaxed recommendation ("at most" N/3 and N/2,
-// which avoids the 3-shard deadlock). Findings are sorted by namespace, cluster, StatefulSet (a
-// cluster's own first).
-func Lint(m *policies.Model, relaxed bool) []Finding {
-	var out []Finding
+// master per shard (Quorum). A finding whose rule m does not judge (m.Setting) is left out.
+// Findings are sorted by namespace, cluster, StatefulSet (a cluster's own first).
+func Lint(m *policies.Model, o Options) Report {
+	var rep Report
 	for _, c := range m.Clusters {
+		var fs []Finding
 		if f, ok := Quorum(c); ok {
-			out = append(out, f)
+			fs = append(fs, f)
 		}
 		chart := ChartOf(c)
-		first := len(out)
 		multiZone := c.Z() >= 2
 		shards := Masters(c)
 		shardOf := map[*appsv1.StatefulSet]*policies.Shard{} // one shard per StatefulSet
@@ -133,50 +166,67 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 				shardOf[s.StatefulSet] = s
 			}
 		}
+		zoneRule := policies.MaxPodsPerZone
+		if c.Z() == 2 {
+			zoneRule = policies.ZoneEvenSplit
+		}
 		sets := slices.Clone(c.StatefulSets)
 		sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
 		for _, sts := range sets {
-			add := func(k Kind, want, got, format string, args ...any) {
-				out = append(out, Finding{Namespace: c.Namespace, Cluster: c.Name, StatefulSet: sts.Name, Kind: k, Want: want, Got: got, Message: fmt.Sprintf(format, args...)})
+			add := func(k Kind, rule policies.Rule, want, got, format string, args ...any) {
+				fs = append(fs, Finding{Namespace: c.Namespace, Cluster: c.Name, StatefulSet: sts.Name, Kind: k, Rule: rule, Want: want, Got: got, Message: fmt.Sprintf(format, args...)})
 			}
 			spec := sts.Spec.Template.Spec
-			nodeSkew := constraints.NodeMaxSkew(c.N, relaxed)
-			checkSkew(spec, policies.LabelHostname, corev1.DoNotSchedule, nodeSkew, c.N, add)
+			nodeSkew := constraints.NodeMaxSkew(c.N, o.Relaxed)
+			checkSkew(spec, policies.LabelHostname, corev1.DoNotSchedule, nodeSkew, c.N, policies.MaxPodsPerNode, add)
 			if multiZone {
-				checkSkew(spec, c.ZoneKey, corev1.DoNotSchedule, constraints.ZoneMaxSkew(c.N, relaxed), c.N, add)
-				checkSkew(spec, c.ZoneKey, corev1.ScheduleAnyway, 1, c.N, add)
+				checkSkew(spec, c.ZoneKey, corev1.DoNotSchedule, constraints.ZoneMaxSkew(c.N, o.Relaxed), c.N, zoneRule, add)
+				checkSkew(spec, c.ZoneKey, corev1.ScheduleAnyway, 1, c.N, policies.ZoneBalance, add)
 			}
-			checkSkew(spec, policies.LabelHostname, corev1.ScheduleAnyway, 1, c.N, add)
+			checkSkew(spec, policies.LabelHostname, corev1.ScheduleAnyway, 1, c.N, policies.NodeSpread, add)
 			if s := shardOf[sts]; s != nil && chart == ChartNone {
 				checkAntiAffinity(c, s, spec, multiZone, add)
 			}
 			if multiZone && !c.ZoneList {
-				add(NodeAffinity, "required node affinity: "+c.ZoneKey+" In ["+strings.Join(c.AllowedZones, " ")+"]", "none",
+				add(NodeAffinity, policies.AllowedZones, "required node affinity: "+c.ZoneKey+" In ["+strings.Join(c.AllowedZones, " ")+"]", "none",
 					"no required node affinity lists the allowed zones; the cluster may spread into any zone")
 			}
-			if multiZone && shards == 3 && !relaxed {
+			// The deadlock needs a required anti-affinity on the zone: a shard's last pod kept
+			// out of its shard's zones, and the hostname maxSkew keeping it off the others.
+			if multiZone && shards == 3 && !o.Relaxed && requiredOn(spec, c.ZoneKey) {
 				if got, ok := hardSkew(spec, policies.LabelHostname); ok && int(got) == constraints.NodeMaxSkew(c.N, false) {
-					add(DeadlockRisk, fmt.Sprintf("hostname maxSkew %d", constraints.NodeMaxSkew(c.N, true)), fmt.Sprintf("hostname maxSkew %d", got),
-						"3 shards over %d zones with hostname maxSkew %d can deadlock (a shard's last pod can stay Pending for good); relax it to %d (\"at most N/3\": redis-rebalancer --relaxed-limits, constraints --relaxed-limits)",
-						c.Z(), got, constraints.NodeMaxSkew(c.N, true))
+					add(DeadlockRisk, policies.MaxPodsPerNode, fmt.Sprintf("hostname maxSkew %d", constraints.NodeMaxSkew(c.N, true)), fmt.Sprintf("hostname maxSkew %d", got),
+						"3 shards over %d zones with hostname maxSkew %d and a required anti-affinity on %s can deadlock (a shard's last pod can stay Pending for good); relax it to %d (\"at most N/3\": redis-rebalancer --relaxed-limits, constraints --relaxed-limits)",
+						c.Z(), got, c.ZoneKey, constraints.NodeMaxSkew(c.N, true))
 				}
+			}
+		}
+		var note string
+		if chart != ChartNone {
+			var f Finding
+			var ok bool
+			f, note, ok = chartAntiAffinity(c, chart, o)
+			if ok {
+				fs = append(fs, f)
+			}
+		}
+		fs = append(fs, disruptionBudgets(c, chart, o.ValuesPath)...)
+		kept := fs[:0]
+		for _, f := range fs {
+			if f.Rule == "" || m.Setting(f.Rule).Enabled {
+				kept = append(kept, f)
 			}
 		}
 		if chart != ChartNone {
-			if f, ok := softAntiAffinity(c, chart, relaxed); ok {
-				out = append(out, f)
-			} else if len(out) > first {
-				// The templates differ from the recommended constraints: their fix, once, in the
-				// chart's terms.
-				if v, err := chartValues(c, chart, relaxed); err == nil {
-					out[first].Values = v
-				}
+			attachValues(c, chart, o, kept)
+			if note != "" && m.Setting(policies.ShardSeparation).Enabled {
+				rep.Notes = append(rep.Notes, c.Namespace+"/"+c.Name+": "+string(SoftAntiAffinity)+": "+note)
 			}
 		}
-		out = append(out, disruptionBudgets(c, chart)...)
+		rep.Findings = append(rep.Findings, kept...)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	sort.SliceStable(rep.Findings, func(i, j int) bool {
+		a, b := rep.Findings[i], rep.Findings[j]
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
 		}
@@ -185,10 +235,43 @@ func Lint(m *policies.Model, relaxed bool) []Finding {
 		}
 		return a.StatefulSet < b.StatefulSet
 	})
-	return out
+	return rep
 }
 
-type addFunc func(k Kind, want, got, format string, args ...any)
+// attachValues gives the first of a chart's cluster's template findings the chart's values that
+// restore the recommended constraints (its fix, once, in the chart's terms), unless a
+// SoftAntiAffinity finding already carries them.
+func attachValues(c *policies.Cluster, chart Chart, o Options, fs []Finding) {
+	for _, f := range fs {
+		if f.Kind == SoftAntiAffinity {
+			return
+		}
+	}
+	for i, f := range fs {
+		if f.StatefulSet == "" {
+			continue // MasterQuorum, DisruptionBudget: the cluster's own
+		}
+		if v, err := chartValues(c, chart, o); err == nil {
+			fs[i].Values = v
+		}
+		return
+	}
+}
+
+// requiredOn reports whether spec has a required pod anti-affinity term on key.
+func requiredOn(spec corev1.PodSpec, key string) bool {
+	if spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil {
+		return false
+	}
+	for _, t := range spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if t.TopologyKey == key {
+			return true
+		}
+	}
+	return false
+}
+
+type addFunc func(k Kind, rule policies.Rule, want, got, format string, args ...any)
 
 func hardSkew(spec corev1.PodSpec, key string) (int32, bool) {
 	for _, t := range spec.TopologySpreadConstraints {
@@ -199,18 +282,20 @@ func hardSkew(spec corev1.PodSpec, key string) (int32, bool) {
 	return 0, false
 }
 
-func checkSkew(spec corev1.PodSpec, key string, action corev1.UnsatisfiableConstraintAction, want, n int, add addFunc) {
+// checkSkew wants a topology spread constraint on key with action and maxSkew want, for the
+// rule it serves.
+func checkSkew(spec corev1.PodSpec, key string, action corev1.UnsatisfiableConstraintAction, want, n int, rule policies.Rule, add addFunc) {
 	for _, t := range spec.TopologySpreadConstraints {
 		if t.TopologyKey != key || t.WhenUnsatisfiable != action {
 			continue
 		}
 		if int(t.MaxSkew) != want {
-			add(MaxSkew, fmt.Sprintf("%s maxSkew %d", key, want), fmt.Sprintf("%s maxSkew %d", key, t.MaxSkew),
+			add(MaxSkew, rule, fmt.Sprintf("%s maxSkew %d", key, want), fmt.Sprintf("%s maxSkew %d", key, t.MaxSkew),
 				"%s constraint on %s has maxSkew %d; for N=%d the recommendation is %d (a template not updated after a resize?)", action, key, t.MaxSkew, n, want)
 		}
 		return
 	}
-	add(MissingConstraint, fmt.Sprintf("%s maxSkew %d %s", key, want, action), "none",
+	add(MissingConstraint, rule, fmt.Sprintf("%s maxSkew %d %s", key, want, action), "none",
 		"no %s topology spread constraint on %s; add maxSkew %d", action, key, want)
 }
 
@@ -247,10 +332,10 @@ func checkAntiAffinity(c *policies.Cluster, s *policies.Shard, spec corev1.PodSp
 		if ok {
 			return
 		}
-		add(AntiAffinity, "anti-affinity on "+key+" selecting exactly the shard's pods", "selector "+sel.String(),
+		add(AntiAffinity, policies.ShardSeparation, "anti-affinity on "+key+" selecting exactly the shard's pods", "selector "+sel.String(),
 			"the required anti-affinity on %s does not select exactly the pods of shard %s", key, s.Name)
 		return
 	}
-	add(AntiAffinity, "required anti-affinity on "+key, "none",
+	add(AntiAffinity, policies.ShardSeparation, "required anti-affinity on "+key, "none",
 		"no required pod anti-affinity on %s inside shard %s: two of its pods may share a %s (ShardSeparation)", key, s.Name, map[bool]string{true: "zone", false: "node"}[multiZone])
 }

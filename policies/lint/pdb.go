@@ -67,14 +67,15 @@ func budgets(c *policies.Cluster) []budget {
 	return out
 }
 
-// disruptionBudgets returns the DisruptionBudget findings of c: the PodDisruptionBudgets that let a
+// disruptionBudgets returns the DisruptionBudget findings of c (Bitnami's fix named under
+// valuesPath): the PodDisruptionBudgets that let a
 // drain take two pods of one shard at once (a master and its replica), which one budget per
 // shard (maxUnavailable 1) never does. Two pods of a shard are protected when some
 // budget selects both and lets at most one of its pods be unavailable. Findings are grouped by
 // cause: no budget selects the shard's pods; budgets that split the shard (a budget per role, as
 // OT's leader/follower pair); a budget over both pods that allows more than one (a per-release
 // budget with maxUnavailable above 1).
-func disruptionBudgets(c *policies.Cluster, chart Chart) []Finding {
+func disruptionBudgets(c *policies.Cluster, chart Chart, valuesPath []string) []Finding {
 	bs := budgets(c)
 	type cause struct {
 		kind  string // "none", "split", "loose"
@@ -149,7 +150,7 @@ func disruptionBudgets(c *policies.Cluster, chart Chart) []Finding {
 			f.Got = "PodDisruptionBudget " + k.names
 			f.Message = fmt.Sprintf("PodDisruptionBudget %s lets more than one of its pods be unavailable at once, two of %s among them: a drain may take a master and its replica together", k.names, which)
 		}
-		f.Message += "; " + budgetFix(c, chart)
+		f.Message += "; " + budgetFix(chart, valuesPath)
 		if chart == ChartOT {
 			f.Values = otBudget(c)
 		}
@@ -158,11 +159,11 @@ func disruptionBudgets(c *policies.Cluster, chart Chart) []Finding {
 	return out
 }
 
-// budgetFix says how to protect every shard in chart's terms.
-func budgetFix(c *policies.Cluster, chart Chart) string {
+// budgetFix says how to protect every shard in chart's terms (Bitnami's value under valuesPath).
+func budgetFix(chart Chart, valuesPath []string) string {
 	switch chart {
 	case ChartBitnami:
-		return "set the chart's pdb.maxUnavailable: 1 (its budget covers the whole release: one pod of the cluster at a time)"
+		return "set the chart's " + valuesKey(valuesPath, "pdb.maxUnavailable: 1") + " (its budget covers the whole release: one pod of the cluster at a time)"
 	case ChartOT:
 		return "the RedisCluster's pdb fields make one budget per role, which cannot protect a shard: disable them (spec.redisLeader.pdb.enabled and spec.redisFollower.pdb.enabled false) and create one PodDisruptionBudget for the cluster with maxUnavailable 1 (below)"
 	}

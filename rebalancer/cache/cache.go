@@ -132,6 +132,9 @@ type Cache struct {
 	// have seen each one's first list.
 	nodes, pods, statefulSets, budgets, claims, volumes, csiNodes, services toolscache.SharedIndexInformer
 	handled                                                                 []toolscache.InformerSynced
+	// watched are the informers by resource, in informers' order, with their last list or watch
+	// error (WaitForSync names the ones not synced, and why).
+	watched []*watchedResource
 	// generation counts the changes the model can see (an update that changes only what trimming
 	// drops, such as a node's heartbeat, is none); clusterScoped those of nodes and
 	// PersistentVolumes.
@@ -180,7 +183,14 @@ func New(client kubernetes.Interface, opts Options) *Cache {
 		}
 		return nil, nil
 	}})
-	for _, inf := range c.informers() {
+	for i, inf := range c.informers() {
+		w := &watchedResource{resource: resourceNames[i], informer: inf}
+		c.watched = append(c.watched, w)
+		// Informers not started yet: SetWatchErrorHandlerWithContext cannot fail.
+		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *toolscache.Reflector, err error) {
+			w.lastErr.Store(&err)
+			toolscache.DefaultWatchErrorHandler(ctx, r, err)
+		})
 		t := observe.NewTrimmer(trimmerLimit)
 		// Informers not started yet: SetTransform cannot fail. Each informer calls its transform
 		// from one goroutine at a time (its queue's lock), so one Trimmer each is safe.
@@ -222,6 +232,34 @@ func (c *Cache) changed(obj any) {
 
 func (c *Cache) informers() []toolscache.SharedIndexInformer {
 	return []toolscache.SharedIndexInformer{c.nodes, c.pods, c.statefulSets, c.budgets, c.claims, c.volumes, c.csiNodes, c.services}
+}
+
+// resourceNames are the resources of the informers, in informers' order, as RBAC names them.
+var resourceNames = []string{"nodes", "pods", "statefulsets.apps", "poddisruptionbudgets.policy", "persistentvolumeclaims", "persistentvolumes", "csinodes.storage.k8s.io", "services"}
+
+// watchedResource is one informer of the cache and the last error its list or watch met.
+type watchedResource struct {
+	resource string
+	informer toolscache.SharedIndexInformer
+	lastErr  atomic.Pointer[error]
+}
+
+// notSynced says which informers have not listed their objects yet, each with the last error
+// its list or watch met ("no answer yet" without one): "csinodes.storage.k8s.io (csinodes is
+// forbidden: ...)".
+func (c *Cache) notSynced() string {
+	var out []string
+	for _, w := range c.watched {
+		if w.informer.HasSynced() {
+			continue
+		}
+		why := "no answer yet"
+		if err := w.lastErr.Load(); err != nil {
+			why = (*err).Error()
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", w.resource, why))
+	}
+	return strings.Join(out, ", ")
 }
 
 // sameIgnoringVersion reports whether two trimmed versions of an object differ only in their
@@ -284,10 +322,18 @@ func (c *Cache) Start(ctx context.Context) {
 	}()
 }
 
+// Wait waits, once the context given to Start has ended, until the informers' goroutines have
+// returned (client-go's SharedInformerFactory.Shutdown): nothing of the cache runs after it.
+func (c *Cache) Wait() { c.factory.Shutdown() }
+
 // WaitForSync waits until every informer has listed its objects once and the cache has counted
-// them (Synced), or ctx ends.
+// them (Synced), or ctx ends; its error then names the resources not listed yet, each with the
+// last error its list or watch met (RBAC's forbidden, an API server gone).
 func (c *Cache) WaitForSync(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), c.handled...) {
+		if which := c.notSynced(); which != "" {
+			return fmt.Errorf("cache: informers not synced (%w): %s", context.Cause(ctx), which)
+		}
 		return fmt.Errorf("cache: informers not synced: %w", context.Cause(ctx))
 	}
 	c.synced.Store(true)

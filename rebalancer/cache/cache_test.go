@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -13,9 +14,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -410,5 +413,34 @@ func TestModelKept(t *testing.T) {
 	}
 	if got := c.ClusterKeys(observe.Selection{Namespace: "redis"}); !cmp.Equal(got, []string{"redis/redis"}) {
 		t.Errorf("ClusterKeys(namespace redis) = %v", got)
+	}
+}
+
+// TestWaitForSyncNamesTheCause: a resource the API server refuses to list (RBAC without
+// csinodes) keeps the cache from syncing; WaitForSync's error names that resource and the
+// refusal, not only "not synced".
+func TestWaitForSyncNamesTheCause(t *testing.T) {
+	b := newBed(t, scenario.PostScaleDown())
+	b.client.PrependReactor("list", "csinodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "storage.k8s.io", Resource: "csinodes"}, "", errors.New("RBAC: no list"))
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := New(b.client, Options{})
+	c.Start(ctx)
+	ended, endNow := context.WithCancel(ctx)
+	endNow() // WaitForSync with a context already over: what it says now
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		last = c.WaitForSync(ended)
+		// Until the other informers have listed, they are named too ("no answer yet").
+		return last != nil && strings.Contains(last.Error(), "is forbidden") && !strings.Contains(last.Error(), "no answer yet"), nil
+	})
+	if err != nil {
+		t.Fatalf("WaitForSync never named the refused list alone: %v", last)
+	}
+	want := "cache: informers not synced (context canceled): csinodes.storage.k8s.io (failed to list *v1.CSINode: csinodes.storage.k8s.io is forbidden: RBAC: no list)"
+	if last.Error() != want {
+		t.Errorf("error %q, want %q", last, want)
 	}
 }

@@ -275,6 +275,9 @@ func (cr *clusterRun) runCluster(ctx context.Context) (rep report.ClusterRun, _ 
 	rep.After = nonNil(after.Evaluate(after.Current()))
 	rep.PlacementCompliant = len(policies.Hard(rep.After)) == 0
 	rep.Compliant = rep.PlacementCompliant && rep.Health.Healthy()
+	if rep.Partial != nil {
+		rep.Partial.QuorumHolds = quorumHolds(after, rep.After)
+	}
 	rep.Outcome = report.ClusterOutcome(&rep)
 	if !rep.Outcome.Expected() {
 		cr.events.clusterNotFixed(after, rep)
@@ -283,7 +286,24 @@ func (cr *clusterRun) runCluster(ctx context.Context) (rep report.ClusterRun, _ 
 	report.RenderMap(cr.out, after, after.Current())
 	report.RenderViolations(cr.out, rep.After)
 	report.RenderHealth(cr.out, &rep.Health)
+	if rep.Outcome == report.OutcomePartial {
+		cr.printf("partial: %s\n", report.PartialRunText(rep.Partial))
+	}
 	return rep, firstErr
+}
+
+// quorumHolds reports whether MasterQuorum is judged for c (enabled, roles known, the rule
+// applies) and none of violations is MasterQuorum's.
+func quorumHolds(c *policies.Cluster, violations []policies.Violation) bool {
+	if !c.Model().Setting(policies.MasterQuorum).Enabled || !c.RolesKnown() || !c.MasterQuorum().Applies {
+		return false
+	}
+	for _, v := range violations {
+		if v.Rule == policies.MasterQuorum {
+			return false
+		}
+	}
+	return true
 }
 
 // reintroduced re-introduces the nodes a stopped move left empty (reintroduceEmpty), records them
@@ -318,7 +338,10 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 	// before is the number of evictions the plan had before the last completed eviction (-1 when
 	// the last move was no completed eviction); offTrack counts the evictions undone.
 	before, offTrack := -1, 0
-	saidBestEffort := false
+	saidBestEffort, saidPartial := false, false
+	// saferFailovers counts the failover steps made while no plan reached compliance (a partial
+	// or best-effort plan's): Redis made safer while the placement waits.
+	saferFailovers := 0
 	for moves, evictions, failovers, softEvictions := 0, 0, 0, 0; ; {
 		cr.notePending(c, false)
 		opts := cr.cfg.Plan
@@ -349,11 +372,17 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 		case p.Infeasible != "" && p.BestEffort != nil && len(p.Moves) == 0:
 			reason := "no plan: " + p.Infeasible + "; best effort: no eviction lowers the violations (" + report.PenaltyText(p.BestEffort.Before) + ")"
 			stop(report.StoppedNoPlan, reason, nil)
+			rep.Partial = &report.PartialRun{Failovers: saferFailovers, Because: p.Infeasible, Held: p.Held}
 			cr.printf("no plan reaches compliance: %s\n  best effort: no eviction lowers the violations (%s)\n", p.Infeasible, report.PenaltyText(p.BestEffort.Before))
+			report.RenderHeld(cr.out, p.Held)
 			return c
-		case p.Infeasible != "" && p.BestEffort == nil:
+		case p.Infeasible != "" && len(p.Moves) == 0:
 			stop(report.StoppedNoPlan, "no plan: "+p.Infeasible, nil)
-			cr.printf("no plan reaches compliance: %s\n", p.Infeasible)
+			rep.Partial = &report.PartialRun{Failovers: saferFailovers, Because: p.Infeasible, Held: p.Held}
+			if saferFailovers == 0 {
+				cr.printf("no plan reaches compliance: %s\n", p.Infeasible)
+			}
+			report.RenderHeld(cr.out, p.Held)
 			return c
 		case cr.cfg.DryRun:
 			rep.Plan = &p
@@ -389,9 +418,16 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 		default:
 			evictions++
 		}
-		if p.BestEffort != nil && !saidBestEffort {
+		if p.Infeasible != "" && mv.Kind == plan.KindFailover {
+			saferFailovers++
+		}
+		switch {
+		case p.BestEffort != nil && !saidBestEffort:
 			saidBestEffort = true
 			cr.printf("no plan reaches compliance: %s\n  best effort (--best-effort): toward the placement with the fewest violations\n", p.Infeasible)
+		case p.Partial != nil && !saidPartial:
+			saidPartial = true
+			cr.printf("no plan reaches compliance: %s\n  partial: failovers alone first, no pod moves (%s)\n", p.Infeasible, report.PartialText(*p.Partial))
 		}
 		cr.printf("\nmove %d (%s: %s%s%s): %s — %s%s\n", moves, planLabel(p), report.StepsText(p.Evictions, p.Failovers), report.MinimalNote(p), report.PlanNote(p), report.MoveText(mv), mv.Reason, softText(mv))
 		if mv.Kind != plan.KindFailover {

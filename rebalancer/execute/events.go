@@ -49,9 +49,9 @@ const (
 	ReasonMoveAborted = "RedisMoveAborted"
 	// ReasonClusterNotFixed (Warning, on each StatefulSet of the Redis cluster): the run ended
 	// with the cluster not compliant and an outcome that is not expected
-	// (report.OutcomeNeedsAttention or report.OutcomeError): no plan, a skipped or aborted move,
-	// an observation that failed; not a closed window, the move budget or an eviction limit, a
-	// graceful stop or a dry run.
+	// (report.OutcomePartial, report.OutcomeNeedsAttention or report.OutcomeError): no plan, a
+	// skipped or aborted move, an observation that failed; not a closed window, the move budget
+	// or an eviction limit, a graceful stop or a dry run.
 	ReasonClusterNotFixed = "RedisClusterNotFixed"
 
 	// ReasonClaimsReleased (Normal, on the pod): after its eviction, the pod's claims were

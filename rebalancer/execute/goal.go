@@ -18,18 +18,32 @@ type Goal interface {
 // Compliance is run's goal: every hard rule holds, and, while opts.SoftEvictions allows soft
 // evictions, the enabled soft rules too as far as evictions that keep the hard rules can bring
 // them; the plan is the fewest evictions, then failovers, that reach it (plan.Compute).
-type Compliance struct{}
+type Compliance struct {
+	// Memo, when set, keeps each cluster's plan for as long as the cluster observed is the same
+	// object (serve's watched cache hands out the same one while neither its namespace's objects
+	// nor its Redis roles change), so that a pass plans only the clusters that changed. nil:
+	// every call plans.
+	Memo *plan.Memo
+}
 
 // Next is done when c's current placement breaks no hard rule and either no soft eviction is
 // left (opts.SoftEvictions) or no soft rule is broken or no soft eviction lowers the soft
 // violations; it plans with plan.Compute otherwise.
-func (Compliance) Next(c *policies.Cluster, opts plan.Options) (plan.Plan, bool) {
+func (g Compliance) Next(c *policies.Cluster, opts plan.Options) (plan.Plan, bool) {
 	now := c.Evaluate(c.Current())
 	hardHolds := len(policies.Hard(now)) == 0
 	if hardHolds && (opts.SoftEvictions == 0 || policies.SoftExcess(now) == 0) {
+		if g.Memo != nil {
+			g.Memo.Forget(c.Key())
+		}
 		return plan.Plan{}, true
 	}
-	p := plan.Compute(c, opts)
+	var p plan.Plan
+	if g.Memo != nil {
+		p = g.Memo.Compute(c, opts)
+	} else {
+		p = plan.Compute(c, opts)
+	}
 	if hardHolds && len(p.Moves) == 0 {
 		return plan.Plan{}, true // no soft eviction lowers the soft violations
 	}

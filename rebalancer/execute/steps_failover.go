@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -114,8 +115,12 @@ func (cr *clusterRun) failoverMaster(ctx context.Context, c *policies.Cluster, t
 			p := podOf[n.Addr()]
 			return p != nil && !bad[p.Namespace+"/"+p.Name]
 		}
+		staying, barred := withoutLeaving(c, topo, master.ID, cr.cfg.Redis.AddrOf)
 		var err error
-		if replica, err = cr.cfg.Redis.ChooseReplica(ctx, topo, master.ID, prefer); err != nil {
+		if replica, err = cr.cfg.Redis.ChooseReplica(ctx, staying, master.ID, prefer); err != nil {
+			if len(barred) > 0 {
+				err = fmt.Errorf("%w (not failover targets, on nodes being emptied: %s)", err, strings.Join(barred, ", "))
+			}
 			return nil, "", err
 		}
 	}
@@ -137,6 +142,33 @@ func (cr *clusterRun) failoverMaster(ctx context.Context, c *policies.Cluster, t
 		return nil, "", err
 	}
 	return &report.Failover{OldMaster: name(res.OldMasterAddr), NewMaster: name(res.NewMasterAddr), Seconds: report.Seconds(res.Duration)}, res.NewMasterID, nil
+}
+
+// withoutLeaving returns topo without the replicas of masterID whose pods run on a node being
+// emptied (policies.Node.Leaving): never failover targets, since the drain evicts them next. It
+// also returns their pod names, sorted. topo itself is not changed.
+func withoutLeaving(c *policies.Cluster, topo *redisctl.Topology, masterID string, addrOf func(ip string) string) (*redisctl.Topology, []string) {
+	leaving := map[string]string{} // address → pod name
+	for _, mem := range c.Members {
+		if mem.Node >= 0 && c.Model().Nodes[mem.Node].Leaving != "" && mem.Pod.Status.PodIP != "" {
+			leaving[addrOf(mem.Pod.Status.PodIP)] = mem.Pod.Name
+		}
+	}
+	if len(leaving) == 0 {
+		return topo, nil
+	}
+	out := *topo
+	out.Nodes = make([]redisctl.Node, 0, len(topo.Nodes))
+	var barred []string
+	for _, n := range topo.Nodes {
+		if name, ok := leaving[n.Addr()]; ok && n.IsReplica() && n.MasterID == masterID {
+			barred = append(barred, name)
+			continue
+		}
+		out.Nodes = append(out.Nodes, n)
+	}
+	sort.Strings(barred)
+	return &out, barred
 }
 
 // drain waits, after a failover, until the old master's clients have gone quiet, so that they

@@ -244,7 +244,7 @@ func (g *Guard) State(ctx context.Context, pod *corev1.Pod) State {
 	s.Cluster = pod.Namespace + "/" + cluster
 	node, _ := g.cfg.Source.Node(pod.Spec.NodeName)
 	s.NodeReady, s.NodeNotReady = NodeReady(node)
-	s.Leaving, _ = NodeLeaving(node, g.cfg.DrainTaints)
+	s.Leaving, _ = policies.NodeLeaving(node, g.cfg.DrainTaints)
 	s.PodReady = observe.PodReady(pod)
 	s.HeldFor, s.Held = g.cfg.Holds.HeldFor(pod.UID)
 	s.HandingOff = g.cfg.Holds.HandingOff(s.Pod)
@@ -363,7 +363,7 @@ func (g *Guard) peer(n redisctl.Node, pods []*corev1.Pod) Peer {
 	if !observe.PodReady(pod) {
 		notServing("pod not Ready")
 	}
-	p.Leaving, _ = NodeLeaving(node, g.cfg.DrainTaints)
+	p.Leaving, _ = policies.NodeLeaving(node, g.cfg.DrainTaints)
 	return p
 }
 

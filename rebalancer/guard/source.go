@@ -1,8 +1,6 @@
 package guard
 
 import (
-	"slices"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -54,23 +52,6 @@ func NodeReady(node *corev1.Node) (bool, string) {
 func NodeTaintedNotReady(node *corev1.Node) (bool, string) {
 	for _, t := range node.Spec.Taints {
 		if t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady {
-			return true, "taint " + t.Key
-		}
-	}
-	return false, ""
-}
-
-// NodeLeaving reports whether node is being emptied: cordoned (spec.unschedulable), or carrying a
-// taint whose key is one of drainTaints (guard.drainTaints). It says how.
-func NodeLeaving(node *corev1.Node, drainTaints []string) (bool, string) {
-	if node == nil {
-		return false, ""
-	}
-	if node.Spec.Unschedulable {
-		return true, "cordoned"
-	}
-	for _, t := range node.Spec.Taints {
-		if slices.Contains(drainTaints, t.Key) {
 			return true, "taint " + t.Key
 		}
 	}

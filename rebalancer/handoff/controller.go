@@ -9,9 +9,11 @@
 //
 // It learns of held evictions from this process's guard (Controller.Enqueue) and, since every
 // replica of serve answers reviews, from the RedisEvictionHeld Events the other replicas record;
-// of nodes being emptied from the guard's watched cache. Before any hand-off it re-reads the
-// cluster from the API server (its nodes and pods: observe.Live) and the roles from Redis, and
-// acts only on what those say: a forged AdmissionReview can at most make it fail a master over.
+// of nodes being emptied from serve's watched cache. Before any hand-off it reads the cluster
+// again: its nodes and pods as the cache last watched them (no request to the API server: no
+// LIST per attempt, nor per re-check of a node that stays cordoned) and the roles from Redis now
+// (Source.ObserveCluster), and acts only on what those say: a forged AdmissionReview can at most
+// make it fail a master over.
 //
 // It imports guard (the cache and the holds), execute (the failover step), observe, plan and
 // policies; cmd/redis-rebalancer/app wires it into serve.
@@ -79,18 +81,25 @@ type Observer interface {
 	HandOff(outcome string)
 }
 
+// Source is serve's watched cache (rebalancer/cache's *Cache implements it): the nodes being
+// emptied and the pods on them (guard.Source), and each Redis cluster as it is now, its pods and
+// nodes as last watched and its roles read from Redis (observe.ClusterObserver).
+type Source interface {
+	guard.Source
+	observe.ClusterObserver
+}
+
 // Config configures a Controller.
 type Config struct {
-	// Client reads the cluster before each hand-off and watches the RedisEvictionHeld Events.
+	// Client watches the RedisEvictionHeld Events.
 	Client kubernetes.Interface
-	// Source is the guard's watched cache: the nodes being emptied and the pods on them.
-	Source guard.Source
+	// Source is serve's watched cache: the nodes being emptied, the pods on them, and the
+	// cluster read before each hand-off.
+	Source Source
 	// Holds are this process's guard's holds.
 	Holds *guard.Holds
 	// Executor runs the hand-offs.
 	Executor Executor
-	// Redis reads the roles (observe.ApplyRedis).
-	Redis observe.TopologyReader
 	// Policy and Selection are the policy's rules options and selection: only the clusters it
 	// selects are handed off.
 	Policy    policies.Options
@@ -136,8 +145,8 @@ type settled struct {
 
 // New returns a Controller for cfg, defaults filled.
 func New(cfg Config) (*Controller, error) {
-	if cfg.Client == nil || cfg.Source == nil || cfg.Holds == nil || cfg.Executor == nil || cfg.Redis == nil {
-		return nil, errors.New("handoff: a client, a source, holds, an executor and a Redis reader are required")
+	if cfg.Client == nil || cfg.Source == nil || cfg.Holds == nil || cfg.Executor == nil {
+		return nil, errors.New("handoff: a client, a source, holds and an executor are required")
 	}
 	if cfg.Planner == nil {
 		cfg.Planner = DrainPlanner
@@ -258,7 +267,7 @@ func (c *Controller) scan(q workqueue.TypedRateLimitingInterface[string]) {
 	sig := map[string][]string{}
 	leaving := map[string]string{} // node → why
 	for _, n := range c.cfg.Source.Nodes() {
-		is, why := guard.NodeLeaving(n, c.cfg.DrainTaints)
+		is, why := policies.NodeLeaving(n, c.cfg.DrainTaints)
 		if ready, _ := guard.NodeReady(n); is && ready {
 			leaving[n.Name] = why
 		}
@@ -355,38 +364,35 @@ func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInte
 	return true
 }
 
-// handOff observes the cluster afresh (nodes and pods from the API server, roles from Redis),
-// finds the masters leaving (on a node being emptied that is Ready, or held by the guard: same
-// pod UID, not terminating) and hands the first one off. It reports whether a hand-off was done
-// (then the cluster is looked at again at once), what was leaving (the settled signature), and an
-// error when a master leaving could not be handed off.
+// handOff observes the cluster afresh (nodes and pods as the cache last watched them, roles from
+// Redis now), finds the masters leaving (on a node being emptied that is Ready, or held by the
+// guard: same pod UID, not terminating) and hands the first one off. It reports whether a hand-off
+// was done (then the cluster is looked at again at once), what was leaving (the settled
+// signature), and an error when a master leaving could not be handed off.
 func (c *Controller) handOff(ctx context.Context, key string) (bool, string, error) {
-	ns, _, _ := strings.Cut(key, "/")
+	ns, name, _ := strings.Cut(key, "/")
+	if len(c.cfg.Source.ClusterPods(ns, name)) == 0 {
+		return false, "", nil // no pod left
+	}
 	octx, cancel := context.WithTimeout(ctx, c.cfg.ObserveTimeout)
 	defer cancel()
-	model, err := observe.Live(octx, c.cfg.Client, c.cfg.Policy, observe.Selection{Namespace: ns})
-	if err != nil {
+	cl, err := c.cfg.Source.ObserveCluster(octx, c.cfg.Policy, key)
+	switch {
+	case cl == nil && err != nil:
 		return false, "", fmt.Errorf("observe: %w", err)
-	}
-	var cl *policies.Cluster
-	for _, x := range model.Clusters {
-		if x.Key() == key && c.cfg.Selection.Matches(x) {
-			cl = x
-		}
-	}
-	if cl == nil {
+	case err != nil:
+		return false, "", fmt.Errorf("roles: %w", err)
+	case !c.cfg.Selection.Matches(cl):
 		return false, "", nil
 	}
-	if _, err := observe.ApplyRedis(octx, c.cfg.Redis, cl); err != nil {
-		return false, "", fmt.Errorf("roles: %w", err)
-	}
+	model := cl.Model()
 	l := Leaving{Nodes: map[string]string{}, Members: map[int]string{}}
 	var sig []string
 	for _, n := range model.Nodes {
 		// The model's nodes are trimmed of their conditions: a node not Ready is told by the
 		// node lifecycle controller's taints (its Redis nodes are gone; Redis promotes).
 		notReady, _ := guard.NodeTaintedNotReady(n.Obj)
-		if leaving, why := guard.NodeLeaving(n.Obj, c.cfg.DrainTaints); leaving && !notReady {
+		if leaving, why := policies.NodeLeaving(n.Obj, c.cfg.DrainTaints); leaving && !notReady {
 			l.Nodes[n.Name] = why
 			sig = append(sig, "node "+n.Name+" "+why)
 		}
@@ -408,6 +414,7 @@ func (c *Controller) handOff(ctx context.Context, key string) (bool, string, err
 			c.observe(OutcomeInfeasible)
 			return false, "", fmt.Errorf("no hand-off: %s", p.Infeasible)
 		}
+		klog.V(2).InfoS("Nothing to hand off: no master serving slots leaves", "cluster", key, "leaving", sig)
 		return false, strings.Join(sig, ","), nil
 	}
 	mv := p.Moves[0]

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/cache"
@@ -80,7 +82,8 @@ func (f *fakeRoles) handOffs() []string {
 }
 
 // handOffBed lays sc out in a fake clientset (pods 10.0.<shard>.<ordinal>, n1 changed by node),
-// and returns a Controller on it (scanning every 10 ms) with its Redis, source and holds.
+// and returns a Controller on it (scanning every 10 ms) with its Redis, holds and client, its
+// source a watched cache (rebalancer/cache) of the client, synced.
 func handOffBed(t *testing.T, sc scenario.Scenario, node ...fixture.NodeOption) (*Controller, *fakeRoles, *guard.Holds, *fake.Clientset) {
 	t.Helper()
 	snap, err := sc.Snapshot()
@@ -122,7 +125,7 @@ func handOffBed(t *testing.T, sc scenario.Scenario, node ...fixture.NodeOption) 
 		objs = append(objs, p)
 	}
 	client := fake.NewClientset(objs...)
-	src := cache.New(client, cache.Options{})
+	src := cache.New(client, cache.Options{Redis: f})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	src.Start(ctx)
@@ -131,7 +134,7 @@ func handOffBed(t *testing.T, sc scenario.Scenario, node ...fixture.NodeOption) 
 	}
 	holds := guard.NewHolds(nil, time.Hour)
 	c, err := New(Config{
-		Client: client, Source: src, Holds: holds, Executor: f, Redis: f,
+		Client: client, Source: src, Holds: holds, Executor: f,
 		Policy: policies.Options{ClusterLabel: policies.DefaultClusterLabel}, DrainTaints: []string{"ToBeDeletedByClusterAutoscaler"},
 		MaxHold: time.Hour, ScanInterval: 10 * time.Millisecond,
 	})
@@ -264,4 +267,60 @@ func TestControllerHandsOffHeldEvictions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingSource counts the observations of a cluster (one per hand-off attempt).
+type countingSource struct {
+	Source
+	observed atomic.Int64
+}
+
+func (s *countingSource) ObserveCluster(ctx context.Context, opts policies.Options, key string) (*policies.Cluster, error) {
+	s.observed.Add(1)
+	return s.Source.ObserveCluster(ctx, opts, key)
+}
+
+// TestControllerReadsNoListPerAttempt counts the requests the hand-off makes to the API server
+// (a reactor on the fake clientset, after the watched cache has synced): while n1 stays
+// cordoned, its 3 masters and 2 that make room are handed off, then the cluster is looked at
+// again every SettledFor (20 ms here, 30 s by default) until at least 15 attempts were made. The
+// pods, nodes and every other object come from the watched cache: no LIST and no GET, whatever
+// the number of attempts (the Events of the other replicas' holds are watched: one LIST).
+func TestControllerReadsNoListPerAttempt(t *testing.T) {
+	c0, f, _, client := handOffBed(t, scenario.RoleOnly(), fixture.Cordoned())
+	cfg := c0.cfg
+	src := &countingSource{Source: cfg.Source}
+	cfg.Source, cfg.SettledFor = src, 20*time.Millisecond
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	requests := map[string]int{} // "verb resource" → count
+	client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if v := a.GetVerb(); v == "list" || v == "get" {
+			mu.Lock()
+			requests[v+" "+a.GetResource().Resource]++
+			mu.Unlock()
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(f.handOffs()) >= 5 && src.observed.Load() >= 15, nil
+	})
+	cancel()
+	<-done
+	if err != nil {
+		t.Fatalf("%d hand-offs, %d attempts: want 5 and at least 15", len(f.handOffs()), src.observed.Load())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]int{"list events": 1}
+	if diff := cmp.Diff(want, requests); diff != "" {
+		t.Errorf("requests to the API server over %d attempts (-want +got):\n%s", src.observed.Load(), diff)
+	}
+	t.Logf("%d hand-offs and %d attempts; requests: %v", len(f.handOffs()), src.observed.Load(), requests)
 }

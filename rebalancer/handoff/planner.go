@@ -94,7 +94,8 @@ func DrainPlanner(c *policies.Cluster, l Leaving) plan.Plan {
 }
 
 // GreedyMembers hands each master of held (its Members; its Nodes are not read), in member order,
-// to the replica of its shard, on a node all does not mark leaving and not itself leaving, whose
+// to the replica of its shard, on a node all does not mark leaving nor the model (Node.Leaving),
+// and not itself leaving, whose
 // node, then zone, holds the fewest masters so far (the masters that stay counted first): those
 // above MasterQuorum's limits last. It moves no other master.
 func GreedyMembers(c *policies.Cluster, held, all Leaving) plan.Plan {
@@ -135,8 +136,8 @@ func GreedyMembers(c *policies.Cluster, held, all Leaving) plan.Plan {
 			if j == i || r.Role != policies.RoleReplica || r.Node < 0 || r.Terminating {
 				continue
 			}
-			if _, ok := all.leaves(c, j); ok {
-				continue
+			if _, ok := all.leaves(c, j); ok || nodes[r.Node].Leaving != "" {
+				continue // a node being emptied (also one not Ready) is never a failover target
 			}
 			if best < 0 || slices.Compare(score(j), score(best)) < 0 {
 				best = j

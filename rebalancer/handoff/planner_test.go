@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,17 +9,23 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // clusterOf builds sc's only Redis cluster, roles from the scenario's role label (ordinal 0 the
-// master of its shard).
-func clusterOf(t *testing.T, sc scenario.Scenario) *policies.Cluster {
+// master of its shard), the nodes cordoned cordoned.
+func clusterOf(t *testing.T, sc scenario.Scenario, cordoned ...string) *policies.Cluster {
 	t.Helper()
 	sc.RoleLabels = true
 	snap, err := sc.Snapshot()
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, n := range snap.Nodes {
+		if slices.Contains(cordoned, n.Name) {
+			fixture.Cordoned()(n)
+		}
 	}
 	m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel})
 	if err != nil {
@@ -54,7 +61,10 @@ func TestDrainPlanner(t *testing.T) {
 		sc      scenario.Scenario
 		nodes   []string
 		members []string
-		want    []string
+		// cordoned are nodes cordoned in the model but not handed off (not Ready, say): their
+		// replicas are no failover targets either.
+		cordoned []string
+		want     []string
 		// infeasible is a part of Plan.Infeasible ("" when the plan must be feasible).
 		infeasible string
 	}{
@@ -106,9 +116,24 @@ func TestDrainPlanner(t *testing.T) {
 			want:       []string{"redis/redis-s2-0 (n1) → redis/redis-s2-1 (n4)", "redis/redis-s3-0 (n1) → redis/redis-s3-1 (n4)"},
 			infeasible: "master redis/redis-s0-0 has no replica on a node that stays; master redis/redis-s1-0 has no replica on a node that stays",
 		},
+		{
+			name:       "role-only, the eviction of redis-s4-0 held, its replica's node n2 cordoned but not handed off → no target: infeasible",
+			sc:         scenario.RoleOnly(),
+			members:    []string{"redis-s4-0"},
+			cordoned:   []string{"n2"},
+			infeasible: "master redis/redis-s4-0 (the guard held its eviction) has no replica on a node that stays",
+		},
+		{
+			name:       "post-scale-down, n1 emptied, n4 cordoned but not handed off → s2's and s3's masters have no target; s0's and s1's to n3",
+			sc:         scenario.PostScaleDown(),
+			nodes:      []string{"n1"},
+			cordoned:   []string{"n4"},
+			want:       []string{"redis/redis-s0-0 (n1) → redis/redis-s0-1 (n3)", "redis/redis-s1-0 (n1) → redis/redis-s1-1 (n3)"},
+			infeasible: "master redis/redis-s2-0 has no replica on a node that stays; master redis/redis-s3-0 has no replica on a node that stays",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := clusterOf(t, tc.sc)
+			c := clusterOf(t, tc.sc, tc.cordoned...)
 			l := Leaving{Nodes: map[string]string{}, Members: map[int]string{}}
 			for _, n := range tc.nodes {
 				l.Nodes[n] = "cordoned"

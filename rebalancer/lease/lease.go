@@ -1,6 +1,7 @@
-// Package lease makes one redis-rebalancer act at a time: `run` takes the same
-// coordination.k8s.io Lease that `serve`'s replicas elect their leader on (client-go's
-// leaderelection on a resourcelock.LeaseLock), holds it while it acts, and releases it at the end.
+// Package lease makes one redis-rebalancer act at a time: `run` (and the descheduler built with
+// the RedisClusterBalance plugin, hack/descheduler-plugin) takes the same coordination.k8s.io
+// Lease that `serve`'s replicas elect their leader on (client-go's leaderelection on a
+// resourcelock.LeaseLock), holds it while it acts, and releases it at the end.
 // A run that finds the Lease held waits for it, bounded, logging who holds it, and gives up with
 // a *HeldError; serve's leader holds it for as long as it leads, so a run beside a serve
 // Deployment never acts while serve does. One Lease is one scope: the processes that name the
@@ -30,6 +31,31 @@ import (
 
 // DefaultWait is how long a run waits for a Lease another process holds (run's --lease-wait).
 const DefaultWait = 2 * time.Minute
+
+// The Lease's defaults, which run, serve and the descheduler plugin share.
+const (
+	// DefaultName is the Lease's name (LeaderElection.ResourceName).
+	DefaultName = "redis-rebalancer"
+	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod are its timings:
+	// component-base's recommended defaults, as kube-scheduler's and the descheduler's.
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// DefaultLeaderElection returns the Lease's defaults: enabled, DefaultName in namespace, with
+// component-base's recommended timings.
+func DefaultLeaderElection(namespace string) componentbaseconfig.LeaderElectionConfiguration {
+	return componentbaseconfig.LeaderElectionConfiguration{
+		LeaderElect:       true,
+		LeaseDuration:     metav1.Duration{Duration: DefaultLeaseDuration},
+		RenewDeadline:     metav1.Duration{Duration: DefaultRenewDeadline},
+		RetryPeriod:       metav1.Duration{Duration: DefaultRetryPeriod},
+		ResourceLock:      resourcelock.LeasesResourceLock,
+		ResourceName:      DefaultName,
+		ResourceNamespace: namespace,
+	}
+}
 
 // ProgressInterval is how often a run waiting for the Lease logs that it still waits.
 const ProgressInterval = 10 * time.Second

@@ -130,7 +130,7 @@ func New(build BuildInfo) *Metrics {
 		}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "runs_total",
-			Help: "Passes made, by outcome (compliant, progressing, outsideWindow, leaseHeld, dryRun, needsAttention, error).",
+			Help: "Passes made, by outcome (compliant, progressing, outsideWindow, leaseHeld, dryRun, partial, needsAttention, error).",
 		}, []string{"outcome"}),
 		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "last_run_timestamp_seconds",

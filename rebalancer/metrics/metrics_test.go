@@ -59,6 +59,7 @@ redis_rebalancer_last_run_outcome{outcome="error"} 0
 redis_rebalancer_last_run_outcome{outcome="leaseHeld"} 0
 redis_rebalancer_last_run_outcome{outcome="needsAttention"} 0
 redis_rebalancer_last_run_outcome{outcome="outsideWindow"} 0
+redis_rebalancer_last_run_outcome{outcome="partial"} 0
 redis_rebalancer_last_run_outcome{outcome="progressing"} 0
 # HELP redis_rebalancer_last_run_timestamp_seconds When the last pass ended (Unix time, seconds).
 # TYPE redis_rebalancer_last_run_timestamp_seconds gauge
@@ -66,7 +67,7 @@ redis_rebalancer_last_run_timestamp_seconds 1.7731098e+09
 # HELP redis_rebalancer_last_run_duration_seconds How long the last pass took (seconds); pass_duration_seconds has every pass.
 # TYPE redis_rebalancer_last_run_duration_seconds gauge
 redis_rebalancer_last_run_duration_seconds 12
-# HELP redis_rebalancer_runs_total Passes made, by outcome (compliant, progressing, outsideWindow, leaseHeld, dryRun, needsAttention, error).
+# HELP redis_rebalancer_runs_total Passes made, by outcome (compliant, progressing, outsideWindow, leaseHeld, dryRun, partial, needsAttention, error).
 # TYPE redis_rebalancer_runs_total counter
 redis_rebalancer_runs_total{outcome="compliant"} 1
 # HELP redis_rebalancer_leader 1 while this process holds the leader election's Lease (only the leader acts), else 0.
@@ -131,7 +132,7 @@ redis_rebalancer_pass_duration_seconds_count 1
 	for _, o := range report.Outcomes {
 		got[string(o)] = testutil.ToFloat64(m.lastOutcome.WithLabelValues(string(o)))
 	}
-	if diff := cmp.Diff(map[string]float64{"compliant": 0, "progressing": 0, "outsideWindow": 0, "leaseHeld": 0, "dryRun": 0, "needsAttention": 0, "error": 1}, got); diff != "" {
+	if diff := cmp.Diff(map[string]float64{"compliant": 0, "progressing": 0, "outsideWindow": 0, "leaseHeld": 0, "dryRun": 0, "partial": 0, "needsAttention": 0, "error": 1}, got); diff != "" {
 		t.Errorf("last outcome (-want +got):\n%s", diff)
 	}
 }

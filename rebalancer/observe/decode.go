@@ -22,6 +22,27 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
 
+// Limits of DecodeSnapshot's input, so that a wrong input (a file that is no dump, /dev/zero, an
+// endless pipe) is refused before it exhausts memory.
+const (
+	// MaxSnapshotBytes is the largest input DecodeSnapshot reads (8 GiB): the largest cluster
+	// Kubernetes supports (5,000 nodes, 150,000 pods) dumps to 1.7 GB with -o json (the scale
+	// benchmark's), 0.7 GB with -o yaml.
+	MaxSnapshotBytes = 8 << 30
+	// MaxObjectBytes is the largest object DecodeSnapshot reads at once (64 MiB): a YAML line, a
+	// List's item, a document that is not a List in kubectl's block layout, a JSON object or
+	// List item. The API server stores no object over 1.5 MiB (etcd's request limit, 3 MiB for
+	// its own requests), whatever kubectl prints it as.
+	MaxObjectBytes = 64 << 20
+)
+
+// snapshotLimit is MaxSnapshotBytes; a test lowers it to reach it quickly.
+var snapshotLimit int64 = MaxSnapshotBytes
+
+// ErrTooLarge is DecodeSnapshot's error for an input over MaxSnapshotBytes, or holding an object
+// (a line, an item, a document) over MaxObjectBytes.
+var ErrTooLarge = errors.New("input too large")
+
 // ErrEmptyInput is DecodeSnapshot's error for input that holds no object: nothing, white space,
 // comments, or null documents (what `kubectl ... | redis-rebalancer check --snapshot -` reads
 // when kubectl fails).
@@ -42,19 +63,26 @@ var ErrEmptyInput = errors.New("empty input")
 // its kind among its first keys, as kubectl prints it, is decoded in one pass (keptObject).
 //
 // Errors name the document and item: an object without kind, one that does not decode, and
-// ErrEmptyInput when the input holds no object at all.
+// ErrEmptyInput when the input holds no object at all. An input over MaxSnapshotBytes, or
+// holding a line, an item or a document over MaxObjectBytes, is refused (ErrTooLarge) once that
+// much is read.
 func DecodeSnapshot(r io.Reader) (snap *policies.Snapshot, skipped map[string]int, err error) {
 	d := &decoder{t: newTrimmer(), snap: &policies.Snapshot{}, skipped: map[string]int{}}
 	d.pool = newItemPool(d, runtime.GOMAXPROCS(0))
 	defer d.pool.close()
-	br := bufio.NewReaderSize(r, 64<<10)
+	counted := &countingReader{r: io.LimitReader(r, snapshotLimit+1)}
+	br := bufio.NewReaderSize(counted, 64<<10)
 	// Like apimachinery's GuessJSONStream, without its StreamReader (which keeps every byte read
 	// for a rewind this decoder never needs).
 	head, _ := br.Peek(4096)
 	if utilyaml.IsJSONBuffer(head) {
-		err = d.jsonStream(br)
+		err = d.jsonStream(&objectLimiter{r: br})
 	} else {
 		err = d.yamlStream(br)
+	}
+	if counted.n > snapshotLimit {
+		// Whatever the decoder made of the input cut at the limit.
+		return nil, nil, fmt.Errorf("snapshot: larger than %s, the most a snapshot may hold (%w; the largest cluster Kubernetes supports dumps to under 2 GB): is it the right file?", byteSize(snapshotLimit), ErrTooLarge)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -433,11 +461,53 @@ func (d *decoder) merge(part *decoder) {
 	}
 }
 
+// byteSize writes n bytes in GiB, or MiB when that is not a whole number of GiB.
+func byteSize(n int64) string {
+	if n%(1<<30) == 0 {
+		return fmt.Sprintf("%d GiB", n>>30)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// objectLimiter is what jsonStream's decoder reads from: it fails (ErrTooLarge) once the
+// decoder has read more than MaxObjectBytes past the start of the object it decodes (mark, set
+// from the decoder's InputOffset before each document and each List item), so that one huge
+// object is not held whole.
+type objectLimiter struct {
+	r          io.Reader
+	read, mark int64
+}
+
+func (l *objectLimiter) Read(p []byte) (int, error) {
+	if l.read-l.mark > MaxObjectBytes {
+		return 0, fmt.Errorf("an object larger than %d MiB (%w): no object the API server stores is (is this a snapshot?)", MaxObjectBytes>>20, ErrTooLarge)
+	}
+	n, err := l.r.Read(p)
+	l.read += int64(n)
+	return n, err
+}
+
+// markAt starts counting an object at the decoder's offset.
+func (l *objectLimiter) markAt(dec *json.Decoder) { l.mark = dec.InputOffset() }
+
 // jsonStream decodes a stream of JSON values; the items of a top-level list one at a time.
-func (d *decoder) jsonStream(r io.Reader) error {
+func (d *decoder) jsonStream(r *objectLimiter) error {
 	dec := json.NewDecoder(r)
 	for doc := 1; ; doc++ {
 		where := fmt.Sprintf("document %d", doc)
+		r.markAt(dec)
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -452,14 +522,15 @@ func (d *decoder) jsonStream(r io.Reader) error {
 			return fmt.Errorf("snapshot: %s: want a JSON object, found %v", where, tok)
 		}
 		d.objects++
-		if err := d.jsonObject(dec, where); err != nil {
+		if err := d.jsonObject(dec, r, where); err != nil {
 			return err
 		}
 	}
 }
 
-// jsonObject decodes the rest of a top-level object whose "{" dec has read.
-func (d *decoder) jsonObject(dec *json.Decoder, where string) error {
+// jsonObject decodes the rest of a top-level object whose "{" dec has read; each item of a list
+// is counted against MaxObjectBytes from its start (lim).
+func (d *decoder) jsonObject(dec *json.Decoder, lim *objectLimiter, where string) error {
 	// fields is the object without its items, its keys in reading order (the last of a key given
 	// twice wins, as for encoding/json).
 	fields := bytes.NewBufferString("{")
@@ -485,6 +556,7 @@ func (d *decoder) jsonObject(dec *json.Decoder, where string) error {
 			}
 			for i := 1; dec.More(); i++ {
 				var item json.RawMessage
+				lim.markAt(dec)
 				if err := dec.Decode(&item); err != nil {
 					return fmt.Errorf("snapshot: %s item %d: %w", where, i, err)
 				}

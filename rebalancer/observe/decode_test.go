@@ -159,6 +159,91 @@ func TestDecodeSnapshotEmptyInputIs(t *testing.T) {
 	}
 }
 
+// repeated is an endless reader of its text, over and over: an input larger than any limit,
+// produced as it is read.
+type repeated struct {
+	text []byte
+	at   int
+}
+
+// repeat returns an endless reader of unit (copied in blocks of about 64 KiB).
+func repeat(unit string) *repeated {
+	return &repeated{text: []byte(strings.Repeat(unit, max(1, (64<<10)/len(unit))))}
+}
+
+func (r *repeated) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.text[r.at:])
+		n += c
+		r.at = (r.at + c) % len(r.text)
+	}
+	return n, nil
+}
+
+// TestDecodeSnapshotLimits: an input larger than MaxSnapshotBytes, or holding a line, an item or
+// a document larger than MaxObjectBytes (/dev/zero, an endless pipe), is refused with
+// ErrTooLarge once that much is read, never held whole; a snapshot at the limits' scale of
+// ordinary objects is read.
+func TestDecodeSnapshotLimits(t *testing.T) {
+	example, err := os.ReadFile("../../examples/post-scale-down.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := "- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n    namespace: ns\n    annotations:\n"
+	for _, tc := range []struct {
+		name string
+		in   io.Reader
+		want string
+	}{
+		{name: "/dev/zero → refused: a line longer than 64 MiB", in: func() io.Reader {
+			f, err := os.Open("/dev/zero")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			return f
+		}(), want: "snapshot: document 1, line 1: a line longer than 64 MiB (input too large)"},
+		{name: "a List item that never ends → refused naming the item", in: io.MultiReader(strings.NewReader("apiVersion: v1\nkind: List\nitems:\n"+pod), repeat("      a: b\n")),
+			want: "snapshot: document 1, item 1 (from line 4), at line"},
+		{name: "a document that is no List and never ends → refused", in: io.MultiReader(strings.NewReader("apiVersion: v1\nkind: ConfigMap\ndata:\n"), repeat("  a: b\n")),
+			want: "snapshot: document 1, its lines outside a List's items, at line"},
+		{name: "a JSON List item that never ends → refused", in: io.MultiReader(strings.NewReader(`{"kind":"List","items":[{"kind":"Pod","metadata":{"name":"p","annotations":{"a":"`), repeat("x")),
+			want: "snapshot: document 1 item 1: an object larger than 64 MiB (input too large)"},
+		{name: "a JSON object that never ends → refused", in: io.MultiReader(strings.NewReader(`{"kind":"ConfigMap","data":{"a":"`), repeat("x")),
+			want: "snapshot: document 1: an object larger than 64 MiB (input too large)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := DecodeSnapshot(tc.in)
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want ErrTooLarge and %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("documents past the input limit (lowered to 256 MiB here) → refused naming the limit", func(t *testing.T) {
+		old := snapshotLimit
+		snapshotLimit = 256 << 20
+		t.Cleanup(func() { snapshotLimit = old })
+		// Documents of comments only: each is dropped at its separator, so nothing grows but the
+		// count of bytes read.
+		doc := "---\n# " + strings.Repeat("x", 1<<20) + "\n"
+		_, _, err := DecodeSnapshot(io.MultiReader(bytes.NewReader(example), &repeated{text: []byte(doc)}))
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "snapshot: larger than 256 MiB, the most a snapshot may hold") {
+			t.Errorf("error %v, want ErrTooLarge and the limit", err)
+		}
+	})
+	t.Run("a snapshot under the limits, items of 1 MiB lines included → read", func(t *testing.T) {
+		in := string(example) + "\n---\napiVersion: v1\nkind: List\nitems:\n" + pod + "      big: \"" + strings.Repeat("x", 1<<20) + "\"\n"
+		snap, _, err := DecodeSnapshot(strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(snap.Pods); n == 0 || snap.Pods[n-1].Name != "p" {
+			t.Errorf("the pod with the 1 MiB annotation was not read: %d pods", n)
+		}
+	})
+}
+
 // decodeWhole is the reference DecodeSnapshot decodes as a stream against: each document is
 // decoded whole (apimachinery's YAMLOrJSONDecoder, as DecodeSnapshot did before it streamed), and
 // lists are walked with DecodeSnapshot's rules. Objects are kept whole (not trimmed).

@@ -1,11 +1,10 @@
 package observe
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -27,11 +26,19 @@ import (
 // extension.
 func RedisNodesFile(namespace, name string) string { return namespace + "_" + name }
 
+// MaxRedisNodesBytes is the largest CLUSTER NODES file LoadRedisNodes reads (16 MiB): a reply
+// of a thousand nodes (Redis's own advised limit) with every slot listed on its own and open
+// migrations is under 2 MB, so a larger file is not one (a wrong file, /dev/zero) and is refused
+// before it is held in memory.
+const MaxRedisNodesBytes = 16 << 20
+
 // LoadRedisNodes reads the CLUSTER NODES files at path: one file, or every regular file of a
 // directory (not its subdirectories, nor hidden files). It returns the nodes by cluster key
 // ("namespace/name"). A file whose name is not "<namespace>_<cluster>[.ext]", two files for one
-// cluster, a file that does not parse as CLUSTER NODES output, or one that no Redis prints (a node
-// ID twice, a slot served by two masters: checkRedisNodes) is an error naming the file.
+// cluster, a file larger than MaxRedisNodesBytes, a file that does not parse as CLUSTER NODES
+// output, or one that no Redis prints (redisctl.CheckClusterNodes: a node ID twice, two myself
+// lines, an unknown flag, a replica of itself or of a node not listed, a master with a master ID,
+// a slot served by two masters) is an error naming the file.
 func LoadRedisNodes(path string) (map[string][]policies.RedisNode, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -63,9 +70,9 @@ func LoadRedisNodes(path string) (map[string][]policies.RedisNode, error) {
 		if prev, ok := from[key]; ok {
 			return nil, fmt.Errorf("redis nodes %s: cluster %s already read from %s", f, key, prev)
 		}
-		data, err := os.ReadFile(f)
+		data, err := readLimited(f, MaxRedisNodesBytes)
 		if err != nil {
-			return nil, fmt.Errorf("redis nodes: %w", err)
+			return nil, fmt.Errorf("redis nodes %s: %w", f, err)
 		}
 		nodes, err := redisctl.ParseClusterNodes(string(data))
 		if err != nil {
@@ -74,7 +81,7 @@ func LoadRedisNodes(path string) (map[string][]policies.RedisNode, error) {
 		if len(nodes) == 0 {
 			return nil, fmt.Errorf("redis nodes %s: no node", f)
 		}
-		if err := checkRedisNodes(nodes); err != nil {
+		if err := redisctl.CheckClusterNodes(nodes); err != nil {
 			return nil, fmt.Errorf("redis nodes %s: %w", f, err)
 		}
 		topo := redisctl.MergeViews([]redisctl.View{{Addr: f, Nodes: nodes}})
@@ -83,40 +90,21 @@ func LoadRedisNodes(path string) (map[string][]policies.RedisNode, error) {
 	return out, nil
 }
 
-// checkRedisNodes refuses what one node's CLUSTER NODES never prints: a node ID on two lines, and
-// a slot that two masters (or one master twice) serve. Each error names the lines.
-func checkRedisNodes(nodes []redisctl.Node) error {
-	var errs []error
-	line := map[string]int{}
-	for i, n := range nodes {
-		if prev, ok := line[n.ID]; ok {
-			errs = append(errs, fmt.Errorf("node %s on lines %d and %d: a node ID is listed once", n.ID, prev, i+1))
-			continue
-		}
-		line[n.ID] = i + 1
+// readLimited reads the file at path, or refuses it once it holds more than limit bytes.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
-	type served struct {
-		r    redisctl.SlotRange
-		line int
-		id   string
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
 	}
-	var ranges []served
-	for i, n := range nodes {
-		for _, r := range n.Slots {
-			ranges = append(ranges, served{r, i + 1, n.ID})
-		}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("larger than %d MiB, the most a CLUSTER NODES file may hold: is it the right file?", limit>>20)
 	}
-	slices.SortFunc(ranges, func(a, b served) int { return a.r.Start - b.r.Start })
-	var reach served // of the ranges before b, the one that reaches furthest
-	for i, b := range ranges {
-		if i > 0 && b.r.Start <= reach.r.End {
-			errs = append(errs, fmt.Errorf("slots %d-%d (line %d, node %s) and %d-%d (line %d, node %s) overlap: a slot is served by one master", reach.r.Start, reach.r.End, reach.line, reach.id, b.r.Start, b.r.End, b.line, b.id))
-		}
-		if i == 0 || b.r.End > reach.r.End {
-			reach = b
-		}
-	}
-	return errors.Join(errs...)
+	return data, nil
 }
 
 // clusterOfFile reads "<namespace>_<cluster>[.ext]" into "namespace/cluster".

@@ -56,6 +56,10 @@ func TestLoadRedisNodes(t *testing.T) {
 			wantErr: "slots 0-100 (line 1, node " + strings.Fields(master)[0] + ") and 100-200 (line 2, node " + strings.Fields(otherMaster)[0] + ") overlap"},
 		{name: "a range inside another, after a third → error", files: map[string]string{"redis_rc.txt": withSlots(master, "0-1000") + "\n" + withSlots(otherMaster, "10-20 500-600") + "\n"},
 			wantErr: "slots 0-1000 (line 1, node " + strings.Fields(master)[0] + ") and 500-600 (line 2"},
+		{name: "a file over 16 MiB → error naming the limit", files: map[string]string{"redis_rc.txt": string(real) + strings.Repeat("\n", MaxRedisNodesBytes)},
+			wantErr: "redis_rc.txt: larger than 16 MiB, the most a CLUSTER NODES file may hold"},
+		{name: "two myself lines → error naming the lines", files: map[string]string{"redis_rc.txt": withSlots(master, "0-100") + "\n" + strings.Replace(withSlots(otherMaster, "101-200"), " master ", " myself,master ", 1) + "\n" + strings.Replace(lines[0], "master", "myself,master", 1) + "\n"},
+			wantErr: "a second myself line"},
 		{name: "adjacent ranges → no error", files: map[string]string{"redis_rc.txt": withSlots(master, "0-100") + "\n" + withSlots(otherMaster, "101-200") + "\n"},
 			want: map[string]int{"redis/rc": 2}},
 	} {

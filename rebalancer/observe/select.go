@@ -3,6 +3,7 @@ package observe
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -113,7 +114,62 @@ func (s Selection) Check(snap *policies.Snapshot, opts policies.Options, m *poli
 	case s.Selector != nil && !s.Selector.Empty():
 		return fmt.Errorf("no Redis cluster: %s in %s %s the cluster label %s, and no Redis cluster there has a pod the label selector %q matches (--selector, selection.labelSelector)%s", policies.Plural(labelled, "pod"), s.where(), policies.Agree(labelled, "carries", "carry"), key, s.Selector.String(), allow)
 	}
-	return fmt.Errorf("no Redis cluster: the %s in %s that %s the cluster label %s %s to no Redis cluster's workload%s", policies.Plural(labelled, "pod"), s.where(), policies.Agree(labelled, "carries", "carry"), key, policies.Agree(labelled, "belongs", "belong"), allow)
+	return fmt.Errorf("no Redis cluster: the %s in %s that %s the cluster label %s %s to no Redis cluster's workload%s%s", policies.Plural(labelled, "pod"), s.where(), policies.Agree(labelled, "carries", "carry"), key, policies.Agree(labelled, "belongs", "belong"), unselected(snap, s, opts, key), allow)
+}
+
+// unselected says, for Check's last case (pods with the cluster label, no Redis workload), which
+// of them the workload selector (opts.WorkloadSelector) does not match, and, for those Bitnami's
+// redis-cluster chart made under an alias or nameOverride (policies.BitnamiRedisCluster, another
+// app.kubernetes.io/name: the bitnami layout selects redis-cluster), the --workload-selector that
+// selects them; "" without a workload selector or when it matches every such pod (their owners
+// are what keeps them out).
+func unselected(snap *policies.Snapshot, s Selection, opts policies.Options, key string) string {
+	sel := opts.WorkloadSelector
+	if sel == nil || sel.Empty() {
+		return ""
+	}
+	var others, chart []string                            // namespace/name
+	names, charts := map[string]bool{}, map[string]bool{} // the chart's pods' app.kubernetes.io/name, helm.sh/chart
+	for _, p := range snap.Pods {
+		if _, ok := p.Labels[key]; !ok || !s.inNamespaces(p.Namespace) || sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		pod := p.Namespace + "/" + p.Name
+		if policies.BitnamiRedisCluster(p.Labels, &p.Spec) && p.Labels[policies.LabelAppName] != "" {
+			chart = append(chart, pod)
+			names[p.Labels[policies.LabelAppName]] = true
+			charts[p.Labels[policies.LabelHelmChart]] = true
+			continue
+		}
+		others = append(others, pod)
+	}
+	if len(chart)+len(others) == 0 {
+		return ""
+	}
+	out := fmt.Sprintf(": the workload selector %s (--workload-selector, selection.workloadSelector, or the layout's) matches none of them", sel)
+	if len(chart) > 0 {
+		sorted := slices.Sorted(maps.Keys(names))
+		want := policies.LabelAppName + "=" + sorted[0]
+		if len(sorted) > 1 {
+			want = policies.LabelAppName + " in (" + strings.Join(sorted, ",") + ")"
+		}
+		out += fmt.Sprintf("; %s (%s) of Bitnami's redis-cluster chart %s %s %s and %s %s: the chart under an alias or nameOverride (an umbrella chart's subchart); --workload-selector '%s' selects them",
+			strings.Join(firstOf(chart, 3), ", "), policies.Plural(len(chart), "pod"), policies.Agree(len(chart), "carries", "carry"),
+			policies.LabelHelmChart, strings.Join(slices.Sorted(maps.Keys(charts)), ", "), policies.LabelAppName, strings.Join(sorted, ", "), want)
+	}
+	if len(others) > 0 {
+		out += fmt.Sprintf("; %s (%s) %s to no workload it names", strings.Join(firstOf(others, 3), ", "), policies.Plural(len(others), "pod"), policies.Agree(len(others), "belongs", "belong"))
+	}
+	return out
+}
+
+// firstOf returns the first n of names, sorted, and "…" when there are more.
+func firstOf(names []string, n int) []string {
+	names = slices.Sorted(slices.Values(names))
+	if len(names) <= n {
+		return names
+	}
+	return append(names[:n:n], "…")
 }
 
 // CheckRedis is Check after DropNotRedis: when every selected Redis cluster was left out as no

@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,5 +58,104 @@ func TestSelection(t *testing.T) {
 				t.Errorf("clusters (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCheckNamesUnselectedWorkloads: when pods carry the cluster label and the workload selector
+// matches none of them, the error says so; pods Bitnami's chart made under an alias or
+// nameOverride (helm.sh/chart redis-cluster-*, another app.kubernetes.io/name) are named with
+// the --workload-selector that selects them, and that selector does.
+func TestCheckNamesUnselectedWorkloads(t *testing.T) {
+	aliased := func(names ...string) *policies.Snapshot {
+		sc := scenario.BitnamiPostScaleDown()
+		snap := sc.MustSnapshot()
+		for i, p := range snap.Pods {
+			p.Labels[scenario.AppLabel] = names[i%len(names)]
+		}
+		for _, sts := range snap.StatefulSets {
+			sts.Spec.Template.Labels[scenario.AppLabel] = names[0]
+		}
+		return snap
+	}
+	bitnami := labels.SelectorFromSet(labels.Set{scenario.AppLabel: "redis-cluster"})
+	for _, tc := range []struct {
+		name     string
+		snap     *policies.Snapshot
+		selector labels.Selector
+		want     []string
+		// fixed is the selector the error advises, which must select a Redis cluster.
+		fixed string
+	}{
+		{
+			name: "Bitnami with nameOverride sessions → the pods, their chart and app.kubernetes.io/name=sessions",
+			snap: aliased("sessions"), selector: bitnami,
+			want: []string{"the workload selector app.kubernetes.io/name=redis-cluster (--workload-selector, selection.workloadSelector, or the layout's) matches none of them",
+				"bitnami/redis-cluster-0, bitnami/redis-cluster-1, bitnami/redis-cluster-2, … (10 pods) of Bitnami's redis-cluster chart carry helm.sh/chart redis-cluster-13.0.5 and app.kubernetes.io/name sessions",
+				"--workload-selector 'app.kubernetes.io/name=sessions' selects them"},
+			fixed: "app.kubernetes.io/name=sessions",
+		},
+		{
+			name:     "Bitnami under the alias sessions of the umbrella release web (helm.sh/chart sessions-13.0.5) → app.kubernetes.io/name=sessions",
+			snap:     scenario.BitnamiAliasPostScaleDown().MustSnapshot(),
+			selector: bitnami,
+			want: []string{"bitnami/web-sessions-0, bitnami/web-sessions-1, bitnami/web-sessions-2, … (10 pods) of Bitnami's redis-cluster chart carry helm.sh/chart sessions-13.0.5 and app.kubernetes.io/name sessions",
+				"--workload-selector 'app.kubernetes.io/name=sessions' selects them"},
+			fixed: "app.kubernetes.io/name=sessions",
+		},
+		{
+			name: "two names among the chart's pods → a set-based selector",
+			snap: aliased("sessions", "cache"), selector: bitnami,
+			want:  []string{"app.kubernetes.io/name cache, sessions", "--workload-selector 'app.kubernetes.io/name in (cache,sessions)' selects them"},
+			fixed: "app.kubernetes.io/name in (cache,sessions)",
+		},
+		{
+			name: "pods of no chart the selector misses → named, without advice",
+			snap: scenario.PostScaleDown().MustSnapshot(), selector: bitnami,
+			want: []string{"matches none of them; redis/redis-s0-0, redis/redis-s0-1, redis/redis-s1-0, … (10 pods) belong to no workload it names"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := policies.Options{ClusterLabel: scenario.BitnamiInstanceLabel, WorkloadSelector: tc.selector}
+			if tc.snap.Pods[0].Labels[scenario.BitnamiInstanceLabel] == "" {
+				opts.ClusterLabel = policies.DefaultClusterLabel
+			}
+			m, err := policies.Build(tc.snap, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Selection{}.Check(tc.snap, opts, m)
+			if err == nil {
+				t.Fatalf("Check: no error, %d clusters", len(m.Clusters))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			if tc.fixed == "" {
+				return
+			}
+			sel, err := labels.Parse(tc.fixed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.WorkloadSelector = sel
+			if m, err = policies.Build(tc.snap, opts); err != nil || len(m.Clusters) != 1 {
+				t.Errorf("with the advised selector %s: %v, %d clusters; want 1", tc.fixed, err, len(m.Clusters))
+			}
+		})
+	}
+	// Without a workload selector the message is what it was.
+	snap := scenario.PostScaleDown().MustSnapshot()
+	opts := policies.Options{RecreatingOwners: nil}
+	for _, p := range snap.Pods {
+		p.OwnerReferences[0].Kind = "ReplicaSet"
+	}
+	m, err := policies.Build(snap, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (Selection{}).Check(snap, opts, m); err == nil || strings.Contains(err.Error(), "workload selector") {
+		t.Errorf("without a workload selector: %v, want no word of one", err)
 	}
 }

@@ -14,6 +14,7 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -119,16 +120,67 @@ func LoadSnapshotFile(path string) (*policies.Snapshot, map[string]int, error) {
 	return DecodeSnapshot(f)
 }
 
-// maxNamedNodes is how many missing nodes CheckSnapshot names.
+// maxNamedNodes is how many missing nodes, and duplicate objects, CheckSnapshot names.
 const maxNamedNodes = 10
 
-// CheckSnapshot returns an error when snap cannot be a whole cluster's state: when pods that are
-// bound to a node and neither finished nor terminating name nodes the snapshot does not hold
-// (a dump of some nodes only, or of pods without their nodes). The error names the missing nodes
-// (the first 10, by name) with their pod counts. An offline snapshot is checked; a live one is
-// read whole, and a node deleted between the lists of nodes and pods is the API server's state
-// for a moment, not a wrong input.
+// CheckSnapshot returns an error when snap cannot be a whole cluster's state, naming every
+// problem:
+//   - an object listed twice (the same kind, namespace and name: a List given twice, or dumps
+//     put together), naming the objects (the first 10, by kind and name) and how often each is
+//     listed;
+//   - a StatefulSet with negative spec.replicas (the API server stores none), naming it;
+//   - pods bound to a node and neither finished nor terminating that name nodes the snapshot does
+//     not hold (a dump of some nodes only, or of pods without their nodes), naming the missing
+//     nodes (the first 10, by name) with their pod counts.
+//
+// An offline snapshot is checked; a live one is read whole, and a node deleted between the lists
+// of nodes and pods is the API server's state for a moment, not a wrong input.
 func CheckSnapshot(snap *policies.Snapshot) error {
+	var errs []error
+	if err := checkDuplicates(snap); err != nil {
+		errs = append(errs, err)
+	}
+	for _, s := range snap.StatefulSets {
+		if r := s.Spec.Replicas; r != nil && *r < 0 {
+			errs = append(errs, fmt.Errorf("snapshot: StatefulSet %s/%s: spec.replicas %d: must not be negative (the API server stores none; was this dump edited?)", s.Namespace, s.Name, *r))
+		}
+	}
+	if err := checkNodesHeld(snap); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// checkDuplicates refuses an object listed twice or more in snap.
+func checkDuplicates(snap *policies.Snapshot) error {
+	seen := map[string]int{}
+	var order []string
+	for gvk, o := range snap.Objects() {
+		name := o.GetName()
+		if ns := o.GetNamespace(); ns != "" {
+			name = ns + "/" + name
+		}
+		key := gvk.Kind + " " + name
+		if seen[key]++; seen[key] == 2 {
+			order = append(order, key)
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	parts := make([]string, 0, min(len(order), maxNamedNodes+1))
+	for i, k := range order {
+		if i == maxNamedNodes {
+			parts = append(parts, fmt.Sprintf("and %d more", len(order)-maxNamedNodes))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d times)", k, seen[k]))
+	}
+	return fmt.Errorf("snapshot: %s listed more than once: %s (was a List given twice, or dumps put together? give each object once)", policies.Plural(len(order), "object"), strings.Join(parts, ", "))
+}
+
+// checkNodesHeld refuses pods bound to nodes snap does not hold (CheckSnapshot).
+func checkNodesHeld(snap *policies.Snapshot) error {
 	nodes := make(map[string]bool, len(snap.Nodes))
 	for _, n := range snap.Nodes {
 		nodes[n.Name] = true

@@ -3,7 +3,9 @@ package observe
 import (
 	"bytes"
 	"context"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -168,6 +170,58 @@ func TestReadSnapshotPages(t *testing.T) {
 			}
 			if lists != tc.wantLists {
 				t.Errorf("%d LIST requests of pods, want %d", lists, tc.wantLists)
+			}
+		})
+	}
+}
+
+// TestCheckSnapshot: a snapshot that cannot be one cluster's state is refused naming the
+// objects (an object listed twice, a StatefulSet with negative replicas, pods on nodes it does not
+// hold); the examples' snapshots pass.
+func TestCheckSnapshot(t *testing.T) {
+	example, err := os.ReadFile("../../examples/post-scale-down.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := "apiVersion: v1\nkind: Node\nmetadata: {name: n9}\n"
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p9, namespace: redis}\nspec: {nodeName: n9}\n"
+	sts := "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: rc-s9, namespace: redis}\nspec: {replicas: -1}\n"
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []string // phrases of the error; none: accepted
+	}{
+		{name: "the example → accepted", in: string(example)},
+		{name: "a node and its pod, each once → accepted", in: string(example) + "---\n" + node + "---\n" + pod},
+		{name: "the same List twice → refused naming the objects and the count", in: string(example) + "\n---\n" + string(example),
+			want: []string{"snapshot: 26 objects listed more than once: Node n1 (2 times)", "and 16 more", "was a List given twice"}},
+		{name: "a pod twice → refused naming it", in: string(example) + "---\n" + node + "---\n" + pod + "---\n" + pod,
+			want: []string{"snapshot: 1 object listed more than once: Pod redis/p9 (2 times)"}},
+		{name: "a node three times → refused naming it", in: string(example) + "---\n" + node + "---\n" + node + "---\n" + node,
+			want: []string{"Node n9 (3 times)"}},
+		{name: "a StatefulSet with replicas -1 → refused naming it", in: string(example) + "---\n" + sts,
+			want: []string{"snapshot: StatefulSet redis/rc-s9: spec.replicas -1: must not be negative"}},
+		{name: "a pod on a node not in it → refused naming the node", in: string(example) + "---\n" + pod,
+			want: []string{"snapshot: 1 pod is bound to 1 node it does not contain: n9 (1 pod)"}},
+		{name: "a duplicate and a negative StatefulSet → both", in: string(example) + "---\n" + node + "---\n" + node + "---\n" + sts,
+			want: []string{"Node n9 (2 times)", "StatefulSet redis/rc-s9: spec.replicas -1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, _, err := DecodeSnapshot(strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = CheckSnapshot(snap)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v, want %q", err, w)
+				}
 			}
 		})
 	}

@@ -29,8 +29,9 @@ import (
 //   - Pod: spec.nodeName, hostname and subdomain (a Redis node announcing a hostname is matched
 //     to its pod by them), nodeSelector, affinity, tolerations, topologySpreadConstraints,
 //     schedulerName, hostNetwork, overhead and resources (pod level), the containers' and init
-//     containers' name, resources, restartPolicy (NodeResourcesFit's requests) and the ports
-//     that bind a host port (NodePorts), the volumes' names and their persistentVolumeClaim or
+//     containers' name, resources, restartPolicy (NodeResourcesFit's requests), the ports
+//     that bind a host port (NodePorts) and the name (no value) of a REDIS_NODES variable
+//     (Bitnami's redis-cluster chart under an alias: policies.BitnamiRedisCluster), the volumes' names and their persistentVolumeClaim or
 //     ephemeral source (VolumeBinding, VolumeZone, NodeVolumeLimits) or inline disk
 //     (gcePersistentDisk, awsElasticBlockStore, rbd, iscsi: VolumeRestrictions; azureDisk,
 //     cinder, portworxVolume: NodeVolumeLimits' CSI migration); status.phase, podIP and
@@ -345,7 +346,7 @@ func hostPorts(ps []corev1.ContainerPort, hostNetwork bool) []corev1.ContainerPo
 	return out
 }
 
-// containers keeps each container's name, resources, restart policy and host ports.
+// containers keeps each container's name, resources, restart policy, host ports and keptEnv.
 func (t *trimmer) containers(cs []corev1.Container, hostNetwork bool) []corev1.Container {
 	if len(cs) == 0 {
 		return nil
@@ -361,16 +362,31 @@ func (t *trimmer) containers(cs []corev1.Container, hostNetwork bool) []corev1.C
 		for _, p := range hostPorts(cs[i].Ports, hostNetwork) {
 			t.appendKey(&p)
 		}
+		for _, e := range keptEnv(cs[i].Env) {
+			t.key = append(append(t.key, e.Name...), 0)
+		}
 		t.key = append(t.key, 0)
 	}
 	return share(t, func() []corev1.Container {
 		out := make([]corev1.Container, len(cs))
 		for i := range cs {
-			out[i] = corev1.Container{Name: intern(cs[i].Name), RestartPolicy: cs[i].RestartPolicy, Ports: hostPorts(cs[i].Ports, hostNetwork)}
+			out[i] = corev1.Container{Name: intern(cs[i].Name), RestartPolicy: cs[i].RestartPolicy, Ports: hostPorts(cs[i].Ports, hostNetwork), Env: keptEnv(cs[i].Env)}
 			cs[i].Resources.DeepCopyInto(&out[i].Resources)
 		}
 		return out
 	})
+}
+
+// keptEnv returns, by name alone, the variables of env that tell a workload apart: REDIS_NODES,
+// which Bitnami's redis-cluster chart gives its container (policies.BitnamiRedisCluster tells the
+// chart under an alias by it); nil for none.
+func keptEnv(env []corev1.EnvVar) []corev1.EnvVar {
+	for _, e := range env {
+		if e.Name == policies.BitnamiNodesEnv {
+			return []corev1.EnvVar{{Name: policies.BitnamiNodesEnv}}
+		}
+	}
+	return nil
 }
 
 // node returns the parts of n the model reads.

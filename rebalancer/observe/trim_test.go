@@ -40,7 +40,7 @@ func answers(t *testing.T, snap *policies.Snapshot, opts policies.Options) strin
 	b, err := json.MarshalIndent(map[string]any{
 		"analysis": report.Analyze(m, true, plan.Options{}),
 		"explain":  explain,
-		"lint":     lint.Lint(m, opts.RelaxedLimits),
+		"lint":     lint.Lint(m, lint.Options{Relaxed: opts.RelaxedLimits}),
 	}, "", " ")
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +76,8 @@ func trimInputs(t *testing.T) map[string]*policies.Snapshot {
 		in["examples/"+filepath.Base(f)] = snap
 	}
 	in["rare-plugins"] = rarePluginsSnapshot()
+	// Bitnami's chart under an alias: lint tells it by REDIS_NODES, which trimming must keep.
+	in["bitnami-alias"] = scenario.BitnamiAliasPostScaleDown().MustSnapshot()
 	for seed := uint64(1); seed <= 3; seed++ {
 		in["synth/"+string(rune('0'+seed))] = synth.Generate(synth.Config{
 			Seed: seed, Nodes: 40, Zones: 3, Namespaces: 3, Pods: 900, RedisClusters: 8, MinPods: 6, MaxPods: 24, DriftFraction: 0.8,
@@ -122,6 +124,11 @@ func TestTrimDropsWhatIsNotRead(t *testing.T) {
 	if a.ManagedFields != nil || a.Annotations != nil || a.Spec.Containers[0].Image != "" || a.Spec.Containers[0].Env != nil ||
 		a.Status.ContainerStatuses != nil || a.Status.HostIP != "" {
 		t.Errorf("trimmed pod keeps what the model does not read: %+v", a)
+	}
+	r := p.DeepCopy()
+	r.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}, {Name: policies.BitnamiNodesEnv, Value: "rc-0.rc-headless rc-1.rc-headless"}}
+	if env := observe.Trim(&policies.Snapshot{Pods: []*corev1.Pod{r}}).Pods[0].Spec.Containers[0].Env; !cmp.Equal(env, []corev1.EnvVar{{Name: policies.BitnamiNodesEnv}}) {
+		t.Errorf("trimmed env %v, want REDIS_NODES alone, without its value", env)
 	}
 	if a.Name != p.Name || a.Spec.NodeName != p.Spec.NodeName || a.Spec.Containers[0].Resources.Requests.Cpu().Cmp(*p.Spec.Containers[0].Resources.Requests.Cpu()) != 0 {
 		t.Errorf("trimmed pod lost its name, node or requests: %+v", a)

@@ -92,7 +92,7 @@ func (s *yamlSplitter) readLine() ([]byte, error) {
 	if s.eof {
 		return nil, io.EOF
 	}
-	l, err := s.r.ReadBytes('\n')
+	l, err := s.readBounded()
 	if errors.Is(err, io.EOF) {
 		s.eof = true
 		if len(l) == 0 {
@@ -101,13 +101,35 @@ func (s *yamlSplitter) readLine() ([]byte, error) {
 		err = nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("document %d, line %d: %w", s.doc, s.line+1, err)
 	}
 	s.line++
 	if err := checkBreaks(l); err != nil {
 		return nil, fmt.Errorf("document %d, line %d: %w", s.doc, s.line, err)
 	}
 	return l, nil
+}
+
+// readBounded reads up to and including the next "\n", as bufio.Reader.ReadBytes does, but
+// refuses a line longer than MaxObjectBytes (ErrTooLarge) instead of holding it whole.
+func (s *yamlSplitter) readBounded() ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := s.r.ReadSlice('\n')
+		if len(line)+len(frag) > MaxObjectBytes {
+			return nil, fmt.Errorf("a line longer than %d MiB (%w): no object the API server stores has one (is this a snapshot?)", MaxObjectBytes>>20, ErrTooLarge)
+		}
+		line = append(line, frag...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
+}
+
+// tooLarge is the error for a piece (what: a List's item, or a document's lines outside its
+// items) over MaxObjectBytes, found at the current line.
+func (s *yamlSplitter) tooLarge(what string) error {
+	return fmt.Errorf("document %d, %s, at line %d: larger than %d MiB (%w): no object the API server stores is (is this a snapshot? a List is read item by item in kubectl's block layout only)", s.doc, what, s.line, MaxObjectBytes>>20, ErrTooLarge)
 }
 
 // Line breaks YAML knows besides "\n" and "\r\n": a lone "\r", and (YAML 1.1, which
@@ -148,7 +170,7 @@ func (s *yamlSplitter) next() (piece, error) {
 			return piece{}, io.EOF
 		}
 		if err != nil {
-			return piece{}, fmt.Errorf("line %d: %w", s.line+1, err)
+			return piece{}, err // readLine names the document and line
 		}
 		if sep, err := isSeparator(l); err != nil {
 			return piece{}, fmt.Errorf("document %d, line %d: %w", s.doc, s.line, err)
@@ -175,10 +197,16 @@ func (s *yamlSplitter) next() (piece, error) {
 				continue
 			}
 			s.head.Write(l)
+			if s.head.Len() > MaxObjectBytes {
+				return piece{}, s.tooLarge("its lines outside a List's items")
+			}
 		case inItems:
 			if blank {
 				if item.Len() > 0 {
 					item.Write(l)
+					if item.Len() > MaxObjectBytes {
+						return piece{}, s.tooLarge(fmt.Sprintf("item %d (from line %d)", s.items+1, itemLine))
+					}
 				}
 				continue
 			}
@@ -218,6 +246,9 @@ func (s *yamlSplitter) next() (piece, error) {
 					return piece{}, fmt.Errorf("document %d, line %d: bad indentation of a sequence entry", s.doc, s.line)
 				}
 				item.Write(l)
+				if item.Len() > MaxObjectBytes {
+					return piece{}, s.tooLarge(fmt.Sprintf("item %d (from line %d)", s.items+1, itemLine))
+				}
 			default:
 				// A less indented line ends the sequence: it is the head's again, and must be
 				// the next top-level key.

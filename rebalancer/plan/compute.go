@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -27,6 +28,9 @@ type outcome struct {
 	// frozen lists why the cluster's placed pods may not be evicted, when none may
 	// (policies.Cluster.Warnings).
 	frozen []string
+	// mastersOnly: every pod that may be evicted is a master with no member of its shard to
+	// take its slots over (no replica), so no eviction is a step at all.
+	mastersOnly int
 }
 
 // Compute returns the shortest ordered list of evictions after which every hard rule of c
@@ -37,9 +41,15 @@ type outcome struct {
 // controller, a known shard). When no plan exists, Plan.Infeasible says why (the static reason, or the bound that
 // stopped the search) and, in the default model, whether a plan exists when a pod may wait
 // Pending (Plan.WithPendingSteps).
-func Compute(c *policies.Cluster, opts Options) Plan {
+func Compute(c *policies.Cluster, opts Options) (plan Plan) {
 	opts = opts.withDefaults()
 	var pl *planner // built when needed: a compliant cluster without Pending pods needs none
+	defer func() {
+		plan.Work.Searched = plan.Searched
+		if pl != nil {
+			plan.Work.FilterChecks = pl.st.FilterChecks()
+		}
+	}()
 	planner := func() *planner {
 		if pl == nil {
 			pl = newPlanner(c, opts)
@@ -47,7 +57,7 @@ func Compute(c *policies.Cluster, opts Options) Plan {
 		return pl
 	}
 	cur := c.Current()
-	plan := Plan{Before: c.Evaluate(cur), AllowPendingSteps: opts.AllowPendingSteps}
+	plan = Plan{Before: c.Evaluate(cur), AllowPendingSteps: opts.AllowPendingSteps}
 	for i, n := range cur {
 		if n < 0 && !c.Members[i].Terminating {
 			plan.Pending = planner().diagnosePending(cur)
@@ -63,11 +73,14 @@ func Compute(c *policies.Cluster, opts Options) Plan {
 		}
 		return plan
 	}
-	if why := c.StaticInfeasibility(); why != "" {
+	if why := c.StaticInfeasibility(&plan.Work); why != "" {
 		plan.Infeasible, plan.LimitedBy = why, LimitStatic
 		plan.After = plan.Before
+		plan.Held = planner().held()
 		if opts.BestEffort {
 			planner().bestEffortPlan(&plan)
+		} else {
+			planner().saferPlan(&plan)
 		}
 		return plan
 	}
@@ -84,8 +97,11 @@ func Compute(c *policies.Cluster, opts Options) Plan {
 		}
 		plan.Searched = pl.states
 		plan.After = plan.Before
+		plan.Held = pl.held()
 		if opts.BestEffort {
 			pl.bestEffortPlan(&plan)
+		} else {
+			pl.saferPlan(&plan)
 		}
 		return plan
 	}
@@ -158,6 +174,7 @@ func (pl *planner) solve(pending bool) outcome {
 		if out.stuck && len(pl.evictable()) == 0 {
 			out.frozen = pl.c.Warnings
 		}
+		out.mastersOnly = pl.mastersOnly()
 		return out
 	}
 	out.budget = true
@@ -170,6 +187,22 @@ func (pl *planner) solve(pending bool) outcome {
 		}
 	}
 	return out
+}
+
+// mastersOnly returns the number of masters when every member that may be evicted is placed, a
+// master, and without a member of its shard to take its slots over (takeovers); 0 otherwise.
+func (pl *planner) mastersOnly() int {
+	k := 0
+	for j, ok := range pl.movable {
+		if !ok || pl.st.Node(j) < 0 {
+			continue
+		}
+		if !pl.st.IsMaster(j) || len(pl.takeovers(j)) > 0 {
+			return 0
+		}
+		k++
+	}
+	return k
 }
 
 // stuck reports whether no eviction from any start is a step of the current model: each evicted
@@ -210,6 +243,8 @@ func (o outcome) why(pending bool, searched int) (string, string) {
 		}
 		return fmt.Sprintf("no plan found within the %d placements searched (--max-plan-states; %s): %s, longer ones up to %d were not searched",
 			searched, model, ruled, o.maxMoves), LimitMaxStates
+	case o.mastersOnly > 0:
+		return fmt.Sprintf("every pod that may be evicted is a master serving slots with no replica to fail over to (%s, none with a replica): evicting one would fail its slots' writes until it is back, so none is; give each shard a replica (the Bitnami chart's cluster.replicas, redis-cli --cluster-replicas)", policies.Plural(o.mastersOnly, "master")), LimitStatic
 	case o.frozen != nil:
 		more := ""
 		if len(o.frozen) > 1 {
@@ -391,7 +426,7 @@ func (pl *planner) moves(o outcome) []Move {
 			Shard: mem.Shard, Role: policies.RoleMaster, Failover: true,
 			From: mem.Key(), To: c.Members[f.To].Key(), FailoverTo: f.To, ToNode: nodes[st.Node(f.To)].Name,
 			Candidates: []Candidate{}, CandidateNodes: []string{},
-			Reason: reasonFor(c, st.Placement(), st.Masters(), f.From, false, "makes room for the other failovers"),
+			Reason: reasonFor(c, st.Placement(), st.Masters(), f.From, false, "makes room for the other failovers", policies.MasterQuorum),
 		})
 		st.Failover(f.From, f.To)
 	}
@@ -496,8 +531,9 @@ func (pl *planner) onTrack(path []step, k, expected int, keep bool) verdicts {
 }
 
 // reasonFor names the hard violations (the soft ones when soft) member i is part of under p with
-// masters ms, or says otherwise when it is part of none.
-func reasonFor(c *policies.Cluster, p policies.Placement, ms policies.Masters, i int, soft bool, otherwise string) string {
+// masters ms, of the rules only names when it names any (a failover step: MasterQuorum), or says
+// otherwise when it is part of none.
+func reasonFor(c *policies.Cluster, p policies.Placement, ms policies.Masters, i int, soft bool, otherwise string, only ...policies.Rule) string {
 	var parts []string
 	key := c.Members[i].Key()
 	vs := policies.Hard(c.EvaluateWith(p, ms))
@@ -510,6 +546,9 @@ func reasonFor(c *policies.Cluster, p policies.Placement, ms policies.Masters, i
 		}
 	}
 	for _, v := range vs {
+		if len(only) > 0 && !slices.Contains(only, v.Rule) {
+			continue
+		}
 		for _, pod := range v.Pods {
 			if pod == key {
 				parts = append(parts, fmt.Sprintf("%s %s", v.Rule, v.Domain))

@@ -52,16 +52,14 @@ func (pl *planner) bestEffortSearch() (outcome, policies.Penalty, bool) {
 		path  []step
 	}
 	var best outcome
-	bestPen := st.Penalty()
+	bestPen := st.Penalty() // the masters as they are: failovers are steps too
 	seen := map[policies.StateKey]bool{st.Key(): true}
 	var frontier []entry
 	consider := func(e entry) {
-		if pen := st.Penalty(); pen.Less(bestPen) {
+		pen, fix := st.SafestPenalty()
+		if pen.Less(bestPen) || best.found && pen == bestPen && len(e.path) == len(best.path) && len(fix) < len(best.fix) {
 			bestPen = pen
-			best = outcome{start: e.start, path: e.path, found: true}
-			if fix, ok := st.QuorumFix(); ok {
-				best.fix = fix
-			}
+			best = outcome{start: e.start, path: e.path, fix: fix, found: true}
 		}
 	}
 	for _, s := range pl.starts() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
+	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
 // zoneNodes returns nodes named names, labelled zone=zones[i] (a custom key: the rules' zones
@@ -223,5 +224,39 @@ func TestBestEffort(t *testing.T) {
 				t.Errorf("want the static reason, got %s: %s", p.LimitedBy, p.Infeasible)
 			}
 		})
+	}
+}
+
+// TestBestEffortCountsFailovers checks that a best-effort plan weighs MasterQuorum's excess with
+// the masters as they are, and takes failovers as its steps: on zonal volumes with n2 cordoned,
+// zone-a's pods cannot move (their volumes keep them in zone-a, whose other node takes none), so
+// no eviction lowers the violations, yet one failover takes zone-a's third master out.
+func TestBestEffortCountsFailovers(t *testing.T) {
+	c := scenario.ZonalVolumes()
+	c.RoleLabels = true
+	snap, err := c.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range snap.Nodes {
+		if n.Name == "n2" {
+			fixture.Cordoned()(n)
+		}
+	}
+	m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Compute(m.Clusters[0], Options{BestEffort: true})
+	if p.BestEffort == nil || p.Evictions != 0 || p.Failovers != 1 || len(p.Moves) != 1 || p.Moves[0].Kind != KindFailover {
+		t.Fatalf("best effort %+v, %d evictions, %d failovers, moves %+v; want one failover step and no eviction", p.BestEffort, p.Evictions, p.Failovers, p.Moves)
+	}
+	if got, want := p.BestEffort.Before.Excess-p.BestEffort.After.Excess, 1; got != want {
+		t.Errorf("best effort %+v lowers the excess by %d, want %d (zone-a's MasterQuorum excess)", p.BestEffort, got, want)
+	}
+	for _, v := range p.After {
+		if v.Rule == policies.MasterQuorum {
+			t.Errorf("after the plan: %s", v.Message)
+		}
 	}
 }

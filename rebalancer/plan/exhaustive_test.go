@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
@@ -50,13 +51,14 @@ func (b bruteForce) key(s bfState) string {
 }
 
 // takers returns the members of i's shard that may take master i's slots under s: placed, not
-// masters, and of the shard in Redis (their role known, or re-created by the plan, so they rejoin
-// as replicas), not a master without slots where they run.
+// masters, not on a node being emptied (beingEmptied: the drain evicts them next), and of the
+// shard in Redis (their role known, or re-created by the plan, so they rejoin as replicas), not a
+// master without slots where they run.
 func (b bruteForce) takers(s bfState, i int) []int {
 	var out []int
 	for _, j := range b.c.Shards[b.c.Members[i].ShardIndex].Members {
 		mem := b.c.Members[j]
-		if j == i || s.ms[j] || s.p[j] < 0 {
+		if j == i || s.ms[j] || s.p[j] < 0 || beingEmptied(b.c.Model().Nodes[s.p[j]].Obj) {
 			continue
 		}
 		if s.p[j] != mem.Node || mem.Role == policies.RoleReplica || mem.Role == policies.RoleMaster && !mem.EmptyMaster {
@@ -64,6 +66,22 @@ func (b bruteForce) takers(s bfState, i int) []int {
 		}
 	}
 	return out
+}
+
+// beingEmptied reports whether node is being emptied as SPEC.md defines it ("Disruptions the
+// rebalancer does not make"): cordoned, or tainted with one of the policy's default
+// guard.drainTaints (node.kubernetes.io/unschedulable, ToBeDeletedByClusterAutoscaler,
+// karpenter.sh/disrupted). Nodes being emptied are never failover targets.
+func beingEmptied(node *corev1.Node) bool {
+	if node.Spec.Unschedulable {
+		return true
+	}
+	for _, t := range node.Spec.Taints {
+		if slices.Contains(v1alpha1.DefaultGuardDrainTaints, t.Key) {
+			return true
+		}
+	}
+	return false
 }
 
 // settle adds to out every placement the scheduler may reach from p.
@@ -548,7 +566,7 @@ func checkGeneral(t *testing.T, c *policies.Cluster, limit int, what string) {
 // randomPlacement is one random small placement of TestPlanIsMinimalRandom.
 type randomPlacement struct {
 	sc            scenario.Scenario
-	cordon, taint []string // nodes cordoned, or tainted NoSchedule (not tolerated)
+	cordon, taint []string // nodes cordoned, or tainted NoSchedule (not tolerated: taintOf)
 	holding       bool     // a cordoned or tainted node runs a pod of the cluster
 	pendingPods   int      // pods left Pending
 	together      bool     // built with shards' pods together in one zone (Pending-step cases)
@@ -564,6 +582,7 @@ type randomPlacement struct {
 	zonal, release  bool
 	releasedMasters int
 	relaxedSkew     bool // running pods carry an older, larger maxSkew
+	barred          bool // a replica on a node being emptied while MasterQuorum is broken (barred)
 	limit           int  // plans of at most limit moves
 	description     string
 	defaultMoves    int  // the brute force's answers, filled in by the test: evictions,
@@ -665,7 +684,11 @@ func randomPlacements(r *rand.Rand, n int) []*randomPlacement {
 			}
 		}
 		rp.sc = sc
-		rp.description = fmt.Sprintf("%s zones=%v placement=%v cordoned=%v tainted=%v runningMaxSkew=%v masters-1=%v zonal=%v release=%v", sc.Name, sc.Zones, sc.Placement, rp.cordon, rp.taint, sc.RunningMaxSkew, rp.swapRoles, rp.zonal, rp.release)
+		var tainted []string
+		for k, nd := range rp.taint {
+			tainted = append(tainted, nd+"="+taintOf(k))
+		}
+		rp.description = fmt.Sprintf("%s zones=%v placement=%v cordoned=%v tainted=%v runningMaxSkew=%v masters-1=%v zonal=%v release=%v", sc.Name, sc.Zones, sc.Placement, rp.cordon, tainted, sc.RunningMaxSkew, rp.swapRoles, rp.zonal, rp.release)
 		out = append(out, rp)
 	}
 	return out
@@ -710,6 +733,30 @@ func zonalPlacements(r *rand.Rand, n int) []*randomPlacement {
 	return out
 }
 
+// taintOf returns the key of the NoSchedule taint on the k-th tainted node of a random
+// placement: one the pods do not tolerate ("dedicated") on every other node, otherwise the
+// taint cluster-autoscaler's scale-down or Karpenter's disruption puts on a node it empties (a
+// node being emptied: its members never become masters).
+func taintOf(k int) string {
+	return []string{"dedicated", "ToBeDeletedByClusterAutoscaler", "dedicated", "karpenter.sh/disrupted"}[k%4]
+}
+
+// barred reports whether some member of c that is not a master runs on a node being emptied
+// (beingEmptied) while MasterQuorum is broken: a failover could promote it, but must not.
+func barred(c *policies.Cluster) bool {
+	broken := false
+	for _, v := range policies.Hard(c.Evaluate(c.Current())) {
+		broken = broken || v.Rule == policies.MasterQuorum
+	}
+	ms := c.CurrentMasters()
+	for i, m := range c.Members {
+		if broken && !ms[i] && m.Node >= 0 && beingEmptied(c.Model().Nodes[m.Node].Obj) {
+			return true
+		}
+	}
+	return false
+}
+
 // cluster builds the placement's model.
 func (rp *randomPlacement) cluster() (*policies.Cluster, error) {
 	snap := rp.sc.MustSnapshot()
@@ -727,8 +774,8 @@ func (rp *randomPlacement) cluster() (*policies.Cluster, error) {
 		if slices.Contains(rp.cordon, n.Name) {
 			fixture.Cordoned()(n)
 		}
-		if slices.Contains(rp.taint, n.Name) {
-			fixture.Tainted("dedicated", "batch", corev1.TaintEffectNoSchedule)(n)
+		if k := slices.Index(rp.taint, n.Name); k >= 0 {
+			fixture.Tainted(taintOf(k), "", corev1.TaintEffectNoSchedule)(n)
 		}
 	}
 	m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel, ReleaseReplicaClaims: rp.release})
@@ -741,9 +788,10 @@ func (rp *randomPlacement) cluster() (*policies.Cluster, error) {
 // TestPlanIsMinimalRandom compares the planner, in the default model and with Pending steps,
 // with the brute-force search on 320 random small placements (fixed seed; evictions, then
 // failovers), the small ones also with the general search (failovers anywhere), and reports how
-// many of them belong to each class the issues name: cordoned or tainted nodes holding pods,
-// Pending pods, placements that only a plan through a Pending pod fixes, plans with failover
-// steps, and plans of failovers only.
+// many of them belong to each class the issues name: cordoned or tainted nodes holding pods
+// (some tainted as being emptied), replicas on nodes being emptied while MasterQuorum is broken
+// (never failover targets), Pending pods, placements that only a plan through a Pending pod
+// fixes, plans with failover steps, and plans of failovers only.
 func TestPlanIsMinimalRandom(t *testing.T) {
 	const cases, zonalCases = 320, 48
 	rps := append(randomPlacements(rand.New(rand.NewPCG(12, 2026)), cases), zonalPlacements(rand.New(rand.NewPCG(18, 2026)), zonalCases)...)
@@ -759,6 +807,7 @@ func TestPlanIsMinimalRandom(t *testing.T) {
 					t.Error(err)
 					continue
 				}
+				rp.barred = barred(c)
 				rp.defaultMoves, rp.withPendingMov, rp.failovers = checkAgainstBruteForce(t, c, rp.limit, rp.description)
 				if rp.zonal && rp.defaultMoves > 0 {
 					for _, mv := range Compute(c, Options{MaxMoves: rp.limit}).Moves {
@@ -780,8 +829,11 @@ func TestPlanIsMinimalRandom(t *testing.T) {
 	close(work)
 	wg.Wait()
 	var holding, pendingPods, pendingStep, multi, noPlan, fixedWithHolding, withFailovers, onlyFailovers, general int
-	var zonal, zonalKept, zonalReleased, releasedMasters int
+	var zonal, zonalKept, zonalReleased, releasedMasters, barredReplicas int
 	for _, rp := range rps {
+		if rp.barred {
+			barredReplicas++
+		}
 		if rp.zonal {
 			zonal++
 			if !rp.release && rp.defaultMoves < 0 {
@@ -820,14 +872,15 @@ func TestPlanIsMinimalRandom(t *testing.T) {
 			noPlan++
 		}
 	}
-	t.Logf("%d random placements: %d with cordoned or tainted nodes holding pods (%d of them with a plan), %d with Pending pods, %d fixed only through a Pending pod, %d needing 2 or more evictions, %d without a plan in the default model, %d with failover steps (%d of them without an eviction), %d also checked with failovers anywhere; %d on zonal volumes (%d without a plan while claims are kept, %d whose plan fails a master over and releases its claim: %d such evictions)",
-		len(rps), holding, fixedWithHolding, pendingPods, pendingStep, multi, noPlan, withFailovers, onlyFailovers, general, zonal, zonalKept, zonalReleased, releasedMasters)
+	t.Logf("%d random placements: %d with cordoned or tainted nodes holding pods (%d of them with a plan), %d with Pending pods, %d fixed only through a Pending pod, %d needing 2 or more evictions, %d without a plan in the default model, %d with failover steps (%d of them without an eviction), %d also checked with failovers anywhere; %d with a replica on a node being emptied while MasterQuorum is broken; %d on zonal volumes (%d without a plan while claims are kept, %d whose plan fails a master over and releases its claim: %d such evictions)",
+		len(rps), holding, fixedWithHolding, pendingPods, pendingStep, multi, noPlan, withFailovers, onlyFailovers, general, barredReplicas, zonal, zonalKept, zonalReleased, releasedMasters)
 	// The classes must really be covered, or the comparison proves little.
 	for _, c := range []struct {
 		what     string
 		got, min int
 	}{{"cordoned or tainted nodes holding pods", holding, 60}, {"such placements with a plan", fixedWithHolding, 30}, {"Pending pods", pendingPods, 30}, {"Pending-step cases", pendingStep, 10}, {"plans of 2 or more evictions", multi, 20},
 		{"plans with failover steps", withFailovers, 30}, {"plans of failovers only", onlyFailovers, 10}, {"checks with failovers anywhere", general, 50},
+		{"a replica on a node being emptied while MasterQuorum is broken", barredReplicas, 50},
 		{"zonal volumes", zonal, 30}, {"zonal volumes without a plan while claims are kept", zonalKept, 3}, {"plans failing a master over to release its claim", zonalReleased, 10}} {
 		if c.got < c.min {
 			t.Errorf("only %d random placements with %s, want at least %d", c.got, c.what, c.min)

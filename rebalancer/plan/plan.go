@@ -211,6 +211,17 @@ type BestEffort struct {
 	Minimal bool `json:"minimal"`
 }
 
+// Partial is what a plan of failovers only does where no plan reaches compliance: Redis made
+// safer, the placement left as it is. Its moves are failover steps (no pod moves) after which
+// MasterQuorum's excess is the least that failovers alone reach, with the fewest of them.
+type Partial struct {
+	// QuorumBefore and QuorumAfter are MasterQuorum's excess (the masters above its node and zone
+	// limits, summed) before the failovers and after them: 0 after means the rule holds, and the
+	// cluster survives the loss of any one node (and zone) whatever its placement.
+	QuorumBefore int `json:"quorumBefore"`
+	QuorumAfter  int `json:"quorumAfter"`
+}
+
 // Plan is the planner's answer for one cluster.
 type Plan struct {
 	// Moves are the steps in order, carried out one at a time: the evictions, then the failovers
@@ -261,6 +272,17 @@ type Plan struct {
 	// plan reaches compliance, CompliantAfter is false, and the moves lead to the placement with
 	// the fewest violations.
 	BestEffort *BestEffort `json:"bestEffort,omitempty"`
+	// Held names, when no plan reaches compliance, the pods that no eviction takes out of the
+	// domain where they break a rule, with the filter's reasons and what would lift them.
+	Held []Held `json:"held,omitempty"`
+	// Partial is set on a plan of failovers only where no plan reaches compliance (and no
+	// best-effort plan was asked for): Infeasible says why the placement stays non-compliant, and
+	// the moves make Redis safer (MasterQuorum) without moving a pod.
+	Partial *Partial `json:"partial,omitempty"`
+	// Work is what the plan cost in units that do not depend on the machine's speed: the nodes
+	// the counts before the search visited, the filter's node checks and the placements
+	// searched (Searched). Not part of the JSON contract.
+	Work policies.Work `json:"-"`
 }
 
 // PendingPod is a Pending pod's diagnosis.
@@ -327,6 +349,11 @@ type Result struct {
 // planner reads its cluster and the shared model only), the largest clusters first so that no
 // large one is left for the end, and returns the results in cs's order.
 func ComputeAll(cs []*policies.Cluster, opts Options) []Result {
+	return computeAll(cs, func(c *policies.Cluster) Plan { return Compute(c, opts) })
+}
+
+// computeAll is ComputeAll with compute in place of Compute.
+func computeAll(cs []*policies.Cluster, compute func(*policies.Cluster) Plan) []Result {
 	out := make([]Result, len(cs))
 	order := make([]int, len(cs))
 	for k := range order {
@@ -346,7 +373,7 @@ func ComputeAll(cs []*policies.Cluster, opts Options) []Result {
 				}
 				k := order[x]
 				start := time.Now()
-				p := Compute(cs[k], opts)
+				p := compute(cs[k])
 				out[k] = Result{Plan: p, Took: time.Since(start)}
 			}
 		}()

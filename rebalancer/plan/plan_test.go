@@ -5,7 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
+	"github.com/redis-rebalancer/redis-rebalancer/test/fixture"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
@@ -221,6 +225,109 @@ func TestBoundReason(t *testing.T) {
 			}
 			if got := boundReason(n, tc.rule); got != tc.want {
 				t.Errorf("boundReason(%d, %q) = %q, want %q", n, tc.rule, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFailoverTargetsStay covers the rule that nodes being emptied (cordoned, or tainted with one
+// of the policy's drain taints: policies.Node.Leaving) are never failover targets, in each flow
+// that promotes a replica: a MasterQuorum failover step (QuorumFix), the takeover before a
+// master's eviction, and the failovers of a partial plan (SafestFailovers). A promoted replica
+// there would be evicted by the drain next: a second move. Role-only: n1 holds the masters of s0,
+// s1 and s2, whose replicas run on n3, n5 and n4; one failover fixes MasterQuorum.
+func TestFailoverTargetsStay(t *testing.T) {
+	cordon := fixture.Cordoned()
+	taint := func(key string) fixture.NodeOption { return fixture.Tainted(key, "", corev1.TaintEffectNoSchedule) }
+	type fo struct{ From, To, ToNode string }
+	for _, tc := range []struct {
+		name        string
+		sc          scenario.Scenario
+		nodes       map[string]fixture.NodeOption
+		drainTaints []string // policies.Options.DrainTaints (nil: the defaults)
+		evictions   int
+		want        []fo // the failovers, takeovers and steps alike, in plan order
+	}{
+		{
+			name: "role-only, nothing leaving → s2's master to its replica on n4",
+			sc:   scenario.RoleOnly(),
+			want: []fo{{"redis/redis-s2-0", "redis/redis-s2-1", "n4"}},
+		},
+		{
+			name:  "role-only, n4 cordoned → another replica (s0's on n3), never n4's",
+			sc:    scenario.RoleOnly(),
+			nodes: map[string]fixture.NodeOption{"n4": cordon},
+			want:  []fo{{"redis/redis-s0-0", "redis/redis-s0-1", "n3"}},
+		},
+		{
+			name:  "role-only, n3 tainted ToBeDeletedByClusterAutoscaler, n4 karpenter.sh/disrupted → s1's master to n5",
+			sc:    scenario.RoleOnly(),
+			nodes: map[string]fixture.NodeOption{"n3": taint("ToBeDeletedByClusterAutoscaler"), "n4": taint("karpenter.sh/disrupted")},
+			want:  []fo{{"redis/redis-s1-0", "redis/redis-s1-1", "n5"}},
+		},
+		{
+			name:      "role-only, n3, n4 and n5 cordoned → s2's replica evicted off n4 first (to n6), then promoted there",
+			sc:        scenario.RoleOnly(),
+			nodes:     map[string]fixture.NodeOption{"n3": cordon, "n4": cordon, "n5": taint("node.kubernetes.io/unschedulable")},
+			evictions: 1,
+			want:      []fo{{"redis/redis-s2-0", "redis/redis-s2-1", "n6"}},
+		},
+		{
+			name:  "role-only, every node but n1 and n2 being emptied → no move at all: no replica may be promoted nor placed elsewhere",
+			sc:    scenario.RoleOnly(),
+			nodes: map[string]fixture.NodeOption{"n3": cordon, "n4": cordon, "n5": cordon, "n6": taint("karpenter.sh/disrupted")},
+		},
+		{
+			name:        "role-only, n3 and n4 cordoned, n5 and n6 tainted with the policy's own drain taint → no move at all",
+			sc:          scenario.RoleOnly(),
+			nodes:       map[string]fixture.NodeOption{"n3": cordon, "n4": cordon, "n5": taint("example.com/draining"), "n6": taint("example.com/draining")},
+			drainTaints: []string{"example.com/draining"},
+		},
+		{
+			name:        "role-only, n3 and n4 cordoned, n5 tainted with a taint that is not a drain taint → n5's replica may take over (s1 to n5)",
+			sc:          scenario.RoleOnly(),
+			nodes:       map[string]fixture.NodeOption{"n3": cordon, "n4": cordon, "n5": taint("example.com/draining")},
+			drainTaints: []string{"example.com/other"},
+			want:        []fo{{"redis/redis-s1-0", "redis/redis-s1-1", "n5"}},
+		},
+		{
+			name:      "post-scale-down, n3 cordoned (replicas of s0 and s1) → the takeover before the eviction and the failover steps promote replicas on n4 and n5 only",
+			sc:        scenario.PostScaleDown(),
+			nodes:     map[string]fixture.NodeOption{"n3": cordon},
+			evictions: 1,
+			want:      []fo{{"redis/redis-s3-0", "redis/redis-s3-1", "n4"}, {"redis/redis-s2-0", "redis/redis-s2-1", "n4"}, {"redis/redis-s4-0", "redis/redis-s4-1", "n5"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := tc.sc
+			sc.RoleLabels = true
+			snap := sc.MustSnapshot()
+			for _, n := range snap.Nodes {
+				if f := tc.nodes[n.Name]; f != nil {
+					f(n)
+				}
+			}
+			m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel, DrainTaints: tc.drainTaints})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := m.Clusters[0]
+			p := Compute(c, Options{})
+			var got []fo
+			for _, mv := range p.Moves {
+				t.Logf("%s %s: failover %v to %s on %s", mv.Kind, mv.Pod, mv.Failover, mv.To, mv.ToNode)
+				if mv.Failover {
+					got = append(got, fo{mv.From, mv.To, mv.ToNode})
+					if n := m.Nodes[m.NodeIndex(mv.ToNode)]; n.Leaving != "" {
+						t.Errorf("move %s promotes %s on %s, a node being emptied (%s)", mv.Pod, mv.To, mv.ToNode, n.Leaving)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("failovers (-want +got):\n%s", diff)
+			}
+			if p.Evictions != tc.evictions {
+				t.Errorf("%d evictions, want %d", p.Evictions, tc.evictions)
 			}
 		})
 	}

@@ -196,11 +196,8 @@ func (pl *planner) takeovers(j int) []int {
 // needs (the fewest).
 func (pl *planner) done(s policies.Summary) ([]policies.Failover, bool) {
 	if b := pl.tgt.best; b != nil {
-		fix, ok := pl.st.QuorumFix()
-		if !ok {
-			fix = nil
-		}
-		return fix, !b.Less(pl.st.Penalty())
+		pen, fix := pl.st.SafestPenalty()
+		return fix, !b.Less(pen)
 	}
 	if !s.PodsCompliant {
 		return nil, false

@@ -83,6 +83,12 @@ type ClusterAnalysis struct {
 	// compliance (Infeasible says why), and the moves lead to the placement with the fewest
 	// violations the search reached.
 	BestEffort *plan.BestEffort `json:"bestEffort,omitempty"`
+	// Held names, when no plan reaches compliance (plan only), the pods no eviction takes out of
+	// the domain where they break a rule, with the filter's reasons and what would lift them.
+	Held []plan.Held `json:"held,omitempty"`
+	// Partial is set on a plan of failovers only (plan only): no plan reaches compliance
+	// (Infeasible says why), and the moves make Redis safer (MasterQuorum) without moving a pod.
+	Partial *plan.Partial `json:"partial,omitempty"`
 	// Without is set by `plan --without`: the nodes taken away and the hand-off made before they
 	// go. Every other field is then about the cluster without those nodes, its masters handed off
 	// and the pods that ran there lost with them (re-created, placed by the plan or Pending).
@@ -144,12 +150,12 @@ func Analyze(m *policies.Model, withPlans bool, opts plan.Options) *Analysis {
 			ca.Pending, ca.CompliantAfter, ca.Minimal, ca.Infeasible = p.Pending, p.CompliantAfter, p.Minimal, p.Infeasible
 			ca.FailoversMinimal, ca.Evictions, ca.Failovers = p.FailoversMinimal, p.Evictions, p.Failovers
 			ca.LimitedBy, ca.PendingSteps, ca.WithPendingSteps, ca.Searched = p.LimitedBy, p.PendingSteps, p.WithPendingSteps, p.Searched
-			ca.SoftEvictions, ca.SoftFix, ca.BestEffort = p.SoftEvictions, p.Soft, p.BestEffort
+			ca.SoftEvictions, ca.SoftFix, ca.BestEffort, ca.Partial, ca.Held = p.SoftEvictions, p.Soft, p.BestEffort, p.Partial, p.Held
 			if p.Moves != nil {
 				ca.Moves = p.Moves
 			}
 		} else if !ca.Compliant {
-			if ca.Infeasible = c.StaticInfeasibility(); ca.Infeasible != "" {
+			if ca.Infeasible = c.StaticInfeasibility(nil); ca.Infeasible != "" {
 				ca.LimitedBy = plan.LimitStatic
 			}
 		}

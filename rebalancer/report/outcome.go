@@ -7,8 +7,8 @@ package report
 type Outcome string
 
 // The outcomes. Compliant, Progressing, OutsideWindow, LeaseHeld and DryRun are expected: the
-// pass did what it could and the next one goes on (run exits 0). NeedsAttention and Error are
-// not (run exits 3 and 1).
+// pass did what it could and the next one goes on (run exits 0). Partial, NeedsAttention and
+// Error are not (run exits 3, 3 and 1).
 const (
 	// OutcomeCompliant: every hard rule holds and Redis is healthy at the end of the pass
 	// (nothing to do, or done).
@@ -29,6 +29,12 @@ const (
 	// PodDisruptionBudget, no node fits the pod, the failover refused, the role check), or the
 	// scheduler keeps undoing the moves. Another pass alone will not fix it.
 	OutcomeNeedsAttention Outcome = "needsAttention"
+	// OutcomePartial: not compliant, and no plan reaches compliance, but Redis is as safe as
+	// failovers make it: MasterQuorum holds (this pass failed masters over until it did, or found
+	// it holding), and Redis is healthy. The cluster survives the loss of any one node (and zone);
+	// the placement needs what no eviction gives (room in a zone, a claim released, a relaxed
+	// constraint: ClusterRun.Partial says which). Another pass alone will not fix the placement.
+	OutcomePartial Outcome = "partial"
 	// OutcomeError: the pass failed: a bad policy or flag, the API server or Redis unreachable,
 	// a step that aborted, a cluster that could not be observed, the Lease lost. Run.Error (and
 	// ClusterRun.Error) says why.
@@ -37,12 +43,12 @@ const (
 
 // Outcomes lists every outcome, from the most to the least severe: a run's outcome is the most
 // severe of its clusters' (Run.Classify).
-var Outcomes = []Outcome{OutcomeError, OutcomeNeedsAttention, OutcomeLeaseHeld, OutcomeProgressing, OutcomeOutsideWindow, OutcomeDryRun, OutcomeCompliant}
+var Outcomes = []Outcome{OutcomeError, OutcomeNeedsAttention, OutcomePartial, OutcomeLeaseHeld, OutcomeProgressing, OutcomeOutsideWindow, OutcomeDryRun, OutcomeCompliant}
 
 // Expected reports whether o is an expected outcome: the pass did what it could, and a Job that
 // ran it completes (run exits 0).
 func (o Outcome) Expected() bool {
-	return o != OutcomeError && o != OutcomeNeedsAttention
+	return o != OutcomeError && o != OutcomeNeedsAttention && o != OutcomePartial
 }
 
 // severity is o's rank in Outcomes (0: the most severe).
@@ -58,8 +64,10 @@ func (o Outcome) severity() int {
 // ClusterOutcome is the outcome of one cluster's part of a pass: OutcomeError when it ended in
 // an error, OutcomeCompliant when it complies, else by what stopped it: OutcomeOutsideWindow (the
 // window step), OutcomeProgressing (the move budget, an eviction limit, a graceful stop),
-// OutcomeDryRun, and OutcomeNeedsAttention for anything else (no plan, off track, a step that
-// skipped the move for safety, or nothing stopped it and Redis is not healthy).
+// OutcomeDryRun, OutcomePartial (no plan, MasterQuorum holds and Redis is healthy:
+// ClusterRun.Partial), and OutcomeNeedsAttention for anything else (no plan while Redis is not as
+// safe as failovers make it, off track, a step that skipped the move for safety, or nothing
+// stopped it and Redis is not healthy).
 func ClusterOutcome(c *ClusterRun) Outcome {
 	switch {
 	case c.Error != "":
@@ -74,6 +82,10 @@ func ClusterOutcome(c *ClusterRun) Outcome {
 		return OutcomeProgressing
 	case StoppedDryRun:
 		return OutcomeDryRun
+	case StoppedNoPlan:
+		if c.Partial != nil && c.Partial.QuorumHolds && c.Health.Healthy() {
+			return OutcomePartial
+		}
 	}
 	return OutcomeNeedsAttention
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -169,6 +170,7 @@ func RenderAnalysis(out io.Writer, m *policies.Model, a *Analysis, withPlans boo
 		switch {
 		case ca.BestEffort != nil:
 			fmt.Fprintf(w, "  no plan reaches compliance: %s\n", ca.Infeasible)
+			RenderHeld(w, ca.Held)
 			if len(ca.Moves) == 0 {
 				fmt.Fprintf(w, "  best effort: no eviction lowers the violations (%s)\n", PenaltyText(ca.BestEffort.Before))
 				break
@@ -176,8 +178,14 @@ func RenderAnalysis(out io.Writer, m *policies.Model, a *Analysis, withPlans boo
 			fmt.Fprintf(w, "  best-effort plan: %s%s; %s\n", StepsText(ca.Evictions, ca.Failovers), minimalText(ca.Minimal, ca.FailoversMinimal), BestEffortText(*ca.BestEffort))
 			renderMoves(w, ca.Moves)
 			RenderExposure(w, ca.PendingSteps)
+		case ca.Partial != nil:
+			fmt.Fprintf(w, "  no plan reaches compliance: %s\n", ca.Infeasible)
+			RenderHeld(w, ca.Held)
+			fmt.Fprintf(w, "  partial plan: %s; %s\n", StepsText(ca.Evictions, ca.Failovers), PartialText(*ca.Partial))
+			renderMoves(w, ca.Moves)
 		case ca.Infeasible != "":
 			fmt.Fprintf(w, "  no plan: %s\n", ca.Infeasible)
+			RenderHeld(w, ca.Held)
 		case len(ca.Moves) == 0 && !ca.Compliant:
 			fmt.Fprintf(w, "  no move: the scheduler places the Pending pods by itself; compliant after: %v\n", ca.CompliantAfter)
 		case len(ca.Moves) == 0:
@@ -187,6 +195,37 @@ func RenderAnalysis(out io.Writer, m *policies.Model, a *Analysis, withPlans boo
 			renderMoves(w, ca.Moves)
 			RenderExposure(w, ca.PendingSteps)
 		}
+	}
+}
+
+// RenderHeld writes what holds the pods that no eviction takes out of the domain where they
+// break a rule (plan.Held): one line per pod with the filter's reasons, one with the fixes.
+func RenderHeld(w io.Writer, held []plan.Held) {
+	if len(held) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  what holds the pods (evicted now, each fits no node outside the domain where it breaks a rule):")
+	// Pods held alike are written once, together.
+	type group struct {
+		pods         []string
+		domains, why string
+		fix          []string
+	}
+	var groups []*group
+	for _, h := range held {
+		domains := strings.Join(h.Domains, ", ")
+		i := slices.IndexFunc(groups, func(g *group) bool {
+			return g.domains == domains && g.why == h.Why && slices.Equal(g.fix, h.Fix)
+		})
+		if i < 0 {
+			groups = append(groups, &group{domains: domains, why: h.Why, fix: h.Fix})
+			i = len(groups) - 1
+		}
+		groups[i].pods = append(groups[i].pods, fmt.Sprintf("%s (%s)", h.Pod, h.Node))
+	}
+	for _, g := range groups {
+		fmt.Fprintf(w, "    %s, held in %s: %s\n", strings.Join(g.pods, ", "), g.domains, g.why)
+		fmt.Fprintf(w, "      to lift it: %s\n", strings.Join(g.fix, "; "))
 	}
 }
 
@@ -224,6 +263,16 @@ func BestEffortText(b plan.BestEffort) string {
 		s += fmt.Sprintf("; pods without a node %d → %d", b.Before.Unplaceable, b.After.Unplaceable)
 	}
 	return s
+}
+
+// PartialText says what a plan of failovers only does: "Redis made safer: MasterQuorum excess 3 →
+// 0 (it holds), no pod moves".
+func PartialText(p plan.Partial) string {
+	holds := ""
+	if p.QuorumAfter == 0 {
+		holds = " (it holds: the cluster survives the loss of any one node or zone)"
+	}
+	return fmt.Sprintf("Redis made safer: MasterQuorum excess %d → %d%s, no pod moves", p.QuorumBefore, p.QuorumAfter, holds)
 }
 
 // SoftFixText says what a plan's soft fix does ("; then 1 soft eviction: soft excess 2 → 0"),
@@ -352,8 +401,11 @@ func CandidatesText(mv plan.Move) string {
 func RenderPlan(w io.Writer, label string, p plan.Plan) {
 	w = newWrapWriter(w)
 	what := "plan"
-	if p.BestEffort != nil {
+	switch {
+	case p.BestEffort != nil:
 		what = "best-effort plan"
+	case p.Partial != nil:
+		what = "partial plan"
 	}
 	fmt.Fprintf(w, "%s (%s): %s%s%s\n", what, label, StepsText(p.Evictions, p.Failovers), MinimalNote(p), PlanNote(p))
 	for k, mv := range p.Moves {
@@ -365,8 +417,11 @@ func RenderPlan(w io.Writer, label string, p plan.Plan) {
 // PlanNote says what a plan does beyond its evictions and failovers: its soft fix
 // (SoftFixText), or what a best-effort plan reaches ("; " and BestEffortText).
 func PlanNote(p plan.Plan) string {
-	if p.BestEffort != nil {
+	switch {
+	case p.BestEffort != nil:
 		return "; " + BestEffortText(*p.BestEffort)
+	case p.Partial != nil:
+		return "; " + PartialText(*p.Partial)
 	}
 	return SoftFixText(p.SoftEvictions, p.Soft)
 }

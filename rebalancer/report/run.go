@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
@@ -170,12 +171,45 @@ type ClusterRun struct {
 	ObserveAfterError string `json:"observeAfterError,omitempty"`
 	// Plan is the plan of a dry run, or of a run outside every window.
 	Plan *plan.Plan `json:"plan,omitempty"`
+	// Partial is set when no plan reaches compliance (StoppedBy noPlan): what failovers alone did
+	// for Redis meanwhile, and why the placement stays as it is.
+	Partial *PartialRun `json:"partial,omitempty"`
 	// Reintroduced says, one line per node, which pods' Redis nodes the run re-introduced before
 	// its moves: pods back with empty volumes in place of a replica the cluster still listed, left
 	// so by a move that released their claims and was stopped before its rejoin.
 	Reintroduced []string `json:"reintroduced,omitempty"`
 	// Seconds is the time spent on the cluster.
 	Seconds float64 `json:"seconds"`
+}
+
+// PartialRun is what a pass did for a Redis cluster that no plan brings to compliance: the
+// failover steps that made Redis safer (plan.Partial's, carried out with the same gates as any
+// failover step), and whether MasterQuorum holds at the end. With MasterQuorum holding and Redis
+// healthy, the cluster's outcome is OutcomePartial.
+type PartialRun struct {
+	// Failovers counts the failover steps this pass made toward MasterQuorum (0 when it held
+	// already, or no failover lowers its violations).
+	Failovers int `json:"failovers"`
+	// QuorumHolds reports whether MasterQuorum holds at the end of the pass (false when it is
+	// broken, disabled, or the roles are unknown).
+	QuorumHolds bool `json:"quorumHolds"`
+	// Because says why the placement stays non-compliant: the planner's reason (plan.Plan's
+	// Infeasible).
+	Because string `json:"because"`
+	// Held are the pods no eviction takes out of the domain where they break a rule, with the
+	// filter's reasons and what would lift them (plan.Plan's Held).
+	Held []plan.Held `json:"held,omitempty"`
+}
+
+// PartialRunText says what a partial outcome means for a cluster: "Redis made safer (2 failovers
+// this pass; MasterQuorum holds), placement still non-compliant because …", or "Redis as safe as
+// failovers make it (MasterQuorum holds), …" when this pass made none.
+func PartialRunText(p *PartialRun) string {
+	what := "Redis as safe as failovers make it (MasterQuorum holds)"
+	if p.Failovers > 0 {
+		what = fmt.Sprintf("Redis made safer (%s this pass; MasterQuorum holds)", plural(p.Failovers, "failover"))
+	}
+	return what + ", placement still non-compliant because " + p.Because
 }
 
 // Names of the steps of a move, in order (Step.Name), and of the other things that stop a

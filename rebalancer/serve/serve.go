@@ -16,7 +16,8 @@
 // Config.Leading (the guard's hand-off) while it leads.
 //
 // It imports client-go (leader election), robfig/cron/v3, golang.org/x/time/rate, api/v1alpha1
-// (its defaults) and rebalancer/metrics; cmd/redis-rebalancer/app wires it.
+// (its defaults), rebalancer/lease (the Lease's defaults) and rebalancer/metrics;
+// cmd/redis-rebalancer/app wires it.
 package serve
 
 import (
@@ -39,19 +40,21 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/lease"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
 )
 
 // Defaults of Config.
 const (
-	// DefaultLeaseName is the Lease's name (LeaderElection.ResourceName).
-	DefaultLeaseName = "redis-rebalancer"
+	// DefaultLeaseName is the Lease's name (LeaderElection.ResourceName): lease.DefaultName,
+	// which run and the descheduler plugin take too.
+	DefaultLeaseName = lease.DefaultName
 	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod are the leader
 	// election's timings: component-base's recommended defaults, as kube-scheduler's and the
-	// descheduler's.
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewDeadline = 10 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
+	// descheduler's (lease's).
+	DefaultLeaseDuration = lease.DefaultLeaseDuration
+	DefaultRenewDeadline = lease.DefaultRenewDeadline
+	DefaultRetryPeriod   = lease.DefaultRetryPeriod
 	// DefaultShutdownTimeout bounds the listener's shutdown.
 	DefaultShutdownTimeout = 5 * time.Second
 	// DefaultTriggerMinInterval is Config.TriggerMinInterval (the policy's
@@ -63,17 +66,10 @@ const (
 var ErrLeaseLost = errors.New("serve: leader election lost: stopped acting")
 
 // DefaultLeaderElection returns the leader election's defaults: enabled, on the Lease
-// DefaultLeaseName in namespace, with component-base's recommended timings.
+// DefaultLeaseName in namespace, with component-base's recommended timings
+// (lease.DefaultLeaderElection).
 func DefaultLeaderElection(namespace string) componentbaseconfig.LeaderElectionConfiguration {
-	return componentbaseconfig.LeaderElectionConfiguration{
-		LeaderElect:       true,
-		LeaseDuration:     metav1.Duration{Duration: DefaultLeaseDuration},
-		RenewDeadline:     metav1.Duration{Duration: DefaultRenewDeadline},
-		RetryPeriod:       metav1.Duration{Duration: DefaultRetryPeriod},
-		ResourceLock:      resourcelock.LeasesResourceLock,
-		ResourceName:      DefaultLeaseName,
-		ResourceNamespace: namespace,
-	}
+	return lease.DefaultLeaderElection(namespace)
 }
 
 // Pass runs one pass: observe, plan and move (an execute.Executor.Run), report it and record its
@@ -128,12 +124,13 @@ type Config struct {
 	Leading []func(ctx context.Context)
 }
 
-// ParseSchedule parses a schedule as Config.Schedule describes it.
+// ParseSchedule parses a schedule as Config.Schedule describes it (v1alpha1.ParseSchedule: one
+// that is empty, never fires or fires more than once a second is refused).
 func ParseSchedule(s string) (cron.Schedule, error) {
 	if s == "" {
 		return nil, errors.New("a schedule is required")
 	}
-	sched, err := cron.ParseStandard(s)
+	sched, err := v1alpha1.ParseSchedule(s)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", s, err)
 	}

@@ -235,6 +235,8 @@ func TestValidate(t *testing.T) {
 		{name: "CRON_TZ and @every → valid", change: func(c *Config) { c.Schedule = "CRON_TZ=Europe/Paris 0 2 * * 1-5" }},
 		{name: "bad cron → error", change: func(c *Config) { c.Schedule = "61 * * * *" }, want: `schedule "61 * * * *": end of range (61) above maximum (59)`},
 		{name: "no schedule → error", change: func(c *Config) { c.Schedule = "" }, want: "a schedule is required"},
+		{name: "@every 0s → error, not silently every second", change: func(c *Config) { c.Schedule = "@every 0s" }, want: `schedule "@every 0s": @every 0s never fires: the duration must be positive`},
+		{name: "February 30 → error, never fires", change: func(c *Config) { c.Schedule = "0 0 30 2 *" }, want: `schedule "0 0 30 2 *": never fires`},
 		{name: "renew deadline ≥ lease duration → error", change: func(c *Config) { c.LeaderElection.RenewDeadline = c.LeaderElection.LeaseDuration },
 			want: "the renew deadline (15s) must be shorter than the lease duration (15s)"},
 		{name: "endpoints lock → error", change: func(c *Config) { c.LeaderElection.ResourceLock = "endpoints" }, want: `resource lock "endpoints"`},
@@ -359,8 +361,13 @@ func TestReadyzNeedsLeaseRights(t *testing.T) {
 	})
 	r := startReplica(t, client, "a")
 	waitFor(t, "a serves", 5*time.Second, func() bool { code, _ := r.get(t, "/healthz"); return code == http.StatusOK })
-	code, body := r.get(t, "/readyz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "may not update, create Lease kube-system/redis-rebalancer") {
+	// The first check of the Lease rights may not have run yet when /healthz first answers.
+	var code int
+	var body string
+	if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		code, body = r.get(t, "/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "may not update, create Lease kube-system/redis-rebalancer"), nil
+	}); err != nil {
 		t.Errorf("/readyz without Lease rights: %d %q, want 503 naming update and create", code, body)
 	}
 	if code, _ := r.get(t, "/healthz"); code != http.StatusOK {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha1"
 	"fmt"
+	"math"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -109,11 +110,14 @@ func (s Scenario) bitnamiOrdinal(i, o int) int {
 // BitnamiFullname returns the chart's fullname for the release (common.names.fullname): the
 // release name when it contains the chart's name, else "<release>-redis-cluster".
 func (s Scenario) BitnamiFullname() string {
-	if strings.Contains(s.cluster(), BitnamiChartName) {
+	if strings.Contains(s.cluster(), s.bitnamiName()) {
 		return s.cluster()
 	}
-	return s.cluster() + "-" + BitnamiChartName
+	return s.cluster() + "-" + s.bitnamiName()
 }
+
+// bitnamiName is the chart's name in the release: BitnamiAlias, else BitnamiChartName.
+func (s Scenario) bitnamiName() string { return cmp.Or(s.BitnamiAlias, BitnamiChartName) }
 
 // ClusterLabel returns the pod label key whose value names the Redis cluster in the scenario's
 // layout: policies.DefaultClusterLabel (seed), BitnamiInstanceLabel, OTClusterLabel.
@@ -159,15 +163,16 @@ func (s Scenario) ShardPods(i int) []string {
 // bitnamiLabels returns the chart's common.labels.standard for the release.
 func (s Scenario) bitnamiLabels() map[string]string {
 	return map[string]string{
-		AppLabel: BitnamiChartName, BitnamiInstanceLabel: s.cluster(),
-		"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": BitnamiChart, "app.kubernetes.io/version": BitnamiAppVersion,
+		AppLabel: s.bitnamiName(), BitnamiInstanceLabel: s.cluster(),
+		"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": s.bitnamiName() + strings.TrimPrefix(BitnamiChart, BitnamiChartName),
+		"app.kubernetes.io/version": BitnamiAppVersion,
 	}
 }
 
 // bitnamiMatchLabels returns the chart's common.labels.matchLabels: the StatefulSet's and the
 // PodDisruptionBudget's selector, and the affinity presets' label selector.
 func (s Scenario) bitnamiMatchLabels() map[string]string {
-	return map[string]string{AppLabel: BitnamiChartName, BitnamiInstanceLabel: s.cluster()}
+	return map[string]string{AppLabel: s.bitnamiName(), BitnamiInstanceLabel: s.cluster()}
 }
 
 // otLabels returns the labels of the OT StatefulSet of role (leader or follower), which its pods
@@ -206,6 +211,13 @@ func (s Scenario) layoutTemplate(role string) (corev1.PodTemplateSpec, error) {
 	if err != nil {
 		return corev1.PodTemplateSpec{}, err
 	}
+	var values bitnamiValues
+	if s.Layout == LayoutBitnami && s.BitnamiValues != "" {
+		if values, err = parseBitnamiValues(s.BitnamiValues); err != nil {
+			return corev1.PodTemplateSpec{}, err
+		}
+	}
+	var renderErr error
 	tmpl := fixture.Pod("template", fixture.WithTolerations(s.Tolerations...), func(p *corev1.Pod) {
 		p.Spec.SchedulerName = s.SchedulerName
 		p.Spec.TopologySpreadConstraints = spread
@@ -222,8 +234,19 @@ func (s Scenario) layoutTemplate(role string) (corev1.PodTemplateSpec, error) {
 				corev1.ResourceEphemeralStorage: resource.MustParse(BitnamiEphemeralStorage),
 			}
 			c.VolumeMounts = []corev1.VolumeMount{{Name: BitnamiClaimTemplate, MountPath: "/bitnami/redis/data"}}
+			// Every node's address, as the chart gives it (lint and the selection tell the
+			// chart's pods by it under an alias).
+			var nodes strings.Builder
+			for k := 0; k < s.N(); k++ {
+				fmt.Fprintf(&nodes, "%s-%d.%s-headless ", s.BitnamiFullname(), k, s.BitnamiFullname())
+			}
+			c.Env = []corev1.EnvVar{{Name: "REDIS_NODES", Value: nodes.String()}}
 			if s.NoPersistence { // persistence.enabled=false: an emptyDir instead of the claim
 				p.Spec.Volumes = []corev1.Volume{{Name: BitnamiClaimTemplate, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			}
+			if s.BitnamiValues != "" {
+				renderErr = values.renderPodSpec(&p.Spec, s.bitnamiMatchLabels())
+				break
 			}
 			// redis.podAntiAffinityPreset: soft (the chart's default): common.affinities.pods.soft.
 			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: nodeAff, PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -241,6 +264,9 @@ func (s Scenario) layoutTemplate(role string) (corev1.PodTemplateSpec, error) {
 			}
 		}
 	})
+	if renderErr != nil {
+		return corev1.PodTemplateSpec{}, renderErr
+	}
 	t := fixture.TemplateOf(tmpl)
 	t.Annotations = tmpl.Annotations
 	return t, nil
@@ -312,12 +338,19 @@ func (s Scenario) layoutPodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
 	switch s.Layout {
 	case LayoutBitnami:
 		name := s.BitnamiFullname()
-		return []*policyv1.PodDisruptionBudget{fixture.PodDisruptionBudget(name, &metav1.LabelSelector{
+		b := fixture.PodDisruptionBudget(name, &metav1.LabelSelector{
 			MatchLabels: s.bitnamiMatchLabels(),
 			MatchExpressions: []metav1.LabelSelectorRequirement{{
 				Key: "job-name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{name + "-cluster-update"},
 			}},
-		}, ns, func(b *policyv1.PodDisruptionBudget) { b.Labels = s.bitnamiLabels() })}
+		}, ns, func(b *policyv1.PodDisruptionBudget) { b.Labels = s.bitnamiLabels() })
+		if s.BitnamiValues != "" {
+			// Values that do not parse fail StatefulSets, which Snapshot asks first.
+			if v, err := parseBitnamiValues(s.BitnamiValues); err == nil && !v.renderBudget(b) {
+				return nil
+			}
+		}
+		return []*policyv1.PodDisruptionBudget{b}
 	case LayoutOT:
 		var out []*policyv1.PodDisruptionBudget
 		for _, role := range []string{"leader", "follower"} {
@@ -330,15 +363,42 @@ func (s Scenario) layoutPodDisruptionBudgets() []*policyv1.PodDisruptionBudget {
 }
 
 // podIP returns the pod IP of shard i's o-th pod in the Bitnami and OT layouts: 10.244.x.y, one
-// per pod in creation order.
+// per pod, in ordinal order for Bitnami (the chart's StatefulSet starts its pods in parallel,
+// redis-cli meets them in ordinal order), in creation order for OT.
 func (s Scenario) podIP(i, o int) string {
 	k := o*s.Shards + i
+	if s.Layout == LayoutBitnami {
+		k = s.bitnamiOrdinal(i, o)
+	}
 	return fmt.Sprintf("10.244.%d.%d", k/250, k%250+1)
+}
+
+// RedisCliSlots returns the slot range redis-cli --cluster create gives master i of m (Redis
+// 7.0's clusterManagerCommandCreate): a float32 share of 16384/m slots per master, each range
+// ending at the rounded running sum (lround of cursor + share - 1, the cursor advancing by the
+// share), the last at 16383. For 5 masters: 0-3276, 3277-6553, 6554-9829, 9830-13106,
+// 13107-16383; for 3: 0-5460, 5461-10922, 10923-16383 (TestBitnamiFormedAsRedisCliForms checks
+// them against redis-cli).
+func RedisCliSlots(i, m int) [2]int {
+	per := float32(16384) / float32(m)
+	var cursor float32
+	first := 0
+	for k := 0; ; k++ {
+		last := int(math.Round(float64(cursor + per - 1)))
+		if last > 16384 || k == m-1 {
+			last = 16383
+		}
+		if k == i {
+			return [2]int{first, last}
+		}
+		first, cursor = last+1, cursor+per
+	}
 }
 
 // RedisNodes returns the cluster's Redis nodes as it was formed (the Redis side of the Bitnami
 // and OT layouts, for policies.Cluster.ApplyRedis): one per placed pod, at its pod IP (podIP),
-// shard i's first pod a master serving the i-th of M equal slot ranges, the others its replicas;
+// shard i's first pod a master serving the slots redis-cli gives master i (RedisCliSlots), the
+// others its replicas;
 // node IDs are the SHA-1 of the pod names. With ExternalAccess, a node is at its pod's
 // LoadBalancer IP instead (BitnamiLoadBalancerIP). OT's nodes announce their pod's FQDN
 // (<pod>.<StatefulSet>-headless.<namespace>.svc.cluster.local), as Redis 7 does with
@@ -362,7 +422,7 @@ func (s Scenario) RedisNodes() []policies.RedisNode {
 			}
 			if o == 0 {
 				n.Role, n.MasterID = policies.RoleMaster, ""
-				n.Slots = [][2]int{{i * 16384 / s.Shards, (i+1)*16384/s.Shards - 1}}
+				n.Slots = [][2]int{RedisCliSlots(i, s.Shards)}
 			}
 			out = append(out, n)
 		}
@@ -451,6 +511,16 @@ func (s Scenario) BitnamiExternalAccessServices(port int, lbIP func(ordinal int)
 func BitnamiPostScaleDown() Scenario {
 	return postScaleDownAs("bitnami-post-scale-down", LayoutBitnami,
 		"Bitnami redis-cluster chart, 10 nodes (5 masters, 1 replica each) in one StatefulSet after a scale-down: n1 holds 4 masters, zone-a 5 pods.")
+}
+
+// BitnamiAliasPostScaleDown is BitnamiPostScaleDown installed as the subchart of an umbrella
+// chart: release web, the chart under the alias sessions (pods web-sessions-<i>, labelled
+// app.kubernetes.io/name=sessions and helm.sh/chart=sessions-13.0.5).
+func BitnamiAliasPostScaleDown() Scenario {
+	s := postScaleDownAs("bitnami-alias-post-scale-down", LayoutBitnami,
+		"BitnamiPostScaleDown as the subchart sessions of the umbrella release web.")
+	s.Cluster, s.BitnamiAlias = "web", "sessions"
+	return s.Placed(postScaleDownPlacement)
 }
 
 // BitnamiZonalPostScaleDown is BitnamiPostScaleDown with the chart's default persistence on a

@@ -3,11 +3,13 @@ package scenario
 import (
 	"maps"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -169,6 +171,7 @@ func TestBitnamiOrdinal(t *testing.T) {
 	}{
 		{"10 pods, 1 replica each → master i with 5+((i+1) mod 5)", 5, 2, [][]int{{0, 6}, {1, 7}, {2, 8}, {3, 9}, {4, 5}}},
 		{"6 pods, 1 replica each → master i with 3+((i+1) mod 3)", 3, 2, [][]int{{0, 4}, {1, 5}, {2, 3}}},
+		{"9 pods, 2 replicas each (cluster.nodes=9 cluster.replicas=2) → 0←4,5; 1←6,7; 2←8,3", 3, 3, [][]int{{0, 4, 5}, {1, 6, 7}, {2, 8, 3}}},
 		{"15 pods, 2 replicas each → the rotated ordinals two at a time", 5, 3, [][]int{{0, 6, 7}, {1, 8, 9}, {2, 10, 11}, {3, 12, 13}, {4, 14, 5}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -225,5 +228,82 @@ func TestBitnamiAsInstalled(t *testing.T) {
 	p = podByName(snap.Pods, "redis-cluster-3")
 	if len(p.Spec.Volumes) != 1 || p.Spec.Volumes[0].EmptyDir == nil {
 		t.Errorf("persistence.enabled=false: volumes %+v, want redis-data as an emptyDir", p.Spec.Volumes)
+	}
+}
+
+// TestBitnamiValuesRendered checks BitnamiValues rendered as the chart renders them: the presets
+// through bitnami/common's affinities, redis.affinity in their place, the spread constraints as
+// given, pdb.* into the release's budget, and a value the scenario does not render refused.
+func TestBitnamiValuesRendered(t *testing.T) {
+	release := map[string]string{AppLabel: BitnamiChartName, BitnamiInstanceLabel: "redis-cluster"}
+	for _, tc := range []struct {
+		name, values string
+		// want checks the template's spec and the budgets.
+		want    func(t *testing.T, spec corev1.PodSpec, pdbs []*policyv1.PodDisruptionBudget)
+		wantErr string
+	}{
+		{
+			name:   "podAntiAffinityPreset hard, nodeAffinityPreset hard → required terms on the hostname over the release and on the zones",
+			values: "redis: {podAntiAffinityPreset: hard, nodeAffinityPreset: {type: hard, key: topology.kubernetes.io/zone, values: [zone-a, zone-b]}}",
+			want: func(t *testing.T, spec corev1.PodSpec, _ []*policyv1.PodDisruptionBudget) {
+				a := spec.Affinity
+				if len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 0 {
+					t.Fatalf("pod anti-affinity %+v, want one required term", a.PodAntiAffinity)
+				}
+				term := a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0]
+				if term.TopologyKey != corev1.LabelHostname || !cmp.Equal(term.LabelSelector.MatchLabels, release) {
+					t.Errorf("required term %+v, want kubernetes.io/hostname over %v", term, release)
+				}
+				zones := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0]
+				if zones.Key != corev1.LabelTopologyZone || !cmp.Equal(zones.Values, []string{"zone-a", "zone-b"}) {
+					t.Errorf("node affinity %+v", zones)
+				}
+			},
+		},
+		{
+			name:   "no preset value → the chart's soft default, no spread constraints",
+			values: "pdb: {maxUnavailable: 2}",
+			want: func(t *testing.T, spec corev1.PodSpec, pdbs []*policyv1.PodDisruptionBudget) {
+				if p := spec.Affinity.PodAntiAffinity; len(p.PreferredDuringSchedulingIgnoredDuringExecution) != 1 || p.PreferredDuringSchedulingIgnoredDuringExecution[0].Weight != 1 {
+					t.Errorf("pod anti-affinity %+v, want the soft preset", p)
+				}
+				if len(spec.TopologySpreadConstraints) != 0 || spec.Affinity.NodeAffinity != nil {
+					t.Errorf("spread %v, node affinity %v: want none", spec.TopologySpreadConstraints, spec.Affinity.NodeAffinity)
+				}
+				if len(pdbs) != 1 || pdbs[0].Spec.MaxUnavailable.IntValue() != 2 {
+					t.Errorf("budgets %+v, want maxUnavailable 2", pdbs)
+				}
+			},
+		},
+		{
+			name:   "redis.affinity → used as it is, the presets ignored; pdb.create false → no budget",
+			values: "redis: {podAntiAffinityPreset: hard, affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: topology.kubernetes.io/zone, labelSelector: {matchLabels: {a: b}}}]}}}\npdb: {create: false}",
+			want: func(t *testing.T, spec corev1.PodSpec, pdbs []*policyv1.PodDisruptionBudget) {
+				if terms := spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution; len(terms) != 1 || terms[0].TopologyKey != corev1.LabelTopologyZone {
+					t.Errorf("required terms %+v, want redis.affinity's", terms)
+				}
+				if len(pdbs) != 0 {
+					t.Errorf("%d budgets, want none", len(pdbs))
+				}
+			},
+		},
+		{name: "a value the scenario does not render → refused", values: "redis: {podAffinityPreset: soft}", wantErr: `unknown field "podAffinityPreset"`},
+		{name: "a preset of another name → refused", values: "redis: {podAntiAffinityPreset: strict}", wantErr: `redis.podAntiAffinityPreset "strict"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := Scenario{Layout: LayoutBitnami, Cluster: "redis-cluster", Shards: 3, PodsPerShard: 2, BitnamiValues: tc.values,
+				Zones: []Zone{{Name: "zone-a", Nodes: []string{"n1", "n2"}}, {Name: "zone-b", Nodes: []string{"n3"}}}}
+			snap, err := sc.Snapshot()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Snapshot: %v, want an error with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.want(t, snap.StatefulSets[0].Spec.Template.Spec, snap.PodDisruptionBudgets)
+		})
 	}
 }

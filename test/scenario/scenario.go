@@ -96,6 +96,17 @@ type Scenario struct {
 	// LoadBalancer Service per pod (BitnamiExternalAccessServices, its status holding
 	// BitnamiLoadBalancerIP), and every Redis node announcing its LoadBalancer's IP (RedisNodes).
 	ExternalAccess bool
+	// BitnamiValues, in Bitnami's layout, are the chart's values (YAML, what `helm install -f`
+	// takes) the StatefulSet's pod template and the PodDisruptionBudget are rendered with, as the
+	// chart's templates render them (RenderBitnamiValues): redis.topologySpreadConstraints,
+	// redis.nodeAffinityPreset, redis.podAntiAffinityPreset, redis.affinity and pdb.*; every other
+	// value is refused. Empty: the layout's own template, the recommended spread and node affinity
+	// (constraints.Generate) with the chart's default soft anti-affinity.
+	BitnamiValues string
+	// BitnamiAlias, in Bitnami's layout, installs the chart as the subchart of an umbrella chart
+	// under this alias: the chart's name becomes the alias (app.kubernetes.io/name, helm.sh/chart
+	// "<alias>-13.0.5", the fullname "<release>-<alias>"). Empty: the chart alone.
+	BitnamiAlias string
 }
 
 // ClaimTemplate is the volumeClaimTemplate of a scenario's StatefulSets: one ReadWriteOnce claim

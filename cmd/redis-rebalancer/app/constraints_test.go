@@ -156,4 +156,65 @@ func TestConstraintsCommandLayouts(t *testing.T) {
 	if _, _, code := runCLI(t, append(args, "--layout", "ucloud")...); code != ExitError {
 		t.Errorf("--layout ucloud: exit %d, want %d", code, ExitError)
 	}
+	t.Run("bitnami -o json: the same values as JSON alone, the comments as notes on stderr; --values-path nests them, its last key the pods' app.kubernetes.io/name", func(t *testing.T) {
+		yamlOut, _, code := runCLI(t, append(args, "--layout", "bitnami", "--nodes", "10")...)
+		if code != ExitOK {
+			t.Fatalf("exit %d", code)
+		}
+		jsonOut, errOut, code := runCLI(t, append(args, "--layout", "bitnami", "--nodes", "10", "-o", "json")...)
+		var fromYAML, fromJSON map[string]any
+		if err := yaml.Unmarshal([]byte(yamlOut), &fromYAML); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(jsonOut), &fromJSON); code != ExitOK || err != nil {
+			t.Fatalf("-o json: exit %d, %v:\n%s", code, err, jsonOut)
+		}
+		if diff := cmp.Diff(fromYAML, fromJSON); diff != "" {
+			t.Errorf("-o json values (-yaml +json):\n%s", diff)
+		}
+		if !strings.Contains(errOut, `note: Values of Bitnami's redis-cluster chart for release "rc1"`) || strings.Contains(jsonOut, "#") {
+			t.Errorf("-o json: want the comments on stderr only:\n%s\n%s", errOut, jsonOut)
+		}
+		nested, _, code := runCLI(t, append(args, "--layout", "bitnami", "--nodes", "10", "--values-path", "web.sessions")...)
+		var v struct {
+			Web struct {
+				Sessions struct {
+					Redis struct {
+						TopologySpreadConstraints []corev1.TopologySpreadConstraint
+						PodAntiAffinityPreset     string
+					}
+				}
+			}
+		}
+		if err := yaml.Unmarshal([]byte(nested), &v); code != ExitOK || err != nil {
+			t.Fatalf("--values-path web.sessions: exit %d, %v\n%s", code, err, nested)
+		}
+		r := v.Web.Sessions.Redis
+		if diff := cmp.Diff(want(map[string]string{"app.kubernetes.io/name": "sessions", "app.kubernetes.io/instance": "rc1"}), spreads(r.TopologySpreadConstraints)); diff != "" || r.PodAntiAffinityPreset != "hard" {
+			t.Errorf("web.sessions.redis: preset %q, spread (-want +got):\n%s", r.PodAntiAffinityPreset, diff)
+		}
+		named, _, _ := runCLI(t, append(args, "--layout", "bitnami", "--values-path", "redis-cluster", "--chart-name", "cache")...)
+		if !strings.Contains(named, "app.kubernetes.io/name: cache") || strings.Contains(named, "app.kubernetes.io/name: redis-cluster") {
+			t.Errorf("--chart-name cache (nameOverride): the values select another name:\n%s", named)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+		err  string
+	}{
+		{"--values-path with --layout ot → refused: a RedisCluster's fields are no Helm values", []string{"--layout", "ot", "--values-path", "x"}, "--layout bitnami only"},
+		{"--values-path without --layout → refused", []string{"--values-path", "x"}, "give --layout bitnami"},
+		{"--chart-name without --layout → refused", []string{"--chart-name", "x"}, "give --layout bitnami"},
+		{"--values-path with an empty key → refused", []string{"--layout", "bitnami", "--values-path", "a..b"}, "an empty key"},
+		{"--chart-name that is no label value → refused", []string{"--layout", "bitnami", "--chart-name", "not a label"}, `--chart-name "not a label": not a label value`},
+		{"--chart-name with --layout ot → refused", []string{"--layout", "ot", "--chart-name", "x"}, "--layout bitnami only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, append(args, tc.args...)...)
+			if code != ExitError || !strings.Contains(errOut, tc.err) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, ExitError, tc.err)
+			}
+		})
+	}
 }

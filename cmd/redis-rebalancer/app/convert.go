@@ -65,7 +65,7 @@ func rules(p *policy) (policies.Options, error) {
 		ClusterLabel: p.Selection.ClusterLabel, ShardSource: src, RoleLabel: p.Selection.RoleLabel,
 		RecreatingOwners: p.Selection.RecreatingOwners, WorkloadSelector: workloads,
 		RelaxedLimits: p.Rules.RelaxedLimits, ReleaseReplicaClaims: p.Rules.ReleaseReplicaClaims,
-		Rules: ruleSettings(&p.Rules),
+		DrainTaints: p.Guard.DrainTaints, Rules: ruleSettings(&p.Rules),
 	}, nil
 }
 

@@ -3,8 +3,10 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -67,6 +70,39 @@ func (o *guardOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.extraDNSNames, "guard-extra-dns-names", o.extraDNSNames, "with --guard-self-signed: further DNS names the certificate carries")
 }
 
+// check refuses, before serve starts anything, the guard's flags that cannot work: a listen
+// address that is no HOST:PORT, names that are no Kubernetes names, and a serving certificate
+// that cannot be loaded from --guard-cert-dir (tls.crt and tls.key; with --guard-self-signed,
+// only the directory must exist: the Secret is projected there once issued).
+func (o *guardOptions) check() error {
+	var errs []error
+	if err := checkAddress("guard-listen-address", o.listenAddress); err != nil {
+		errs = append(errs, err)
+	}
+	if o.selfSigned {
+		for _, msg := range validation.IsDNS1123Subdomain(o.certSecret) {
+			errs = append(errs, fmt.Errorf("--guard-cert-secret %q: not a Secret name: %s", o.certSecret, msg))
+		}
+		for _, msg := range validation.IsDNS1123Label(o.service) {
+			errs = append(errs, fmt.Errorf("--guard-service %q: not a Service name: %s", o.service, msg))
+		}
+		for _, n := range o.extraDNSNames {
+			for _, msg := range validation.IsDNS1123Subdomain(n) {
+				errs = append(errs, fmt.Errorf("--guard-extra-dns-names %q: not a DNS name: %s", n, msg))
+			}
+		}
+		if fi, err := os.Stat(o.certDir); err != nil || !fi.IsDir() {
+			if err == nil {
+				err = errors.New("not a directory")
+			}
+			errs = append(errs, fmt.Errorf("--guard-cert-dir %s: %w: with --guard-self-signed it is where the Secret --guard-cert-secret is mounted (a Secret volume)", o.certDir, err))
+		}
+	} else if _, err := tls.LoadX509KeyPair(filepath.Join(o.certDir, "tls.crt"), filepath.Join(o.certDir, "tls.key")); err != nil {
+		errs = append(errs, fmt.Errorf("--guard-cert-dir %s: no serving certificate: %w: mount the Secret holding tls.crt and tls.key there (cert-manager's), or give --guard-self-signed", o.certDir, err))
+	}
+	return errors.Join(errs...)
+}
+
 // guardRun is the eviction guard of one serve process: its answer handler on a TLS listener and
 // the hand-off its leader runs.
 type guardRun struct {
@@ -77,11 +113,12 @@ type guardRun struct {
 }
 
 // startGuard starts what the eviction guard needs (p.Guard.Enabled) on serve's watched cache src
-// (synced before it answers): the serving certificate (from --guard-cert-dir,
-// issued here first with --guard-self-signed), the TLS listener, the guard and, unless dryRun, the
-// hand-off. It warns when the live webhook configuration's failure policy or timeout differ from
-// the policy's.
-func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interface, src *cache.Cache, p *policy, ex *execute.Executor, rc *redisctl.Client, m *metrics.Metrics, dryRun bool) (_ *guardRun, err error) {
+// (synced before it answers, within guardCacheSyncTimeout): the serving certificate (from
+// --guard-cert-dir, issued here first with --guard-self-signed), TLS on the listener l, the guard
+// and, unless dryRun, the hand-off. It warns when the live webhook configuration's failure
+// policy or timeout differ from the policy's. A graceful stop (stop closed) ends its waits: it
+// returns an error that errors.Is errStopped, saying what it waited for.
+func (o *serveOptions) startGuard(ctx context.Context, stop <-chan struct{}, client kubernetes.Interface, src *cache.Cache, l net.Listener, p *policy, ex *execute.Executor, rc *redisctl.Client, m *metrics.Metrics, dryRun bool) (_ *guardRun, err error) {
 	var closers []func()
 	gr := &guardRun{close: func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -104,16 +141,21 @@ func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interfa
 	ctx, cancel := context.WithCancel(ctx)
 	closers = append(closers, cancel)
 
-	sctx, scancel := context.WithTimeout(ctx, guardCacheSyncTimeout)
+	wctx, wcancel := untilStop(ctx, stop)
+	defer wcancel()
+	sctx, scancel := context.WithTimeout(wctx, guardCacheSyncTimeout)
 	err = src.WaitForSync(sctx)
 	scancel()
+	if errors.Is(context.Cause(wctx), errStopped) {
+		return nil, fmt.Errorf("%w while the guard waited for the cache: %v", errStopped, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}
 	checkWebhookConfiguration(ctx, client, &p.Guard)
 
 	if o.guard.selfSigned {
-		if err := o.selfSign(ctx, &p.Guard); err != nil {
+		if err := o.selfSign(ctx, stop, &p.Guard); err != nil {
 			return nil, err
 		}
 	}
@@ -126,10 +168,6 @@ func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interfa
 			klog.ErrorS(err, "Watching the guard's serving certificate")
 		}
 	}()
-	l, err := net.Listen("tcp", o.guard.listenAddress)
-	if err != nil {
-		return nil, fmt.Errorf("--guard-listen-address: %w", err)
-	}
 	// HTTP/2 (kube-apiserver's webhook client multiplexes its reviews on one connection) or 1.1.
 	gr.listener = tls.NewListener(l, &tls.Config{GetCertificate: cw.GetCertificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
 
@@ -142,7 +180,7 @@ func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interfa
 	holds := guard.NewHolds(nil, 2*maxHold)
 	if !dryRun {
 		gr.handOff, err = handoff.New(handoff.Config{
-			Client: client, Source: src, Holds: holds, Executor: ex, Redis: rc,
+			Client: client, Source: src, Holds: holds, Executor: ex,
 			Policy: cfg.Policy, Selection: sel, DrainTaints: p.Guard.DrainTaints, MaxHold: maxHold,
 			Workers: int(p.Limits.MaxParallelClusters), Observer: m,
 		})
@@ -170,11 +208,13 @@ func (o *serveOptions) startGuard(ctx context.Context, client kubernetes.Interfa
 }
 
 // selfSign issues the guard's serving certificate with open-policy-agent/cert-controller's
-// rotator on a controller-runtime manager of its own (no metrics, no probes, no leader election:
+// rotator on a controller-runtime manager of its own (its cache narrowed to the Secret and the
+// webhook configuration by name: namedLists; no metrics, no probes, no leader election:
 // every replica runs it, as Gatekeeper's do; the Secret's updates settle who wrote last) into the
 // Secret --guard-cert-secret, and waits until the certificate is in --guard-cert-dir (the
-// Secret's volume: the kubelet projects it there) and the CA bundle in the webhook configuration.
-func (o *serveOptions) selfSign(ctx context.Context, g *v1alpha1.Guard) error {
+// Secret's volume: the kubelet projects it there) and the CA bundle in the webhook configuration,
+// or until the graceful stop (stop closed: an error that errors.Is errStopped).
+func (o *serveOptions) selfSign(ctx context.Context, stop <-chan struct{}, g *v1alpha1.Guard) error {
 	ns, err := o.run.kube.namespace()
 	if err != nil {
 		return err
@@ -184,6 +224,12 @@ func (o *serveOptions) selfSign(ctx context.Context, g *v1alpha1.Guard) error {
 		return err
 	}
 	ctrl.SetLogger(klog.NewKlogr().WithName("cert-rotator"))
+	// The rotator's cache lists and watches the certificate's Secret and the webhook
+	// configuration by name only (RBAC: resourceNames on list and watch too).
+	rcfg = namedLists(rcfg, map[string]string{
+		"/api/v1/namespaces/" + ns + "/secrets":                                 o.guard.certSecret,
+		"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations": g.WebhookConfigurationName,
+	})
 	mgr, err := ctrl.NewManager(rcfg, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Cache: ctrlcache.Options{DefaultNamespaces: map[string]ctrlcache.Config{ns: {}}},
@@ -213,6 +259,8 @@ func (o *serveOptions) selfSign(ctx context.Context, g *v1alpha1.Guard) error {
 		return nil
 	case <-time.After(guardCertTimeout):
 		return fmt.Errorf("guard: --guard-self-signed: no certificate within %s (the Secret %s/%s and the webhook configuration %s must exist)", guardCertTimeout, ns, o.guard.certSecret, g.WebhookConfigurationName)
+	case <-stop:
+		return fmt.Errorf("%w while the guard waited for its certificate", errStopped)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

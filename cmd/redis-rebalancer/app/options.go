@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/debug"
 	"sort"
@@ -13,6 +14,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,6 +48,8 @@ type kubeOptions struct {
 	burst               int
 	// requests counts the requests of the clients restConfig makes (run reports them).
 	requests *observe.RequestCounter
+	// reached is set once connect found the API server answering.
+	reached bool
 }
 
 func newKubeOptions() kubeOptions {
@@ -76,18 +83,44 @@ func (o *kubeOptions) namespace() (string, error) {
 }
 
 // restConfig loads the kubeconfig the usual way (explicit path, $KUBECONFIG, ~/.kube/config),
-// falling back to the in-cluster configuration.
+// falling back to the in-cluster configuration; the clients made from it count their requests
+// (o.requests).
 func (o *kubeOptions) restConfig() (*rest.Config, error) {
-	cfg, err := o.clientConfig().ClientConfig()
+	cfg, err := o.loadConfig()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, err
 	}
-	cfg.QPS, cfg.Burst = o.qps, o.burst
-	cfg.UserAgent = "redis-rebalancer/" + Version
 	if o.requests == nil {
 		o.requests = observe.NewRequestCounter()
 	}
 	o.requests.Wrap(cfg)
+	return cfg, nil
+}
+
+// serviceAccountTokenFile is where a pod's service account token is mounted (client-go's
+// in-cluster configuration reads it there).
+const serviceAccountTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+// loadConfig is restConfig without the request counter. When no configuration is found it says
+// why: in a cluster without the service account token (automountServiceAccountToken: false),
+// or outside one without a kubeconfig (client-go only says "try setting KUBERNETES_MASTER").
+func (o *kubeOptions) loadConfig() (*rest.Config, error) {
+	cfg, err := o.clientConfig().ClientConfig()
+	if err != nil {
+		if !clientcmd.IsEmptyConfig(err) {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+		host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
+		switch {
+		case host != "" && port != "":
+			return nil, fmt.Errorf("kubeconfig: none, and in a cluster (KUBERNETES_SERVICE_HOST is set) there is no service account token at %s: mount it (automountServiceAccountToken: true on the pod or its ServiceAccount), or give --kubeconfig", serviceAccountTokenFile)
+		case host != "" || port != "":
+			return nil, errors.New("kubeconfig: none, and of the in-cluster variables KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT only one is set: give --kubeconfig")
+		}
+		return nil, errors.New("kubeconfig: none found (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not in a cluster: give --kubeconfig FILE")
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.UserAgent = "redis-rebalancer/" + Version
 	return cfg, nil
 }
 
@@ -97,6 +130,50 @@ func (o *kubeOptions) client() (kubernetes.Interface, error) {
 		return nil, err
 	}
 	return kubernetes.NewForConfig(cfg)
+}
+
+// apiProbeTimeout bounds connect's first request: an API server that does not answer /version
+// in this long is named as unreachable instead of being waited for by every later step.
+const apiProbeTimeout = 10 * time.Second
+
+// connect returns a client of the API server after checking, once per kubeOptions and within
+// apiProbeTimeout, that the server answers (GET /version, not counted in o.requests): an
+// unreachable server, or one that refuses the credentials, is named at once with its address
+// instead of surfacing minutes later as a Lease or a cache that cannot sync.
+func (o *kubeOptions) connect(ctx context.Context) (kubernetes.Interface, error) {
+	if !o.reached {
+		cfg, err := o.loadConfig()
+		if err != nil {
+			return nil, err
+		}
+		if err := probeAPIServer(ctx, cfg); err != nil {
+			return nil, err
+		}
+		o.reached = true
+	}
+	return o.client()
+}
+
+// probeAPIServer asks the API server of cfg for its version, within apiProbeTimeout.
+func probeAPIServer(ctx context.Context, cfg *rest.Config) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return fmt.Errorf("API server %s: %w", cfg.Host, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, apiProbeTimeout)
+	defer cancel()
+	_, err = dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("API server %s refuses the credentials (401 Unauthorized): check the kubeconfig's user, or the service account token: %w", cfg.Host, err)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("API server %s did not answer within %s: check the kubeconfig's server address and the network", cfg.Host, apiProbeTimeout)
+	case apierrors.ReasonForError(err) != metav1.StatusReasonUnknown:
+		return fmt.Errorf("API server %s: GET /version: %w", cfg.Host, err)
+	}
+	return fmt.Errorf("API server %s unreachable: %w (check the kubeconfig's server address and the network)", cfg.Host, err)
 }
 
 // snapshotOptions say where the cluster state comes from (the API server, or a file) and Redis's
@@ -117,8 +194,8 @@ func newSnapshotOptions() snapshotOptions {
 
 func (o *snapshotOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.chunkSize, "chunk-size", o.chunkSize, "live: objects per LIST request, as kubectl's --chunk-size (0: each resource in one request)")
-	fs.StringVar(&o.file, "snapshot", o.file, "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,sts,pdb,pvc,pv,csinodes,services -A -o yaml\" (or -o json) prints; - for stdin")
-	fs.StringVar(&o.redisNodes, "redis-nodes", o.redisNodes, "with --snapshot: Redis's view, as `FILE` or a directory of files, each what \"redis-cli cluster nodes\" prints for one Redis cluster, named <namespace>_<cluster>[.ext] (the cluster label's value): roles and, by --shard-source, shards come from it exactly as live")
+	fs.StringVar(&o.file, "snapshot", o.file, "read the cluster state from `FILE` instead of the API server: what \"kubectl get nodes,pods,sts,pdb,pvc,pv,csinodes,services -A -o yaml\" (or -o json) prints, at most 8 GiB and 64 MiB an object; - for stdin")
+	fs.StringVar(&o.redisNodes, "redis-nodes", o.redisNodes, "with --snapshot: Redis's view, as `FILE` or a directory of files, each what \"redis-cli cluster nodes\" prints for one Redis cluster, named <namespace>_<cluster>[.ext] (the cluster label's value), at most 16 MiB each: roles and, by --shard-source, shards come from it exactly as live")
 	fs.BoolVar(&o.redisRoles, "redis-roles", o.redisRoles, "live: read each pod's Redis role (and, by --shard-source, shard) from Redis (needs network access to the pod IPs)")
 	fs.DurationVar(&o.redisDeadline, "redis-deadline", o.redisDeadline, "live: bound on reading the roles, then the health, of every Redis cluster (all clusters at once); what is not read by then stays unknown (roles) or unhealthy (health) (0: each node's read timeout only)")
 	zeroMeans(fs, "chunk-size", "redis-deadline")
@@ -194,7 +271,7 @@ func (o *modelOptions) readSnapshot(ctx context.Context, errOut io.Writer, p *po
 	if o.snapshot.redisNodes != "" {
 		return nil, errors.New("--redis-nodes needs --snapshot: live, Redis is read")
 	}
-	client, err := o.kube.client()
+	client, err := o.kube.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +319,7 @@ func (o *modelOptions) build(ctx context.Context, errOut io.Writer, p *policy, s
 		}
 		return m, nil, nil
 	}
-	client, err := o.kube.client()
+	client, err := o.kube.connect(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -313,28 +390,64 @@ func zeroMeans(fs *pflag.FlagSet, names ...string) {
 	}
 }
 
+// nonEmptyFlags are the string flags whose empty value means nothing (a file, an address, a
+// name, an enumeration): given as "" on the command line (-o ”, --snapshot "" from an unset
+// variable) they are refused instead of being taken as left out. Each maps to what to give.
+var nonEmptyFlags = map[string]string{
+	"output":                     "a format (--help lists them)",
+	"snapshot":                   "a FILE (- for standard input), or leave the flag out to read the API server",
+	"redis-nodes":                "a FILE or a directory",
+	"policy":                     "a FILE (- for standard input), or leave the flag out for the defaults",
+	"schedule":                   "a cron expression, or leave the flag out for the policy's schedule",
+	"window-step-estimate":       "bound or p95",
+	"failover-mode":              "default, force or takeover",
+	"shard-source":               "owner, redis, label:KEY or auto",
+	"window-history-configmap":   "a ConfigMap name",
+	"listen-address":             "HOST:PORT",
+	"guard-listen-address":       "HOST:PORT",
+	"guard-cert-dir":             "a directory",
+	"guard-cert-secret":          "a Secret name",
+	"guard-service":              "a Service name",
+	"leader-elect-resource-name": "a Lease name",
+}
+
 // validateFlags rejects a negative value given to any number or duration flag of fs, and 0 given
 // to one whose help does not say what 0 means (zeroMeansAnnotation): no flag of redis-rebalancer
 // takes a negative value (each is a count, a bound, a size, a port, a rate or a timeout), and
 // such a value, or a 0 with no meaning of its own, would otherwise mean "no bound" to one library,
-// the default to another, and an odd answer to a third. Flags left at their defaults are not
-// looked at, nor flags bound to the policy (policyFieldAnnotation): the policy's validation
-// judges those and names the field.
+// the default to another, and an odd answer to a third. It also rejects NaN and infinities given
+// to a float flag, a size (a quantity flag: the logging buffers) that is negative or does not fit
+// in 64 bits (1e30), and "" given to a flag of nonEmptyFlags. Flags left at their defaults are
+// not looked at, nor the numbers of flags bound to the policy (policyFieldAnnotation): the
+// policy's validation judges those and names the field.
 func validateFlags(fs *pflag.FlagSet) error {
 	var errs []error
 	fs.Visit(func(f *pflag.Flag) {
+		v := f.Value.String()
+		if what, ok := nonEmptyFlags[f.Name]; ok && strings.TrimSpace(v) == "" && f.Value.Type() == "string" {
+			errs = append(errs, fmt.Errorf("--%s is empty: give %s", f.Name, what))
+			return
+		}
 		if _, ok := f.Annotations[policyFieldAnnotation]; ok {
 			return
 		}
 		switch f.Value.Type() {
 		case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "duration":
-			v := f.Value.String()
+			if x, err := strconv.ParseFloat(v, 64); err == nil && (math.IsNaN(x) || math.IsInf(x, 0)) {
+				errs = append(errs, fmt.Errorf("--%s must be a number, got %s", f.Name, v))
+				return
+			}
 			if strings.HasPrefix(v, "-") {
 				errs = append(errs, fmt.Errorf("--%s must not be negative, got %s", f.Name, f.Value))
 				return
 			}
 			if _, ok := f.Annotations[zeroMeansAnnotation]; !ok && zeroText(v) {
 				errs = append(errs, fmt.Errorf("--%s must be positive, got %s: 0 has no meaning here (leave the flag out for its default, %s)", f.Name, v, f.DefValue))
+			}
+		case "quantity":
+			q, err := resource.ParseQuantity(v)
+			if n, ok := q.AsInt64(); err != nil || !ok || n < 0 {
+				errs = append(errs, fmt.Errorf("--%s %s: not a size in bytes: a whole number under 8Ei, such as 512, 4Ki or 64Mi", f.Name, v))
 			}
 		}
 	})

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -25,6 +26,20 @@ func checkTextOrJSON(output string) error {
 	return nil
 }
 
+// knownSubcommand refuses the arguments of a command with subcommands that names none of them
+// ("policy valdate"), as cobra refuses an unknown command of the root: "unknown command", with
+// the subcommands it may mean.
+func knownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return errors.New(msg + " (" + cmd.CommandPath() + " --help lists its commands)")
+}
+
 // policyValidation is policy validate's JSON object.
 type policyValidation struct {
 	// File is the file read ("-": standard input).
@@ -43,7 +58,11 @@ func newPolicyCommand() *cobra.Command {
 		Long: `A RebalancerPolicy (` + v1alpha1.SchemeGroupVersion.String() + `) holds every setting of run, serve, check, plan
 and lint; they read it with --policy FILE, and a flag given on the command line overrides the
 file's field. docs/policy.md is its reference.`,
-		Args: cobra.NoArgs,
+		// Runnable, so that cobra checks its arguments: a parent command without Run takes any
+		// (cobra's legacyArgs checks the root's only) and prints its help with exit status 0.
+		Args:                       knownSubcommand,
+		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		SuggestionsMinimumDistance: 2,
 	}
 	var defaultOutput, validateOutput string
 	def := &cobra.Command{
@@ -74,7 +93,7 @@ without the comments.`,
 		Short: "Check a RebalancerPolicy file: every unknown field and every invalid value, at once",
 		Long: `validate reads a RebalancerPolicy as every command does (strictly: an unknown field is an error
 naming its path), validates it, and lists every problem at once, each with its field path.
-FILE - reads standard input.
+FILE - reads standard input. A policy file is one YAML document of at most 1 MiB.
 
 Exit status: 0 when the policy is valid, 1 otherwise.`,
 		Example: `  redis-rebalancer policy validate policy.yaml

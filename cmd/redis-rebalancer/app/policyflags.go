@@ -239,7 +239,7 @@ var policyFlagTable = []policyFlag{
 	valueFlag(executeGroup, "window-step-estimate", "", "windows.stepEstimate", func(p *policy) *string { return (*string)(&p.Windows.StepEstimate) }, stringFlag, "how long a move is expected to take when the time left in the window is judged: bound (its timeouts) or p95 (of what each step took in this Redis cluster before, kept in --window-history-configmap, and in this run; a rejoin scaled to the pod's dataset; the bound until measured)"),
 	valueFlag(executeGroup, "window-history-configmap", "", "windows.historyConfigMap", func(p *policy) *string { return &p.Windows.HistoryConfigMap }, stringFlag, "the ConfigMap, in the rebalancer's namespace (the pod's, or the kubeconfig context's), where the steps' durations are kept per Redis cluster for the p95 estimate"),
 
-	valueFlag(scheduleGroup, "schedule", "", "schedule", func(p *policy) *string { return &p.Schedule }, stringFlag, `when passes start: a cron expression (5 fields, @hourly/@daily/..., @every DURATION, optional CRON_TZ=<zone> prefix; UTC without one); a pass still running at the next tick skips it`),
+	valueFlag(scheduleGroup, "schedule", "", "schedule", func(p *policy) *string { return &p.Schedule }, stringFlag, `when passes start: a cron expression (5 fields, @hourly/@daily/..., @every DURATION of 1s or more, optional CRON_TZ=<zone> prefix; UTC without one); a pass still running at the next tick skips it; one that never fires within 4 years is refused`),
 
 	valueFlag(scheduleGroup, "roles-interval", "", "watch.rolesInterval", func(p *policy) *time.Duration { return &p.Watch.RolesInterval.Duration }, durationFlag, "how often every selected Redis cluster's roles are read between passes (a role change that breaks MasterQuorum starts a pass off the schedule)"),
 	valueFlag(scheduleGroup, "quorum-pass-interval", "", "watch.quorumPassInterval", func(p *policy) *time.Duration { return &p.Watch.QuorumPassInterval.Duration }, durationFlag, "least time between two passes a broken MasterQuorum starts off the schedule"),
@@ -269,7 +269,7 @@ func (o *policyOptions) bindGroup(fs *pflag.FlagSet, group flagGroup, usages map
 
 // addPolicyFlag binds --policy.
 func (o *policyOptions) addPolicyFlag(fs *pflag.FlagSet) {
-	fs.StringVar(&o.file, "policy", o.file, "RebalancerPolicy `FILE` (YAML; `redis-rebalancer policy default` prints a complete one, docs/policy.md describes it; - for stdin): its fields replace the defaults below, and each flag given on the command line overrides its field")
+	fs.StringVar(&o.file, "policy", o.file, "RebalancerPolicy `FILE` (one YAML document of at most 1 MiB; `redis-rebalancer policy default` prints a complete one, docs/policy.md describes it; - for stdin): its fields replace the defaults below, and each flag given on the command line overrides its field")
 }
 
 // releaseReplicaClaimsUsage is --release-replica-claims' help.

@@ -126,7 +126,7 @@ func (o *prepareDrainOptions) prepare(cmd *cobra.Command, nodes []string) error 
 	var rep *report.Run
 	var runErr error
 	if !planned {
-		client, err := o.run.kube.client()
+		client, err := o.run.kube.connect(ctx)
 		if err != nil {
 			return &exitError{ExitError, err}
 		}
@@ -170,7 +170,7 @@ func (o *prepareDrainOptions) replication(ctx context.Context, errOut io.Writer,
 	if !o.snapshot.redisRoles {
 		return nil
 	}
-	client, err := o.run.kube.client()
+	client, err := o.run.kube.connect(ctx)
 	if err != nil {
 		fmt.Fprintf(errOut, "warning: replication not read: %v\n", err)
 		return nil

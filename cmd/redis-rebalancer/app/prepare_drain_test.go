@@ -52,7 +52,7 @@ func TestPrepareDrainExitCodes(t *testing.T) {
 				"compliant after: true"}},
 		{name: "plan --without zone=zone-b on post-scale-down → 3: no placement of 10 pods in 2 zones complies",
 			args: []string{"plan", "--snapshot", postScaleDownExample, "--role-label", roleLabel, "--without", "zone=zone-b"}, wantCode: ExitViolations,
-			wantOut: []string{"as if n3, n4 were gone", "no plan: the allowed zones can hold 8 of N=10 pods"}},
+			wantOut: []string{"as if n3, n4 were gone", "no plan reaches compliance: the allowed zones can hold 8 of N=10 pods", "partial plan: 0 evictions, 1 failover; Redis made safer: MasterQuorum excess 5 → 4"}},
 		{name: "plan --without n1,n3 → 3: two masters stuck", args: []string{"plan", "--snapshot", postScaleDownExample, "--role-label", roleLabel, "--without", "n1,n3"}, wantCode: ExitViolations,
 			wantOut: []string{"! master redis/redis-s0-0: no replica on a node that stays can take over"}},
 		{name: "plan --without zone= → 1", args: []string{"plan", "--snapshot", postScaleDownExample, "--without", "zone="}, wantCode: ExitError,

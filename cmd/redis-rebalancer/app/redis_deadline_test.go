@@ -73,6 +73,8 @@ func hangingCheck(t testing.TB, n int) (kubeconfig string, port int, snap *polic
 		}
 		body[path] = b
 	}
+	// An API server answers /version (the commands ask it first).
+	body["/version"] = []byte(`{"major":"1","minor":"36","gitVersion":"v1.36.3"}`)
 	// One page per list: the server ignores limit, as an API server may.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == hangingSecretPath {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/klog/v2"
@@ -131,8 +132,21 @@ func (o *runOptions) resolve(fs *pflag.FlagSet) (*policy, error) {
 }
 
 // validateLease checks the Lease's flags before anything is read (the namespace, which may come
-// from the kubeconfig later, aside).
+// from the kubeconfig later, aside): the Lease's name is a DNS-1123 subdomain and its namespace a
+// DNS-1123 label, as the API server requires, and the timings hold together.
 func validateLease(le componentbaseconfig.LeaderElectionConfiguration) error {
+	var errs []error
+	for _, msg := range validation.IsDNS1123Subdomain(le.ResourceName) {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-name %q: not a Lease name: %s", le.ResourceName, msg))
+	}
+	if le.ResourceNamespace != "" {
+		for _, msg := range validation.IsDNS1123Label(le.ResourceNamespace) {
+			errs = append(errs, fmt.Errorf("--leader-elect-resource-namespace %q: not a namespace: %s", le.ResourceNamespace, msg))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
 	if le.ResourceNamespace == "" {
 		le.ResourceNamespace = "namespace-filled-in-later"
 	}
@@ -280,9 +294,13 @@ Outcome and exit status (docs/operations.md: what a Job makes of each, what to a
      outsideWindow   no window was open (or the open one left no time for the next move)
      leaseHeld       another run or serve held the Lease for the whole --lease-wait
      dryRun          --dry-run planned only
-  3  needsAttention  a cluster does not comply and this run could not get it there: no plan,
-                     Redis not healthy, a safety check skipped the move (PodDisruptionBudget, no
-                     node fits, failover refused, role check), the scheduler undoing the moves
+  3  partial         no plan brings a cluster to compliance, but Redis is as safe as failovers
+                     make it: MasterQuorum holds (failovers, no pod moved) and Redis is healthy;
+                     the summary says what holds the placement (room, a zonal claim, ...)
+     needsAttention  a cluster does not comply and this run could not get it there: no plan
+                     while MasterQuorum is broken, Redis not healthy, a safety check skipped the
+                     move (PodDisruptionBudget, no node fits, failover refused, role check), the
+                     scheduler undoing the moves
   1  error           the policy or a flag is invalid (every bad field is listed), a step aborted
                      (API server or Redis unreachable, failover not verified, pod not back in
                      time, ...), a cluster could not be observed, the Lease was lost; the
@@ -324,7 +342,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
-	client, err := o.kube.client()
+	client, err := o.kube.connect(ctx)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
@@ -470,14 +488,15 @@ func gracefulSignals(parent context.Context) (<-chan struct{}, context.Context, 
 }
 
 // ExitStatus is run's exit status for a run's outcome: ExitError for report.OutcomeError,
-// ExitViolations for report.OutcomeNeedsAttention, ExitOK for every expected outcome (compliant,
-// progressing, outsideWindow, leaseHeld, dryRun), so that a Job that ran it completes.
+// ExitViolations for report.OutcomeNeedsAttention and report.OutcomePartial, ExitOK for every
+// expected outcome (compliant, progressing, outsideWindow, leaseHeld, dryRun), so that a Job
+// that ran it completes.
 // docs/operations.md has the table (hack/gendocs checks it against this function).
 func ExitStatus(o report.Outcome) int {
 	switch o {
 	case report.OutcomeError:
 		return ExitError
-	case report.OutcomeNeedsAttention:
+	case report.OutcomeNeedsAttention, report.OutcomePartial:
 		return ExitViolations
 	}
 	return ExitOK
@@ -505,7 +524,9 @@ func printRunSummary(w io.Writer, rep *report.Run) {
 			verdict += " Redis " + c.Health.Summary()
 		}
 		fmt.Fprintf(w, "  %s/%s %s (%s)\n", c.Namespace, c.Name, verdict, c.Outcome)
-		if c.Stopped != "" {
+		if c.Outcome == report.OutcomePartial {
+			fmt.Fprintf(w, "    partial: %s\n", report.PartialRunText(c.Partial))
+		} else if c.Stopped != "" {
 			fmt.Fprintf(w, "    stopped (%s): %s\n", c.StoppedBy, c.Stopped)
 		}
 		if c.ObserveAfterError != "" {
@@ -529,6 +550,8 @@ func outcomeText(o report.Outcome) string {
 		return "planned only"
 	case report.OutcomeNeedsAttention:
 		return "a Redis cluster does not comply and this run could not get it there: see stopped below"
+	case report.OutcomePartial:
+		return "Redis is as safe as failovers make it (MasterQuorum holds), but no plan brings a placement to compliance: see partial below"
 	}
 	return string(o)
 }

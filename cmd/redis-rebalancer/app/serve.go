@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -15,9 +16,11 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/cache"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/serve"
 )
 
@@ -128,11 +131,32 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 			return &exitError{ExitError, err}
 		}
 	}
+	// What needs no API server is checked, and the listeners bound, before anything starts.
+	if err := checkAddress("listen-address", o.listenAddress); err != nil {
+		return &exitError{ExitError, err}
+	}
+	if p.Guard.Enabled {
+		if err := o.guard.check(); err != nil {
+			return &exitError{ExitError, err}
+		}
+	}
+	l, err := net.Listen("tcp", o.listenAddress)
+	if err != nil {
+		return &exitError{ExitError, fmt.Errorf("--listen-address: %w", err)}
+	}
+	defer l.Close()
+	var guardL net.Listener
+	if p.Guard.Enabled {
+		if guardL, err = net.Listen("tcp", o.guard.listenAddress); err != nil {
+			return &exitError{ExitError, fmt.Errorf("--guard-listen-address: %w", err)}
+		}
+		defer guardL.Close()
+	}
 	stop, ctx, release := gracefulSignals(cmd.Context())
 	defer release()
 	m := metrics.New(buildInfo())
 	o.run.observer, o.run.serving = m, true
-	client, err := o.run.kube.client()
+	client, err := o.run.kube.connect(ctx)
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
@@ -142,7 +166,8 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	}
 	defer closeWatch()
 	o.run.source = watched
-	ex, closeRedis, err := o.run.executor(ctx, client, p, progressOut(cmd, p), stop, nil)
+	// The passes plan again only the clusters whose objects or roles changed (plan.Memo).
+	ex, closeRedis, err := o.run.executor(ctx, client, p, progressOut(cmd, p), stop, execute.Compliance{Memo: &plan.Memo{}})
 	if err != nil {
 		return &exitError{ExitError, err}
 	}
@@ -159,17 +184,17 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 			return &exitError{ExitError, err}
 		}
 	}
-	l, err := net.Listen("tcp", o.listenAddress)
-	if err != nil {
-		return &exitError{ExitError, fmt.Errorf("--listen-address: %w", err)}
-	}
-	defer l.Close()
 	scfg := serve.Config{
 		Client: client, Schedule: p.Schedule, PassOnStart: o.passOnStart,
 		LeaderElection: le, Identity: identity, Listener: l, Metrics: m, Stop: stop,
 		Trigger: trigger, TriggerMinInterval: p.Watch.QuorumPassInterval.Duration,
-		Pass: func(ctx context.Context, _ <-chan struct{}) {
-			if err := watched.WaitForSync(ctx); err != nil {
+		Pass: func(ctx context.Context, stop <-chan struct{}) {
+			// The first sync is waited for until the graceful stop too: a cache that cannot sync
+			// (RBAC, an API server gone) must not hold the stop up.
+			sctx, cancel := untilStop(ctx, stop)
+			err := watched.WaitForSync(sctx)
+			cancel()
+			if err != nil {
 				klog.ErrorS(err, "Pass not started")
 				return
 			}
@@ -187,7 +212,11 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 		},
 	}
 	if p.Guard.Enabled {
-		gr, err := o.startGuard(ctx, client, watched, p, ex, o.run.redis, m, o.run.dryRun)
+		gr, err := o.startGuard(ctx, stop, client, watched, guardL, p, ex, o.run.redis, m, o.run.dryRun)
+		if errors.Is(err, errStopped) {
+			klog.InfoS("Graceful stop before serving", "waitingFor", err.Error())
+			return nil
+		}
 		if err != nil {
 			return &exitError{ExitError, err}
 		}
@@ -206,11 +235,42 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	return nil
 }
 
+// errStopped is the cause of a wait that the graceful stop ended (untilStop).
+var errStopped = errors.New("graceful stop")
+
+// untilStop returns a context that ends with ctx or when stop is closed (its cause then
+// errStopped), for the waits of serve's start and of a pass's start: the graceful stop must not
+// wait for them.
+func untilStop(ctx context.Context, stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-stop:
+			cancel(errStopped)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
+// checkAddress checks a listener flag's HOST:PORT (a port 0 to 65535, or a service name).
+func checkAddress(flag, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return fmt.Errorf("--%s %q: %w: HOST:PORT, the port 0 to 65535 (e.g. :8080)", flag, addr, err)
+	}
+	return nil
+}
+
 // watch starts serve's watched cache on client (the informers of what the rules read, and every
 // selected Redis cluster's roles read every watch.rolesInterval through a Redis client of its
 // own) and its MasterQuorum watch, which sends on the returned channel the reason to start a
-// pass whenever it finds MasterQuorum broken. stop stops the roles' reads and closes their
-// client; the informers stop with ctx.
+// pass whenever it finds MasterQuorum broken. stop stops the informers and the roles' reads,
+// waits for the informers to return, and closes the roles' client; the informers stop with ctx
+// too.
 func (o *serveOptions) watch(ctx context.Context, client kubernetes.Interface, p *policy) (*cache.Cache, <-chan string, func(), error) {
 	sel, err := selection(&p.Selection)
 	if err != nil {
@@ -238,5 +298,5 @@ func (o *serveOptions) watch(ctx context.Context, client kubernetes.Interface, p
 		}
 	})
 	c.Start(wctx)
-	return c, trigger, func() { cancel(); rc.Close() }, nil
+	return c, trigger, func() { cancel(); c.Wait(); rc.Close() }, nil
 }

@@ -14,7 +14,7 @@ func TestServeRefusesBeforeConnecting(t *testing.T) {
 		{name: "a schedule that does not parse → 1, naming the field and the flag", args: []string{"serve", "--schedule", "every night", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{`schedule (--schedule): Invalid value: "every night"`}},
 		{name: "a policy file's bad schedule → 1, naming the field", args: []string{"serve", "--policy", writeFile(t, "policy.yaml", "apiVersion: rebalancer.redis.io/v1alpha1\nkind: RebalancerPolicy\nschedule: \"61 * * * *\"\n"), "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{`schedule: Invalid value: "61 * * * *"`}},
 		{name: "run's flags are checked too → 1", args: []string{"serve", "--failover-mode", "fast", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{`failover.mode (--failover-mode): Unsupported value: "fast"`}},
-		{name: "an empty schedule is the policy's default → it goes on to the kubeconfig → 1", args: []string{"serve", "--schedule", "", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"kubeconfig"}},
+		{name: "an empty schedule → 1, the flag named (it never fires; left out, the policy's schedule applies)", args: []string{"serve", "--schedule", "", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"--schedule is empty"}},
 		{name: "valid flags → it goes on to the kubeconfig → 1", args: []string{"serve", "--schedule", "CRON_TZ=Europe/Paris 0 2 * * *", "--leader-elect=false", "--kubeconfig", "does-not-exist"}, wantCode: ExitError, wantErr: []string{"kubeconfig"}},
 	})
 }

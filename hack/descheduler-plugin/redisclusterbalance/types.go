@@ -34,6 +34,30 @@ type RedisClusterBalanceArgs struct {
 	HealthGateTimeout *metav1.Duration `json:"healthGateTimeout,omitempty"`
 	RecreateTimeout   *metav1.Duration `json:"recreateTimeout,omitempty"`
 	RejoinTimeout     *metav1.Duration `json:"rejoinTimeout,omitempty"`
+	// Lease is the coordination.k8s.io Lease that redis-rebalancer's run and serve share (one
+	// actor at a time, rebalancer/lease): the plugin holds it while it acts (fails over or
+	// evicts) and skips a cycle while another process holds it (SetDefaults fills it).
+	Lease *LeaseArgs `json:"lease,omitempty"`
+}
+
+// LeaseArgs names the Lease the plugin holds while it acts: serve's and run's, whose flags
+// (--leader-elect-*) it mirrors. Every field is optional.
+type LeaseArgs struct {
+	// Disabled acts without the Lease (run's --leader-elect=false): only where no run nor serve
+	// acts on the same Redis clusters.
+	Disabled bool `json:"disabled,omitempty"`
+	// Namespace is the Lease's namespace: serve's (its --leader-elect-resource-namespace, by
+	// default its own namespace). Empty: the descheduler's own namespace in a cluster, else its
+	// kubeconfig context's, as run's default.
+	Namespace string `json:"namespace,omitempty"`
+	// Name is the Lease's name (lease.DefaultName, "redis-rebalancer", when empty).
+	Name string `json:"name,omitempty"`
+	// LeaseDuration, RenewDeadline and RetryPeriod are the Lease's timings (15s, 10s and 2s when
+	// nil, as serve's): a holder not renewed within LeaseDuration may be replaced; the plugin
+	// stops acting when it cannot renew within RenewDeadline; it tries every RetryPeriod.
+	LeaseDuration *metav1.Duration `json:"leaseDuration,omitempty"`
+	RenewDeadline *metav1.Duration `json:"renewDeadline,omitempty"`
+	RetryPeriod   *metav1.Duration `json:"retryPeriod,omitempty"`
 }
 
 // DeepCopyInto copies a into out.
@@ -44,11 +68,25 @@ func (a *RedisClusterBalanceArgs) DeepCopyInto(out *RedisClusterBalanceArgs) {
 		a.Namespaces.DeepCopyInto(ns)
 		out.Namespaces = ns
 	}
-	for _, d := range []struct{ in, out **metav1.Duration }{
+	copyDurations([]struct{ in, out **metav1.Duration }{
 		{&a.HealthGateTimeout, &out.HealthGateTimeout},
 		{&a.RecreateTimeout, &out.RecreateTimeout},
 		{&a.RejoinTimeout, &out.RejoinTimeout},
-	} {
+	})
+	if a.Lease != nil {
+		l := *a.Lease
+		copyDurations([]struct{ in, out **metav1.Duration }{
+			{&a.Lease.LeaseDuration, &l.LeaseDuration},
+			{&a.Lease.RenewDeadline, &l.RenewDeadline},
+			{&a.Lease.RetryPeriod, &l.RetryPeriod},
+		})
+		out.Lease = &l
+	}
+}
+
+// copyDurations points each out at a copy of its in's duration (nil stays nil).
+func copyDurations(ds []struct{ in, out **metav1.Duration }) {
+	for _, d := range ds {
 		if *d.in != nil {
 			v := **d.in
 			*d.out = &v

@@ -124,6 +124,16 @@ containers:
   {{- with .ports }}
   {{- . | nindent 2 }}
   {{- end }}
+  env:
+  # The Go runtime collects harder as the heap nears the memory limit instead of being OOM-killed.
+  {{- if and $v.resources.limits $v.resources.limits.memory }}
+  - name: GOMEMLIMIT
+    valueFrom:
+      resourceFieldRef: {resource: limits.memory}
+  {{- end }}
+  {{- with $v.env }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
   securityContext:
     {{- toYaml $v.securityContext | nindent 4 }}
   resources:
@@ -135,11 +145,17 @@ containers:
   {{- with .volumeMounts }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
+  {{- with $v.extraVolumeMounts }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
 volumes:
 - name: policy
   configMap:
     name: {{ include "redis-rebalancer.fullname" .root }}-policy
 {{- with .volumes }}
+{{- toYaml . | nindent 0 }}
+{{- end }}
+{{- with $v.extraVolumes }}
 {{- toYaml . | nindent 0 }}
 {{- end }}
 {{- end -}}
@@ -176,4 +192,73 @@ podFailurePolicy:
       containerName: redis-rebalancer
       operator: In
       values: [1, 3]
+{{- end -}}
+
+{{/* The layout: layout, else policy.selection.layout ("" for none). */}}
+{{- define "redis-rebalancer.layout" -}}
+{{- .Values.layout | default (dig "selection" "layout" "" .Values.policy) -}}
+{{- end -}}
+
+{{/* The Bitnami release's fullname, as bitnami/common's common.names.fullname (2.31) makes it
+from the release name, the chart's name and fullnameOverride (bitnami.*): the name of the
+release's Secret. */}}
+{{- define "redis-rebalancer.bitnamiFullname" -}}
+{{- $b := .Values.bitnami -}}
+{{- if $b.fullnameOverride -}}
+{{- $b.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := $b.name | default "redis-cluster" -}}
+{{- $release := regexReplaceAll "(-?[^a-z\\d\\-])+-?" (lower $b.release) "-" -}}
+{{- if contains $name $release -}}
+{{- $release | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" $release $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Redis password Secret's name ("" with redisSecret.enabled false): redisSecret.name,
+else the layout's: bitnami, the Bitnami release's fullname; otherwise redis-password. */}}
+{{- define "redis-rebalancer.secretName" -}}
+{{- if .Values.redisSecret.enabled -}}
+{{- if .Values.redisSecret.name -}}
+{{- .Values.redisSecret.name -}}
+{{- else if eq (include "redis-rebalancer.layout" .) "bitnami" -}}
+{{- include "redis-rebalancer.bitnamiFullname" . -}}
+{{- else -}}
+redis-password
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Redis password Secret's namespace: redisSecret.namespace, else the first of redisNamespaces. */}}
+{{- define "redis-rebalancer.secretNamespace" -}}
+{{- .Values.redisSecret.namespace | default (first .Values.redisNamespaces) -}}
+{{- end -}}
+
+{{/* The render-time checks across values (values.schema.json checks each value alone): each
+failure names the values and what to set. */}}
+{{- define "redis-rebalancer.validate" -}}
+{{- if not .Values.redisNamespaces }}
+{{- fail "redisNamespaces: name the Redis clusters' namespaces (an empty list would grant and select nothing; it never means every namespace)" }}
+{{- end }}
+{{- if and .Values.guard.enabled (ne .Values.kind "deployment") }}
+{{- fail (printf "guard.enabled: the eviction guard is served by serve, kind deployment; kind %s runs passes only and would answer no webhook: set kind=deployment, or guard.enabled=false" .Values.kind) }}
+{{- end }}
+{{- with .Values.policy.selection }}
+{{- if hasKey . "namespaces" }}
+{{- fail "policy.selection.namespaces: the chart sets it from redisNamespaces (the same list grants the RBAC and scopes the guard): set redisNamespaces instead" }}
+{{- end }}
+{{- end }}
+{{- with .Values.policy.selection }}
+{{- if and $.Values.layout .layout (ne $.Values.layout .layout) }}
+{{- fail (printf "layout %s and policy.selection.layout %s disagree: set layout alone (it writes policy.selection.layout)" $.Values.layout .layout) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.redisSecret.enabled (not (has (include "redis-rebalancer.secretNamespace" .) .Values.redisNamespaces)) }}
+{{- fail (printf "redisSecret.namespace: %s is not one of redisNamespaces %v: the chart grants nothing outside them; add it there, or move the Secret" .Values.redisSecret.namespace .Values.redisNamespaces) }}
+{{- end }}
+{{- if and .Values.guard.enabled .Values.networkPolicy.enabled (not .Values.networkPolicy.apiServer) }}
+{{- fail "networkPolicy.apiServer: with guard.enabled the NetworkPolicy admits only kube-apiserver to the guard's port: name how it reaches pods (e.g. [{ipBlock: {cidr: 10.0.0.2/32}}], its addresses from `kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes`), or set networkPolicy.enabled=false" }}
+{{- end }}
 {{- end -}}
