@@ -32,6 +32,11 @@ LDFLAGS  := -X github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer
             -X github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app.Revision=$(REVISION)
 FUZZTIME ?= 30s
 TEST_TIMEOUT ?= 45m
+# The order go test runs each package's tests in (go test -shuffle): a new seed each time, printed
+# first, so that a failure can be replayed in the same order (make test SHUFFLE=<seed>).
+ifeq ($(origin SHUFFLE),undefined)
+SHUFFLE := $(shell echo $$(( $$(date +%s%N) % 1000000007 )))
+endif
 
 # The image: IMAGE_REGISTRY is a placeholder (registry.example.com) the manifests share; set it to
 # your registry (make image IMAGE_REGISTRY=ghcr.io/you) and the manifests' image with kustomize's
@@ -49,7 +54,7 @@ COMMIT_TIME    ?= $(shell git log -1 --format=%cI 2>/dev/null)
 # The CA bundle put in the image (none when the file is missing).
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: all build image test unit e2e fuzz bench demo compare tools deps vet generate clean help descheduler-plugin
+.PHONY: all build image test test-stress unit e2e fuzz bench demo compare tools deps vet generate clean help descheduler-plugin
 
 all: build
 
@@ -96,12 +101,20 @@ unit: deps ## unit tests (real redis-server where they need one; no Kubernetes)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /e2e)
 	cd hack/descheduler-plugin && $(GO) test -count=1 ./...
 
-e2e: tools descheduler-plugin ## end-to-end tests on a local cluster with real Redis
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
+e2e: tools descheduler-plugin ## end-to-end tests on a local cluster with real Redis, in a shuffled order (SHUFFLE=<seed> replays one)
+	@echo "go test -shuffle $(SHUFFLE) (replay this order: make e2e SHUFFLE=$(SHUFFLE))"
+	$(GO) test -count=1 -shuffle=$(SHUFFLE) -timeout $(TEST_TIMEOUT) ./e2e/...
 
-test: tools vet descheduler-plugin ## every test: unit and end-to-end
-	cd hack/descheduler-plugin && $(GO) test -count=1 ./...
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: tools vet descheduler-plugin ## every test: unit and end-to-end, in a shuffled order (SHUFFLE=<seed> replays one)
+	@echo "go test -shuffle $(SHUFFLE) (replay this order: make test SHUFFLE=$(SHUFFLE))"
+	cd hack/descheduler-plugin && $(GO) test -count=1 -shuffle=$(SHUFFLE) ./...
+	$(GO) test -count=1 -shuffle=$(SHUFFLE) -timeout $(TEST_TIMEOUT) ./...
+
+# make test-stress: the end-to-end suite 3 times (STRESS_RUNS), each in a new shuffled order
+# (STRESS_SEEDS="s1 s2 s3" replays them) under a CPU hog on every core (hack/cpuhog), with a line
+# per run: its seed, outcome and wall time. E2E_LOCK=<file> takes that flock(1) lock per run.
+test-stress: tools descheduler-plugin ## the end-to-end suite 3 times, shuffled, under a CPU hog on every core (not part of make test; about an hour)
+	TEST_TIMEOUT=$(TEST_TIMEOUT) GO=$(GO) ./hack/test-stress.sh
 
 # The descheduler with the RedisClusterBalance plugin (hack/descheduler-plugin), built from this
 # checkout: e2e/descheduler_plugin_test.go runs it (and builds it itself when run alone), make

@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/redis-rebalancer/redis-rebalancer/cmd/redis-rebalancer/app"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
@@ -24,7 +21,7 @@ import (
 func TestCordonedReplicaNotPromoted(t *testing.T) {
 	sc := scenario.RoleOnly()
 	f := newFaultEnv(t, sc, harness.Options{}, true)
-	cordonNode(t, f.Env, "n4")
+	cordon(t, f.Env, "n4")
 	before := rolesOf(t, f.Env)
 
 	run := startCLI(t, nil, runArgs(f.Env)...)
@@ -75,31 +72,4 @@ func changedRoles(a, b map[string]string) []string {
 		}
 	}
 	return out
-}
-
-// cordonNode cordons node of the test bed and uncordons it when the test ends. Only a test that
-// does not call t.Parallel may do this.
-func cordonNode(t *testing.T, env *harness.Env, node string) {
-	t.Helper()
-	set := func(ctx context.Context, cordon bool) error {
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			n, err := env.Client().CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-			if err != nil || n.Spec.Unschedulable == cordon {
-				return err
-			}
-			n.Spec.Unschedulable = cordon
-			_, err = env.Client().CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-			return err
-		})
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := set(ctx, false); err != nil {
-			t.Errorf("uncordon %s: %v", node, err)
-		}
-	})
-	if err := set(t.Context(), true); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -594,11 +594,10 @@ func TestDeploy(t *testing.T) {
 	}
 
 	// The Redis password's Secret lives in the Redis namespace of the renderings (the Role
-	// there); the chart's release namespace is created by helm install, not by the chart.
-	for _, ns := range []string{"redis", helmNamespace} {
-		if _, err := f.Cluster.Namespace(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
+	// there); the chart's release namespace is created by helm install, not by the chart; the
+	// base's namespace holds the workloads. All three go with the test, their pods with them.
+	for _, ns := range []string{"redis", helmNamespace, "redis-rebalancer"} {
+		f.Bed.UseNamespace(t, ns)
 	}
 	a := newApplier(t, f.Env)
 	t.Cleanup(func() {

@@ -48,7 +48,8 @@ func kubectlDrain(t *testing.T, env *harness.Env, node, namespace string, retry 
 // kubectlDrainNodes drains nodes as `kubectl drain NODE...` does (k8s.io/kubectl/pkg/drain: cordon
 // every node, then, node after node, evict every pod through the Eviction API, retrying a 429
 // every retry), limited to the pods of namespace (the shared test bed runs other tests' pods),
-// and waits until every evicted pod is gone. The nodes are uncordoned when the test ends.
+// and waits until every evicted pod is gone. The nodes are uncordoned when the test ends
+// (harness.Bed.RestoreNodesOnCleanup).
 func kubectlDrainNodes(t *testing.T, env *harness.Env, nodes []string, namespace string, retry time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
@@ -66,22 +67,14 @@ func kubectlDrainNodes(t *testing.T, env *harness.Env, nodes []string, namespace
 			t.Logf("drain: %s/%s evicted (err %v)", p.Namespace, p.Name, err)
 		},
 	}
+	// The bed's nodes are shared: uncordoned when the test ends, whatever happened, and the
+	// next test finds them so.
+	env.Bed.RestoreNodesOnCleanup(t)
 	for _, node := range nodes {
 		n, err := env.Client().CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			// The bed's nodes are shared: uncordon, whatever happened.
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			h.Ctx = ctx
-			if n, err := env.Client().CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err == nil {
-				if err := drain.RunCordonOrUncordon(h, n, false); err != nil {
-					t.Errorf("uncordon %s: %v", node, err)
-				}
-			}
-		})
 		if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
 			t.Fatal(err)
 		}

@@ -193,49 +193,50 @@ func TestFaultAllNodesCordoned(t *testing.T) {
 	run := startCLI(t, nil, runArgs(f.Env)...)
 	pod := movedPod.FindStringSubmatch(run.waitLineWith(2*time.Minute, "): evict ", " from "))[1]
 	run.waitLine("waiting for a healthy cluster", time.Minute)
-	t.Cleanup(func() {
-		if err := cordonAll(f.Env, false); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := cordonAll(f.Env, true); err != nil {
-		t.Fatal(err)
-	}
+	cordon(t, f.Env) // every node
 	resume()
 	_, cr, _ := waitStopped(t, run, app.ExitViolations, report.StepPlaceable, "placeability: "+pod+", re-created from its template now, fits no node")
 	assertSkippedAtPlaceable(t, f, cr, roles, "every node was cordoned before the eviction")
 
-	if err := cordonAll(f.Env, false); err != nil {
+	// Uncordoned, and the node lifecycle controller's unschedulable taints gone.
+	if err := f.Bed.RestoreNodes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	freshRunCompletes(t, f)
 }
 
-// cordonAll cordons (or uncordons) every node of the test bed and returns the first error. Only
-// a test that does not call t.Parallel may do this.
-func cordonAll(env *harness.Env, cordon bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// cordon cordons nodes of the test bed (every node when none is named), failing the test on
+// error; the bed's nodes are restored when the test ends (harness.Bed.RestoreNodesOnCleanup).
+// Only a test that does not call t.Parallel may do this.
+func cordon(t *testing.T, env *harness.Env, nodes ...string) {
+	t.Helper()
+	env.Bed.RestoreNodesOnCleanup(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	client := env.Client()
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
+	if len(nodes) == 0 {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list nodes: %v", err)
+		}
+		for _, n := range list.Items {
+			nodes = append(nodes, n.Name)
+		}
 	}
-	for _, n := range nodes.Items {
+	for _, name := range nodes {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur, err := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-			if err != nil || cur.Spec.Unschedulable == cordon {
+			cur, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || cur.Spec.Unschedulable {
 				return err
 			}
-			cur.Spec.Unschedulable = cordon
+			cur.Spec.Unschedulable = true
 			_, err = client.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{})
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("node %s: set unschedulable=%v: %w", n.Name, cordon, err)
+			t.Fatalf("cordon node %s: %v", name, err)
 		}
 	}
-	return nil
 }
 
 // TestFaultAPIServerDownAfterFailover: kube-apiserver goes down right after the verified

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
@@ -413,36 +415,22 @@ func assertLogged(t *testing.T, r *cliRun, substr string, n int) {
 	}
 }
 
-// taintNode adds taint to node and removes it when the test ends.
+// taintNode adds taint to node; the bed's nodes are restored when the test ends
+// (harness.Bed.RestoreNodesOnCleanup).
 func taintNode(t *testing.T, f *faultEnv, node string, taint corev1.Taint) {
 	t.Helper()
-	patch := func(ctx context.Context, add bool) error {
-		n, err := f.Client().CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	f.Bed.RestoreNodesOnCleanup(t)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := f.Client().CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		var ts []corev1.Taint
-		for _, x := range n.Spec.Taints {
-			if x.Key != taint.Key {
-				ts = append(ts, x)
-			}
-		}
-		if add {
-			ts = append(ts, taint)
-		}
-		n.Spec.Taints = ts
-		_, err = f.Client().CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		n.Spec.Taints = append(slices.DeleteFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == taint.Key }), taint)
+		_, err = f.Client().CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
 		return err
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := patch(ctx, false); err != nil {
-			t.Errorf("untaint %s: %v", node, err)
-		}
 	})
-	if err := patch(t.Context(), true); err != nil {
-		t.Fatal(err)
+	if err != nil {
+		t.Fatalf("taint %s: %v", node, err)
 	}
 }
 

@@ -64,21 +64,20 @@ func TestHelmLeastPrivilege(t *testing.T) {
 	values := []string{"--set", "kind=deployment", "--set", "redisNamespaces={" + f.Namespace + "}",
 		"--set", "guard.enabled=true", "--set", "guard.certificate=selfSigned", "--set", "networkPolicy.apiServer[0].ipBlock.cidr=127.0.0.1/32",
 		"--set", "nodeSelector.e2e-no-such-node=x"}
+	// The release's namespace and one outside the list are this test's, their pods with them,
+	// until it ends.
+	for _, n := range []string{ns, outside} {
+		f.Bed.UseNamespace(t, n)
+	}
 	t.Cleanup(func() {
 		if _, err := helmRun(t, env, "uninstall", release, "-n", ns, "--wait"); err != nil {
 			t.Logf("cleanup: %v", err)
-		}
-		for _, n := range []string{ns, outside} {
-			_ = admin.CoreV1().Namespaces().Delete(context.Background(), n, metav1.DeleteOptions{})
 		}
 	})
 	helm(append([]string{"install", release, chartPath, "-n", ns, "--create-namespace"}, values...)...)
 
 	// In each namespace, the listed one and one outside: the Redis password's Secret, a claim
 	// and a pod that no node runs.
-	if _, err := f.Cluster.Namespace(ctx, outside); err != nil {
-		t.Fatal(err)
-	}
 	for _, n := range []string{f.Namespace, outside} {
 		objs := []func() error{
 			func() error {

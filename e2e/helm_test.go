@@ -642,10 +642,12 @@ func TestHelmChartSchema(t *testing.T) {
 func TestHelmUpgrade(t *testing.T) {
 	t.Parallel()
 	b := bed(t)
+	b.SettleForTest(t)
 	ctx := t.Context()
 	client := b.Cluster.Client()
 	env := helmEnv(t, b.Cluster.Kubeconfig())
 	const release, ns = "upg", "helm-upgrade"
+	b.UseNamespace(t, ns) // its pods (Pending: no node has the chart's node selector) are this test's
 	// The Roles go into the Redis namespaces, which must exist: the release's own here.
 	base := []string{release, chartPath, "-n", ns, "--set", "nodeSelector.e2e-no-such-node=x", "--set", "redisSecret.enabled=false", "--set", "redisNamespaces={" + ns + "}"}
 	step := func(verb string, set ...string) {
@@ -667,7 +669,6 @@ func TestHelmUpgrade(t *testing.T) {
 		if _, err := helmRun(t, env, "uninstall", release, "-n", ns, "--wait"); err != nil {
 			t.Logf("cleanup: %v", err)
 		}
-		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
 	name := release + "-redis-rebalancer"
 

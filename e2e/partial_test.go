@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -77,16 +76,10 @@ func TestPartialWhenZoneFull(t *testing.T) {
 
 	// Room in zone-a: the next run completes the placement.
 	ctx := t.Context()
+	f.Bed.RestoreNodesOnCleanup(t) // n7 goes when the test ends
 	if _, err := f.Env.Cluster.AddNode(ctx, localcluster.NodeSpec{Name: "n7", Zone: "zone-a"}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := f.Env.Cluster.DeleteNode(ctx, "n7"); err != nil {
-			t.Error(err)
-		}
-	})
 	run = startCLI(t, nil, runArgs(f.Env, "--layout", "bitnami")...)
 	code = run.wait(5 * time.Minute)
 	assertExit(t, code, app.ExitOK, run)

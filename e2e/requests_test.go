@@ -37,7 +37,10 @@ var chartRoomLeft = resource.MustParse("10Mi")
 
 // fillNode binds to node a pod of env's namespace (not a Redis pod) requesting all of the
 // node's allocatable ephemeral storage that the pods already there do not request, but
-// chartRoomLeft, and removes it when the test ends.
+// chartRoomLeft, and removes it when the test ends. The pods there that request ephemeral
+// storage must be env's, none terminating: another test's may come and go (the test bed settled
+// before env was set up, so no earlier test's pod is left; a test that fills nodes does not run
+// in parallel with the others).
 func fillNode(t *testing.T, env *harness.Env, node string) {
 	t.Helper()
 	ctx := t.Context()
@@ -56,7 +59,14 @@ func fillNode(t *testing.T, env *harness.Env, node string) {
 			continue
 		}
 		for _, c := range p.Spec.Containers {
-			free.Sub(*c.Resources.Requests.StorageEphemeral())
+			req := c.Resources.Requests.StorageEphemeral()
+			if p.Namespace != env.Namespace && !req.IsZero() {
+				t.Fatalf("fill %s: pod %s/%s of another test requests ephemeral storage there: the fill would depend on it", node, p.Namespace, p.Name)
+			}
+			if p.DeletionTimestamp != nil && !req.IsZero() {
+				t.Fatalf("fill %s: pod %s/%s, terminating, requests ephemeral storage there: the fill would depend on when it goes", node, p.Namespace, p.Name)
+			}
+			free.Sub(*req)
 		}
 	}
 	free.Sub(chartRoomLeft)
@@ -89,11 +99,13 @@ func fillNode(t *testing.T, env *harness.Env, node string) {
 // default requests (ephemeral-storage 50Mi), on nodes where n2 and n6 have less than 50Mi of
 // ephemeral storage left (a filler pod takes the rest): the plan names neither as a node the
 // re-created pod may land on, the run carries it out (exit 0, compliant), every re-created pod
-// lands on a node with room, and no write is lost.
+// lands on a node with room, and no write is lost. It does not call t.Parallel: the room it
+// leaves on n2 and n6 must not change under it, and the other tests in Bitnami's layout (the
+// chart's requests, ephemeral storage included) move pods on and off those nodes.
 func TestChartRequestsSomeNodesFull(t *testing.T) {
 	sc := scenario.BitnamiPostScaleDown()
 	sc.NoPersistence = true // the chart's claims are the zonal volumes' test
-	f := newFaultEnv(t, sc, harness.Options{Templates: chartRequests}, false)
+	f := newFaultEnv(t, sc, harness.Options{Templates: chartRequests}, true)
 	full := []string{"n2", "n6"}
 	for _, n := range full {
 		fillNode(t, f.Env, n)

@@ -36,11 +36,11 @@ import (
 // `run` exits 0 with it compliant, and neither mentions the other releases.
 //
 // It does not run in parallel: a run over all namespaces must see no other test's Redis
-// clusters, so it waits until the environments of the tests before it are gone.
+// clusters; its setup waits until the environments of the tests before it are gone
+// (harness.Bed.Settle).
 func TestSelectionBesideHelmReleases(t *testing.T) {
 	b := bed(t)
 	ctx := t.Context()
-	waitAlone(t, b, nil)
 	sc := scenario.BitnamiPostScaleDown()
 	sc.NoPersistence = true
 	f := watch(t, b.SetupForTest(t, sc, harness.Options{RecordStops: true}))
@@ -93,6 +93,7 @@ func TestSelectionBesideHelmReleases(t *testing.T) {
 		if rel.name == "rr" { // serve's Deployment (two pods); Redis without a password here, in the test's namespace (the chart's Roles go there)
 			args = append(args, "--set", "kind=deployment", "--set", "redisSecret.enabled=false", "--set", "redisNamespaces={"+f.Namespace+"}")
 		}
+		b.UseNamespace(t, rel.namespace) // its pods are this test's until it ends
 		out, err := exec.CommandContext(ctx, helm, args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -103,9 +104,6 @@ func TestSelectionBesideHelmReleases(t *testing.T) {
 			if err != nil {
 				t.Errorf("helm uninstall %s: %v\n%s", rel.name, err, out)
 			}
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = client.CoreV1().Namespaces().Delete(cctx, rel.namespace, metav1.DeleteOptions{})
 		})
 	}
 	others := waitRunning(t, f.Env, map[string]int{f.Namespace: sc.N() + 3, "rr-helm": 2, "shop": 3})
@@ -172,29 +170,6 @@ func withLabel(labels map[string]string, key, value string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// waitAlone waits until no pod is left in a namespace other than keep's and kube-system: the
-// environments of the tests that ran before are gone.
-func waitAlone(t *testing.T, b *harness.Bed, keep []string) {
-	t.Helper()
-	var left []string
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := b.Cluster.Client().CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		left = left[:0]
-		for _, p := range pods.Items {
-			if p.Namespace != metav1.NamespaceSystem && !slices.Contains(keep, p.Namespace) {
-				left = append(left, p.Namespace+"/"+p.Name)
-			}
-		}
-		return len(left) == 0, nil
-	})
-	if err != nil {
-		t.Fatalf("pods of other tests still there after 2 minutes: %v", left)
-	}
 }
 
 // waitRunning waits until each namespace of want has at least that many pods Running or, for a

@@ -25,8 +25,9 @@ import (
 // that answers, so the client follows nodes that move to new IPs as long as one known node
 // remains. After a topology change, call ReloadState (asynchronous) so that the client does not
 // keep routing to an old address. Username, password, TLS and timeouts come from opts; errors
-// reading them are returned.
-func NewClusterClient(opts Options, seeds []string) (*redis.ClusterClient, error) {
+// reading them are returned. Each of tune, in order, may then change the go-redis options (its
+// retries: MaxRedirects, MinRetryBackoff, MaxRetryBackoff; see FailoverRetryRedirects).
+func NewClusterClient(opts Options, seeds []string, tune ...func(*redis.ClusterOptions)) (*redis.ClusterClient, error) {
 	r, err := opts.resolve()
 	if err != nil {
 		return nil, err
@@ -35,7 +36,7 @@ func NewClusterClient(opts Options, seeds []string) (*redis.ClusterClient, error
 		return nil, fmt.Errorf("redisctl: cluster client: no seed address")
 	}
 	src := &slotSource{opts: r, seeds: uniq(seeds)}
-	return redis.NewClusterClient(&redis.ClusterOptions{
+	co := &redis.ClusterOptions{
 		Addrs:        src.seeds,
 		ClusterSlots: src.load,
 		Username:     r.Username,
@@ -44,8 +45,26 @@ func NewClusterClient(opts Options, seeds []string) (*redis.ClusterClient, error
 		DialTimeout:  r.DialTimeout,
 		ReadTimeout:  r.ReadTimeout,
 		WriteTimeout: r.WriteTimeout,
-	}), nil
+	}
+	for _, f := range tune {
+		f(co)
+	}
+	return redis.NewClusterClient(co), nil
 }
+
+// FailoverRetryRedirects is the go-redis ClusterOptions.MaxRedirects that a client that must not
+// see an error while a master fails over sets, with go-redis v8's default retry backoff (retry k
+// waits 8 ms plus a random part of up to 8 ms·2^k, at most 512 ms each): 16 retries wait
+// 3.6 s to 6.1 s in all (2 million draws of go-redis's RetryBackoff), where the default of 3
+// waits 24 ms to 136 ms. go-redis retries a command that gets CLUSTERDOWN, TRYAGAIN, LOADING or
+// READONLY, a MOVED or ASK redirection or a connection error up to MaxRedirects times; a
+// CLUSTERDOWN at the node its slot map names (the map is not reloaded on it). During a CLUSTER
+// FAILOVER, Redis 7.0 can leave the old master, or another node, answering "CLUSTERDOWN Hash
+// slot not served" for the shard's slots until it hears from the new master (Failover says why
+// and makes the new master MEET such a node at once, which ends it within a few hundred
+// milliseconds; after a failover made otherwise, Redis's own next exchange ends it, within
+// cluster-node-timeout/2). 3 retries do not outlast that; 16 outlast Failover's.
+const FailoverRetryRedirects = 16
 
 // dialer returns a go-redis Dialer that uses TLS (with the node's host as ServerName unless one
 // is configured) when TLS is on, and plain TCP otherwise.

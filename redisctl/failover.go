@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -91,6 +93,9 @@ type FailoverResult struct {
 	// Verified are the addresses that confirmed the new master; Unreachable those that did not
 	// answer in the last round.
 	Verified, Unreachable []string
+	// Unbound are the addresses of the nodes a verification round found serving none of the
+	// shard's slots (Redis 7.0's stale-PONG race: see Failover), each once, in the order found.
+	Unbound []string
 }
 
 // ChooseReplica returns the best in-sync replica of masterID, for a failover. Only replicas that
@@ -202,6 +207,20 @@ func (c *Client) syncOf(ctx context.Context, id, addr, masterID, masterAddr stri
 // manual failovers included (its log says "Failover attempt expired" meanwhile). A replica
 // promoted and demoted again within that window therefore waits; when the wait outlasts the 5 s
 // manual-failover window, Redis aborts the failover and Failover reports it not verified.
+//
+// Redis 7.0 can leave a node serving none of the shard's slots for a while: the old master,
+// which pings its replica every 100 ms during a manual failover, may read the replica's PONG
+// to its last ping (sent while still a replica, on the connection the old master opened) after
+// the new master's announcement (on the new master's own connection); it then takes the stale
+// message for a master turned replica and unbinds the slots, and answers "CLUSTERDOWN Hash slot
+// not served" for them until it hears from the new master again, which Redis only guarantees
+// within cluster-node-timeout/2. A third node that hears the old master's new role before the
+// new master's announcement is left the same way. (Later Redis versions ignore the stale
+// message.) When a round finds a node whose view has no master serving the shard's slots,
+// Failover makes the new master CLUSTER MEET it (at most every 250 ms per node): the MEET
+// carries the new master's claim, which the node binds at once; MEET of a known node changes
+// nothing else (the new master drops the handshake once the node answers with its known ID).
+// The node is listed in FailoverResult.Unbound.
 func (c *Client) Failover(ctx context.Context, replicaAddr string, opts FailoverOptions) (*FailoverResult, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = 30 * time.Second
@@ -270,6 +289,7 @@ func (c *Client) Failover(ctx context.Context, replicaAddr string, opts Failover
 
 	var seen failoverSeen
 	observed := false
+	reminded := map[string]time.Time{} // address → when the new master last MET it (zero: never)
 	err = wait.PollUntilContextTimeout(ctx, opts.PollInterval, opts.Timeout, true, func(ctx context.Context) (bool, error) {
 		s := c.observeFailover(ctx, res, verify)
 		if ctx.Err() != nil && observed {
@@ -277,6 +297,17 @@ func (c *Client) Failover(ctx context.Context, replicaAddr string, opts Failover
 			return false, nil
 		}
 		seen, observed = s, true
+		for _, n := range s.unbound {
+			last, seen := reminded[n.Addr()]
+			if !seen {
+				res.Unbound = append(res.Unbound, n.Addr())
+			}
+			if !remindUnbound || time.Since(last) < remindInterval {
+				continue
+			}
+			reminded[n.Addr()] = time.Now()
+			c.remind(ctx, res.NewMasterAddr, n)
+		}
 		return seen.done(opts.Mode), nil
 	})
 	res.Duration = time.Since(start)
@@ -286,6 +317,41 @@ func (c *Client) Failover(ctx context.Context, replicaAddr string, opts Failover
 	res.Verified, res.Unreachable = seen.verified, seen.unreachable
 	klog.V(2).InfoS("Failover verified", "newMaster", replicaAddr, "oldMaster", old.Addr(), "duration", res.Duration)
 	return res, nil
+}
+
+// remindUnbound turns Failover's MEETs on (always, but in the measurement that compares
+// failovers without them: redisctl's TestFailoverWritesUnderLoad).
+var remindUnbound = true
+
+// remindInterval is the least time between two MEETs of the same node by the new master
+// (Failover): a MEET takes up to one clusterCron period (100 ms) to be sent.
+const remindInterval = 250 * time.Millisecond
+
+// remind makes the new master at newMaster CLUSTER MEET node n (the myself line of a node whose
+// view has no master serving the shard's slots), at the address and bus port n announces. An
+// error is logged, not returned: the next round tries again, and the failover is verified
+// without it once the node hears from the new master by itself.
+func (c *Client) remind(ctx context.Context, newMaster string, n Node) {
+	host, port := n.IP, n.Port
+	if n.Announced != "" {
+		if h, p, err := net.SplitHostPort(n.Announced); err == nil {
+			if pn, err := strconv.Atoi(p); err == nil {
+				host, port = h, pn
+			}
+		}
+	}
+	if host == "" || port == 0 {
+		return
+	}
+	args := []interface{}{"cluster", "meet", host, strconv.Itoa(port)}
+	if n.BusPort != 0 {
+		args = append(args, strconv.Itoa(n.BusPort))
+	}
+	if _, err := c.do(ctx, newMaster, args...); err != nil {
+		klog.V(2).InfoS("New master could not MEET a node that serves none of the shard's slots", "newMaster", newMaster, "node", n.Addr(), "err", err)
+		return
+	}
+	klog.InfoS("New master MET a node that served none of the shard's slots (Redis 7.0, after a stale PONG; it answered CLUSTERDOWN Hash slot not served meanwhile)", "newMaster", newMaster, "node", n.Addr())
 }
 
 // failoverSeen is one round of failover verification.
@@ -299,6 +365,9 @@ type failoverSeen struct {
 	verified         []string
 	unreachable      []string
 	unreachableNotes []string
+	// unbound are the myself lines of the nodes whose views have no master serving the
+	// shard's first slot (see Failover).
+	unbound []Node
 }
 
 func (s failoverSeen) done(mode FailoverMode) bool {
@@ -372,6 +441,9 @@ func (c *Client) observeFailover(ctx context.Context, res *FailoverResult, verif
 				return
 			}
 			v := View{Nodes: nodes}
+			if me, ok := v.Myself(); ok && me.ID != res.NewMasterID && !servesSlot(nodes, res.Slots) {
+				s.unbound = append(s.unbound, me)
+			}
 			nm, ok := v.Node(res.NewMasterID)
 			switch {
 			case !ok:
@@ -395,4 +467,24 @@ func (c *Client) observeFailover(ctx context.Context, res *FailoverResult, verif
 	sort.Strings(s.unreachable)
 	sort.Strings(s.unreachableNotes)
 	return s
+}
+
+// servesSlot reports whether a master of nodes (one node's view) serves the first slot of
+// slots; true when slots is empty.
+func servesSlot(nodes []Node, slots []SlotRange) bool {
+	if len(slots) == 0 {
+		return true
+	}
+	slot := slots[0].Start
+	for _, n := range nodes {
+		if !n.IsMaster() {
+			continue
+		}
+		for _, r := range n.Slots {
+			if r.Start <= slot && slot <= r.End {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -3,11 +3,13 @@ package redisctl_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/go-redis/redis/v8"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -75,36 +77,87 @@ func durationStats(ds []time.Duration) (median, max time.Duration) {
 	return median, s[len(s)-1]
 }
 
-// runFailoversUnderLoad fails over n masters in turn (shard i mod K) while a writer runs through
-// a cluster client, then checks that no acknowledged write was lost. It returns the failover
-// durations (CLUSTER FAILOVER sent → every node shows the new master).
-func runFailoversUnderLoad(t testing.TB, c *redistest.Cluster, n int) []time.Duration {
-	ctx := context.Background()
-	cc := c.ClusterClient()
-	w := redistest.StartWriter(cc, "load", 2)
-	defer w.Stop()
-	waitAcked(ctx, t, w, 500)
-	var ds []time.Duration
-	for i := 0; i < n; i++ {
-		before := w.Stats().Acked
-		res := failoverShard(ctx, t, c, i%len(c.Shards))
-		ds = append(ds, res.Duration)
-		// Writes go on after the failover (the client follows MOVED to the new master).
-		waitAcked(ctx, t, w, before+200)
-	}
-	st := w.Stop()
-	if err := w.Verify(ctx); err != nil {
-		t.Fatalf("after %d failovers: %v (writer: %+v)", n, err, st)
-	}
-	t.Logf("writer: %d writes acknowledged, all read back; %d failed (unacknowledged), last error %q", st.Acked, st.Failed, st.LastError)
-	return ds
+// failovers is how many failovers TestFailoverUnderWriteLoad makes: a few by default; more to
+// measure, on a loaded machine (hack/cpuhog, as make test-stress does):
+//
+//	go build -o bin/cpuhog ./hack/cpuhog
+//	bin/cpuhog -- go test ./redisctl -run TestFailoverUnderWriteLoad -count=1 -v -failovers 120
+var failovers = flag.Int("failovers", 5, "failovers TestFailoverUnderWriteLoad makes")
+
+// remind, false, turns off Failover's MEET of a node left serving none of the shard's slots in
+// TestFailoverUnderWriteLoad, to measure what it spares the writers (-remind=false).
+var remind = flag.Bool("remind", true, "let Failover make the new master MEET a node that serves none of the shard's slots")
+
+// loadRun is what runFailoversUnderLoad saw.
+type loadRun struct {
+	// Durations are the failovers' (CLUSTER FAILOVER sent → every node shows the new master).
+	Durations []time.Duration
+	// Defaults and Retrying are the writers' figures: a client with go-redis's default retries
+	// (MaxRedirects 3) and one with redisctl.FailoverRetryRedirects.
+	Defaults, Retrying redistest.WriterStats
+	// Unbound counts the failovers in which a node served none of the shard's slots for a
+	// while (FailoverResult.Unbound).
+	Unbound int
 }
 
+// runFailoversUnderLoad fails over n masters in turn (shard i mod K) while two writers write
+// through cluster clients, one with go-redis's default retries and one with
+// redisctl.FailoverRetryRedirects, then checks that neither lost an acknowledged write.
+func runFailoversUnderLoad(t testing.TB, c *redistest.Cluster, n int) loadRun {
+	ctx := context.Background()
+	retrying, err := redisctl.NewClusterClient(c.Options, c.Addrs(), func(o *redis.ClusterOptions) {
+		o.MaxRedirects = redisctl.FailoverRetryRedirects
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = retrying.Close() })
+	wd := redistest.StartWriter(c.ClusterClient(), "defaults", 1)
+	defer wd.Stop()
+	wr := redistest.StartWriter(retrying, "retrying", 1)
+	defer wr.Stop()
+	waitAcked(ctx, t, wd, 500)
+	waitAcked(ctx, t, wr, 500)
+	var run loadRun
+	for i := 0; i < n; i++ {
+		before := []int64{wd.Stats().Acked, wr.Stats().Acked}
+		res := failoverShard(ctx, t, c, i%len(c.Shards))
+		run.Durations = append(run.Durations, res.Duration)
+		if len(res.Unbound) > 0 {
+			run.Unbound++
+			t.Logf("failover %d (%s → %s, %s): %v served none of the shard's slots for a while", i, res.OldMasterAddr, res.NewMasterAddr, res.Duration.Round(time.Millisecond), res.Unbound)
+		}
+		// Writes go on after the failover (the client follows MOVED to the new master).
+		waitAcked(ctx, t, wd, before[0]+200)
+		waitAcked(ctx, t, wr, before[1]+200)
+	}
+	run.Defaults, run.Retrying = wd.Stop(), wr.Stop()
+	for _, w := range []*redistest.Writer{wd, wr} {
+		if err := w.Verify(ctx); err != nil {
+			t.Fatalf("after %d failovers: %v", n, err)
+		}
+	}
+	return run
+}
+
+// TestFailoverUnderWriteLoad fails masters over (-failovers) while two writers write, and checks
+// that no acknowledged write is lost and that the writer whose client retries as
+// redisctl.FailoverRetryRedirects says sees no error; the writer with go-redis's default
+// retries may (Redis 7.0's stale-PONG window: see Failover), and its errors are logged.
 func TestFailoverUnderWriteLoad(t *testing.T) {
-	c := redistest.Start(t, redistest.Config{Shards: 3, PodsPerShard: 2})
-	ds := runFailoversUnderLoad(t, c, 3)
-	med, max := durationStats(ds)
-	t.Logf("3 failovers under write load: median %s, max %s (%v)", med, max, ds)
+	if !*remind {
+		prev := redisctl.SetRemindUnbound(false)
+		t.Cleanup(func() { redisctl.SetRemindUnbound(prev) })
+	}
+	c := redistest.Start(t, redistest.Config{Shards: 5, PodsPerShard: 2})
+	run := runFailoversUnderLoad(t, c, *failovers)
+	med, max := durationStats(run.Durations)
+	t.Logf("%d failovers under write load: median %s, max %s; a node serving none of the shard's slots in %d of them", len(run.Durations), med, max, run.Unbound)
+	t.Logf("go-redis's default retries (MaxRedirects 3): %d writes acknowledged, all read back; %d failed, last error %q", run.Defaults.Acked, run.Defaults.Failed, run.Defaults.LastError)
+	t.Logf("MaxRedirects %d: %d writes acknowledged, all read back; %d failed, last error %q", redisctl.FailoverRetryRedirects, run.Retrying.Acked, run.Retrying.Failed, run.Retrying.LastError)
+	if run.Retrying.Failed > 0 {
+		t.Errorf("%d writes failed through a client with MaxRedirects %d (last error %q), want none", run.Retrying.Failed, redisctl.FailoverRetryRedirects, run.Retrying.LastError)
+	}
 }
 
 // BenchmarkFailoverUnderLoad measures failover time under write load (one op = one failover of
@@ -119,7 +172,7 @@ func TestFailoverUnderWriteLoad(t *testing.T) {
 func BenchmarkFailoverUnderLoad(b *testing.B) {
 	c := redistest.Start(b, redistest.Config{Shards: 5, PodsPerShard: 2})
 	b.ResetTimer()
-	ds := runFailoversUnderLoad(b, c, b.N)
+	ds := runFailoversUnderLoad(b, c, b.N).Durations
 	b.StopTimer()
 	med, max := durationStats(ds)
 	b.ReportMetric(float64(med.Microseconds())/1000, "median-ms")

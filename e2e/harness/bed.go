@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/provisioner"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
@@ -59,8 +61,14 @@ type Bed struct {
 	ownsDir  bool
 	stopOnce sync.Once
 
-	mu   sync.Mutex
-	envs int // environments set up so far
+	// declared are the nodes as StartBed made them, by name: what Settle and RestoreNodes
+	// compare with.
+	declared map[string]*corev1.Node
+
+	mu     sync.Mutex
+	envs   int            // environments set up so far
+	live   map[string]int // namespaces running tests use (markLive)
+	probes int            // Settle's probe pods so far
 }
 
 // BedNodeMonitorGracePeriod is a bed's kube-controller-manager --node-monitor-grace-period unless
@@ -109,20 +117,24 @@ func StartBed(ctx context.Context, opts BedOptions) (_ *Bed, err error) {
 	if b.Cluster, err = localcluster.Start(ctx, ccfg); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
-	nodes := 0
+	b.declared = map[string]*corev1.Node{}
 	for _, z := range b.Zones {
 		for _, n := range z.Nodes {
-			if _, err := b.Cluster.AddNode(ctx, localcluster.NodeSpec{Name: n, Zone: z.Name}); err != nil {
+			node, err := b.Cluster.AddNode(ctx, localcluster.NodeSpec{Name: n, Zone: z.Name})
+			if err != nil {
 				return nil, fmt.Errorf("harness: %w", err)
 			}
-			nodes++
+			b.declared[n] = node
 		}
+	}
+	if _, err := b.Cluster.Namespace(ctx, settleNamespace); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
 	}
 	if b.Provisioner, err = provisioner.Start(ctx, provisioner.Config{Client: b.Cluster.Client(), Log: opts.Log}); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	b.Started = time.Now()
-	fmt.Fprintf(b.log, "[harness] test bed up in %s: %d nodes in %d zones, StorageClass %s (zonal volumes)\n", time.Since(start).Round(10*time.Millisecond), nodes, len(b.Zones), provisioner.StorageClass)
+	fmt.Fprintf(b.log, "[harness] test bed up in %s: %d nodes in %d zones, StorageClass %s (zonal volumes)\n", time.Since(start).Round(10*time.Millisecond), len(b.declared), len(b.Zones), provisioner.StorageClass)
 	return b, nil
 }
 
@@ -151,9 +163,10 @@ func (b *Bed) fits(sc scenario.Scenario) error {
 	return nil
 }
 
-// claim returns the next environment's namespace and Redis client port: the namespace is
-// namespace itself when exact, else namespace-<i> for the bed's i-th environment; the port is
-// redisrt.DefaultPort for the first environment, then one more for each.
+// claim returns the next environment's namespace and Redis client port, and marks the namespace
+// used by a running test (markLive) until Env.Stop: the namespace is namespace itself when exact,
+// else namespace-<i> for the bed's i-th environment; the port is redisrt.DefaultPort for the
+// first environment, then one more for each.
 func (b *Bed) claim(namespace string, exact bool) (string, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -161,5 +174,9 @@ func (b *Bed) claim(namespace string, exact bool) (string, int) {
 	if !exact {
 		namespace = fmt.Sprintf("%s-%d", namespace, b.envs)
 	}
+	if b.live == nil {
+		b.live = map[string]int{}
+	}
+	b.live[namespace]++ // until Env.Stop
 	return namespace, redisrt.DefaultPort + b.envs - 1
 }

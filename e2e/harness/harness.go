@@ -13,8 +13,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -187,9 +185,10 @@ func (b *Bed) Setup(ctx context.Context, sc scenario.Scenario, opts Options) (*E
 	return b.setup(ctx, sc, opts, cmp.Or(sc.Namespace, defaultNamespace), false)
 }
 
-// SetupForTest is Bed.Setup for tests: the namespace is named after the test (unless
-// opts.Namespace says otherwise), progress goes to the test's log, the test fails on error, and
-// the environment is stopped on cleanup.
+// SetupForTest is Bed.Setup for tests: it first waits until the bed is settled (Settle: no
+// earlier test's pod left, the nodes as StartBed made them, kube-scheduler caught up), the
+// namespace is named after the test (unless opts.Namespace says otherwise), progress goes to the
+// test's log, the test fails on error, and the environment is stopped on cleanup.
 func (b *Bed) SetupForTest(t testing.TB, sc scenario.Scenario, opts Options) *Env {
 	t.Helper()
 	if opts.Log == nil {
@@ -199,6 +198,7 @@ func (b *Bed) SetupForTest(t testing.TB, sc scenario.Scenario, opts Options) *En
 	if ns == "" {
 		ns, exact = namespaceFor(t.Name()), false
 	}
+	b.SettleForTest(t)
 	e, err := b.setup(context.Background(), sc, opts, ns, exact)
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +292,7 @@ func (e *Env) startRedis(ctx context.Context, opts Options) error {
 	if opts.AnnounceHostnames {
 		podArgs = announceHostname
 	}
-	var beforeStop func(*corev1.Pod, string)
+	var beforeStop func(*corev1.Pod, string, bool)
 	if opts.RecordStops {
 		e.stops = &stopRecorder{redis: e.Redis}
 		beforeStop = e.stops.beforeStop
@@ -320,8 +320,8 @@ func (w prefixWriter) Write(p []byte) (int, error) {
 }
 
 // Stop stops the operator stand-in and every redis-server of the environment, deletes its
-// namespace (without waiting for it to go), and, for Setup's environment, stops the test bed.
-// Safe to call more than once.
+// namespace and its pods (Bed.removeNamespace; the namespace goes in the background), and, for
+// Setup's environment, stops the test bed. Safe to call more than once.
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
 		if e.cancel != nil {
@@ -340,9 +340,10 @@ func (e *Env) Stop() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := e.Client().CoreV1().Namespaces().Delete(ctx, e.Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			e.logf("delete namespace %s: %v", e.Namespace, err)
+		if err := e.Bed.removeNamespace(ctx, e.Namespace); err != nil {
+			e.logf("%v", err)
 		}
+		e.Bed.unmarkLive(e.Namespace)
 	})
 }
 

@@ -34,7 +34,10 @@ type stopRecorder struct {
 	stops []StopRecord
 }
 
-func (r *stopRecorder) beforeStop(pod *corev1.Pod, addr string) {
+func (r *stopRecorder) beforeStop(pod *corev1.Pod, addr string, ipChanged bool) {
+	if ipChanged {
+		return // the pod stays: kwok gave it another IP (redisrt.Config.BeforeStop)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	rec := StopRecord{Pod: pod.Name, UID: string(pod.UID), At: time.Now()}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,15 @@ import (
 
 // Writer writes keys "seq:<n>" = n through a cluster-aware go-redis client at a fixed rate, and
 // remembers which writes Redis acknowledged, so that a test can read every acknowledged key back.
+//
+// Its client retries as go-redis v8 does by default (MaxRedirects 3: a CLUSTERDOWN, TRYAGAIN,
+// LOADING, MOVED or ASK reply, or a connection error, retried 3 times over 24 ms to 136 ms). A
+// write that still fails with "CLUSTERDOWN Hash slot not served" is then retried for up to
+// UnboundSlotRetry, the slot map reloaded before each try, as an application must do around a
+// failover on Redis 7.0: the old master, or another node, can serve none of the shard's slots for
+// a while during a CLUSTER FAILOVER (redisctl.Failover says why), and answers that to every
+// command of the shard. Any other error counts at once, so that a master taken down without a
+// failover (connection refused, "CLUSTERDOWN The cluster is down") still shows.
 type Writer struct {
 	client *redis.ClusterClient
 	rate   int
@@ -24,6 +34,7 @@ type Writer struct {
 	done   chan struct{}
 
 	mu        sync.Mutex
+	retried   int // writes that needed the UnboundSlotRetry
 	acked     []int64
 	failures  []string
 	latencies []time.Duration
@@ -36,6 +47,9 @@ type WriterStats struct {
 	// Acked and Failed count the writes acknowledged and the writes that failed after the
 	// client's retries.
 	Acked, Failed int
+	// Retried counts the writes that got "CLUSTERDOWN Hash slot not served" after go-redis's
+	// own retries and were retried (UnboundSlotRetry), acknowledged in the end or not.
+	Retried int
 	// Rate is the acknowledged writes per second over the writer's life.
 	Rate float64
 	// P50, P99 and Max are write latencies.
@@ -46,7 +60,7 @@ type WriterStats struct {
 
 // String formats the stats on one line.
 func (s WriterStats) String() string {
-	return fmt.Sprintf("%d writes acknowledged (%.0f/s), %d failed; latency p50 %s, p99 %s, max %s", s.Acked, s.Rate, s.Failed, s.P50, s.P99, s.Max)
+	return fmt.Sprintf("%d writes acknowledged (%.0f/s), %d failed, %d retried after CLUSTERDOWN Hash slot not served; latency p50 %s, p99 %s, max %s", s.Acked, s.Rate, s.Failed, s.Retried, s.P50, s.P99, s.Max)
 }
 
 // StartWriter starts writing to the cluster that seeds belong to, rate writes per second (one
@@ -79,11 +93,12 @@ func (w *Writer) loop(ctx context.Context) {
 	for limiter.Wait(ctx) == nil {
 		seq++
 		t0 := time.Now()
-		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := w.client.Set(wctx, "seq:"+strconv.FormatInt(seq, 10), seq, 0).Err()
-		cancel()
+		retried, err := w.set(seq)
 		d := time.Since(t0)
 		w.mu.Lock()
+		if retried {
+			w.retried++
+		}
 		if err != nil {
 			w.failures = append(w.failures, fmt.Sprintf("seq %d: %v", seq, err))
 		} else {
@@ -97,6 +112,32 @@ func (w *Writer) loop(ctx context.Context) {
 			w.client.ReloadState(context.Background())
 			lastReload = time.Now()
 		}
+	}
+}
+
+// UnboundSlotRetry is how long a Writer retries a write that fails with "CLUSTERDOWN Hash slot
+// not served" (see Writer): longer than the time a node can serve none of a shard's slots after
+// a CLUSTER FAILOVER on the test beds, where every node hears from every other within
+// cluster-node-timeout/2 (1 s), and redisctl.Failover makes the new master MEET such a node
+// as soon as it sees it (every 25 ms).
+const UnboundSlotRetry = 3 * time.Second
+
+// unboundRetryInterval is the time between two of those retries.
+const unboundRetryInterval = 50 * time.Millisecond
+
+// set writes seq:<seq> = seq: one go-redis call with a 10 s deadline, retried for up to
+// UnboundSlotRetry while it fails with "CLUSTERDOWN Hash slot not served" (a write in flight when
+// the writer stops is finished, as before). It returns whether it retried, and the last error.
+func (w *Writer) set(seq int64) (retried bool, err error) {
+	for start := time.Now(); ; retried = true {
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = w.client.Set(wctx, "seq:"+strconv.FormatInt(seq, 10), seq, 0).Err()
+		cancel()
+		if err == nil || !strings.HasPrefix(err.Error(), "CLUSTERDOWN Hash slot not served") || time.Since(start) >= UnboundSlotRetry {
+			return retried, err
+		}
+		w.client.ReloadState(context.Background())
+		<-time.After(unboundRetryInterval)
 	}
 }
 
@@ -132,7 +173,7 @@ func (w *Writer) Stats() WriterStats {
 	if end.IsZero() {
 		end = time.Now()
 	}
-	s := WriterStats{Acked: len(w.acked), Failed: len(w.failures)}
+	s := WriterStats{Acked: len(w.acked), Failed: len(w.failures), Retried: w.retried}
 	s.Rate = float64(len(w.acked)) / end.Sub(w.started).Seconds()
 	lat := append([]time.Duration(nil), w.latencies...)
 	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })

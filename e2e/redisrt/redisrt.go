@@ -114,8 +114,11 @@ type Config struct {
 	// BeforeStop, when set, is called with the pod (as last seen; only name, namespace and UID
 	// when it is already gone) and its server's address just before a running server is stopped
 	// because its pod went away, stopped running, changed IP or was re-created; the server still
-	// answers then. Tests use it to ask Redis about a node at the moment its pod is evicted.
-	BeforeStop func(pod *corev1.Pod, addr string)
+	// answers then. ipChanged is true when the pod stays (the same UID, Running) and only its IP
+	// changed: kwok gives a new pod a second IP when it applies its pod-ready stage twice (a
+	// second event showing the pod still Pending), so the server restarts on it. Tests use it to
+	// ask Redis about a node at the moment its pod is evicted.
+	BeforeStop func(pod *corev1.Pod, addr string, ipChanged bool)
 	// Log receives one line per server start, stop, crash and failed start (discarded when nil),
 	// for example "redis-server ns/pod started on 127.10.3.2:6379 (pid 123)".
 	Log io.Writer
@@ -549,13 +552,13 @@ func (r *Runtime) reconcile(key string) error {
 	r.mu.Unlock()
 
 	if e != nil {
-		reason := whyNot
+		reason, ipChanged := whyNot, false
 		switch {
 		case reason != "":
-		case e.ip != ip:
-			reason = "pod IP changed to " + ip
 		case e.uid != uid:
 			reason = "pod recreated"
+		case e.ip != ip:
+			reason, ipChanged = "pod IP changed to "+ip, true
 		}
 		if reason != "" {
 			if r.cfg.BeforeStop != nil && e.alive() {
@@ -563,7 +566,7 @@ func (r *Runtime) reconcile(key string) error {
 				if p == nil || p.UID != e.uid {
 					p = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.namespace, Name: e.name, UID: e.uid}}
 				}
-				r.cfg.BeforeStop(p, e.srv.Addr())
+				r.cfg.BeforeStop(p, e.srv.Addr(), ipChanged)
 			}
 			r.stopEntry(e, reason)
 			e = nil

@@ -53,6 +53,11 @@ const (
 	// ReasonRoleUnknown: the pod is Ready and its Redis node did not tell its role within the
 	// guard's bounded read; it may be a master.
 	ReasonRoleUnknown Reason = "RoleUnknown"
+	// ReasonHandOffRunning: the pod is a master this process's hand-off has just failed over (a
+	// replica already), and the hand-off still waits until the clients have moved to the new
+	// master (its client drain) and the cluster is observed again (Holds.BeginHandOff): evicting
+	// the pod now would refuse the connections of clients whose slot map still names it.
+	ReasonHandOffRunning Reason = "HandOffRunning"
 )
 
 // Peer is another member of the evicted pod's shard, as the guard sees it at review time.
@@ -111,6 +116,9 @@ type State struct {
 	// pod, by UID); Held is false when it has not held it yet.
 	Held    bool
 	HeldFor time.Duration
+	// HandingOff is true while this process's hand-off of the pod (as the master it fails over)
+	// runs: Holds.HandingOff.
+	HandingOff bool
 	// MaxHold is guard.maxHold.
 	MaxHold time.Duration
 }
@@ -131,7 +139,7 @@ type Verdict struct {
 // node that is not Ready, or held longer than MaxHold is allowed; a pod whose role is unknown is
 // allowed when it is not Ready (its Redis serves nothing) and denied otherwise; a master serving
 // slots is denied (the hand-off fails it over); a master without slots is allowed; a replica is
-// denied when its master is not serving, when it is the last in-sync replica while another
+// denied while this process's hand-off of it runs (HandingOff), when its master is not serving, when it is the last in-sync replica while another
 // replica of its shard is disrupted, or when it is the only in-sync replica on a node that stays
 // of a master on a node being emptied; any other replica is allowed.
 func Decide(s State) Verdict {
@@ -152,6 +160,9 @@ func Decide(s State) Verdict {
 		}
 		return deny(s, ReasonMaster, "pod %s is the Redis master of shard %s (%d slots): the eviction is held while the leader fails it over to an in-sync replica on a node that stays (hand-off); a retry then finds a replica and passes", s.Pod, s.Shard, s.Slots)
 	case policies.RoleReplica:
+		if s.HandingOff {
+			return deny(s, ReasonHandOffRunning, "pod %s was just failed over by the hand-off, which waits until its clients have moved to the new master: a retry passes once it is done", s.Pod)
+		}
 		return decideReplica(s)
 	}
 	if !s.PodReady {

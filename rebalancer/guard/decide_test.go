@@ -98,6 +98,12 @@ func TestDecide(t *testing.T) {
 			want:  want{true, ReasonReplicaCovered},
 		},
 		{
+			name:  "a replica whose hand-off (as the master it was) still runs → denied until its clients have moved",
+			state: replicaState(func(s *State) { s.HandingOff = true }),
+			want:  want{false, ReasonHandOffRunning},
+			says:  "was just failed over by the hand-off, which waits until its clients have moved to the new master",
+		},
+		{
 			name:  "a replica on a node being emptied, its master on a node that stays → allowed",
 			state: replicaState(func(s *State) { s.Leaving = true }),
 			want:  want{true, ReasonReplicaCovered},

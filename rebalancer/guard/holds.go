@@ -30,6 +30,8 @@ type Holds struct {
 
 	mu    sync.Mutex
 	byUID map[types.UID]*Hold
+	// handingOff counts the hand-offs running per pod ("namespace/name"): BeginHandOff.
+	handingOff map[string]int
 }
 
 // NewHolds returns an empty Holds on clk (the real clock when nil) that forgets a hold once no
@@ -38,7 +40,37 @@ func NewHolds(clk clock.PassiveClock, forget time.Duration) *Holds {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Holds{clock: clk, forget: forget, byUID: map[types.UID]*Hold{}}
+	return &Holds{clock: clk, forget: forget, byUID: map[types.UID]*Hold{}, handingOff: map[string]int{}}
+}
+
+// BeginHandOff records that this process's hand-off of pod ("namespace/name": the master it
+// fails over) runs, until the returned end is called (once): from before its failover until its
+// clients have moved to the new master and the cluster has been observed again. Meanwhile the
+// guard holds the pod's eviction as a replica (ReasonHandOffRunning): the evictor's retry right
+// after the failover would otherwise pass, and refuse the connections of clients whose slot map
+// still names the pod. Holds are per process: a guard replica that is not the hand-off's leader
+// does not see it.
+func (h *Holds) BeginHandOff(pod string) (end func()) {
+	h.mu.Lock()
+	h.handingOff[pod]++
+	h.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.handingOff[pod]--; h.handingOff[pod] <= 0 {
+				delete(h.handingOff, pod)
+			}
+		})
+	}
+}
+
+// HandingOff reports whether a hand-off of pod ("namespace/name") runs (BeginHandOff).
+func (h *Holds) HandingOff(pod string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.handingOff[pod] > 0
 }
 
 // HeldFor returns how long the pod with uid has been held, and whether it is.

@@ -247,6 +247,7 @@ func (g *Guard) State(ctx context.Context, pod *corev1.Pod) State {
 	s.Leaving, _ = policies.NodeLeaving(node, g.cfg.DrainTaints)
 	s.PodReady = observe.PodReady(pod)
 	s.HeldFor, s.Held = g.cfg.Holds.HeldFor(pod.UID)
+	s.HandingOff = g.cfg.Holds.HandingOff(s.Pod)
 	if !s.NodeReady || s.Held && s.MaxHold > 0 && s.HeldFor >= s.MaxHold {
 		return s
 	}

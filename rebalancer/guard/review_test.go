@@ -318,6 +318,23 @@ func TestReview(t *testing.T) {
 	}
 }
 
+func TestReviewHoldsAReplicaWhileItsHandOffRuns(t *testing.T) {
+	b := newBed(t)
+	end := b.holds.BeginHandOff("redis/rc-1")
+	got := b.g.Review(context.Background(), evictionReview("rc-1"))
+	if diff := cmp.Diff(held429, answerOf(got)); diff != "" {
+		t.Fatalf("while the hand-off of rc-1 runs: answer (-want +got):\n%s", diff)
+	}
+	if want := "HandOffRunning: pod redis/rc-1 was just failed over by the hand-off"; !strings.Contains(got.Result.Message, want) {
+		t.Errorf("message %q, want it to contain %q", got.Result.Message, want)
+	}
+	end()
+	end() // a second call changes nothing
+	if diff := cmp.Diff(allowed, answerOf(b.g.Review(context.Background(), evictionReview("rc-1")))); diff != "" {
+		t.Errorf("once the hand-off is done: answer (-want +got):\n%s", diff)
+	}
+}
+
 func TestReviewHoldExpiresAfterMaxHold(t *testing.T) {
 	b := newBed(t)
 	for i, want := range []answer{held429, held429, allowed} {

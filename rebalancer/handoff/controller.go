@@ -419,7 +419,9 @@ func (c *Controller) handOff(ctx context.Context, key string) (bool, string, err
 	}
 	mv := p.Moves[0]
 	why := mv.Reason
+	end := c.cfg.Holds.BeginHandOff(mv.Pod) // the guard holds the pod until the clients have moved
 	mr, _, err := c.cfg.Executor.HandOff(ctx, cl, mv, why)
+	end()
 	switch {
 	case err != nil:
 		c.observe(OutcomeAborted)

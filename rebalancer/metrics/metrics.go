@@ -152,7 +152,7 @@ func New(build BuildInfo) *Metrics {
 	}
 	m.guardReviews = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "guard_reviews_total",
-		Help: "Evictions the eviction guard answered, by verdict (allowed, denied), reason (MasterServingSlots, ShardExposed, HandOffNeedsReplica, RoleUnknown, ReplicaCovered, NotServing, NodeNotReady, HoldExpired, NotGuarded) and dry_run (true, false).",
+		Help: "Evictions the eviction guard answered, by verdict (allowed, denied), reason (MasterServingSlots, ShardExposed, HandOffNeedsReplica, HandOffRunning, RoleUnknown, ReplicaCovered, NotServing, NodeNotReady, HoldExpired, NotGuarded) and dry_run (true, false).",
 	}, []string{"verdict", "reason", "dry_run"})
 	m.guardReviewSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "guard_review_duration_seconds",
