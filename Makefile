@@ -5,6 +5,9 @@ SHELL := /bin/bash
 GO ?= go
 
 K8S_VERSION  ?= v1.36.3
+# The Kubernetes versions make test-compat proves, the newest patch of each supported minor
+# (README.md's compatibility table; docs/testing.md has the results).
+K8S_COMPAT_VERSIONS ?= v1.35.4 v1.36.3 v1.37.2
 ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
 KUSTOMIZE_VERSION ?= v5.8.1
@@ -49,7 +52,7 @@ COMMIT_TIME    ?= $(shell git log -1 --format=%cI 2>/dev/null)
 # The CA bundle put in the image (none when the file is missing).
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: all build image test unit e2e fuzz bench demo compare tools deps vet generate clean help descheduler-plugin
+.PHONY: all build image test test-compat unit e2e fuzz bench demo compare tools deps vet generate clean help descheduler-plugin
 
 all: build
 
@@ -102,6 +105,12 @@ e2e: tools descheduler-plugin ## end-to-end tests on a local cluster with real R
 test: tools vet descheduler-plugin ## every test: unit and end-to-end
 	cd hack/descheduler-plugin && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+test-compat: deps ## the end-to-end smoke set (post-scale-down with the writer, the guard's drain, the Job outcomes) against a control plane of each supported Kubernetes minor (K8S_COMPAT_VERSIONS, each built once and cached): a table of results and wall times (not part of make test)
+	./hack/build-tools.sh etcd
+	./hack/build-tools.sh kwok
+	./hack/build-tools.sh kustomize
+	./hack/test-compat.sh $(K8S_COMPAT_VERSIONS)
 
 # The descheduler with the RedisClusterBalance plugin (hack/descheduler-plugin), built from this
 # checkout: e2e/descheduler_plugin_test.go runs it (and builds it itself when run alone), make
