@@ -106,7 +106,7 @@ test: tools vet descheduler-plugin ## every test: unit and end-to-end
 	cd hack/descheduler-plugin && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-test-compat: deps ## the end-to-end smoke set (post-scale-down with the writer, the guard's drain, the Job outcomes) against a control plane of each supported Kubernetes minor (K8S_COMPAT_VERSIONS, each built once and cached): a table of results and wall times (not part of make test)
+test-compat: deps ## the end-to-end smoke set (post-scale-down with the writer, the guard's drain, the Job outcomes, the placeability filter against kube-scheduler) against a control plane of each supported Kubernetes minor (K8S_COMPAT_VERSIONS, each built once and cached): a table of results and wall times (not part of make test)
 	./hack/build-tools.sh etcd
 	./hack/build-tools.sh kwok
 	./hack/build-tools.sh kustomize
