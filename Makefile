@@ -5,6 +5,9 @@ SHELL := /bin/bash
 GO ?= go
 
 K8S_VERSION  ?= v1.36.3
+# The Kubernetes versions make test-compat proves, the newest patch of each supported minor
+# (README.md's compatibility table; docs/testing.md has the results).
+K8S_COMPAT_VERSIONS ?= v1.35.4 v1.36.3 v1.37.2
 ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
 KUSTOMIZE_VERSION ?= v5.8.1
@@ -54,7 +57,7 @@ COMMIT_TIME    ?= $(shell git log -1 --format=%cI 2>/dev/null)
 # The CA bundle put in the image (none when the file is missing).
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: all build image test test-stress unit e2e fuzz bench demo compare tools deps vet generate clean help descheduler-plugin
+.PHONY: all build image test test-stress test-compat unit e2e fuzz bench demo compare tools deps vet generate clean help descheduler-plugin
 
 all: build
 
@@ -115,6 +118,12 @@ test: tools vet descheduler-plugin ## every test: unit and end-to-end, in a shuf
 # per run: its seed, outcome and wall time. E2E_LOCK=<file> takes that flock(1) lock per run.
 test-stress: tools descheduler-plugin ## the end-to-end suite 3 times, shuffled, under a CPU hog on every core (not part of make test; about an hour)
 	TEST_TIMEOUT=$(TEST_TIMEOUT) GO=$(GO) ./hack/test-stress.sh
+
+test-compat: deps ## the end-to-end smoke set (post-scale-down with the writer, the guard's drain, the Job outcomes, the placeability filter against kube-scheduler) against a control plane of each supported Kubernetes minor (K8S_COMPAT_VERSIONS, each built once and cached): a table of results and wall times (not part of make test)
+	./hack/build-tools.sh etcd
+	./hack/build-tools.sh kwok
+	./hack/build-tools.sh kustomize
+	./hack/test-compat.sh $(K8S_COMPAT_VERSIONS)
 
 # The descheduler with the RedisClusterBalance plugin (hack/descheduler-plugin), built from this
 # checkout: e2e/descheduler_plugin_test.go runs it (and builds it itself when run alone), make

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -32,6 +33,11 @@ const (
 	EnvKwokBinDir = "KWOK_BIN_DIR"
 	// EnvToolsCache overrides the cache directory of hack/build-tools.sh.
 	EnvToolsCache = "REBALANCER_TOOLS_CACHE"
+	// EnvK8sVersion names the Kubernetes version (such as v1.37.2) whose cached build
+	// DefaultBinaries takes when K8S_BIN_DIR is unset; KubernetesVersion when unset too. The
+	// Makefile and hack/build-tools.sh read the same variable (make test-compat sets it per
+	// version).
+	EnvK8sVersion = "K8S_VERSION"
 )
 
 // buildHint tells how to build missing binaries.
@@ -61,8 +67,9 @@ func (b Binaries) isZero() bool { return b == Binaries{} }
 // DefaultBinaries returns the binaries in the directories named by K8S_BIN_DIR, ETCD_BIN_DIR and
 // KWOK_BIN_DIR, and, for each variable that is unset, in the cache of hack/build-tools.sh
 // ($REBALANCER_TOOLS_CACHE, else $XDG_CACHE_HOME/redis-rebalancer, else
-// ~/.cache/redis-rebalancer; one directory per version, such as k8s-v1.36.3). It returns an
-// error that names every missing file and the command that builds it.
+// ~/.cache/redis-rebalancer; one directory per version, such as k8s-v1.36.3, the Kubernetes
+// version being $K8S_VERSION when set). It returns an error that names every missing file and
+// the command that builds it.
 func DefaultBinaries() (Binaries, error) {
 	cache := os.Getenv(EnvToolsCache)
 	if cache == "" {
@@ -78,7 +85,7 @@ func DefaultBinaries() (Binaries, error) {
 		}
 		return filepath.Join(cache, name)
 	}
-	k8s := dir(EnvK8sBinDir, "k8s-"+KubernetesVersion)
+	k8s := dir(EnvK8sBinDir, "k8s-"+cmp.Or(os.Getenv(EnvK8sVersion), KubernetesVersion))
 	etcd := dir(EnvEtcdBinDir, "etcd-"+EtcdVersion)
 	kwok := dir(EnvKwokBinDir, "kwok-"+KwokVersion)
 	b := Binaries{
