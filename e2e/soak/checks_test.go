@@ -3,8 +3,6 @@ package soak
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -120,7 +118,7 @@ func (s *Soak) finish(ctx context.Context) (*result, error) {
 		return res, err
 	}
 	res.timeline = path
-	if err := os.WriteFile(filepath.Join(s.out, "summary.txt"), []byte(res.summary+"\n"+failuresText(res.failures)), 0o644); err != nil {
+	if _, err := s.writeReport(res); err != nil {
 		return res, err
 	}
 	return res, nil

@@ -1,4 +1,4 @@
-// Package soak is the chaos soak (issue 28, `make soak`): the whole system as an SRE installs
+// Package soak is the chaos soak (`make soak`): the whole system as an SRE installs
 // it, on a test bed as slow as a cloud (harness.Realistic), through a seeded random sequence of
 // overlapping disruptions, checked continuously and at the end.
 //

@@ -106,10 +106,32 @@ func (s *Soak) writeTimeline() (string, error) {
 	text(svgLeft+4, y+12, "start", "small", fmt.Sprintf("max %d", maxV))
 	y += violH + 16
 
-	// The disruptions, a lane per kind.
+	// The disruptions, a lane per kind; events of a kind that overlap take rows of their own.
 	for _, k := range kinds {
-		label(y+laneH-5, string(k))
-		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="lane"/>`+"\n", svgLeft, svgWidth-svgRight, y+laneH, y+laneH)
+		var rowEnds []time.Time
+		row := map[int]int{}
+		for _, e := range s.events {
+			if e.Kind != k || e.Started.IsZero() {
+				continue
+			}
+			ended := e.Ended
+			if ended.IsZero() {
+				ended = end
+			}
+			r := 0
+			for r < len(rowEnds) && !rowEnds[r].Before(e.Started) {
+				r++
+			}
+			if r == len(rowEnds) {
+				rowEnds = append(rowEnds, time.Time{})
+			}
+			rowEnds[r], row[e.Index] = ended.Add(time.Second), r
+		}
+		rows := max(len(rowEnds), 1)
+		lh := float64(max(laneH, rows*9))
+		sub := lh / float64(rows)
+		label(y+lh-5, string(k))
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" class="lane"/>`+"\n", svgLeft, svgWidth-svgRight, y+lh, y+lh)
 		for _, e := range s.events {
 			if e.Kind != k || e.Started.IsZero() {
 				continue
@@ -129,10 +151,14 @@ func (s *Soak) writeTimeline() (string, error) {
 				tip += "\nerror: " + e.Err.Error()
 			}
 			tip += "\n" + strings.Join(e.Notes, "\n")
-			fmt.Fprintf(&b, `<g><title>%s</title><rect x="%.1f" y="%.1f" width="%.1f" height="%d" class="%s"/>`, html.EscapeString(tip), x(e.Started), y+3, max(x(ended)-x(e.Started), 3), laneH-5, class)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="tiny">%d</text></g>`+"\n", x(e.Started)+2, y+laneH-5, e.Index)
+			top := y + 2 + sub*float64(row[e.Index])
+			fmt.Fprintf(&b, `<g><title>%s</title><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" class="%s"/>`, html.EscapeString(tip), x(e.Started), top, max(x(ended)-x(e.Started), 3), max(sub-2, 2), class)
+			if sub >= 9 {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="tiny">%d</text>`, x(e.Started)+2, top+sub-4, e.Index)
+			}
+			b.WriteString("</g>\n")
 		}
-		y += laneH
+		y += lh
 	}
 	y += 10
 
@@ -213,4 +239,82 @@ func (s *Soak) writeTimeline() (string, error) {
 	doc.WriteString("</svg>\n")
 	path := filepath.Join(s.out, "timeline.svg")
 	return path, os.WriteFile(path, []byte(doc.String()), 0o644)
+}
+
+// writeReport writes report.txt into the soak's directory: the summary and the failed checks,
+// then everything the checks read, in time order per part: the events with what they did, the
+// intervals MasterQuorum (or another hard rule) was broken, the failovers, the pods terminated and
+// why, the guard's holds, the hand-offs, the passes and the CronJob's runs.
+func (s *Soak) writeReport(res *result) (string, error) {
+	samples, terms, fos, evs := s.mon.snapshot()
+	s.mu.Lock()
+	rec := s.rec
+	s.mu.Unlock()
+	rel := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return "+" + t.Sub(s.start).Round(time.Second).String()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n%s\nreproduce: %s\ntimeline: %s\n", res.summary, failuresText(res.failures), s.cfg.command(), filepath.Join(s.out, "timeline.svg"))
+	b.WriteString("\n== events (times from the first disruption's origin)\n")
+	for _, e := range s.events {
+		fmt.Fprintf(&b, "%s: started %s, ended %s", e, rel(e.Started), rel(e.Ended))
+		if e.Err != nil {
+			fmt.Fprintf(&b, ", error: %v", e.Err)
+		}
+		b.WriteString("\n")
+		for _, n := range e.Notes {
+			fmt.Fprintf(&b, "    %s\n", n)
+		}
+	}
+	b.WriteString("\n== hard rules broken (intervals)\n")
+	var from time.Time
+	var what string
+	for i, sm := range samples {
+		broken := sm.err != "" || len(sm.broken) > 0
+		if broken && from.IsZero() {
+			from, what = sm.at, sm.brokenText()
+		}
+		if (!broken || i == len(samples)-1) && !from.IsZero() {
+			fmt.Fprintf(&b, "%s – %s: %s\n", rel(from), rel(sm.at), what)
+			from = time.Time{}
+		}
+	}
+	b.WriteString("\n== failovers (Redis's view, sampled every 2 s)\n")
+	for _, f := range fos {
+		fmt.Fprintf(&b, "%s shard at slot %d: %s → %s\n", rel(f.at), f.shard, f.from, f.to)
+	}
+	b.WriteString("\n== pods terminated\n")
+	for _, t := range terms {
+		fmt.Fprintf(&b, "%s %s on %s: %s\n", rel(t.at), t.pod, t.node, t.reason)
+	}
+	b.WriteString("\n== Events of the rebalancer and the guard\n")
+	for _, e := range evs {
+		if strings.HasPrefix(e.reason, "Redis") {
+			fmt.Fprintf(&b, "%s %s %s %s: %s\n", rel(e.at), e.typ, e.reason, e.pod, e.msg)
+		}
+	}
+	b.WriteString("\n== the guard's holds (serve's log)\n")
+	for _, h := range rec.holds {
+		fmt.Fprintf(&b, "%s serve-%d held %s (%s)\n", rel(h.at), h.by, h.pod, h.reason)
+	}
+	for _, h := range rec.expired {
+		fmt.Fprintf(&b, "%s serve-%d admitted %s after guard.maxHold\n", rel(h.at), h.by, h.pod)
+	}
+	b.WriteString("\n== hand-offs\n")
+	for _, h := range rec.handoffs {
+		fmt.Fprintf(&b, "%s %s → %s: %s\n", rel(h.at), h.master, h.to, h.why)
+	}
+	b.WriteString("\n== passes (serve's, and the CronJob's runs that held the Lease)\n")
+	for _, p := range rec.passes {
+		fmt.Fprintf(&b, "%s %s: %s (ended %s)\n", rel(p.at), p.who, p.outcome, rel(p.ended))
+	}
+	b.WriteString("\n== the CronJob's runs\n")
+	for _, r := range rec.runs {
+		fmt.Fprintf(&b, "%s exit %d, outcome %s\n", rel(r.started), r.exit, r.outcome)
+	}
+	path := filepath.Join(s.out, "report.txt")
+	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }

@@ -510,6 +510,25 @@ func (s *Soak) teardown() {
 	if s.bed != nil {
 		s.bed.Stop()
 	}
+	s.dropDatasets()
+}
+
+// dropDatasets removes the Redis data the bed kept (append-only files and RDB snapshots: up to
+// a few GB a soak) and keeps the rest of the bed's directory: the control plane's and the
+// redis-servers' logs, nodes.conf.
+func (s *Soak) dropDatasets() {
+	_ = filepath.WalkDir(filepath.Join(s.out, "bed"), func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case d.IsDir() && d.Name() == "appendonlydir":
+			_ = os.RemoveAll(path)
+			return filepath.SkipDir
+		case !d.IsDir() && strings.HasSuffix(d.Name(), ".rdb"):
+			_ = os.Remove(path)
+		}
+		return nil
+	})
 }
 
 // lastEnd returns when the last event ended.
