@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -182,4 +183,82 @@ func ContainerArgs(o *unstructured.Unstructured) ([]string, error) {
 		args[i] = strings.NewReplacer(vars...).Replace(a)
 	}
 	return args, nil
+}
+
+// Overlay is a kustomize overlay of deploy/ as deploy/README.md documents one: the settings
+// (a configMapGenerator merge, carried by the redis-namespace component) and the policy
+// (the ConfigMap redis-rebalancer-policy's file) replaced.
+type Overlay struct {
+	// Repo is the repository's root; Dir the kustomization of deploy/ it builds on
+	// ("overlays/guard").
+	Repo, Dir string
+	// RedisNamespace and APIServerCIDR are the settings redisNamespace and apiServerCIDR
+	// (127.0.0.1/32, the bed's API server, when empty).
+	RedisNamespace, APIServerCIDR string
+	// Components are more components of deploy/components, before redis-namespace.
+	Components []string
+	// Policy is the policy's file: deploy/base/policy.yaml with its Redis Secret's namespace
+	// set to RedisNamespace, when nil.
+	Policy []byte
+	// Patches is the kustomization's patches field, verbatim (none when empty).
+	Patches string
+}
+
+// Build writes the overlay into work (an empty directory) and builds it with kustomize.
+func (o Overlay) Build(kustomize, work string) ([]*unstructured.Unstructured, error) {
+	rel := func(p string) (string, error) {
+		abs, err := filepath.Abs(filepath.Join(o.Repo, filepath.FromSlash(p)))
+		if err != nil {
+			return "", err
+		}
+		r, err := filepath.Rel(work, abs)
+		return filepath.ToSlash(r), err
+	}
+	res, err := rel("deploy/" + o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	var comps []string
+	for _, c := range append(slices.Clone(o.Components), "redis-namespace") {
+		r, err := rel("deploy/components/" + c)
+		if err != nil {
+			return nil, err
+		}
+		comps = append(comps, r)
+	}
+	policy := o.Policy
+	if policy == nil {
+		// The policy's redis.passwordSecretRef.namespace is the one other place
+		// (deploy/README.md): the base's policy, that namespace set alike.
+		base, err := os.ReadFile(filepath.Join(o.Repo, "deploy", "base", "policy.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		policy = []byte(strings.Replace(string(base), "    namespace: redis\n", "    namespace: "+o.RedisNamespace+"\n", 1))
+	}
+	cidr := o.APIServerCIDR
+	if cidr == "" {
+		cidr = "127.0.0.1/32"
+	}
+	k := fmt.Sprintf(`resources: [%s]
+configMapGenerator:
+- name: redis-rebalancer-settings
+  behavior: merge
+  literals: [redisNamespace=%s, apiServerCIDR=%s]
+- name: redis-rebalancer-policy
+  namespace: redis-rebalancer
+  behavior: replace
+  files: [policy.yaml]
+  options: {disableNameSuffixHash: true}
+components: [%s]
+`, res, o.RedisNamespace, cidr, strings.Join(comps, ", "))
+	if o.Patches != "" {
+		k += "patches:\n" + o.Patches
+	}
+	for name, data := range map[string][]byte{"kustomization.yaml": []byte(k), "policy.yaml": policy} {
+		if err := os.WriteFile(filepath.Join(work, name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return Render(kustomize, "build", work)
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/localcluster"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 )
 
 // The realistic profile of a test bed: pods, Redis and node losses as slow as on a cloud.
@@ -534,7 +535,7 @@ func (k *kubelet) sync(ctx context.Context, key string) error {
 		return nil
 	case pod.Status.Phase == corev1.PodPending && pod.Annotations[localcluster.PodReadyDelayAnnotation] == gateDelay:
 		return k.start(ctx, pod)
-	case pod.Status.Phase == corev1.PodRunning && !podReady(pod):
+	case pod.Status.Phase == corev1.PodRunning && !observe.PodReady(pod):
 		return k.ready(ctx, pod)
 	}
 	return nil
@@ -614,15 +615,6 @@ func (k *kubelet) ready(ctx context.Context, pod *corev1.Pod) error {
 	}
 	k.logf("%s/%s on %s: Ready again", p.Namespace, p.Name, p.Spec.NodeName)
 	return nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func nodeReady(n *corev1.Node) bool {

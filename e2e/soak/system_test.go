@@ -74,46 +74,12 @@ func renderOverlay(work, dir, redisNamespace, secret string, policy []byte) ([]*
 	if err := os.MkdirAll(overlay, 0o755); err != nil {
 		return nil, err
 	}
-	rel := func(p string) (string, error) {
-		abs, err := filepath.Abs(repoPath(p))
-		if err != nil {
-			return "", err
-		}
-		r, err := filepath.Rel(overlay, abs)
-		return filepath.ToSlash(r), err
-	}
-	res, err := rel("deploy/" + dir)
-	if err != nil {
-		return nil, err
-	}
-	comp, err := rel("deploy/components/redis-namespace")
-	if err != nil {
-		return nil, err
-	}
-	k := fmt.Sprintf(`resources: [%s]
-configMapGenerator:
-- name: redis-rebalancer-settings
-  behavior: merge
-  literals: [redisNamespace=%s, apiServerCIDR=127.0.0.1/32]
-- name: redis-rebalancer-policy
-  namespace: redis-rebalancer
-  behavior: replace
-  files: [policy.yaml]
-  options: {disableNameSuffixHash: true}
-components: [%s]
-patches:
-- target: {kind: Role, name: redis-rebalancer-redis-secret}
+	return harness.Overlay{Repo: repoPath(""), Dir: dir, RedisNamespace: redisNamespace, Policy: policy, Patches: fmt.Sprintf(`- target: {kind: Role, name: redis-rebalancer-redis-secret}
   patch: |-
     - op: replace
       path: /rules/0/resourceNames
       value: [%s]
-`, res, redisNamespace, comp, secret)
-	for name, data := range map[string][]byte{"kustomization.yaml": []byte(k), "policy.yaml": policy} {
-		if err := os.WriteFile(filepath.Join(overlay, name), data, 0o600); err != nil {
-			return nil, err
-		}
-	}
-	return harness.Render(kustomize, "build", overlay)
+`, secret)}.Build(kustomize, overlay)
 }
 
 // soakPolicy returns deploy/base/policy.yaml as an SRE running Bitnami's chart in namespace ns
