@@ -57,7 +57,7 @@ COMMIT_TIME    ?= $(shell git log -1 --format=%cI 2>/dev/null)
 # The CA bundle put in the image (none when the file is missing).
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: all build image test test-stress test-compat unit e2e fuzz bench demo compare tools deps vet generate clean help descheduler-plugin
+.PHONY: all build image test test-stress test-compat unit e2e fuzz bench demo compare soak tools deps vet generate clean help descheduler-plugin descheduler
 
 all: build
 
@@ -108,7 +108,7 @@ e2e: tools descheduler-plugin ## end-to-end tests on a local cluster with real R
 	@echo "go test -shuffle $(SHUFFLE) (replay this order: make e2e SHUFFLE=$(SHUFFLE))"
 	$(GO) test -count=1 -shuffle=$(SHUFFLE) -timeout $(TEST_TIMEOUT) ./e2e/...
 
-test: tools vet descheduler-plugin ## every test: unit and end-to-end, in a shuffled order (SHUFFLE=<seed> replays one)
+test: tools vet descheduler-plugin descheduler ## every test: unit and end-to-end (a short soak among them: e2e/soak, 3 minutes, seed 1), in a shuffled order (SHUFFLE=<seed> replays one)
 	@echo "go test -shuffle $(SHUFFLE) (replay this order: make test SHUFFLE=$(SHUFFLE))"
 	cd hack/descheduler-plugin && $(GO) test -count=1 -shuffle=$(SHUFFLE) ./...
 	$(GO) test -count=1 -shuffle=$(SHUFFLE) -timeout $(TEST_TIMEOUT) ./...
@@ -149,10 +149,24 @@ demo: tools build ## local cluster + real Redis Cluster in a bad placement + red
 	./bin/rebalancer-demo -binary bin/redis-rebalancer $(DEMO_ARGS)
 
 DESCHEDULER_BIN := $(TOOLS_CACHE)/descheduler-$(DESCHEDULER_VERSION)/descheduler
+# e2e/soak runs the stock descheduler beside the rebalancer.
+export DESCHEDULER_BIN
 
-compare: tools build descheduler-plugin ## the stock descheduler, redis-rebalancer and the descheduler with RedisClusterBalance side by side on the same scenarios and writer: prints a table (several minutes; not part of make test)
+descheduler: ## build (once, cached) the stock descheduler that make compare and the soak run
 	./hack/compare/build-descheduler.sh $(DESCHEDULER_BIN)
+
+compare: tools build descheduler-plugin descheduler ## the stock descheduler, redis-rebalancer and the descheduler with RedisClusterBalance side by side on the same scenarios and writer: prints a table (several minutes; not part of make test)
 	$(GO) run ./hack/compare -rebalancer bin/redis-rebalancer -descheduler $(DESCHEDULER_BIN) -descheduler-plugin $(DESCHEDULER_PLUGIN_BIN) $(COMPARE_ARGS)
 
 clean: ## remove built binaries (the tool cache stays)
 	rm -rf bin
+
+# The chaos soak (e2e/soak, docs/testing.md): SOAK_DURATION of seeded disruptions (SOAK_SEED)
+# against what deploy/ installs, on the realistic bed; it takes the e2e lock itself for its whole
+# run (do not wrap it in flock) and, when it fails, shrinks the failing sequence.
+SOAK_DURATION ?= 30m
+SOAK_SEED ?= 1
+
+soak: tools descheduler ## the chaos soak: SOAK_DURATION (30m) of disruptions drawn from SOAK_SEED (1); prints its summary and the timeline's path; SOAK_ARGS adds test flags
+	flock /tmp/rr-e2e.lock $(GO) test ./e2e/soak -run 'TestSoak$$' -count=1 -timeout 4h -v \
+	  -soak.duration=$(SOAK_DURATION) -soak.seed=$(SOAK_SEED) -soak.shrink $(SOAK_ARGS)

@@ -1,15 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,24 +15,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/redis-rebalancer/redis-rebalancer/api/v1alpha1"
@@ -61,25 +49,13 @@ const (
 	helmVersion      = "v3.22.0"
 )
 
-// tool returns the path of a rendering tool: $<env>/name, else the tool cache's
-// name-version/name. It fails the test, naming the command that builds it, when it is missing.
+// tool returns the path of a rendering tool (harness.ToolPath); it fails the test, naming the
+// command that builds it, when it is missing.
 func tool(t *testing.T, name, env, version string) string {
 	t.Helper()
-	dir := os.Getenv(env)
-	if dir == "" {
-		cache := os.Getenv("REBALANCER_TOOLS_CACHE")
-		if cache == "" {
-			base, err := os.UserCacheDir()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cache = filepath.Join(base, "redis-rebalancer")
-		}
-		dir = filepath.Join(cache, name+"-"+version)
-	}
-	p := filepath.Join(dir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s: %v; build it with `make tools` (./hack/build-tools.sh %s)", name, err, name)
+	p, err := harness.ToolPath(name, env, version)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return p
 }
@@ -87,28 +63,12 @@ func tool(t *testing.T, name, env, version string) string {
 // repoPath returns a path relative to the repository root (the e2e package is one level down).
 func repoPath(rel string) string { return filepath.Join("..", filepath.FromSlash(rel)) }
 
-// render runs a rendering tool and decodes its multi-document YAML output.
+// render runs a rendering tool and decodes its multi-document YAML output (harness.Render).
 func render(t *testing.T, bin string, args ...string) []*unstructured.Unstructured {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, errOut.String())
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(&out, 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatalf("decode %s output: %v", filepath.Base(bin), err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
+	objs, err := harness.Render(bin, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return objs
 }
@@ -131,52 +91,16 @@ func (r rendering) kinds() []string {
 // kustomizeOverlay renders deploy/<dir> through an overlay of the test that sets the settings as
 // deploy/README.md documents (a configMapGenerator merge and the redis-namespace component):
 // redisNamespace, and apiServerCIDR (the guard overlays refuse to apply without it); and the
-// policy's Redis Secret namespace alike.
+// policy's Redis Secret namespace alike (harness.Overlay).
 // extra are more components (deploy/components/<name>), before redis-namespace.
 func kustomizeOverlay(t *testing.T, dir, redisNamespace string, extra ...string) []*unstructured.Unstructured {
 	t.Helper()
-	kustomize := tool(t, "kustomize", "KUSTOMIZE_BIN_DIR", kustomizeVersion)
-	overlay := t.TempDir()
-	rel := func(p string) string {
-		abs, err := filepath.Abs(repoPath(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := filepath.Rel(overlay, abs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return filepath.ToSlash(r)
-	}
-	var comps []string
-	for _, c := range append(extra, "redis-namespace") {
-		comps = append(comps, rel("deploy/components/"+c))
-	}
-	// The policy's redis.passwordSecretRef.namespace is the one other place (deploy/README.md):
-	// the overlay replaces the policy with the base's, that namespace set alike.
-	policy, err := os.ReadFile(repoPath("deploy/base/policy.yaml"))
+	objs, err := harness.Overlay{Repo: "..", Dir: dir, RedisNamespace: redisNamespace, Components: extra}.
+		Build(tool(t, "kustomize", "KUSTOMIZE_BIN_DIR", kustomizeVersion), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy = []byte(strings.Replace(string(policy), "    namespace: redis\n", "    namespace: "+redisNamespace+"\n", 1))
-	k := fmt.Sprintf(`resources: [%s]
-configMapGenerator:
-- name: redis-rebalancer-settings
-  behavior: merge
-  literals: [redisNamespace=%s, apiServerCIDR=127.0.0.1/32]
-- name: redis-rebalancer-policy
-  namespace: redis-rebalancer
-  behavior: replace
-  files: [policy.yaml]
-  options: {disableNameSuffixHash: true}
-components: [%s]
-`, rel("deploy/"+dir), redisNamespace, strings.Join(comps, ", "))
-	for name, data := range map[string][]byte{"kustomization.yaml": []byte(k), "policy.yaml": policy} {
-		if err := os.WriteFile(filepath.Join(overlay, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return render(t, kustomize, "build", overlay)
+	return objs
 }
 
 // kustomizeDirs are deploy/'s kustomizations: the base and every overlay.
@@ -491,73 +415,29 @@ func checkPod(t *testing.T, what string, spec corev1.PodSpec) {
 	}
 }
 
-// applier applies objects with server-side apply.
-type applier struct {
-	dyn    dynamic.Interface
-	mapper meta.RESTMapper
-}
+// applier applies objects with server-side apply (harness.Applier).
+type applier struct{ *harness.Applier }
 
 func newApplier(t *testing.T, env *harness.Env) *applier {
-	cfg := env.Cluster.RESTConfig()
-	dyn, err := dynamic.NewForConfig(cfg)
+	a, err := harness.NewApplier(env.Cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &applier{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(env.Client().Discovery()))}
+	return &applier{a}
 }
 
 // apply applies objs as manager and reads each back.
 func (a *applier) apply(ctx context.Context, manager string, objs []*unstructured.Unstructured) error {
-	var errs []error
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %s: %w", gvk.Kind, o.GetName(), err))
-			continue
-		}
-		var ri dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = a.dyn.Resource(m.Resource).Namespace(o.GetNamespace())
-		}
-		if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: manager}); err != nil {
-			errs = append(errs, fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, o.GetNamespace(), o.GetName(), err))
-			continue
-		}
-		if _, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("read back %s %s/%s: %w", gvk.Kind, o.GetNamespace(), o.GetName(), err))
-		}
-	}
-	return errors.Join(errs...)
+	return a.Apply(ctx, manager, objs)
 }
 
 // serviceAccountKubeconfig writes a kubeconfig holding a token of the ServiceAccount ns/name
-// (TokenRequest API) for the bed's API server, its context in namespace ns, and returns its path
-// and a client.
+// (TokenRequest API, an hour) for the bed's API server, its context in namespace ns
+// (harness.ServiceAccountKubeconfig), and returns its path and a client.
 func serviceAccountKubeconfig(t *testing.T, env *harness.Env, ns, name string) (string, kubernetes.Interface) {
 	t.Helper()
-	tr, err := env.Client().CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
-	}, metav1.CreateOptions{})
+	path, err := harness.ServiceAccountKubeconfig(t.Context(), env.Cluster, ns, name, t.TempDir(), 3600)
 	if err != nil {
-		t.Fatalf("TokenRequest for %s/%s: %v", ns, name, err)
-	}
-	admin := env.Cluster.RESTConfig()
-	ca := admin.TLSClientConfig.CAData
-	if len(ca) == 0 {
-		if ca, err = os.ReadFile(admin.TLSClientConfig.CAFile); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["bed"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: ca}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	// The context's namespace is the ServiceAccount's, as a pod's in-cluster configuration has it:
-	// run's and serve's Lease and the step history default to it.
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "bed", AuthInfo: name, Namespace: ns}
-	kc.CurrentContext = name
-	path := filepath.Join(t.TempDir(), "sa.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
@@ -868,17 +748,14 @@ func overlayArgs(t *testing.T, rs []rendering, name, kind string) []string {
 				continue
 			}
 			// $(VAR) is expanded from the container's env, as the kubelet does.
-			c := podSpecs(t, o)[0].Containers[0]
-			var vars []string
-			for _, e := range c.Env {
-				if e.ValueFrom == nil {
-					vars = append(vars, "$("+e.Name+")", e.Value)
-				}
+			all, err := harness.ContainerArgs(o)
+			if err != nil {
+				t.Fatal(err)
 			}
 			var args []string
-			for _, a := range c.Args {
+			for _, a := range all {
 				if !strings.HasPrefix(a, "--policy") {
-					args = append(args, strings.NewReplacer(vars...).Replace(a))
+					args = append(args, a)
 				}
 			}
 			return args

@@ -62,9 +62,9 @@ var guardAddrRE = regexp.MustCompile(`"address":"([^"]+)"`)
 // startGuard starts replicas of `redis-rebalancer serve --guard` on f (leader-elected on a Lease
 // in f's namespace, no scheduled pass), a proxy in front of them, and a webhook configuration with
 // failure policy fp sending f's namespace's evictions there; it waits until a dry-run eviction of
-// a master is the guard's 429, and until one replica leads. Everything is stopped and removed when
-// the test ends.
-func startGuard(t *testing.T, f *faultEnv, replicas int, fp admissionregistrationv1.FailurePolicyType) *guardedEnv {
+// a master is the guard's 429, and until one replica leads. extra are more flags of serve (a
+// later flag wins). Everything is stopped and removed when the test ends.
+func startGuard(t *testing.T, f *faultEnv, replicas int, fp admissionregistrationv1.FailurePolicyType, extra ...string) *guardedEnv {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := harness.GuardTLS(dir)
@@ -80,7 +80,7 @@ func startGuard(t *testing.T, f *faultEnv, replicas int, fp admissionregistratio
 	for range replicas {
 		args := append(serveArgs(t, f.Env), "--policy", policy, "--pass-on-start=false", "--schedule", "@yearly",
 			"--guard", "--guard-listen-address", "127.0.0.1:0", "--guard-cert-dir", dir, "-v", "2")
-		r := startCLI(t, nil, args...)
+		r := startCLI(t, nil, append(args, extra...)...)
 		m := guardAddrRE.FindStringSubmatch(r.waitLine(`"msg":"Serving the eviction guard"`, 2*time.Minute))
 		if m == nil {
 			t.Fatal("no guard address in serve's output")

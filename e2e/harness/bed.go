@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -35,6 +36,9 @@ type BedOptions struct {
 	Cluster localcluster.Config
 	// Timeout bounds StartBed (DefaultBedTimeout when 0).
 	Timeout time.Duration
+	// Realistic, when set, gives the bed the realistic profile (realistic.go): pods, Redis and
+	// node losses as slow as on a cloud. When nil, RealisticEnv may set it.
+	Realistic *Realistic
 }
 
 // Bed is a test bed: one local cluster with a fixed set of zoned kwok nodes, on which several
@@ -55,6 +59,10 @@ type Bed struct {
 	// Provisioner provisions the claims of StorageClass provisioner.StorageClass (zonal
 	// PersistentVolumes, WaitForFirstConsumer) for every environment.
 	Provisioner *provisioner.Provisioner
+	// Realistic is the bed's realistic profile, its defaults filled (nil without one).
+	Realistic *Realistic
+	// kubelet is the realistic profile's kubelet stand-in.
+	kubelet *kubelet
 
 	log      io.Writer
 	workDir  string
@@ -105,8 +113,18 @@ func StartBed(ctx context.Context, opts BedOptions) (_ *Bed, err error) {
 			b.Stop()
 		}
 	}()
+	if opts.Realistic == nil {
+		if opts.Realistic, err = RealisticFromEnv(); err != nil {
+			return nil, err
+		}
+	}
 	ccfg := opts.Cluster
 	ccfg.Log = opts.Log
+	if opts.Realistic != nil {
+		r := opts.Realistic.withDefaults()
+		b.Realistic = &r
+		ccfg.NodeMonitorGracePeriod = cmp.Or(ccfg.NodeMonitorGracePeriod, r.NodeMonitorGracePeriod)
+	}
 	if ccfg.NodeMonitorGracePeriod == 0 {
 		ccfg.NodeMonitorGracePeriod = BedNodeMonitorGracePeriod
 	}
@@ -133,6 +151,11 @@ func StartBed(ctx context.Context, opts BedOptions) (_ *Bed, err error) {
 	if b.Provisioner, err = provisioner.Start(ctx, provisioner.Config{Client: b.Cluster.Client(), Log: opts.Log}); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
+	if b.Realistic != nil {
+		if b.kubelet, err = startKubelet(ctx, b.Cluster.Client(), *b.Realistic, opts.Log); err != nil {
+			return nil, fmt.Errorf("harness: %w", err)
+		}
+	}
 	b.Started = time.Now()
 	fmt.Fprintf(b.log, "[harness] test bed up in %s: %d nodes in %d zones, StorageClass %s (zonal volumes)\n", time.Since(start).Round(10*time.Millisecond), len(b.declared), len(b.Zones), provisioner.StorageClass)
 	return b, nil
@@ -144,6 +167,9 @@ func (b *Bed) Stop() {
 	b.stopOnce.Do(func() {
 		if b.Provisioner != nil {
 			b.Provisioner.Stop()
+		}
+		if b.kubelet != nil {
+			b.kubelet.stop()
 		}
 		if b.Cluster != nil {
 			b.Cluster.Stop()

@@ -122,6 +122,8 @@ type Env struct {
 	// formed is, in Bitnami's and OT's layouts, each pod's shard index as Redis was formed
 	// (ShardOf).
 	formed map[string]int
+	// datasets is what a realistic bed filled the masters with (Datasets).
+	datasets []Dataset
 }
 
 func (e *Env) logf(format string, args ...any) {
@@ -235,6 +237,7 @@ func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns 
 	if opts.Timeout == 0 {
 		opts.Timeout = 3 * time.Minute
 	}
+	opts = b.realisticOptions(opts)
 	if err := b.fits(sc); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
@@ -261,6 +264,11 @@ func (b *Bed) setup(ctx context.Context, sc scenario.Scenario, opts Options, ns 
 	}
 	if err := lay(ctx, opts); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
+	}
+	if b.Realistic != nil {
+		if err := e.fillDataset(ctx); err != nil {
+			return nil, fmt.Errorf("harness: %w", err)
+		}
 	}
 	e.startOperator()
 	e.logf("scenario %s ready in namespace %s (Redis port %d) in %s", sc.Name, ns, port, time.Since(start).Round(10*time.Millisecond))
@@ -303,7 +311,12 @@ func (e *Env) startRedis(ctx context.Context, opts Options) error {
 		DataRoot: filepath.Join(workDir, "redis"), Log: prefixWriter{opts.Log, "[redisrt] "},
 		BeforeStop: beforeStop, PodArgs: podArgs,
 		AnnounceIP: func(pod *corev1.Pod) string { return e.LoadBalancerIP(pod.Name) },
+		// The realistic profile (realistic.go): the kubelet's grace period, lost nodes.
+		TerminationGrace: e.Bed.kubelet != nil, Unreachable: e.Bed.unreachable(),
 	})
+	if err == nil && e.Bed.kubelet != nil {
+		e.Bed.kubelet.register(e.Runtime)
+	}
 	return err
 }
 
@@ -332,6 +345,9 @@ func (e *Env) Stop() {
 			e.Redis.Close()
 		}
 		if e.Runtime != nil {
+			if e.Bed.kubelet != nil {
+				e.Bed.kubelet.unregister(e.Runtime)
+			}
 			e.Runtime.Stop()
 		}
 		if e.ownsBed {

@@ -119,6 +119,17 @@ type Config struct {
 	// second event showing the pod still Pending), so the server restarts on it. Tests use it to
 	// ask Redis about a node at the moment its pod is evicted.
 	BeforeStop func(pod *corev1.Pod, addr string, ipChanged bool)
+	// TerminationGrace makes the runtime stop the server of a terminating pod as the kubelet
+	// stops its containers: SIGTERM, then SIGKILL once the pod's grace period has passed (its
+	// metadata.deletionGracePeriodSeconds, else spec.terminationGracePeriodSeconds, else 30 s)
+	// instead of after 10 s. Servers stopped for another reason (the pod gone, moved or
+	// re-created) are stopped as before.
+	TerminationGrace bool
+	// Unreachable, when set, says that a pod's node is lost (its kubelet unreachable): the
+	// runtime then leaves the pod's server as it is, neither stopping nor (re)starting it,
+	// whatever happens to the pod, and looks at the pod again every second until Unreachable
+	// says otherwise. A pod already deleted is never unreachable: its server goes.
+	Unreachable func(pod *corev1.Pod) bool
 	// Log receives one line per server start, stop, crash and failed start (discarded when nil),
 	// for example "redis-server ns/pod started on 127.10.3.2:6379 (pid 123)".
 	Log io.Writer
@@ -197,6 +208,10 @@ type entry struct {
 	restarts             int
 	crashLoop            int       // consecutive quick crashes, for the restart back-off
 	restartAt            time.Time // zero unless a crash has been seen and not restarted yet
+
+	// grace is, with Config.TerminationGrace, the SIGKILL delay of the server's stop (0: the
+	// default).
+	grace time.Duration
 }
 
 // alive reports whether e's server process is running.
@@ -541,6 +556,10 @@ func (r *Runtime) reconcile(key string) error {
 	} else if err != nil {
 		return fmt.Errorf("get pod: %w", err)
 	}
+	if pod != nil && r.cfg.Unreachable != nil && r.cfg.Unreachable(pod) {
+		r.queue.AddAfter(key, time.Second) // a lost node's kubelet acts on nothing
+		return nil
+	}
 	ip, whyNot := desired(pod, r.cfg.Selector)
 	var uid types.UID
 	if pod != nil {
@@ -567,6 +586,9 @@ func (r *Runtime) reconcile(key string) error {
 					p = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.namespace, Name: e.name, UID: e.uid}}
 				}
 				r.cfg.BeforeStop(p, e.srv.Addr(), ipChanged)
+			}
+			if r.cfg.TerminationGrace && pod != nil && pod.UID == e.uid && pod.DeletionTimestamp != nil {
+				e.grace = gracePeriod(pod)
 			}
 			r.stopEntry(e, reason)
 			e = nil
@@ -745,7 +767,11 @@ func (r *Runtime) stopEntry(e *entry, reason string) {
 	r.mu.Unlock()
 	alive := e.alive()
 	r.unpause(e)
-	e.srv.Stop()
+	if e.grace > 0 {
+		e.srv.StopWithin(e.grace)
+	} else {
+		e.srv.Stop()
+	}
 	if alive {
 		r.logf("redis-server %s stopped on %s (pid %d): %s", e.key, e.srv.Addr(), e.srv.Pid(), reason)
 	}
@@ -824,4 +850,18 @@ func (r *Runtime) holder(key, ip string) string {
 		}
 	}
 	return ""
+}
+
+// gracePeriod returns how long the kubelet gives a terminating pod's containers between SIGTERM
+// and SIGKILL: its deletionGracePeriodSeconds (what the deletion asked for), else its
+// terminationGracePeriodSeconds, else Kubernetes' default, 30 s; at least a second.
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	secs := int64(30)
+	switch {
+	case pod.DeletionGracePeriodSeconds != nil:
+		secs = *pod.DeletionGracePeriodSeconds
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		secs = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return max(time.Duration(secs)*time.Second, time.Second)
 }

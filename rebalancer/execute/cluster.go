@@ -342,13 +342,33 @@ func (cr *clusterRun) moves(ctx context.Context, c *policies.Cluster, rep *repor
 	// saferFailovers counts the failover steps made while no plan reached compliance (a partial
 	// or best-effort plan's): Redis made safer while the placement waits.
 	saferFailovers := 0
+	// Each move is planned and carried out holding the cluster's lock (a hand-off waits for it),
+	// after asking whether the hand-off is at work there (Config.Yield).
+	var unlock func()
+	defer func() {
+		if unlock != nil {
+			unlock()
+		}
+	}()
 	for moves, evictions, failovers, softEvictions := 0, 0, 0, 0; ; {
+		if unlock != nil {
+			unlock()
+		}
+		unlock = cr.locks.lock(cr.key)
 		cr.notePending(c, false)
 		opts := cr.cfg.Plan
 		opts.SoftEvictions = max(opts.SoftEvictions-softEvictions, 0)
 		p, done := cr.cfg.Goal.Next(c, opts)
 		if done {
 			return c
+		}
+		if cr.cfg.Yield != nil {
+			if why, yield := cr.cfg.Yield(cr.key); yield {
+				reason := "left to the hand-off: " + why
+				stop(report.StoppedHandOff, reason, nil)
+				cr.printf("stopping: %s; the next run continues\n", reason)
+				return c
+			}
 		}
 		if cr.stopping() {
 			stop(report.StoppedGracefulStop, "graceful stop: no further move started", nil)

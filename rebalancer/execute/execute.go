@@ -203,6 +203,13 @@ type Config struct {
 	// Goal is what the run works toward (Compliance when nil): when a cluster is done, and the
 	// plan its next move is taken from.
 	Goal Goal
+	// Yield, when set, says whether another part of this process is acting on a Redis cluster
+	// (key "namespace/name") and why: serve's hand-off failing the cluster's masters over off
+	// nodes being emptied, which takes several failovers whose intermediate states may break a
+	// rule (a zone holding one master too many until the next one). A run then makes no further
+	// move in that cluster (report.StoppedHandOff, Yield's reason), so that it never plans from
+	// such a state and undoes the hand-off's work; the next run continues.
+	Yield func(key string) (why string, yield bool)
 	// EvictPod, when set, makes the eviction step's request instead of the run's own PodEvictor
 	// (then not created): the descheduler plugin (hack/descheduler-plugin) gives its profile's
 	// Evictor, the descheduler's PodEvictor with the DeschedulerPolicy's limits and events. Every
@@ -270,8 +277,9 @@ func (c Config) withDefaults() (Config, error) {
 type Executor struct {
 	cfg     Config
 	windows *window.Schedule
-	// locks keeps one disruption in flight per Redis cluster across Run and HandOff: each move
-	// holds its cluster's lock from its first step to its last.
+	// locks keeps one disruption in flight per Redis cluster across Run and HandOff: a hand-off
+	// holds its cluster's lock from its first step to its last, a run from the plan of each move
+	// (and the Yield check before it) to the move's last step.
 	locks keyedMutex
 }
 
@@ -348,6 +356,7 @@ func (e *Executor) HandOff(ctx context.Context, c *policies.Cluster, mv plan.Mov
 	}
 	defer rn.close()
 	cr := &clusterRun{run: rn, key: c.Key(), out: e.cfg.Out}
+	defer e.locks.lock(cr.key)()
 	cr.printf("\nhand-off (%s): %s\n", why, report.MoveText(mv))
 	mr, after, res := cr.move(ctx, c, plan.Plan{Moves: []plan.Move{mv}, Failovers: 1})
 	if res.outcome == report.OutcomeAbort {

@@ -14,12 +14,11 @@ import (
 // The driver of one move: it runs the move's steps (steps.go) in order until one does not
 // continue, and reports the move as it happened.
 
-// move carries out the first move of plan p: its steps in order until one does not continue,
-// holding the cluster's lock (one disruption in flight per Redis cluster, with Executor.HandOff
-// too). It returns the move as it happened, the cluster observed at its end (nil unless every
-// step continued), and the last step's result.
+// move carries out the first move of plan p: its steps in order until one does not continue.
+// Its caller holds the cluster's lock (one disruption in flight per Redis cluster, between a
+// run's moves and Executor.HandOff). It returns the move as it happened, the cluster observed at
+// its end (nil unless every step continued), and the last step's result.
 func (cr *clusterRun) move(ctx context.Context, c *policies.Cluster, p plan.Plan) (report.MoveResult, *policies.Cluster, result) {
-	defer cr.locks.lock(cr.key)()
 	start := cr.cfg.Clock.Now()
 	m := cr.newMoveRun(c, p)
 	m.rep.Started = start.UTC()

@@ -136,6 +136,9 @@ type Controller struct {
 	// to hand off, and when; backoff, per cluster, until when it is not retried.
 	settled map[string]settled
 	backoff map[string]time.Time
+	// active are the clusters whose masters are being handed off (Busy), with why: from the start
+	// of a hand-off until the cluster is found with nothing more to hand off, or an attempt fails.
+	active map[string]string
 }
 
 type settled struct {
@@ -163,7 +166,19 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.ObserveTimeout == 0 {
 		cfg.ObserveTimeout = DefaultObserveTimeout
 	}
-	return &Controller{cfg: cfg, remote: map[types.UID]guard.Hold{}, settled: map[string]settled{}, backoff: map[string]time.Time{}}, nil
+	return &Controller{cfg: cfg, remote: map[types.UID]guard.Hold{}, settled: map[string]settled{}, backoff: map[string]time.Time{}, active: map[string]string{}}, nil
+}
+
+// Busy reports whether the hand-off is at work on the Redis cluster key ("namespace/name"), and
+// why: a hand-off of one of its masters runs, or one ran and the cluster has not been found with
+// nothing more to hand off since (a drain often needs several failovers, and the states between
+// them may break a rule the last one restores). serve's passes leave such a cluster to it
+// (execute.Config.Yield), so that none plans from those states and undoes the hand-off's work.
+func (c *Controller) Busy(key string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	why, ok := c.active[key]
+	return why, ok
 }
 
 // Enqueue asks for the hand-off of a hold this process's guard made (guard.Config.OnHold). It
@@ -346,6 +361,9 @@ func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInte
 	again, sig, err := c.handOff(ctx, key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err != nil || !again {
+		delete(c.active, key)
+	}
 	switch {
 	case err != nil:
 		d := q.NumRequeues(key)
@@ -419,6 +437,9 @@ func (c *Controller) handOff(ctx context.Context, key string) (bool, string, err
 	}
 	mv := p.Moves[0]
 	why := mv.Reason
+	c.mu.Lock()
+	c.active[key] = "failing " + mv.From + " over to " + mv.To + " (" + why + ")"
+	c.mu.Unlock()
 	end := c.cfg.Holds.BeginHandOff(mv.Pod) // the guard holds the pod until the clients have moved
 	mr, _, err := c.cfg.Executor.HandOff(ctx, cl, mv, why)
 	end()

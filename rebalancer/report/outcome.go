@@ -78,7 +78,7 @@ func ClusterOutcome(c *ClusterRun) Outcome {
 	switch c.StoppedBy {
 	case StepWindow:
 		return OutcomeOutsideWindow
-	case StoppedMaxMoves, StoppedEvictionLimit, StoppedGracefulStop:
+	case StoppedMaxMoves, StoppedEvictionLimit, StoppedGracefulStop, StoppedHandOff:
 		return OutcomeProgressing
 	case StoppedDryRun:
 		return OutcomeDryRun

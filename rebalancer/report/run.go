@@ -242,6 +242,10 @@ const (
 	// StoppedGracefulStop: a graceful stop (SIGTERM) was asked for; the cluster was left at a
 	// safe point and the next run continues.
 	StoppedGracefulStop = "gracefulStop"
+	// StoppedHandOff: serve's hand-off was failing the cluster's masters over off nodes being
+	// emptied (or whose eviction the guard held); the pass left the cluster to it rather than
+	// plan from its intermediate state, and the next pass continues.
+	StoppedHandOff = "handOff"
 )
 
 // Step outcomes (Step.Outcome).

@@ -69,6 +69,11 @@ func (s *Server) Done() <-chan struct{} { return s.proc.Done() }
 // if it has not exited after 10 s. Safe to call more than once.
 func (s *Server) Stop() { s.proc.Stop(10 * time.Second) }
 
+// StopWithin shuts the server down with SIGTERM and kills it (SIGKILL) if it has not exited
+// after grace, as the kubelet stops a container within its pod's termination grace period. Safe
+// to call more than once (the first call's grace holds).
+func (s *Server) StopWithin(grace time.Duration) { s.proc.Stop(grace) }
+
 // Kill kills the server with SIGKILL, as a node crash would.
 func (s *Server) Kill() { s.proc.Kill() }
 

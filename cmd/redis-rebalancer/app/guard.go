@@ -154,6 +154,11 @@ func (o *serveOptions) startGuard(ctx context.Context, stop <-chan struct{}, cli
 	}
 	checkWebhookConfiguration(ctx, client, &p.Guard)
 
+	// controller-runtime's parts (the certificate's watcher, the self-issued certificate's
+	// rotator) log through klog, as the rest of serve: without a logger, controller-runtime
+	// prints a warning and a goroutine's stack on stderr (not JSON under --logging-format json)
+	// and drops their lines.
+	ctrl.SetLogger(klog.NewKlogr().WithName("guard-certificate"))
 	if o.guard.selfSigned {
 		if err := o.selfSign(ctx, stop, &p.Guard); err != nil {
 			return nil, err
@@ -223,7 +228,6 @@ func (o *serveOptions) selfSign(ctx context.Context, stop <-chan struct{}, g *v1
 	if err != nil {
 		return err
 	}
-	ctrl.SetLogger(klog.NewKlogr().WithName("cert-rotator"))
 	// The rotator's cache lists and watches the certificate's Secret and the webhook
 	// configuration by name only (RBAC: resourceNames on list and watch too).
 	rcfg = namedLists(rcfg, map[string]string{

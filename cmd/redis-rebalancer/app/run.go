@@ -50,6 +50,8 @@ type runOptions struct {
 	// serve acts at a time); LeaderElect false takes none. leaseWait bounds the wait for it.
 	leaderElection componentbaseconfig.LeaderElectionConfiguration
 	leaseWait      time.Duration
+	// yield, when set, is the executor's execute.Config.Yield (serve's hand-off at work).
+	yield func(key string) (string, bool)
 	// source, when set, is where the executor observes the cluster (serve's watched cache).
 	source observe.Source
 }
@@ -189,7 +191,7 @@ func (o *runOptions) executor(ctx context.Context, client kubernetes.Interface, 
 		cfg.History = types.NamespacedName{Namespace: ns, Name: p.Windows.HistoryConfigMap}
 	}
 	cfg.DryRun, cfg.IgnoreWindows = o.dryRun, o.ignoreWindows
-	cfg.Stop, cfg.Goal, cfg.Source = stop, goal, o.source
+	cfg.Stop, cfg.Goal, cfg.Source, cfg.Yield = stop, goal, o.source, o.yield
 	if o.observer != nil {
 		cfg.Observer = o.observer
 	}

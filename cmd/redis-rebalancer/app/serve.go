@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/cache"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/execute"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/guard"
+	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/handoff"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/metrics"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/observe"
 	"github.com/redis-rebalancer/redis-rebalancer/rebalancer/plan"
@@ -166,6 +168,15 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 	}
 	defer closeWatch()
 	o.run.source = watched
+	// The passes leave a cluster to the hand-off while it moves the cluster's masters off nodes
+	// being emptied (handoff.Controller.Busy): it is started below, with the guard.
+	var handOff atomic.Pointer[handoff.Controller]
+	o.run.yield = func(key string) (string, bool) {
+		if h := handOff.Load(); h != nil {
+			return h.Busy(key)
+		}
+		return "", false
+	}
 	// The passes plan again only the clusters whose objects or roles changed (plan.Memo).
 	ex, closeRedis, err := o.run.executor(ctx, client, p, progressOut(cmd, p), stop, execute.Compliance{Memo: &plan.Memo{}})
 	if err != nil {
@@ -224,6 +235,7 @@ func (o *serveOptions) serve(cmd *cobra.Command) error {
 		defer gr.listener.Close()
 		scfg.GuardListener, scfg.Guard, scfg.GuardPath = gr.listener, gr.guard, guard.Path
 		if gr.handOff != nil {
+			handOff.Store(gr.handOff)
 			scfg.Leading = append(scfg.Leading, gr.handOff.Run)
 		}
 	}
