@@ -32,6 +32,7 @@ var (
 	flagShrink     = flag.Bool("soak.shrink", false, "when the soak fails, run it again on shorter sequences of its events until the shortest that still fails, and print it as a command")
 	flagShrinkRuns = flag.Int("soak.shrink-runs", 8, "with -soak.shrink: the most runs the shrinking makes")
 	flagToleration = flag.Int64("soak.toleration-seconds", 60, "the Redis pods' tolerationSeconds of unreachable and not-ready nodes (Kubernetes' default: 300)")
+	flagNetwork    = flag.String("soak.pod-network", "127.62", "the first two octets of the soak bed's pod network (its own, never the e2e suite's 127.10 on or the scheduler oracle's 127.61): another one, such as 127.63, lets a long soak run beside make test, whose short soak takes 127.62")
 	flagDataset    = flag.String("soak.dataset-mb", "", "MIN-MAX MiB each master holds (default: 100-200, or 10-20 for a soak shorter than 10 minutes)")
 )
 
@@ -362,10 +363,11 @@ func (s *Soak) setUp(ctx context.Context) error {
 	return nil
 }
 
-// soakClusterConfig is the soak's local cluster: a pod network of its own (127.62), so that it
-// never meets the e2e suite's bed (127.10, 127.11, ...) or the scheduler oracle's (127.61).
+// soakClusterConfig is the soak's local cluster: a pod network of its own (-soak.pod-network,
+// 127.62 by default), so that it never meets the e2e suite's bed (127.10, 127.11, ...) or the
+// scheduler oracle's (127.61).
 func soakClusterConfig() localcluster.Config {
-	return localcluster.Config{PodNetwork: "127.62"}
+	return localcluster.Config{PodNetwork: *flagNetwork}
 }
 
 // aMaster returns the name of a pod Redis says is a master serving slots.
