@@ -293,14 +293,13 @@ func items(item node) func(node) node {
 	return func(n node) node { return n.set("items", item).set("uniqueItems", true) }
 }
 
-// pattern sets a string's pattern (a string field that may be "" keeps "" valid).
+// pattern sets a string's pattern (a string field that may be "" keeps "" valid). The pattern
+// is made once: the rule runs at every generation (make generate, and each test that generates).
 func pattern(p string, emptyOK bool) func(node) node {
-	return func(n node) node {
-		if emptyOK {
-			p = "^$|" + p
-		}
-		return n.set("pattern", p)
+	if emptyOK {
+		p = "^$|" + p
 	}
+	return func(n node) node { return n.set("pattern", p) }
 }
 
 // fieldRules are the constraints of the policy's validation (api/v1alpha1/validation.go) beyond

@@ -99,18 +99,33 @@ func JudgeHealth(ctx context.Context, rc HealthReader, c *policies.Cluster, pods
 
 // JudgeHealthExpecting is JudgeHealth for a run whose plan lets pods wait Pending (Pending
 // steps): only the pods pending names may be Pending (another Pending pod makes the cluster
-// unhealthy), whether or not the scheduler has judged them yet; and what their absence costs
-// Redis is accepted: their shard's master without a connected replica, and a replica Redis
-// still lists but no longer reaches (failing, unreachable, or seen so by some views only) whose
-// address is no pod's any more and whose master's shard has such a Pending pod. With pending nil
-// it is JudgeHealth.
+// unhealthy), whether or not the scheduler has judged them yet. With pending nil it is
+// JudgeHealth. Either way, what the absence of an accepted Pending pod costs Redis is accepted:
+// its shard's master without a connected replica, and a replica Redis still lists but no longer
+// reaches (failing, unreachable, or seen so by some views only) whose address is no pod's any
+// more and whose master's shard has such a Pending pod. A Pending pod whose shard Redis does not
+// know (shards read from Redis, as in Bitnami's layout: a pod not in Redis has no shard) vouches
+// for one such replica of any shard, and for its master's missing replica: a drain that evicted
+// a replica its zonal volume cannot re-place leaves exactly that, and it must not stop the
+// failovers of the other shards' masters off the nodes being emptied.
 func JudgeHealthExpecting(ctx context.Context, rc HealthReader, c *policies.Cluster, pods []*corev1.Pod, pending map[string]bool) Health {
-	shardOf := map[string]string{} // pod name → shard
+	shardOf := map[string]string{} // pod name → shard, for the members whose shard is known
 	for _, m := range c.Members {
-		shardOf[m.Pod.Name] = m.Shard
+		if m.ShardKnown() {
+			shardOf[m.Pod.Name] = m.Shard
+		}
 	}
 	var addrs, notReady, unexpected, accepted, reasons []string
 	pendingShard := map[string]bool{}
+	unknownPending := 0 // accepted Pending pods whose shard is not known
+	accept := func(name string) {
+		accepted = append(accepted, name)
+		if s, ok := shardOf[name]; ok {
+			pendingShard[s] = true
+		} else {
+			unknownPending++
+		}
+	}
 	shardOfAddr := map[string]string{}
 	podAddr := map[string]bool{} // the addresses of every pod that has an IP
 	for _, p := range pods {
@@ -124,13 +139,11 @@ func JudgeHealthExpecting(ctx context.Context, rc HealthReader, c *policies.Clus
 			addrs = append(addrs, addr)
 			shardOfAddr[addr] = shardOf[p.Name]
 		case waiting && pending != nil && pending[p.Name]:
-			pendingShard[shardOf[p.Name]] = true
-			accepted = append(accepted, p.Name)
+			accept(p.Name)
 		case waiting && pending != nil && UnschedulableMessage(p) != "":
 			unexpected = append(unexpected, p.Name)
 		case waiting && pending == nil && UnschedulableMessage(p) != "":
-			pendingShard[shardOf[p.Name]] = true
-			accepted = append(accepted, p.Name)
+			accept(p.Name)
 		default:
 			notReady = append(notReady, p.Name)
 		}
@@ -156,29 +169,60 @@ func JudgeHealthExpecting(ctx context.Context, rc HealthReader, c *policies.Clus
 	if h == nil {
 		return Health{State: HealthUnhealthy, Reasons: append(reasons, "redis: "+err.Error())}
 	}
-	// goneReplica reports whether reason r is about a replica of a shard with an expected Pending
-	// pod that Redis still lists but whose address is no pod's any more: the Pending pod's node.
-	goneReplica := func(r redisctl.Reason) bool {
-		if pending == nil || h.Topology == nil {
-			return false
+	// goneNode returns the replica reason r is about when Redis still lists it but its address
+	// is no pod's any more (a failing, unreachable or disputed node), and its master.
+	goneNode := func(r redisctl.Reason) (n, master redisctl.Node, ok bool) {
+		if h.Topology == nil {
+			return n, master, false
 		}
 		switch r.Code {
 		case redisctl.ReasonNodeFailing, redisctl.ReasonNodeUnreachable, redisctl.ReasonViewsDisagree:
 		default:
-			return false
+			return n, master, false
 		}
-		n, ok := h.Topology.Node(r.NodeID)
+		n, ok = h.Topology.Node(r.NodeID)
 		if !ok {
 			n, ok = h.Topology.NodeByAddr(r.Addr)
 		}
 		if !ok || !n.IsReplica() || podAddr[n.Addr()] {
+			return n, master, false
+		}
+		master, ok = h.Topology.Node(n.MasterID)
+		return n, master, ok
+	}
+	// The gone replicas of shards without a known Pending pod, which the Pending pods of unknown
+	// shards vouch for while there are no more of them than of those pods.
+	orphans := map[string]redisctl.Node{} // node ID → its master
+	for _, r := range h.Reasons {
+		if n, master, ok := goneNode(r); ok && !pendingShard[shardOfAddr[master.Addr()]] {
+			orphans[n.ID] = master
+		}
+	}
+	vouched := len(orphans) > 0 && len(orphans) <= unknownPending
+	orphanMaster := map[string]bool{} // address of a vouched-for orphan's master
+	if vouched {
+		for _, m := range orphans {
+			orphanMaster[m.Addr()] = true
+		}
+	}
+	// goneReplica reports whether reason r is about a gone replica an accepted Pending pod stands
+	// for.
+	goneReplica := func(r redisctl.Reason) bool {
+		n, master, ok := goneNode(r)
+		if !ok {
 			return false
 		}
-		m, ok := h.Topology.Node(n.MasterID)
-		return ok && pendingShard[shardOfAddr[m.Addr()]]
+		if pendingShard[shardOfAddr[master.Addr()]] {
+			return true
+		}
+		_, orphan := orphans[n.ID]
+		return orphan && vouched
 	}
 	for _, r := range h.Reasons {
 		if s, ok := shardOfAddr[r.Addr]; ok && r.Code == redisctl.ReasonNoConnectedReplica && pendingShard[s] {
+			continue
+		}
+		if r.Code == redisctl.ReasonNoConnectedReplica && orphanMaster[r.Addr] {
 			continue
 		}
 		if goneReplica(r) {

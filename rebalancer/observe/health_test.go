@@ -191,6 +191,17 @@ func TestJudgeHealthExpecting(t *testing.T) {
 			wantReasons: []string{"node_failing 10.0.1.1:6379: flagged by 10.0.0.0:6379"},
 		},
 		{
+			name:    "without a plan (JudgeHealth): the re-created pod Unschedulable, its node failing and unreachable, its master without a replica → healthy",
+			reasons: []redisctl.Reason{failing, unreachable, noReplica, disagree}, wantState: HealthHealthy,
+			change: func(pods []*corev1.Pod) { fixture.Unschedulable()(pods[1]) },
+		},
+		{
+			name: "without a plan (JudgeHealth): the re-created pod Unschedulable, but another shard's replica fails → unhealthy", reasons: []redisctl.Reason{failing, {Code: redisctl.ReasonNodeFailing, Addr: "10.0.1.1:6379", NodeID: "id-1-1", Message: "flagged by 10.0.0.0:6379"}},
+			change:      func(pods []*corev1.Pod) { fixture.Unschedulable()(pods[1]) },
+			wantState:   HealthUnhealthy,
+			wantReasons: []string{"node_failing 10.0.1.1:6379: flagged by 10.0.0.0:6379"},
+		},
+		{
 			name: "without a plan that lets it wait (JudgeHealth): the re-created pod not yet judged by the scheduler → unhealthy", reasons: []redisctl.Reason{failing},
 			wantState: HealthUnhealthy, wantReasons: []string{"pods not Ready: redis-s0-1", "node_failing 10.0.0.1:6379: flagged by 10.0.0.0:6379"},
 		},
@@ -226,6 +237,93 @@ func TestJudgeHealthExpecting(t *testing.T) {
 			} else {
 				got = JudgeHealthExpecting(context.Background(), rc, c, pods, tc.pending)
 			}
+			if got.State != tc.wantState {
+				t.Errorf("state %q, want %q (reasons %q)", got.State, tc.wantState, got.Reasons)
+			}
+			want := tc.wantReasons
+			if want == nil {
+				want = []string{}
+			}
+			if diff := cmp.Diff(want, got.Reasons); diff != "" {
+				t.Errorf("reasons (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestJudgeHealthUnknownShard covers shards read from Redis (Bitnami's layout: one StatefulSet):
+// a replica a drain evicted comes back Pending and Unschedulable (its zonal volume's zone
+// cordoned), not in Redis, so its shard is unknown; Redis still lists its old node as a failing
+// replica. The Pending pod stands for one gone replica of any shard, not for two.
+func TestJudgeHealthUnknownShard(t *testing.T) {
+	failing := func(id, addr string) redisctl.Reason {
+		return redisctl.Reason{Code: redisctl.ReasonNodeFailing, Addr: addr, NodeID: id, Message: "flagged by 10.0.0.0:6379=fail"}
+	}
+	noReplica := redisctl.Reason{Code: redisctl.ReasonNoConnectedReplica, Addr: "10.0.0.0:6379", NodeID: "id-0-0", Message: "master of 0 has no connected replica (1 known)"}
+	for _, tc := range []struct {
+		name        string
+		reasons     []redisctl.Reason
+		wantState   HealthState
+		wantReasons []string
+	}{
+		{
+			name:      "one Pending pod of unknown shard, one gone replica, its master without a replica → healthy",
+			reasons:   []redisctl.Reason{failing("id-0-1", "10.0.0.1:6379"), noReplica},
+			wantState: HealthHealthy,
+		},
+		{
+			name:      "one Pending pod of unknown shard, a second replica failing at a pod's address → unhealthy",
+			reasons:   []redisctl.Reason{failing("id-0-1", "10.0.0.1:6379"), failing("id-1-1", "10.0.1.1:6379")},
+			wantState: HealthUnhealthy, wantReasons: []string{"node_failing 10.0.1.1:6379: flagged by 10.0.0.0:6379=fail"},
+		},
+		{
+			name:        "one Pending pod of unknown shard, two gone replicas → unhealthy: both named",
+			reasons:     []redisctl.Reason{failing("id-0-1", "10.0.0.1:6379"), failing("id-9-9", "10.0.9.9:6379")},
+			wantState:   HealthUnhealthy,
+			wantReasons: []string{"node_failing 10.0.0.1:6379: flagged by 10.0.0.0:6379=fail", "node_failing 10.0.9.9:6379: flagged by 10.0.0.0:6379=fail"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := scenario.PostScaleDown()
+			snap := sc.MustSnapshot()
+			topo := &redisctl.Topology{}
+			var nodes []policies.RedisNode
+			for i, p := range snap.Pods {
+				s, o := i/sc.PodsPerShard, i%sc.PodsPerShard
+				p.Status.PodIP = fmt.Sprintf("10.0.%d.%d", s, o)
+				n := redisctl.Node{ID: fmt.Sprintf("id-%d-%d", s, o), IP: p.Status.PodIP, Port: 6379, Flags: []string{redisctl.FlagMaster}, Slots: []redisctl.SlotRange{{Start: s, End: s}}}
+				rn := policies.RedisNode{ID: n.ID, IP: n.IP, Role: policies.RoleMaster, Slots: [][2]int{{s, s}}}
+				if o > 0 {
+					n.Flags, n.Slots, n.MasterID = []string{redisctl.FlagReplica}, nil, fmt.Sprintf("id-%d-0", s)
+					rn.Role, rn.Slots, rn.MasterID = policies.RoleReplica, nil, n.MasterID
+				}
+				topo.Nodes = append(topo.Nodes, n)
+				if i != 1 { // redis-s0-1 is Pending: Redis's node for it has no pod
+					nodes = append(nodes, rn)
+				}
+			}
+			// A gone replica of another shard, at an address no pod has.
+			topo.Nodes = append(topo.Nodes, redisctl.Node{ID: "id-9-9", IP: "10.0.9.9", Port: 6379, Flags: []string{redisctl.FlagReplica}, MasterID: "id-1-0"})
+			pending := snap.Pods[1]
+			pending.Spec.NodeName, pending.Status.PodIP = "", ""
+			pending.Status.Phase, pending.Status.Conditions = corev1.PodPending, nil
+			fixture.Unschedulable()(pending)
+			m, err := Model(snap, policies.Options{ShardSource: policies.ShardSource{Kind: policies.ShardRedis}}, Selection{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := m.Clusters[0]
+			c.ApplyRedis(nodes)
+			var unknown []string
+			for _, mem := range c.Members {
+				if !mem.ShardKnown() {
+					unknown = append(unknown, mem.Pod.Name)
+				}
+			}
+			if diff := cmp.Diff([]string{"redis-s0-1"}, unknown); diff != "" {
+				t.Fatalf("members of unknown shard (-want +got):\n%s", diff)
+			}
+			got := JudgeHealth(context.Background(), &healthReader{reasons: tc.reasons, topo: topo}, c, MemberPods(c))
 			if got.State != tc.wantState {
 				t.Errorf("state %q, want %q (reasons %q)", got.State, tc.wantState, got.Reasons)
 			}
