@@ -122,17 +122,23 @@ func TestJudgeHealth(t *testing.T) {
 			}
 			rc := &healthReader{reasons: tc.reasons, err: tc.err}
 			got := JudgeHealth(context.Background(), rc, c, pods)
-			if got.State != tc.wantState {
-				t.Errorf("state %q, want %q (reasons %q)", got.State, tc.wantState, got.Reasons)
-			}
-			want := tc.wantReasons
-			if want == nil {
-				want = []string{} // never null in the JSON
-			}
-			if diff := cmp.Diff(want, got.Reasons); diff != "" {
-				t.Errorf("reasons (-want +got):\n%s", diff)
-			}
+			checkVerdict(t, got, tc.wantState, tc.wantReasons)
 		})
+	}
+}
+
+// checkVerdict compares a health verdict with the state and reasons wanted (nil: none; the
+// verdict's reasons are never null, for the JSON).
+func checkVerdict(t *testing.T, got Health, wantState HealthState, wantReasons []string) {
+	t.Helper()
+	if got.State != wantState {
+		t.Errorf("state %q, want %q (reasons %q)", got.State, wantState, got.Reasons)
+	}
+	if wantReasons == nil {
+		wantReasons = []string{}
+	}
+	if diff := cmp.Diff(wantReasons, got.Reasons); diff != "" {
+		t.Errorf("reasons (-want +got):\n%s", diff)
 	}
 }
 
@@ -237,16 +243,7 @@ func TestJudgeHealthExpecting(t *testing.T) {
 			} else {
 				got = JudgeHealthExpecting(context.Background(), rc, c, pods, tc.pending)
 			}
-			if got.State != tc.wantState {
-				t.Errorf("state %q, want %q (reasons %q)", got.State, tc.wantState, got.Reasons)
-			}
-			want := tc.wantReasons
-			if want == nil {
-				want = []string{}
-			}
-			if diff := cmp.Diff(want, got.Reasons); diff != "" {
-				t.Errorf("reasons (-want +got):\n%s", diff)
-			}
+			checkVerdict(t, got, tc.wantState, tc.wantReasons)
 		})
 	}
 }
@@ -324,16 +321,7 @@ func TestJudgeHealthUnknownShard(t *testing.T) {
 				t.Fatalf("members of unknown shard (-want +got):\n%s", diff)
 			}
 			got := JudgeHealth(context.Background(), &healthReader{reasons: tc.reasons, topo: topo}, c, MemberPods(c))
-			if got.State != tc.wantState {
-				t.Errorf("state %q, want %q (reasons %q)", got.State, tc.wantState, got.Reasons)
-			}
-			want := tc.wantReasons
-			if want == nil {
-				want = []string{}
-			}
-			if diff := cmp.Diff(want, got.Reasons); diff != "" {
-				t.Errorf("reasons (-want +got):\n%s", diff)
-			}
+			checkVerdict(t, got, tc.wantState, tc.wantReasons)
 		})
 	}
 }
