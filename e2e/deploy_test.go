@@ -379,19 +379,18 @@ func checkJobSpec(t *testing.T, what string, spec batchv1.JobSpec) {
 	}
 }
 
-// podSpecs returns the pod specs of a workload (Deployment, Job, CronJob).
+// podSpecs returns the pod specs of a workload (Deployment, Job, CronJob), none for another kind.
 func podSpecs(t *testing.T, o *unstructured.Unstructured) []corev1.PodSpec {
-	var path []string
 	switch o.GetKind() {
-	case "Deployment", "Job":
-		path = []string{"spec", "template", "spec"}
-	case "CronJob":
-		path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+	case "Deployment", "Job", "CronJob":
 	default:
 		return nil
 	}
-	m, _, _ := unstructured.NestedMap(o.Object, path...)
-	return []corev1.PodSpec{*convert[corev1.PodSpec](t, &unstructured.Unstructured{Object: m})}
+	spec, err := harness.WorkloadPodSpec(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []corev1.PodSpec{*spec}
 }
 
 func checkPod(t *testing.T, what string, spec corev1.PodSpec) {

@@ -150,10 +150,9 @@ func ServiceAccountKubeconfig(ctx context.Context, c *localcluster.Cluster, ns, 
 	return path, nil
 }
 
-// ContainerArgs returns the first container's arguments of a workload (Deployment, Job,
-// CronJob), $(VAR) references expanded from the container's plain env values, as the kubelet
-// does.
-func ContainerArgs(o *unstructured.Unstructured) ([]string, error) {
+// WorkloadPodSpec returns the pod template's spec of a workload (Deployment, Job, CronJob), or an
+// error naming an object of another kind or a spec that does not convert.
+func WorkloadPodSpec(o *unstructured.Unstructured) (*corev1.PodSpec, error) {
 	var path []string
 	switch o.GetKind() {
 	case "Deployment", "Job":
@@ -167,6 +166,17 @@ func ContainerArgs(o *unstructured.Unstructured) ([]string, error) {
 	var spec corev1.PodSpec
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &spec); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+	}
+	return &spec, nil
+}
+
+// ContainerArgs returns the first container's arguments of a workload (Deployment, Job,
+// CronJob), $(VAR) references expanded from the container's plain env values, as the kubelet
+// does.
+func ContainerArgs(o *unstructured.Unstructured) ([]string, error) {
+	spec, err := WorkloadPodSpec(o)
+	if err != nil {
+		return nil, err
 	}
 	if len(spec.Containers) == 0 {
 		return nil, fmt.Errorf("%s %s has no container", o.GetKind(), o.GetName())
