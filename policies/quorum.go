@@ -577,11 +577,14 @@ func (g *flowGraph) minCostFlow(s, t, want int) int {
 			dist[v], prev[v] = inf, -1
 		}
 		dist[s] = 0
+		// A FIFO queue read from head, its memory reused: emptied when read to its end.
 		queue = append(queue[:0], s)
 		inQueue[s] = true
-		for len(queue) > 0 {
-			u := queue[0]
-			queue = queue[1:]
+		for head := 0; head < len(queue); {
+			u := queue[head]
+			if head++; head == len(queue) {
+				queue, head = queue[:0], 0
+			}
 			inQueue[u] = false
 			for _, e := range g.adj[u] {
 				if v := g.to[e]; g.capLeft[e] > 0 && dist[u]+g.cost[e] < dist[v] {

@@ -205,17 +205,22 @@ func sameLabelKeys(a, b *corev1.Pod) bool {
 		}
 	}
 	if x := a.Spec.Affinity; x != nil {
-		var terms []corev1.PodAffinityTerm
-		if x.PodAffinity != nil {
-			terms = append(terms, x.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		if x.PodAffinity != nil && !sameTermValues(x.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.Labels, b.Labels) {
+			return false
 		}
-		if x.PodAntiAffinity != nil {
-			terms = append(terms, x.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		if x.PodAntiAffinity != nil && !sameTermValues(x.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.Labels, b.Labels) {
+			return false
 		}
-		for k := range terms {
-			if !sameValues(terms[k].MatchLabelKeys, a.Labels, b.Labels) || !sameValues(terms[k].MismatchLabelKeys, a.Labels, b.Labels) {
-				return false
-			}
+	}
+	return true
+}
+
+// sameTermValues reports whether labels a and b carry the same values for every matchLabelKeys
+// and mismatchLabelKeys of terms.
+func sameTermValues(terms []corev1.PodAffinityTerm, a, b map[string]string) bool {
+	for k := range terms {
+		if !sameValues(terms[k].MatchLabelKeys, a, b) || !sameValues(terms[k].MismatchLabelKeys, a, b) {
+			return false
 		}
 	}
 	return true

@@ -119,18 +119,31 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 		}
 		return ma.Pod.Name < mb.Pod.Name
 	})
+	// The classes, numbered in order of their first node, share one backing array of every node.
 	index := map[uint64]int32{}
-	pl.classOf = make([]int32, len(c.Model().Nodes))
-	for n := range c.Model().Nodes {
+	nodes := len(c.Model().Nodes)
+	pl.classOf = make([]int32, nodes)
+	var size []int
+	for n := range nodes {
 		k := c.NodeClass(n)
 		g, ok := index[k]
 		if !ok {
-			g = int32(len(pl.classes))
+			g = int32(len(size))
 			index[k] = g
-			pl.classes = append(pl.classes, nil)
+			size = append(size, 0)
 		}
-		pl.classes[g] = append(pl.classes[g], n)
+		size[g]++
 		pl.classOf[n] = g
+	}
+	all := make([]int, nodes)
+	pl.classes = make([][]int, len(size))
+	at := 0
+	for g, k := range size {
+		pl.classes[g] = all[at : at : at+k]
+		at += k
+	}
+	for n, g := range pl.classOf {
+		pl.classes[g] = append(pl.classes[g], n)
 	}
 	for k := range pl.failed {
 		pl.failed[k] = map[policies.StateKey]int{}
