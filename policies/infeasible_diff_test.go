@@ -169,3 +169,42 @@ func randomZonalScenario(r *rand.Rand) (scenario.Scenario, policies.Options) {
 	}
 	return sc.Placed(byShard), policies.Options{RoleLabel: scenario.RoleLabel, ReleaseReplicaClaims: r.IntN(2) == 0}
 }
+
+// TestExplainSummaryMatchesExplain compares ExplainSummary, which keeps only the node names the
+// summary shows, with Explain(p, i).Summary() and len(Fits) for every member of random clusters
+// (nodes that run out of room, pinned and Pending pods: many reasons, some with more than ten
+// nodes) and of the scale benchmark's synthetic snapshot, scaled down, each with its pods
+// unplaced one at a time.
+func TestExplainSummaryMatchesExplain(t *testing.T) {
+	r := rand.New(rand.NewPCG(20261128, 28))
+	compared := 0
+	check := func(t *testing.T, name string, m *policies.Model) {
+		t.Helper()
+		for _, c := range m.Clusters {
+			p := c.Current()
+			for i := range c.Members {
+				q := append(policies.Placement(nil), p...)
+				q[i] = -1
+				rep := c.Explain(q, i)
+				got, fits := c.ExplainSummary(q, i)
+				compared++
+				if want := rep.Summary(); got != want || fits != len(rep.Fits) {
+					t.Fatalf("%s, cluster %s, member %d: ExplainSummary = %q, %d fits; want %q, %d", name, c.Key(), i, got, fits, want, len(rep.Fits))
+				}
+			}
+		}
+	}
+	for i := range 100 {
+		m, err := policies.Build(randomSpreadSnapshot(r), policies.Options{RecreatingOwners: []string{"ReplicaSet"}})
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		check(t, fmt.Sprintf("random case %d", i), m)
+	}
+	m, err := policies.Build(synth.Generate(synth.Scaled(0.02)), policies.Options{RoleLabel: scenario.RoleLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "synthetic snapshot", m)
+	t.Logf("%d members compared", compared)
+}
