@@ -75,6 +75,10 @@ type planner struct {
 	states int  // placements evaluated
 	limit  int  // states at which the current search gives up
 	budget bool // the current search ran out of states
+	// journal is follows' undo list, kept from one call to the next.
+	journal []undoOp
+	// leaves are successors' lists that dfs gave back (freeLeaves), reused by the next calls.
+	leaves [][]leafStep
 	sr     *search
 	// tgt is what the current search looks for: compliance (best nil, soft -1), a placement no
 	// farther from compliance than best (a best-effort plan), or compliance with a soft excess
@@ -382,7 +386,13 @@ func (pl *planner) successors(j, r int) []leafStep {
 	if len(tos) == 0 {
 		return nil // a master no member may take over from
 	}
-	byTo := make([][]leafStep, len(tos))
+	// With one takeover (a replica's eviction, or a master's with one member to take over) the
+	// steps go straight into out, a list from an earlier call when dfs gave one back (freeLeaves).
+	out := pl.leafList()
+	var byTo [][]leafStep
+	if len(tos) > 1 {
+		byTo = make([][]leafStep, len(tos))
+	}
 	st.Set(j, -1)
 	pl.settle(prune, func(places []placed) bool {
 		if !pl.accepts(j) {
@@ -403,7 +413,11 @@ func (pl *planner) successors(j, r int) []leafStep {
 				if kept == nil {
 					kept = slices.Clone(places)
 				}
-				byTo[k] = append(byTo[k], leafStep{step{j, from, to, kept}, s})
+				if byTo == nil {
+					out = append(out, leafStep{step{j, from, to, kept}, s})
+				} else {
+					byTo[k] = append(byTo[k], leafStep{step{j, from, to, kept}, s})
+				}
 			}
 			if pl.states > pl.limit {
 				pl.budget = true
@@ -413,14 +427,34 @@ func (pl *planner) successors(j, r int) []leafStep {
 		return false
 	})
 	st.Set(j, from)
-	out := slices.Concat(byTo...)
-	sort.SliceStable(out, func(a, b int) bool {
-		if out[a].sum.LowerBound != out[b].sum.LowerBound {
-			return out[a].sum.LowerBound < out[b].sum.LowerBound
+	for _, steps := range byTo {
+		out = append(out, steps...)
+	}
+	slices.SortStableFunc(out, func(a, b leafStep) int {
+		if a.sum.LowerBound != b.sum.LowerBound {
+			return a.sum.LowerBound - b.sum.LowerBound
 		}
-		return out[a].sum.Violations < out[b].sum.Violations
+		return a.sum.Violations - b.sum.Violations
 	})
 	return out
+}
+
+// leafList returns an empty list for successors, from freeLeaves when it holds one.
+func (pl *planner) leafList() []leafStep {
+	if k := len(pl.leaves) - 1; k >= 0 {
+		l := pl.leaves[k]
+		pl.leaves = pl.leaves[:k]
+		return l[:0]
+	}
+	return nil
+}
+
+// freeLeaves gives back a list successors returned, once nothing reads it (the steps' places are
+// not in it: they stay valid).
+func (pl *planner) freeLeaves(l []leafStep) {
+	if cap(l) > 0 {
+		pl.leaves = append(pl.leaves, l)
+	}
 }
 
 // canLower reports whether evicting member j can lower every excess sum equal to lb: only a pod
@@ -493,7 +527,8 @@ func (pl *planner) dfs(remaining int, path *[]step) bool {
 		if tight && !pl.canLower(j, s.LowerBound, e) {
 			continue
 		}
-		for _, ls := range pl.successors(j, remaining-1) {
+		next := pl.successors(j, remaining-1)
+		for _, ls := range next {
 			pl.apply(ls.step)
 			*path = append(*path, ls.step)
 			ok := pl.dfs(remaining-1, path)
@@ -501,9 +536,10 @@ func (pl *planner) dfs(remaining int, path *[]step) bool {
 			*path = (*path)[:len(*path)-1]
 			found = found || ok
 			if pl.stop() {
-				return found
+				break
 			}
 		}
+		pl.freeLeaves(next)
 		if pl.stop() {
 			return found
 		}
@@ -573,6 +609,10 @@ func (pl *planner) reaches(r int) (ok, decided bool) {
 	return ok, ok || !pl.budget
 }
 
+// undoOp is an entry of follows' journal: a member's node before a move (to < 0), or a failover
+// of member to to.
+type undoOp struct{ member, node, to int }
+
 // follows reports whether the planned evictions rest, carried out from the state, still reach a
 // goal: each step evicts the member the plan evicts (a master handing its slots to the member the
 // plan names when it still may take them, else to the first that may), and the scheduler places
@@ -582,15 +622,16 @@ func (pl *planner) reaches(r int) (ok, decided bool) {
 // replay, no search. The state is restored.
 func (pl *planner) follows(rest []step) bool {
 	st := pl.st
-	// journal records what to undo: a member's node before a move (to < 0), or a failover.
-	type op struct{ member, node, to int }
-	journal := make([]op, 0, 4*len(rest))
+	// journal records what to undo: a member's node before a move (to < 0), or a failover. Its
+	// memory is the planner's, kept for the next call (follows does not nest).
+	journal := pl.journal[:0]
+	defer func() { pl.journal = journal[:0] }()
 	set := func(m, n int) {
-		journal = append(journal, op{m, st.Node(m), -1})
+		journal = append(journal, undoOp{m, st.Node(m), -1})
 		st.Set(m, n)
 	}
 	failover := func(m, to int) {
-		journal = append(journal, op{m, -1, to})
+		journal = append(journal, undoOp{m, -1, to})
 		st.Failover(m, to)
 	}
 	back := func(mark int) {
