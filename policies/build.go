@@ -109,6 +109,22 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 			}
 		}
 	})
+	// The clusters' members and the PDBs' selectors read neither the pods' index nor the node usage
+	// the pod pass below builds: they are gathered meanwhile.
+	var (
+		collected []*Cluster
+		pdbs      map[string][]pdbSelector
+		gather    sync.WaitGroup
+	)
+	gather.Add(2)
+	go func() {
+		defer gather.Done()
+		collected = m.collectClusters(snap, reqs)
+	}()
+	go func() {
+		defer gather.Done()
+		pdbs = m.pdbSelectors(newBuilder(m), snap.PodDisruptionBudgets)
+	}()
 	m.pods = make([]*corev1.Pod, 0, len(snap.Pods))
 	m.podNode = make([]int32, 0, len(snap.Pods))
 	var lastNS string
@@ -144,7 +160,8 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 	for ns, pods := range nsPods {
 		m.podsInNS[ns] = *pods
 	}
-	if err := m.buildClusters(snap, reqs); err != nil {
+	gather.Wait()
+	if err := m.finishClusters(collected, pdbs); err != nil {
 		return nil, err
 	}
 	m.buildServiceAddrs(snap)
@@ -255,7 +272,11 @@ func parallel(n int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
+// collectClusters groups the snapshot's pods carrying the cluster label into clusters (in order
+// of first sight), each with its members (pods of a Redis workload) and NotMembers, and the
+// StatefulSets whose template carries the label; reqs are the pods' requests by position. It
+// reads the snapshot, the options and the node index only.
+func (m *Model) collectClusters(snap *Snapshot, reqs []resources) []*Cluster {
 	key := m.Options.ClusterLabel
 	type ck struct{ ns, name string }
 	byCluster := map[ck]*Cluster{}
@@ -328,7 +349,12 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 		}
 		c.Members = append(c.Members, mem)
 	}
-	pdbs := m.pdbSelectors(newBuilder(m), snap.PodDisruptionBudgets)
+	return order
+}
+
+// finishClusters finishes the collected clusters that have members (Cluster.finish, in parallel,
+// each worker with its own builder) and sets Model.Clusters, sorted by namespace and name.
+func (m *Model) finishClusters(order []*Cluster, pdbs map[string][]pdbSelector) error {
 	var todo []*Cluster
 	for _, c := range order {
 		// Else a StatefulSet scaled to zero, pods not yet created, or no Redis workload at all
