@@ -123,7 +123,7 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 	}()
 	go func() {
 		defer gather.Done()
-		pdbs = m.pdbSelectors(newBuilder(m), snap.PodDisruptionBudgets)
+		pdbs = m.pdbSelectors(snap.PodDisruptionBudgets)
 	}()
 	m.pods = make([]*corev1.Pod, 0, len(snap.Pods))
 	m.podNode = make([]int32, 0, len(snap.Pods))
@@ -460,16 +460,21 @@ type pdbSelector struct {
 }
 
 // pdbSelectors parses the PDBs' selectors by namespace. In policy/v1 an empty selector selects
-// every pod of the namespace and a nil one none.
-func (m *Model) pdbSelectors(b *builder, pdbs []*policyv1.PodDisruptionBudget) map[string][]pdbSelector {
+// every pod of the namespace and a nil one none. Each is parsed once (a PDB's selector is rarely
+// another's: no cache).
+func (m *Model) pdbSelectors(pdbs []*policyv1.PodDisruptionBudget) map[string][]pdbSelector {
 	out := map[string][]pdbSelector{}
 	for _, pdb := range pdbs {
-		if pdb.Spec.Selector == nil {
+		ls := pdb.Spec.Selector
+		if ls == nil {
 			continue
 		}
-		sel, err := b.selector(pdb.Spec.Selector)
-		if err != nil {
-			continue
+		sel := labels.Everything()
+		if len(ls.MatchLabels)+len(ls.MatchExpressions) > 0 {
+			var err error
+			if sel, err = parseSelector(ls); err != nil {
+				continue
+			}
 		}
 		ps := pdbSelector{pdb: pdb, sel: sel}
 		ps.cluster, ps.byLabels = pdb.Spec.Selector.MatchLabels[m.Options.ClusterLabel]
