@@ -127,6 +127,7 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 	}()
 	m.pods = make([]*corev1.Pod, 0, len(snap.Pods))
 	m.podNode = make([]int32, 0, len(snap.Pods))
+	m.anti.reserve(snap.Pods)
 	var lastNS string
 	var lastNSPods *[]int32
 	nsPods := map[string]*[]int32{}

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -227,6 +228,18 @@ func rarestRequirement(ls *metav1.LabelSelector, freq map[labelPair]int32) (key 
 		values = []string{one}
 	}
 	return key, values, best >= 0
+}
+
+// reserve sizes the index for the required anti-affinity terms of pods (at most those add
+// records), so that it grows in one allocation.
+func (x *antiIndex) reserve(pods []*corev1.Pod) {
+	n := 0
+	for _, p := range pods {
+		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+			n += len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+		}
+	}
+	x.entries = slices.Grow(x.entries, n)
 }
 
 // add records the required anti-affinity terms of scheduled pod k (Build's pod pass).

@@ -67,7 +67,7 @@ type planner struct {
 	// classes lists, per class of interchangeable nodes (policies.Cluster.NodeClass), its nodes
 	// in node order; classOf maps a node to its class. A member is only tried on the nodes other
 	// members occupy and on the first free node of each class.
-	classes [][]int
+	classes [][]int32
 	classOf []int32
 	// failed[pending] maps a placement to the most moves from it proven not to reach
 	// compliance under that model.
@@ -75,6 +75,8 @@ type planner struct {
 	states int  // placements evaluated
 	limit  int  // states at which the current search gives up
 	budget bool // the current search ran out of states
+	// among is distinct's scratch list of nodes, kept from one call to the next.
+	among []int
 	// journal is follows' undo list, kept from one call to the next.
 	journal []undoOp
 	// leaves are successors' lists that dfs gave back (freeLeaves), reused by the next calls.
@@ -139,15 +141,15 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 		size[g]++
 		pl.classOf[n] = g
 	}
-	all := make([]int, nodes)
-	pl.classes = make([][]int, len(size))
+	all := make([]int32, nodes)
+	pl.classes = make([][]int32, len(size))
 	at := 0
 	for g, k := range size {
 		pl.classes[g] = all[at : at : at+k]
 		at += k
 	}
 	for n, g := range pl.classOf {
-		pl.classes[g] = append(pl.classes[g], n)
+		pl.classes[g] = append(pl.classes[g], int32(n))
 	}
 	for k := range pl.failed {
 		pl.failed[k] = map[policies.StateKey]int{}
@@ -262,8 +264,8 @@ func (pl *planner) free(dst []int) []int {
 	from := len(dst)
 	for _, nodes := range pl.classes {
 		for _, n := range nodes {
-			if pl.st.NodeCount(n) == 0 {
-				dst = append(dst, n)
+			if pl.st.NodeCount(int(n)) == 0 {
+				dst = append(dst, int(n))
 				break
 			}
 		}
@@ -277,9 +279,10 @@ func (pl *planner) free(dst []int) []int {
 // (a member runs on one node, so no two occupied nodes are alike) and the first free node of each
 // class. The first is the lowest-numbered node of all that passes the filter.
 func (pl *planner) distinct(u int) []int {
-	among := pl.st.Occupied(nil)
+	among := pl.st.Occupied(pl.among[:0])
 	occ := len(among)
 	among = pl.free(among)
+	pl.among = among
 	merged := make([]int, 0, len(among))
 	i, j := 0, occ
 	for i < occ || j < len(among) {
