@@ -302,6 +302,7 @@ func (m *Model) collectClusters(snap *Snapshot, reqs []resources) []*Cluster {
 		}
 	}
 	var last *Cluster
+	var lastKind, lastOwner, lastRef string
 	for pi, p := range snap.Pods {
 		v, ok := p.Labels[key]
 		if !ok || isFinished(p) {
@@ -334,7 +335,11 @@ func (m *Model) collectClusters(snap *Snapshot, reqs []resources) []*Cluster {
 		}
 		mem.Unschedulable = isUnschedulable(p)
 		if kind != "" {
-			mem.Owner = kind + "/" + owner
+			// One string per owner: a StatefulSet's pods are listed together.
+			if kind != lastKind || owner != lastOwner {
+				lastKind, lastOwner, lastRef = kind, owner, kind+"/"+owner
+			}
+			mem.Owner = lastRef
 		}
 		if kind == "StatefulSet" {
 			if i := strings.LastIndex(p.Name, "-"); i >= 0 && p.Name[:i] == owner {
@@ -453,16 +458,33 @@ func isUnschedulable(p *corev1.Pod) bool {
 
 type pdbSelector struct {
 	pdb *policyv1.PodDisruptionBudget
-	sel labels.Selector
+	// sel is the parsed selector when it has matchExpressions; otherwise (nil) matchLabels is the
+	// whole selector, matched as labels.SelectorFromValidatedSet would match it (every pair
+	// present; none: every pod), without parsing.
+	sel         labels.Selector
+	matchLabels map[string]string
 	// cluster is the value the selector requires for the cluster label (matchLabels), if any: the
 	// PDB can only select members of that cluster.
 	cluster  string
 	byLabels bool
 }
 
+// matches reports whether the selector selects a pod with labels l.
+func (ps *pdbSelector) matches(l map[string]string) bool {
+	if ps.sel != nil {
+		return ps.sel.Matches(labels.Set(l))
+	}
+	for k, v := range ps.matchLabels {
+		if w, ok := l[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
 // pdbSelectors parses the PDBs' selectors by namespace. In policy/v1 an empty selector selects
-// every pod of the namespace and a nil one none. Each is parsed once (a PDB's selector is rarely
-// another's: no cache).
+// every pod of the namespace and a nil one none. Only selectors with matchExpressions are parsed
+// (pdbSelector.matches).
 func (m *Model) pdbSelectors(pdbs []*policyv1.PodDisruptionBudget) map[string][]pdbSelector {
 	out := map[string][]pdbSelector{}
 	for _, pdb := range pdbs {
@@ -470,15 +492,14 @@ func (m *Model) pdbSelectors(pdbs []*policyv1.PodDisruptionBudget) map[string][]
 		if ls == nil {
 			continue
 		}
-		sel := labels.Everything()
-		if len(ls.MatchLabels)+len(ls.MatchExpressions) > 0 {
+		ps := pdbSelector{pdb: pdb, matchLabels: ls.MatchLabels}
+		if len(ls.MatchExpressions) > 0 {
 			var err error
-			if sel, err = parseSelector(ls); err != nil {
+			if ps.sel, err = metav1.LabelSelectorAsSelector(ls); err != nil {
 				continue
 			}
 		}
-		ps := pdbSelector{pdb: pdb, sel: sel}
-		ps.cluster, ps.byLabels = pdb.Spec.Selector.MatchLabels[m.Options.ClusterLabel]
+		ps.cluster, ps.byLabels = ls.MatchLabels[m.Options.ClusterLabel]
 		out[pdb.Namespace] = append(out[pdb.Namespace], ps)
 	}
 	return out
@@ -533,7 +554,7 @@ func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
 			continue
 		}
 		for _, mem := range c.Members {
-			if ps.sel.Matches(labels.Set(mem.Pod.Labels)) {
+			if ps.matches(mem.Pod.Labels) {
 				c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, ps.pdb)
 				break
 			}
