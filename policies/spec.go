@@ -12,25 +12,13 @@ import (
 // podSpec is a pod's scheduling-relevant spec, converted once: which spread-constraint instances
 // it carries, its inter-pod affinity terms, and which nodes it may use regardless of the
 // cluster's members. The node masks are shared between every spec with the same tolerations and
-// node affinity (model-level caches).
+// node affinity (model-level caches). What does not depend on the pod's labels, requests or
+// volumes (*specCore) is shared by the specs derived from it (derivedSpec): a running pod's and
+// its template's, the templates of one StatefulSet.
 type podSpec struct {
+	*specCore
 	pod    *corev1.Pod
 	labels labels.Set
-	spread []int // indices into Cluster.spread (DoNotSchedule constraints)
-	// anti and affinity are the required pod anti-affinity and affinity terms.
-	anti, affinity []*affinityTerm
-	// affinityExt, per affinity term, the domains of that term's key holding a non-member pod that
-	// matches every affinity term (kube-scheduler's affinityCounts); affinityAny reports whether
-	// there is any.
-	affinityExt []map[int32]bool
-	affinityAny bool
-	// static[n] is fitOK when node n passes the node-level checks, in kube-scheduler's order
-	// (NodeUnschedulable, TaintToleration, NodeAffinity), otherwise the first failing reason.
-	static []reasonCode
-	// aff and tol are the interned ids of the node affinity and the tolerations.
-	aff, tol int32
-	// affinityMask[n]: nodeSelector and required node affinity match node n.
-	affinityMask []bool
 	// extAnti are the domains where a pod that is not a member of the cluster has a required
 	// anti-affinity term matching this pod (InterPodAffinity's existing-pods check).
 	extAnti []domainRef
@@ -46,6 +34,26 @@ type podSpec struct {
 	// *rareSpec holds those plugins' parts: the shared empty noRare for the many pods that need
 	// none, so that they cost a pointer.
 	*rareSpec
+}
+
+// specCore is the part of a podSpec that newPodSpec sets once and derivedSpec shares: never
+// changed once the spec is built.
+type specCore struct {
+	spread []int // indices into Cluster.spread (DoNotSchedule constraints)
+	// anti and affinity are the required pod anti-affinity and affinity terms.
+	anti, affinity []*affinityTerm
+	// affinityExt, per affinity term, the domains of that term's key holding a non-member pod that
+	// matches every affinity term (kube-scheduler's affinityCounts); affinityAny reports whether
+	// there is any.
+	affinityExt []map[int32]bool
+	affinityAny bool
+	// static[n] is fitOK when node n passes the node-level checks, in kube-scheduler's order
+	// (NodeUnschedulable, TaintToleration, NodeAffinity), otherwise the first failing reason.
+	static []reasonCode
+	// aff and tol are the interned ids of the node affinity and the tolerations.
+	aff, tol int32
+	// affinityMask[n]: nodeSelector and required node affinity match node n.
+	affinityMask []bool
 	// zoneList and zoneKey: the zones the pod's node affinity lists (nil without a list) and the
 	// zone key its constraints use ("" when none).
 	zoneList []string
@@ -306,7 +314,7 @@ func sameVolumes(a, b *corev1.Pod) bool {
 // merges them at creation.
 func (c *Cluster) newPodSpec(p *corev1.Pod, req podRequests, template bool, hint *podSpec, seen map[string]int) (*podSpec, error) {
 	m := c.model
-	s := &podSpec{pod: p, labels: labels.Set(p.Labels), requests: req.resources}
+	s := &podSpec{specCore: &specCore{}, pod: p, labels: labels.Set(p.Labels), requests: req.resources}
 	r := rareSpec{scalars: req.scalars}
 	if template {
 		r.nodeName = p.Spec.NodeName
