@@ -177,6 +177,9 @@ type antiIndex struct {
 	// checked for every incoming pod.
 	byNS     map[string]*nsAnti
 	selected []int32
+	// selectedKeys are the label keys the selected terms read (keysFor), set once.
+	selectedOnce sync.Once
+	selectedKeys []string
 }
 
 // nsAnti is one namespace's part of the anti-affinity index.
@@ -185,6 +188,9 @@ type nsAnti struct {
 	once    sync.Once
 	byPair  map[labelPair][]int32
 	generic []int32
+	// keys are the label keys the selectors of the namespace's terms and of the terms with a
+	// namespaceSelector read (keysFor).
+	keys []string
 }
 
 type labelPair struct{ key, value string }
@@ -294,6 +300,7 @@ func (x *antiIndex) index(n *nsAnti) {
 				}
 			}
 		}
+		n.keys = x.selectorKeys(n.entries, x.selectorKeys(x.selected, nil))
 		n.byPair = make(map[labelPair][]int32, len(n.entries))
 		for _, ei := range n.entries {
 			key, values, ok := rarestRequirement(x.entries[ei].term.LabelSelector, freq)
@@ -307,6 +314,38 @@ func (x *antiIndex) index(n *nsAnti) {
 			}
 		}
 	})
+}
+
+// selectorKeys appends to keys the label keys the selectors of entries read that keys lacks.
+func (x *antiIndex) selectorKeys(entries []int32, keys []string) []string {
+	add := func(k string) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, ei := range entries {
+		if ls := x.entries[ei].term.LabelSelector; ls != nil {
+			for k := range ls.MatchLabels {
+				add(k)
+			}
+			for _, e := range ls.MatchExpressions {
+				add(e.Key)
+			}
+		}
+	}
+	return keys
+}
+
+// keysFor returns the label keys whose values decide against's answer for a pod of namespace ns:
+// two pods of ns whose labels agree on them get the same domains.
+func (x *antiIndex) keysFor(ns string) []string {
+	n := x.byNS[ns]
+	if n == nil {
+		x.selectedOnce.Do(func() { x.selectedKeys = x.selectorKeys(x.selected, nil) })
+		return x.selectedKeys
+	}
+	x.index(n)
+	return n.keys
 }
 
 // against returns the domains where a scheduled pod that is not a member of c has a required
