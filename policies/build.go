@@ -458,11 +458,12 @@ func isUnschedulable(p *corev1.Pod) bool {
 
 type pdbSelector struct {
 	pdb *policyv1.PodDisruptionBudget
-	// sel is the parsed selector when it has matchExpressions; otherwise (nil) matchLabels is the
-	// whole selector, matched as labels.SelectorFromValidatedSet would match it (every pair
-	// present; none: every pod), without parsing.
-	sel         labels.Selector
-	matchLabels map[string]string
+	// sel is the parsed selector when it has matchExpressions; otherwise (nil) the selector is its
+	// matchLabels, matched as labels.SelectorFromValidatedSet would match them (every pair present;
+	// none: every pod) without parsing: pairs, but the cluster label's (which every member of the
+	// one cluster the PDB is matched against carries: finish skips the others).
+	sel   labels.Selector
+	pairs []labelPair
 	// cluster is the value the selector requires for the cluster label (matchLabels), if any: the
 	// PDB can only select members of that cluster.
 	cluster  string
@@ -474,8 +475,8 @@ func (ps *pdbSelector) matches(l map[string]string) bool {
 	if ps.sel != nil {
 		return ps.sel.Matches(labels.Set(l))
 	}
-	for k, v := range ps.matchLabels {
-		if w, ok := l[k]; !ok || w != v {
+	for _, kv := range ps.pairs {
+		if w, ok := l[kv.key]; !ok || w != kv.value {
 			return false
 		}
 	}
@@ -492,14 +493,21 @@ func (m *Model) pdbSelectors(pdbs []*policyv1.PodDisruptionBudget) map[string][]
 		if ls == nil {
 			continue
 		}
-		ps := pdbSelector{pdb: pdb, matchLabels: ls.MatchLabels}
+		ps := pdbSelector{pdb: pdb}
+		ps.cluster, ps.byLabels = ls.MatchLabels[m.Options.ClusterLabel]
 		if len(ls.MatchExpressions) > 0 {
 			var err error
 			if ps.sel, err = metav1.LabelSelectorAsSelector(ls); err != nil {
 				continue
 			}
+		} else {
+			for k, v := range ls.MatchLabels {
+				if k != m.Options.ClusterLabel {
+					ps.pairs = append(ps.pairs, labelPair{k, v})
+				}
+			}
+			slices.SortFunc(ps.pairs, func(a, b labelPair) int { return strings.Compare(a.key, b.key) })
 		}
-		ps.cluster, ps.byLabels = ls.MatchLabels[m.Options.ClusterLabel]
 		out[pdb.Namespace] = append(out[pdb.Namespace], ps)
 	}
 	return out
