@@ -47,14 +47,7 @@ func TestSpreadCountMatchesReference(t *testing.T) {
 		}
 		check(t, fmt.Sprintf("random case %d", i), m)
 	}
-	for i := range 200 {
-		sc, opts := randomZonalScenario(r)
-		m, err := policies.Build(sc.MustSnapshot(), opts)
-		if err != nil {
-			t.Fatalf("zonal case %d: %v", i, err)
-		}
-		check(t, fmt.Sprintf("zonal case %d", i), m)
-	}
+	checkZonalCases(t, r, 200, check)
 	cfg := synth.Scaled(0.02)
 	m, err := policies.Build(synth.Generate(cfg), policies.Options{RoleLabel: scenario.RoleLabel})
 	if err != nil {
@@ -239,7 +232,14 @@ func TestExtAntiMatchesAgainst(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, "synthetic snapshot", m)
-	for i := range 100 {
+	checkZonalCases(t, r, 100, check)
+}
+
+// checkZonalCases builds n random zonal scenarios (randomZonalScenario) and calls check on each
+// model.
+func checkZonalCases(t *testing.T, r *rand.Rand, n int, check func(t *testing.T, name string, m *policies.Model)) {
+	t.Helper()
+	for i := range n {
 		sc, opts := randomZonalScenario(r)
 		m, err := policies.Build(sc.MustSnapshot(), opts)
 		if err != nil {
