@@ -109,8 +109,25 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 			}
 		}
 	})
+	// The clusters' members and the PDBs' selectors read neither the pods' index nor the node usage
+	// the pod pass below builds: they are gathered meanwhile.
+	var (
+		collected []*Cluster
+		pdbs      map[string][]pdbSelector
+		gather    sync.WaitGroup
+	)
+	gather.Add(2)
+	go func() {
+		defer gather.Done()
+		collected = m.collectClusters(snap, reqs)
+	}()
+	go func() {
+		defer gather.Done()
+		pdbs = m.pdbSelectors(snap.PodDisruptionBudgets)
+	}()
 	m.pods = make([]*corev1.Pod, 0, len(snap.Pods))
 	m.podNode = make([]int32, 0, len(snap.Pods))
+	m.anti.reserve(snap.Pods)
 	var lastNS string
 	var lastNSPods *[]int32
 	nsPods := map[string]*[]int32{}
@@ -144,7 +161,8 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 	for ns, pods := range nsPods {
 		m.podsInNS[ns] = *pods
 	}
-	if err := m.buildClusters(snap, reqs); err != nil {
+	gather.Wait()
+	if err := m.finishClusters(collected, pdbs); err != nil {
 		return nil, err
 	}
 	m.buildServiceAddrs(snap)
@@ -255,7 +273,11 @@ func parallel(n int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
+// collectClusters groups the snapshot's pods carrying the cluster label into clusters (in order
+// of first sight), each with its members (pods of a Redis workload) and NotMembers, and the
+// StatefulSets whose template carries the label; reqs are the pods' requests by position. It
+// reads the snapshot, the options and the node index only.
+func (m *Model) collectClusters(snap *Snapshot, reqs []resources) []*Cluster {
 	key := m.Options.ClusterLabel
 	type ck struct{ ns, name string }
 	byCluster := map[ck]*Cluster{}
@@ -280,6 +302,7 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 		}
 	}
 	var last *Cluster
+	var lastKind, lastOwner, lastRef string
 	for pi, p := range snap.Pods {
 		v, ok := p.Labels[key]
 		if !ok || isFinished(p) {
@@ -312,7 +335,11 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 		}
 		mem.Unschedulable = isUnschedulable(p)
 		if kind != "" {
-			mem.Owner = kind + "/" + owner
+			// One string per owner: a StatefulSet's pods are listed together.
+			if kind != lastKind || owner != lastOwner {
+				lastKind, lastOwner, lastRef = kind, owner, kind+"/"+owner
+			}
+			mem.Owner = lastRef
 		}
 		if kind == "StatefulSet" {
 			if i := strings.LastIndex(p.Name, "-"); i >= 0 && p.Name[:i] == owner {
@@ -328,7 +355,12 @@ func (m *Model) buildClusters(snap *Snapshot, reqs []resources) error {
 		}
 		c.Members = append(c.Members, mem)
 	}
-	pdbs := m.pdbSelectors(newBuilder(m), snap.PodDisruptionBudgets)
+	return order
+}
+
+// finishClusters finishes the collected clusters that have members (Cluster.finish, in parallel,
+// each worker with its own builder) and sets Model.Clusters, sorted by namespace and name.
+func (m *Model) finishClusters(order []*Cluster, pdbs map[string][]pdbSelector) error {
 	var todo []*Cluster
 	for _, c := range order {
 		// Else a StatefulSet scaled to zero, pods not yet created, or no Redis workload at all
@@ -426,27 +458,56 @@ func isUnschedulable(p *corev1.Pod) bool {
 
 type pdbSelector struct {
 	pdb *policyv1.PodDisruptionBudget
-	sel labels.Selector
+	// sel is the parsed selector when it has matchExpressions; otherwise (nil) the selector is its
+	// matchLabels, matched as labels.SelectorFromValidatedSet would match them (every pair present;
+	// none: every pod) without parsing: pairs, but the cluster label's (which every member of the
+	// one cluster the PDB is matched against carries: finish skips the others).
+	sel   labels.Selector
+	pairs []labelPair
 	// cluster is the value the selector requires for the cluster label (matchLabels), if any: the
 	// PDB can only select members of that cluster.
 	cluster  string
 	byLabels bool
 }
 
+// matches reports whether the selector selects a pod with labels l.
+func (ps *pdbSelector) matches(l map[string]string) bool {
+	if ps.sel != nil {
+		return ps.sel.Matches(labels.Set(l))
+	}
+	for _, kv := range ps.pairs {
+		if w, ok := l[kv.key]; !ok || w != kv.value {
+			return false
+		}
+	}
+	return true
+}
+
 // pdbSelectors parses the PDBs' selectors by namespace. In policy/v1 an empty selector selects
-// every pod of the namespace and a nil one none.
-func (m *Model) pdbSelectors(b *builder, pdbs []*policyv1.PodDisruptionBudget) map[string][]pdbSelector {
+// every pod of the namespace and a nil one none. Only selectors with matchExpressions are parsed
+// (pdbSelector.matches).
+func (m *Model) pdbSelectors(pdbs []*policyv1.PodDisruptionBudget) map[string][]pdbSelector {
 	out := map[string][]pdbSelector{}
 	for _, pdb := range pdbs {
-		if pdb.Spec.Selector == nil {
+		ls := pdb.Spec.Selector
+		if ls == nil {
 			continue
 		}
-		sel, err := b.selector(pdb.Spec.Selector)
-		if err != nil {
-			continue
+		ps := pdbSelector{pdb: pdb}
+		ps.cluster, ps.byLabels = ls.MatchLabels[m.Options.ClusterLabel]
+		if len(ls.MatchExpressions) > 0 {
+			var err error
+			if ps.sel, err = metav1.LabelSelectorAsSelector(ls); err != nil {
+				continue
+			}
+		} else {
+			for k, v := range ls.MatchLabels {
+				if k != m.Options.ClusterLabel {
+					ps.pairs = append(ps.pairs, labelPair{k, v})
+				}
+			}
+			slices.SortFunc(ps.pairs, func(a, b labelPair) int { return strings.Compare(a.key, b.key) })
 		}
-		ps := pdbSelector{pdb: pdb, sel: sel}
-		ps.cluster, ps.byLabels = pdb.Spec.Selector.MatchLabels[m.Options.ClusterLabel]
 		out[pdb.Namespace] = append(out[pdb.Namespace], ps)
 	}
 	return out
@@ -501,7 +562,7 @@ func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
 			continue
 		}
 		for _, mem := range c.Members {
-			if ps.sel.Matches(labels.Set(mem.Pod.Labels)) {
+			if ps.matches(mem.Pod.Labels) {
 				c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, ps.pdb)
 				break
 			}

@@ -98,7 +98,7 @@ func TestClusterShape(t *testing.T) {
 				Shards:  []string{"redis-s0:redis-s0"}},
 		},
 		{
-			name:    "PDBs: the shard's, and an empty selector (selects every pod in policy/v1); not a nil selector's nor another cluster's",
+			name:    "PDBs: the shard's, an empty selector's (selects every pod in policy/v1), by labels or expressions; not a nil selector's, another cluster's or shard's, nor an expression's that excludes them",
 			cluster: redisCluster{shards: 1, perShard: 2, place: [][]string{{"n1", "n3"}}},
 			objs: []any{
 				pdb("shard", &metav1.LabelSelector{MatchLabels: map[string]string{policies.DefaultClusterLabel: "redis", scenario.ShardLabel: "redis-s0"}}),
@@ -106,11 +106,14 @@ func TestClusterShape(t *testing.T) {
 				pdb("none", nil),
 				pdb("other", &metav1.LabelSelector{MatchLabels: map[string]string{policies.DefaultClusterLabel: "other"}}),
 				pdb("by-app", &metav1.LabelSelector{MatchLabels: map[string]string{scenario.AppLabel: "redis"}}),
+				pdb("other-shard", &metav1.LabelSelector{MatchLabels: map[string]string{policies.DefaultClusterLabel: "redis", scenario.ShardLabel: "redis-s1"}}),
+				pdb("by-expression", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: scenario.ShardLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"redis-s0"}}}}),
+				pdb("excluding", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: scenario.AppLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"redis"}}}}),
 			},
 			want: shape{N: 2, STS: 1,
 				Members: []string{"redis-s0-0/redis-s0/0//n1", "redis-s0-1/redis-s0/1//n3"},
 				Shards:  []string{"redis-s0:redis-s0"},
-				PDBs:    []string{"shard", "all", "by-app"}},
+				PDBs:    []string{"shard", "all", "by-app", "by-expression"}},
 		},
 		{
 			name:    "ClusterLabel option: the cluster is named by another label its templates lack; the controlling StatefulSets still count",

@@ -195,15 +195,19 @@ func (b *builder) selector(ls *metav1.LabelSelector) (labels.Selector, error) {
 		return sel, nil
 	}
 	key := string(sb.b)
-	var sel labels.Selector
-	if len(ls.MatchExpressions) == 0 {
-		sel = labels.SelectorFromValidatedSet(ls.MatchLabels)
-	} else {
-		var err error
-		if sel, err = metav1.LabelSelectorAsSelector(ls); err != nil {
-			return nil, err
-		}
+	sel, err := parseSelector(ls)
+	if err != nil {
+		return nil, err
 	}
 	b.selectors[key] = sel
 	return sel, nil
+}
+
+// parseSelector converts a label selector with at least one requirement (validated by the API
+// server: its matchLabels need no validation again).
+func parseSelector(ls *metav1.LabelSelector) (labels.Selector, error) {
+	if len(ls.MatchExpressions) == 0 {
+		return labels.SelectorFromValidatedSet(ls.MatchLabels), nil
+	}
+	return metav1.LabelSelectorAsSelector(ls)
 }

@@ -135,31 +135,69 @@ const maxRejectedNames = 10
 // each reason (the first 10, then how many more): "0/6 nodes are available: 1 node(s) didn't
 // match pod anti-affinity rules [n5], 5 node(s) ...".
 func (r FitReport) Summary() string {
-	total := r.Nodes
-	keys := make([]string, 0, len(r.Rejected))
-	for k := range r.Rejected {
+	counts := make(map[string]int, len(r.Rejected))
+	for k, names := range r.Rejected {
+		counts[k] = len(names)
+	}
+	return fitSummary(r.Nodes, len(r.Fits), counts, r.Rejected)
+}
+
+// fitSummary renders FitReport.Summary from the number of nodes judged and of those that fit,
+// and per reason the number of nodes it rejects and (at least the first maxRejectedNames of) their
+// names.
+func fitSummary(nodes, fits int, counts map[string]int, names map[string][]string) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(a, b int) bool {
-		if len(r.Rejected[keys[a]]) != len(r.Rejected[keys[b]]) {
-			return len(r.Rejected[keys[a]]) < len(r.Rejected[keys[b]])
+		if counts[keys[a]] != counts[keys[b]] {
+			return counts[keys[a]] < counts[keys[b]]
 		}
 		return keys[a] < keys[b]
 	})
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		names := r.Rejected[k]
-		list := strings.Join(names[:min(len(names), maxRejectedNames)], " ")
-		if len(names) > maxRejectedNames {
-			list += fmt.Sprintf(" … +%d more", len(names)-maxRejectedNames)
+		n, some := counts[k], names[k]
+		list := strings.Join(some[:min(len(some), maxRejectedNames)], " ")
+		if n > maxRejectedNames {
+			list += fmt.Sprintf(" … +%d more", n-maxRejectedNames)
 		}
-		parts = append(parts, fmt.Sprintf("%d %s [%s]", len(names), k, list))
+		parts = append(parts, fmt.Sprintf("%d %s [%s]", n, k, list))
 	}
-	s := fmt.Sprintf("%d/%d nodes are available", len(r.Fits), total)
+	s := fmt.Sprintf("%d/%d nodes are available", fits, nodes)
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
 	}
 	return s
+}
+
+// ExplainSummary returns Explain(p, i).Summary() and the number of nodes where member i fits,
+// without listing every node's name (only the names the summary shows are kept).
+func (c *Cluster) ExplainSummary(p Placement, i int) (summary string, fits int) {
+	f := c.newFitter(p, i)
+	counts := map[string]int{}
+	names := map[string][]string{}
+	reject := func(why, node string) {
+		counts[why]++
+		if len(names[why]) < maxRejectedNames {
+			names[why] = append(names[why], node)
+		}
+	}
+	for n, node := range c.model.Nodes {
+		r, _ := f.check(n)
+		switch r {
+		case fitOK:
+			fits++
+		case reasonResources:
+			for _, why := range f.insufficientResources(n) {
+				reject(why, node.Name)
+			}
+		default:
+			reject(reasonText[r], node.Name)
+		}
+	}
+	return fitSummary(len(c.model.Nodes), fits, counts, names), fits
 }
 
 // Explain runs the filter for member i on every node under placement p.

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -176,6 +177,9 @@ type antiIndex struct {
 	// checked for every incoming pod.
 	byNS     map[string]*nsAnti
 	selected []int32
+	// selectedKeys are the label keys the selected terms read (keysFor), set once.
+	selectedOnce sync.Once
+	selectedKeys []string
 }
 
 // nsAnti is one namespace's part of the anti-affinity index.
@@ -184,6 +188,9 @@ type nsAnti struct {
 	once    sync.Once
 	byPair  map[labelPair][]int32
 	generic []int32
+	// keys are the label keys the selectors of the namespace's terms and of the terms with a
+	// namespaceSelector read (keysFor).
+	keys []string
 }
 
 type labelPair struct{ key, value string }
@@ -227,6 +234,18 @@ func rarestRequirement(ls *metav1.LabelSelector, freq map[labelPair]int32) (key 
 		values = []string{one}
 	}
 	return key, values, best >= 0
+}
+
+// reserve sizes the index for the required anti-affinity terms of pods (at most those add
+// records), so that it grows in one allocation.
+func (x *antiIndex) reserve(pods []*corev1.Pod) {
+	n := 0
+	for _, p := range pods {
+		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+			n += len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+		}
+	}
+	x.entries = slices.Grow(x.entries, n)
 }
 
 // add records the required anti-affinity terms of scheduled pod k (Build's pod pass).
@@ -281,6 +300,7 @@ func (x *antiIndex) index(n *nsAnti) {
 				}
 			}
 		}
+		n.keys = x.selectorKeys(n.entries, x.selectorKeys(x.selected, nil))
 		n.byPair = make(map[labelPair][]int32, len(n.entries))
 		for _, ei := range n.entries {
 			key, values, ok := rarestRequirement(x.entries[ei].term.LabelSelector, freq)
@@ -294,6 +314,38 @@ func (x *antiIndex) index(n *nsAnti) {
 			}
 		}
 	})
+}
+
+// selectorKeys appends to keys the label keys the selectors of entries read that keys lacks.
+func (x *antiIndex) selectorKeys(entries []int32, keys []string) []string {
+	add := func(k string) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, ei := range entries {
+		if ls := x.entries[ei].term.LabelSelector; ls != nil {
+			for k := range ls.MatchLabels {
+				add(k)
+			}
+			for _, e := range ls.MatchExpressions {
+				add(e.Key)
+			}
+		}
+	}
+	return keys
+}
+
+// keysFor returns the label keys whose values decide against's answer for a pod of namespace ns:
+// two pods of ns whose labels agree on them get the same domains.
+func (x *antiIndex) keysFor(ns string) []string {
+	n := x.byNS[ns]
+	if n == nil {
+		x.selectedOnce.Do(func() { x.selectedKeys = x.selectorKeys(x.selected, nil) })
+		return x.selectedKeys
+	}
+	x.index(n)
+	return n.keys
 }
 
 // against returns the domains where a scheduled pod that is not a member of c has a required

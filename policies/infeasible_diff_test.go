@@ -47,14 +47,7 @@ func TestSpreadCountMatchesReference(t *testing.T) {
 		}
 		check(t, fmt.Sprintf("random case %d", i), m)
 	}
-	for i := range 200 {
-		sc, opts := randomZonalScenario(r)
-		m, err := policies.Build(sc.MustSnapshot(), opts)
-		if err != nil {
-			t.Fatalf("zonal case %d: %v", i, err)
-		}
-		check(t, fmt.Sprintf("zonal case %d", i), m)
-	}
+	checkZonalCases(t, r, 200, check)
 	cfg := synth.Scaled(0.02)
 	m, err := policies.Build(synth.Generate(cfg), policies.Options{RoleLabel: scenario.RoleLabel})
 	if err != nil {
@@ -168,4 +161,90 @@ func randomZonalScenario(r *rand.Rand) (scenario.Scenario, policies.Options) {
 		byShard = append(byShard, row)
 	}
 	return sc.Placed(byShard), policies.Options{RoleLabel: scenario.RoleLabel, ReleaseReplicaClaims: r.IntN(2) == 0}
+}
+
+// TestExplainSummaryMatchesExplain compares ExplainSummary, which keeps only the node names the
+// summary shows, with Explain(p, i).Summary() and len(Fits) for every member of random clusters
+// (nodes that run out of room, pinned and Pending pods: many reasons, some with more than ten
+// nodes) and of the scale benchmark's synthetic snapshot, scaled down, each with its pods
+// unplaced one at a time.
+func TestExplainSummaryMatchesExplain(t *testing.T) {
+	r := rand.New(rand.NewPCG(20261128, 28))
+	compared := 0
+	check := func(t *testing.T, name string, m *policies.Model) {
+		t.Helper()
+		for _, c := range m.Clusters {
+			p := c.Current()
+			for i := range c.Members {
+				q := append(policies.Placement(nil), p...)
+				q[i] = -1
+				rep := c.Explain(q, i)
+				got, fits := c.ExplainSummary(q, i)
+				compared++
+				if want := rep.Summary(); got != want || fits != len(rep.Fits) {
+					t.Fatalf("%s, cluster %s, member %d: ExplainSummary = %q, %d fits; want %q, %d", name, c.Key(), i, got, fits, want, len(rep.Fits))
+				}
+			}
+		}
+	}
+	for i := range 100 {
+		m, err := policies.Build(randomSpreadSnapshot(r), policies.Options{RecreatingOwners: []string{"ReplicaSet"}})
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		check(t, fmt.Sprintf("random case %d", i), m)
+	}
+	m, err := policies.Build(synth.Generate(synth.Scaled(0.02)), policies.Options{RoleLabel: scenario.RoleLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "synthetic snapshot", m)
+	t.Logf("%d members compared", compared)
+}
+
+// TestExtAntiMatchesAgainst checks that every member spec's extAnti (the domains where another
+// pod's required anti-affinity term matches it; derived specs reuse the spec they derive from when
+// their labels agree on the keys those terms read) equals what antiIndex.against computes for its
+// pod: on the scale benchmark's synthetic snapshot, scaled down (StatefulSet templates that differ
+// from their pods by role and pod-name labels, shard anti-affinity), and on zonal scenarios.
+func TestExtAntiMatchesAgainst(t *testing.T) {
+	r := rand.New(rand.NewPCG(20261128, 29))
+	check := func(t *testing.T, name string, m *policies.Model) {
+		t.Helper()
+		for _, c := range m.Clusters {
+			if bad := c.ExtAntiMismatches(); len(bad) > 0 {
+				t.Fatalf("%s, cluster %s: %d specs differ, the first: %s", name, c.Key(), len(bad), bad[0])
+			}
+		}
+	}
+	// Pods of another app whose terms select the masters by their role label (which the templates
+	// lack: a running master's spec cannot take its template's domains) and one shard by its
+	// shard label (which pod and template share).
+	snap := snapshotOf(fixture.ZonedNodes(2, "a", "b"), []redisCluster{{shards: 2, perShard: 2, roles: true, place: [][]string{{"n1", "n3"}, {"n2", "n4"}}}},
+		fixture.Pod("guard-masters", fixture.On("n1"), fixture.AntiAffinity(policies.LabelHostname, map[string]string{scenario.RoleLabel: "master"})),
+		fixture.Pod("guard-s0", fixture.On("n4"), fixture.AntiAffinity(corev1.LabelTopologyZone, map[string]string{scenario.ShardLabel: "redis-s0"})))
+	m, err := policies.Build(snap, policies.Options{RoleLabel: scenario.RoleLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "masters and a shard selected by other pods", m)
+	if m, err = policies.Build(synth.Generate(synth.Scaled(0.05)), policies.Options{RoleLabel: scenario.RoleLabel}); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "synthetic snapshot", m)
+	checkZonalCases(t, r, 100, check)
+}
+
+// checkZonalCases builds n random zonal scenarios (randomZonalScenario) and calls check on each
+// model.
+func checkZonalCases(t *testing.T, r *rand.Rand, n int, check func(t *testing.T, name string, m *policies.Model)) {
+	t.Helper()
+	for i := range n {
+		sc, opts := randomZonalScenario(r)
+		m, err := policies.Build(sc.MustSnapshot(), opts)
+		if err != nil {
+			t.Fatalf("zonal case %d: %v", i, err)
+		}
+		check(t, fmt.Sprintf("zonal case %d", i), m)
+	}
 }

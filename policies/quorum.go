@@ -339,9 +339,9 @@ func (st *State) fewestFailovers(q Quorum, gone []bool, soft bool) failoverFlow 
 	overCost := len(c.Members) + 1
 	stuckCost := overCost * (2*len(c.Members) + 1)
 	var overEdges []int
-	// Vertices of the nodes and zones met (0: none yet), and their edges out.
-	var touched []int
-	var zones []int32
+	// Vertices of the nodes and zones met (0: none yet), and their edges out; the lists of those
+	// met are the scratch's, kept for the next call.
+	touched, zones := fs.touched[:0], fs.zones[:0]
 	defer func() {
 		for _, n := range touched {
 			fs.nodeV[n] = 0
@@ -349,6 +349,7 @@ func (st *State) fewestFailovers(q Quorum, gone []bool, soft bool) failoverFlow 
 		for _, z := range zones {
 			fs.zoneV[z] = 0
 		}
+		fs.touched, fs.zones = touched[:0], zones[:0]
 	}()
 	nodeOut := func(n int) int { // the node's vertex; its edge out is the edge after its creation
 		if v := fs.nodeV[n]; v > 0 {
@@ -489,6 +490,8 @@ type quorumScratch struct {
 	choices      [][2]int // (edge shard → node, member)
 	keeps        [][4]int // a master's cost-0 path (-1: no more edges)
 	chosen       []bool
+	touched      []int   // the nodes given a vertex
+	zones        []int32 // the zones given a vertex
 }
 
 // flowGraph is a small flow network for QuorumFix: edges in pairs (forward, residual), kept
@@ -577,11 +580,14 @@ func (g *flowGraph) minCostFlow(s, t, want int) int {
 			dist[v], prev[v] = inf, -1
 		}
 		dist[s] = 0
+		// A FIFO queue read from head, its memory reused: emptied when read to its end.
 		queue = append(queue[:0], s)
 		inQueue[s] = true
-		for len(queue) > 0 {
-			u := queue[0]
-			queue = queue[1:]
+		for head := 0; head < len(queue); {
+			u := queue[head]
+			if head++; head == len(queue) {
+				queue, head = queue[:0], 0
+			}
 			inQueue[u] = false
 			for _, e := range g.adj[u] {
 				if v := g.to[e]; g.capLeft[e] > 0 && dist[u]+g.cost[e] < dist[v] {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -108,7 +109,9 @@ func (c *Cluster) Evaluate(p Placement) []Violation { return c.EvaluateWith(p, c
 // (or a Pending pod, wherever placed) counts with its own labels and constraints; a member placed
 // elsewhere has been re-created and counts with its template's.
 func (c *Cluster) EvaluateWith(p Placement, ms Masters) []Violation {
-	out := c.evaluate(ruleArgs{p: p, g: c.group(p), ms: ms}, false, false)
+	g := c.group(p)
+	out := c.evaluate(ruleArgs{p: p, g: g, ms: ms}, false, false)
+	g.release()
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Soft != out[j].Soft {
 			return !out[i].Soft
@@ -125,14 +128,18 @@ func (c *Cluster) EvaluateWith(p Placement, ms Masters) []Violation {
 // Pods and Message and in no particular order: the cheap form (Rule, Domain, TopologyKey, Count,
 // Limit) the planner's search evaluates millions of placements with.
 func (c *Cluster) EvaluateHard(p Placement) []Violation {
-	return c.evaluate(ruleArgs{p: p, g: c.group(p), ms: c.CurrentMasters(), brief: true}, true, false)
+	g := c.group(p)
+	defer g.release()
+	return c.evaluate(ruleArgs{p: p, g: g, ms: c.CurrentMasters(), brief: true}, true, false)
 }
 
 // EvaluateSoft returns the soft violations under p with masters ms, as the soft ones of
 // EvaluateWith(p, ms) but in no particular order and with Pods and Message left out where a
 // check can: what the planner's soft fix weighs placements with (SoftExcess).
 func (c *Cluster) EvaluateSoft(p Placement, ms Masters) []Violation {
-	return c.evaluate(ruleArgs{p: p, g: c.group(p), ms: ms, brief: true}, false, true)
+	g := c.group(p)
+	defer g.release()
+	return c.evaluate(ruleArgs{p: p, g: g, ms: ms, brief: true}, false, true)
 }
 
 // SoftExcess sums, over vs's soft violations, how far each is above its limit (Count − Limit,
@@ -197,7 +204,14 @@ type grouping struct {
 	order []int // placed members sorted by node, then index
 	nodes []memberGroup
 	zones []zoneGroup
+	// packed and spare are scratch kept for the next use: the sort's keys, and the zone groups
+	// of the last use (their node lists are reused).
+	packed []int64
+	spare  []zoneGroup
 }
+
+// release returns g to groupingPool; g is not read after.
+func (g *grouping) release() { groupingPool.Put(g) }
 
 // memberGroup is the members on one node: order[from:to].
 type memberGroup struct {
@@ -211,16 +225,27 @@ type zoneGroup struct {
 	nodes []int // indexes into grouping.nodes
 }
 
+// groupingPool holds the groupings of finished evaluations (evaluated), their memory reused.
+var groupingPool = sync.Pool{New: func() any { return new(grouping) }}
+
+// group returns p's grouping, from groupingPool: the caller returns it with g.release once no
+// violation it made reads it (violations copy what they keep).
 func (c *Cluster) group(p Placement) *grouping {
-	g := &grouping{order: make([]int, 0, len(p))}
+	g := groupingPool.Get().(*grouping)
+	g.order, g.nodes, g.packed = g.order[:0], g.nodes[:0], g.packed[:0]
+	for j := range g.zones {
+		g.zones[j].nodes = g.zones[j].nodes[:0]
+	}
+	g.spare, g.zones = g.zones[:cap(g.zones)], g.zones[:0]
 	// Sort (node, member) pairs packed in one integer: by node, then member index.
-	packed := make([]int64, 0, len(p))
+	packed := g.packed
 	for i, n := range p {
 		if n >= 0 {
 			packed = append(packed, int64(n)<<32|int64(i))
 		}
 	}
 	slices.Sort(packed)
+	g.packed = packed
 	for _, v := range packed {
 		g.order = append(g.order, int(v&(1<<32-1)))
 	}
@@ -241,7 +266,11 @@ func (c *Cluster) group(p Placement) *grouping {
 		}
 		if zi < 0 {
 			zi = len(g.zones)
-			g.zones = append(g.zones, zoneGroup{zone: z})
+			var nodes []int // a zone group's list from an earlier use, emptied
+			if zi < len(g.spare) {
+				nodes = g.spare[zi].nodes[:0]
+			}
+			g.zones = append(g.zones, zoneGroup{zone: z, nodes: nodes})
 		}
 		g.zones[zi].count += e - k
 		g.zones[zi].nodes = append(g.zones[zi].nodes, len(g.nodes)-1)

@@ -165,13 +165,15 @@ func (c *Cluster) groupShards() (old []int) {
 		c.Shards[si].Members = append(c.Shards[si].Members, i)
 	}
 	// A shard's StatefulSet: the one controlling every member of the shard and no other shard's.
-	shardsOf := map[*appsv1.StatefulSet]map[int]bool{}
-	for i, mem := range c.Members {
+	// shardOf: a StatefulSet's one shard, -1 when it controls members of several.
+	shardOf := map[*appsv1.StatefulSet]int{}
+	for _, mem := range c.Members {
 		if mem.sts != nil {
-			if shardsOf[mem.sts] == nil {
-				shardsOf[mem.sts] = map[int]bool{}
+			if si, ok := shardOf[mem.sts]; !ok {
+				shardOf[mem.sts] = mem.ShardIndex
+			} else if si != mem.ShardIndex {
+				shardOf[mem.sts] = -1
 			}
-			shardsOf[mem.sts][c.Members[i].ShardIndex] = true
 		}
 	}
 	for _, sh := range c.Shards {
@@ -181,7 +183,7 @@ func (c *Cluster) groupShards() (old []int) {
 				sts = nil
 			}
 		}
-		if sts != nil && len(shardsOf[sts]) == 1 {
+		if sts != nil && shardOf[sts] >= 0 {
 			sh.StatefulSet = sts
 		}
 	}

@@ -12,25 +12,13 @@ import (
 // podSpec is a pod's scheduling-relevant spec, converted once: which spread-constraint instances
 // it carries, its inter-pod affinity terms, and which nodes it may use regardless of the
 // cluster's members. The node masks are shared between every spec with the same tolerations and
-// node affinity (model-level caches).
+// node affinity (model-level caches). What does not depend on the pod's labels, requests or
+// volumes (*specCore) is shared by the specs derived from it (derivedSpec): a running pod's and
+// its template's, the templates of one StatefulSet.
 type podSpec struct {
+	*specCore
 	pod    *corev1.Pod
 	labels labels.Set
-	spread []int // indices into Cluster.spread (DoNotSchedule constraints)
-	// anti and affinity are the required pod anti-affinity and affinity terms.
-	anti, affinity []*affinityTerm
-	// affinityExt, per affinity term, the domains of that term's key holding a non-member pod that
-	// matches every affinity term (kube-scheduler's affinityCounts); affinityAny reports whether
-	// there is any.
-	affinityExt []map[int32]bool
-	affinityAny bool
-	// static[n] is fitOK when node n passes the node-level checks, in kube-scheduler's order
-	// (NodeUnschedulable, TaintToleration, NodeAffinity), otherwise the first failing reason.
-	static []reasonCode
-	// aff and tol are the interned ids of the node affinity and the tolerations.
-	aff, tol int32
-	// affinityMask[n]: nodeSelector and required node affinity match node n.
-	affinityMask []bool
 	// extAnti are the domains where a pod that is not a member of the cluster has a required
 	// anti-affinity term matching this pod (InterPodAffinity's existing-pods check).
 	extAnti []domainRef
@@ -46,6 +34,26 @@ type podSpec struct {
 	// *rareSpec holds those plugins' parts: the shared empty noRare for the many pods that need
 	// none, so that they cost a pointer.
 	*rareSpec
+}
+
+// specCore is the part of a podSpec that newPodSpec sets once and derivedSpec shares: never
+// changed once the spec is built.
+type specCore struct {
+	spread []int // indices into Cluster.spread (DoNotSchedule constraints)
+	// anti and affinity are the required pod anti-affinity and affinity terms.
+	anti, affinity []*affinityTerm
+	// affinityExt, per affinity term, the domains of that term's key holding a non-member pod that
+	// matches every affinity term (kube-scheduler's affinityCounts); affinityAny reports whether
+	// there is any.
+	affinityExt []map[int32]bool
+	affinityAny bool
+	// static[n] is fitOK when node n passes the node-level checks, in kube-scheduler's order
+	// (NodeUnschedulable, TaintToleration, NodeAffinity), otherwise the first failing reason.
+	static []reasonCode
+	// aff and tol are the interned ids of the node affinity and the tolerations.
+	aff, tol int32
+	// affinityMask[n]: nodeSelector and required node affinity match node n.
+	affinityMask []bool
 	// zoneList and zoneKey: the zones the pod's node affinity lists (nil without a list) and the
 	// zone key its constraints use ("" when none).
 	zoneList []string
@@ -205,17 +213,22 @@ func sameLabelKeys(a, b *corev1.Pod) bool {
 		}
 	}
 	if x := a.Spec.Affinity; x != nil {
-		var terms []corev1.PodAffinityTerm
-		if x.PodAffinity != nil {
-			terms = append(terms, x.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		if x.PodAffinity != nil && !sameTermValues(x.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.Labels, b.Labels) {
+			return false
 		}
-		if x.PodAntiAffinity != nil {
-			terms = append(terms, x.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		if x.PodAntiAffinity != nil && !sameTermValues(x.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.Labels, b.Labels) {
+			return false
 		}
-		for k := range terms {
-			if !sameValues(terms[k].MatchLabelKeys, a.Labels, b.Labels) || !sameValues(terms[k].MismatchLabelKeys, a.Labels, b.Labels) {
-				return false
-			}
+	}
+	return true
+}
+
+// sameTermValues reports whether labels a and b carry the same values for every matchLabelKeys
+// and mismatchLabelKeys of terms.
+func sameTermValues(terms []corev1.PodAffinityTerm, a, b map[string]string) bool {
+	for k := range terms {
+		if !sameValues(terms[k].MatchLabelKeys, a, b) || !sameValues(terms[k].MismatchLabelKeys, a, b) {
+			return false
 		}
 	}
 	return true
@@ -232,7 +245,9 @@ func (c *Cluster) derivedSpec(p *corev1.Pod, req podRequests, t *podSpec) (*podS
 	s.requests = req.resources
 	r := *t.rareSpec
 	r.scalars = req.scalars
-	if !sameMap(s.labels, t.labels) {
+	// The anti-affinity of other pods against p: t's when the labels agree on every key the terms
+	// read (a template differs from its pod by its pod-name label, role labels, …).
+	if !sameMap(s.labels, t.labels) && !sameValues(c.model.anti.keysFor(p.Namespace), s.labels, t.labels) {
 		s.extAnti = c.model.anti.against(c, p)
 	}
 	if !sameContainers(p, t.pod) {
@@ -301,7 +316,7 @@ func sameVolumes(a, b *corev1.Pod) bool {
 // merges them at creation.
 func (c *Cluster) newPodSpec(p *corev1.Pod, req podRequests, template bool, hint *podSpec, seen map[string]int) (*podSpec, error) {
 	m := c.model
-	s := &podSpec{pod: p, labels: labels.Set(p.Labels), requests: req.resources}
+	s := &podSpec{specCore: &specCore{}, pod: p, labels: labels.Set(p.Labels), requests: req.resources}
 	r := rareSpec{scalars: req.scalars}
 	if template {
 		r.nodeName = p.Spec.NodeName

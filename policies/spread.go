@@ -242,7 +242,12 @@ func (c *Cluster) counted(in *spreadInstance, j int, p Placement) bool {
 // eligible domains than minDomains. A domain's count, kube-scheduler's TpValueToMatchNum, is
 // in.external[d] + members[d]. The cost is O(members), whatever the number of domains.
 func (c *Cluster) spreadCounts(in *spreadInstance, p Placement, skip int) (members map[int32]int, min int) {
-	members = make(map[int32]int, len(p))
+	// A counted member is on an eligible node: in one of the numDomains eligible domains.
+	hint := len(p)
+	if in.numDomains < hint {
+		hint = in.numDomains
+	}
+	members = make(map[int32]int, hint)
 	for j := range p {
 		if j != skip && c.counted(in, j, p) {
 			members[in.dom.ofNode[p[j]]]++

@@ -133,47 +133,34 @@ func (c *Cluster) buildStateIndex() *stateIndex {
 	x.matchers = make([][]int32, len(x.terms))
 	x.carriers = make([][]int32, len(x.terms))
 	x.selectedBy = make([][]int32, len(c.Members))
-	byValue := map[string]*[2]map[string][]int{} // label key → per labels kind, value → members
+	// Per labels kind (current pod, template): the members carrying each value of a key.
+	byValue := [2]valueIndex{
+		{labelsOf: func(j int) map[string]string { return c.Members[j].cur.labels }},
+		{labelsOf: func(j int) map[string]string { return c.Members[j].next.labels }},
+	}
 	for t, term := range x.terms {
 		for k := range 2 {
 			x.match[t][k] = make([]bool, len(c.Members))
 		}
-		// Only the members carrying a value the term's selector requires can match it.
-		try := func(j, k int) {
-			mem := c.Members[j]
-			lbl := mem.cur.labels
-			if k == 1 {
-				lbl = mem.next.labels
-			}
-			if !x.match[t][k][j] && term.matches(m, mem.Pod.Namespace, lbl) {
-				x.match[t][k][j] = true
-			}
-		}
-		if key, values, ok := exactRequirement(term.selector); ok {
-			idx := byValue[key]
-			if idx == nil {
-				idx = &[2]map[string][]int{{}, {}}
-				for j, mem := range c.Members {
-					if v, ok := mem.cur.labels[key]; ok {
-						idx[0][v] = append(idx[0][v], j)
-					}
-					if v, ok := mem.next.labels[key]; ok {
-						idx[1][v] = append(idx[1][v], j)
-					}
-				}
-				byValue[key] = idx
-			}
-			for k := range 2 {
-				for _, v := range values {
-					for _, j := range idx[k][v] {
-						try(j, k)
-					}
+		// Only the members carrying a value the term's selector requires can match it: those of
+		// its most selective requirement.
+		for k := range 2 {
+			lbl := byValue[k].labelsOf
+			try := func(j int) {
+				if !x.match[t][k][j] && term.matches(m, c.Members[j].Pod.Namespace, lbl(j)) {
+					x.match[t][k][j] = true
 				}
 			}
-		} else {
-			for j := range c.Members {
-				try(j, 0)
-				try(j, 1)
+			if cands, ok := byValue[k].candidates(term.selector, len(c.Members)); ok {
+				for _, js := range cands {
+					for _, j := range js {
+						try(j)
+					}
+				}
+			} else {
+				for j := range c.Members {
+					try(j)
+				}
 			}
 		}
 		for j, mem := range c.Members {
@@ -197,20 +184,62 @@ func (c *Cluster) buildStateIndex() *stateIndex {
 	return x
 }
 
-// exactRequirement returns the key and values of sel's first `=`, `==` or `in` requirement: a
-// label only pods carrying one of those values match.
-func exactRequirement(sel labels.Selector) (string, []string, bool) {
+// valueIndex lists, per value of a label key, the members carrying it (in member order), the
+// labels of member j being labelsOf(j); a key is indexed on first use.
+type valueIndex struct {
+	labelsOf func(j int) map[string]string
+	byKey    map[string]map[string][]int
+}
+
+// candidates returns the members that may match sel, as lists: those carrying one of the values
+// of sel's most selective `=`, `==` or `in` requirement (the fewest members), of n members. ok is
+// false when sel has no such requirement (every member may match).
+func (x *valueIndex) candidates(sel labels.Selector, n int) (cands [][]int, ok bool) {
 	reqs, selectable := sel.Requirements()
 	if !selectable {
-		return "", nil, false
+		return nil, false
 	}
-	for _, r := range reqs {
+	best := -1
+	for k := range reqs {
+		r := &reqs[k]
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
-			return r.Key(), r.Values().UnsortedList(), true
+		default:
+			continue
+		}
+		idx, values := x.index(r.Key(), n), r.ValuesUnsorted()
+		size := 0
+		for _, v := range values {
+			size += len(idx[v])
+		}
+		if best < 0 || size < best {
+			best, cands = size, cands[:0]
+			for _, v := range values {
+				if js := idx[v]; len(js) > 0 {
+					cands = append(cands, js)
+				}
+			}
 		}
 	}
-	return "", nil, false
+	return cands, best >= 0
+}
+
+// index returns the members by value of label key, building it on first use.
+func (x *valueIndex) index(key string, n int) map[string][]int {
+	idx, ok := x.byKey[key]
+	if !ok {
+		idx = map[string][]int{}
+		for j := range n {
+			if v, has := x.labelsOf(j)[key]; has {
+				idx[v] = append(idx[v], j)
+			}
+		}
+		if x.byKey == nil {
+			x.byKey = map[string]map[string][]int{}
+		}
+		x.byKey[key] = idx
+	}
+	return idx
 }
 
 // incomingKind is 0 when a member is placed with its current pod's spec (a Pending pod), 1 with

@@ -521,7 +521,7 @@ func (pl *planner) onTrack(path []step, k, expected int, keep bool) verdicts {
 			g := pl.classOf[n]
 			v.class[g] = judge(n)
 			for _, f := range pl.classes[g] {
-				if st.NodeCount(f) == 0 {
+				if st.NodeCount(int(f)) == 0 {
 					v.count++
 				}
 			}

@@ -14,9 +14,9 @@ func (pl *planner) diagnosePending(p policies.Placement) []PendingPod {
 		if n >= 0 || mem.Terminating {
 			continue
 		}
-		rep := c.Explain(p, i)
-		pp := PendingPod{Pod: mem.Key(), Why: rep.Summary()}
-		if len(rep.Fits) == 0 {
+		why, fits := c.ExplainSummary(p, i)
+		pp := PendingPod{Pod: mem.Key(), Why: why}
+		if fits == 0 {
 			pp.Unblock = pl.unblock(i)
 		}
 		out = append(out, pp)

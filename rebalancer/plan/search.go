@@ -67,7 +67,7 @@ type planner struct {
 	// classes lists, per class of interchangeable nodes (policies.Cluster.NodeClass), its nodes
 	// in node order; classOf maps a node to its class. A member is only tried on the nodes other
 	// members occupy and on the first free node of each class.
-	classes [][]int
+	classes [][]int32
 	classOf []int32
 	// failed[pending] maps a placement to the most moves from it proven not to reach
 	// compliance under that model.
@@ -75,6 +75,12 @@ type planner struct {
 	states int  // placements evaluated
 	limit  int  // states at which the current search gives up
 	budget bool // the current search ran out of states
+	// among is distinct's scratch list of nodes, kept from one call to the next.
+	among []int
+	// journal is follows' undo list, kept from one call to the next.
+	journal []undoOp
+	// leaves are successors' lists that dfs gave back (freeLeaves), reused by the next calls.
+	leaves [][]leafStep
 	sr     *search
 	// tgt is what the current search looks for: compliance (best nil, soft -1), a placement no
 	// farther from compliance than best (a best-effort plan), or compliance with a soft excess
@@ -119,18 +125,31 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 		}
 		return ma.Pod.Name < mb.Pod.Name
 	})
+	// The classes, numbered in order of their first node, share one backing array of every node.
 	index := map[uint64]int32{}
-	pl.classOf = make([]int32, len(c.Model().Nodes))
-	for n := range c.Model().Nodes {
+	nodes := len(c.Model().Nodes)
+	pl.classOf = make([]int32, nodes)
+	var size []int
+	for n := range nodes {
 		k := c.NodeClass(n)
 		g, ok := index[k]
 		if !ok {
-			g = int32(len(pl.classes))
+			g = int32(len(size))
 			index[k] = g
-			pl.classes = append(pl.classes, nil)
+			size = append(size, 0)
 		}
-		pl.classes[g] = append(pl.classes[g], n)
+		size[g]++
 		pl.classOf[n] = g
+	}
+	all := make([]int32, nodes)
+	pl.classes = make([][]int32, len(size))
+	at := 0
+	for g, k := range size {
+		pl.classes[g] = all[at : at : at+k]
+		at += k
+	}
+	for n, g := range pl.classOf {
+		pl.classes[g] = append(pl.classes[g], int32(n))
 	}
 	for k := range pl.failed {
 		pl.failed[k] = map[policies.StateKey]int{}
@@ -245,8 +264,8 @@ func (pl *planner) free(dst []int) []int {
 	from := len(dst)
 	for _, nodes := range pl.classes {
 		for _, n := range nodes {
-			if pl.st.NodeCount(n) == 0 {
-				dst = append(dst, n)
+			if pl.st.NodeCount(int(n)) == 0 {
+				dst = append(dst, int(n))
 				break
 			}
 		}
@@ -260,9 +279,10 @@ func (pl *planner) free(dst []int) []int {
 // (a member runs on one node, so no two occupied nodes are alike) and the first free node of each
 // class. The first is the lowest-numbered node of all that passes the filter.
 func (pl *planner) distinct(u int) []int {
-	among := pl.st.Occupied(nil)
+	among := pl.st.Occupied(pl.among[:0])
 	occ := len(among)
 	among = pl.free(among)
+	pl.among = among
 	merged := make([]int, 0, len(among))
 	i, j := 0, occ
 	for i < occ || j < len(among) {
@@ -369,7 +389,13 @@ func (pl *planner) successors(j, r int) []leafStep {
 	if len(tos) == 0 {
 		return nil // a master no member may take over from
 	}
-	byTo := make([][]leafStep, len(tos))
+	// With one takeover (a replica's eviction, or a master's with one member to take over) the
+	// steps go straight into out, a list from an earlier call when dfs gave one back (freeLeaves).
+	out := pl.leafList()
+	var byTo [][]leafStep
+	if len(tos) > 1 {
+		byTo = make([][]leafStep, len(tos))
+	}
 	st.Set(j, -1)
 	pl.settle(prune, func(places []placed) bool {
 		if !pl.accepts(j) {
@@ -390,7 +416,11 @@ func (pl *planner) successors(j, r int) []leafStep {
 				if kept == nil {
 					kept = slices.Clone(places)
 				}
-				byTo[k] = append(byTo[k], leafStep{step{j, from, to, kept}, s})
+				if byTo == nil {
+					out = append(out, leafStep{step{j, from, to, kept}, s})
+				} else {
+					byTo[k] = append(byTo[k], leafStep{step{j, from, to, kept}, s})
+				}
 			}
 			if pl.states > pl.limit {
 				pl.budget = true
@@ -400,14 +430,34 @@ func (pl *planner) successors(j, r int) []leafStep {
 		return false
 	})
 	st.Set(j, from)
-	out := slices.Concat(byTo...)
-	sort.SliceStable(out, func(a, b int) bool {
-		if out[a].sum.LowerBound != out[b].sum.LowerBound {
-			return out[a].sum.LowerBound < out[b].sum.LowerBound
+	for _, steps := range byTo {
+		out = append(out, steps...)
+	}
+	slices.SortStableFunc(out, func(a, b leafStep) int {
+		if a.sum.LowerBound != b.sum.LowerBound {
+			return a.sum.LowerBound - b.sum.LowerBound
 		}
-		return out[a].sum.Violations < out[b].sum.Violations
+		return a.sum.Violations - b.sum.Violations
 	})
 	return out
+}
+
+// leafList returns an empty list for successors, from freeLeaves when it holds one.
+func (pl *planner) leafList() []leafStep {
+	if k := len(pl.leaves) - 1; k >= 0 {
+		l := pl.leaves[k]
+		pl.leaves = pl.leaves[:k]
+		return l[:0]
+	}
+	return nil
+}
+
+// freeLeaves gives back a list successors returned, once nothing reads it (the steps' places are
+// not in it: they stay valid).
+func (pl *planner) freeLeaves(l []leafStep) {
+	if cap(l) > 0 {
+		pl.leaves = append(pl.leaves, l)
+	}
 }
 
 // canLower reports whether evicting member j can lower every excess sum equal to lb: only a pod
@@ -480,7 +530,8 @@ func (pl *planner) dfs(remaining int, path *[]step) bool {
 		if tight && !pl.canLower(j, s.LowerBound, e) {
 			continue
 		}
-		for _, ls := range pl.successors(j, remaining-1) {
+		next := pl.successors(j, remaining-1)
+		for _, ls := range next {
 			pl.apply(ls.step)
 			*path = append(*path, ls.step)
 			ok := pl.dfs(remaining-1, path)
@@ -488,9 +539,10 @@ func (pl *planner) dfs(remaining int, path *[]step) bool {
 			*path = (*path)[:len(*path)-1]
 			found = found || ok
 			if pl.stop() {
-				return found
+				break
 			}
 		}
+		pl.freeLeaves(next)
 		if pl.stop() {
 			return found
 		}
@@ -560,6 +612,10 @@ func (pl *planner) reaches(r int) (ok, decided bool) {
 	return ok, ok || !pl.budget
 }
 
+// undoOp is an entry of follows' journal: a member's node before a move (to < 0), or a failover
+// of member to to.
+type undoOp struct{ member, node, to int }
+
 // follows reports whether the planned evictions rest, carried out from the state, still reach a
 // goal: each step evicts the member the plan evicts (a master handing its slots to the member the
 // plan names when it still may take them, else to the first that may), and the scheduler places
@@ -569,15 +625,16 @@ func (pl *planner) reaches(r int) (ok, decided bool) {
 // replay, no search. The state is restored.
 func (pl *planner) follows(rest []step) bool {
 	st := pl.st
-	// journal records what to undo: a member's node before a move (to < 0), or a failover.
-	type op struct{ member, node, to int }
-	journal := make([]op, 0, 4*len(rest))
+	// journal records what to undo: a member's node before a move (to < 0), or a failover. Its
+	// memory is the planner's, kept for the next call (follows does not nest).
+	journal := pl.journal[:0]
+	defer func() { pl.journal = journal[:0] }()
 	set := func(m, n int) {
-		journal = append(journal, op{m, st.Node(m), -1})
+		journal = append(journal, undoOp{m, st.Node(m), -1})
 		st.Set(m, n)
 	}
 	failover := func(m, to int) {
-		journal = append(journal, op{m, -1, to})
+		journal = append(journal, undoOp{m, -1, to})
 		st.Failover(m, to)
 	}
 	back := func(mark int) {
