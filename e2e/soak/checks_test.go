@@ -344,18 +344,14 @@ func (s *Soak) judge(verifyErr error) *result {
 			}
 		}
 	}
-	// No eviction held past maxHold without its Event.
+	// No eviction held past maxHold without its Event. A hold is of the pod that ran under its
+	// name when it was made: one made before an earlier termination of that name (the
+	// StatefulSet re-creates the pod under the same name, with a new UID) held another pod.
 	for _, t := range terms {
 		if t.reason != "EvictionByEvictionAPI" {
 			continue
 		}
-		var latest *hold
-		for i := range rec.holds {
-			h := &rec.holds[i]
-			if strings.HasSuffix(h.pod, "/"+t.pod) && h.at.Before(t.at) && (latest == nil || h.at.After(latest.at)) {
-				latest = h
-			}
-		}
+		latest := latestHold(rec.holds, terms, t)
 		if latest == nil || t.at.Sub(latest.at) <= s.cfg.MaxHold+15*time.Second {
 			continue
 		}
@@ -499,6 +495,26 @@ func firstQuorum(samples []sample, t time.Time) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// latestHold returns the latest hold of the pod t terminated, made before t and after the
+// previous termination of a pod of the same name (nil if none): the StatefulSet re-creates a pod
+// under its name, and the guard's "Eviction held" line names the pod, not its UID.
+func latestHold(holds []hold, terms []termination, t termination) *hold {
+	var since time.Time
+	for _, o := range terms {
+		if o.pod == t.pod && o.uid != t.uid && o.at.Before(t.at) && o.at.After(since) {
+			since = o.at
+		}
+	}
+	var latest *hold
+	for i := range holds {
+		h := &holds[i]
+		if strings.HasSuffix(h.pod, "/"+t.pod) && h.at.Before(t.at) && h.at.After(since) && (latest == nil || h.at.After(latest.at)) {
+			latest = h
+		}
+	}
+	return latest
 }
 
 // placementRun is a run of placement disruptions whose intervals overlap.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 )
 
 // TestWithFlags: the workloads' arguments with the soak's flags in place of the manifests'.
@@ -49,5 +50,45 @@ func TestPlacementRuns(t *testing.T) {
 	}
 	if diff := cmp.Diff([]time.Time{at(200), at(360)}, ends); diff != "" {
 		t.Errorf("ends (-want +got):\n%s", diff)
+	}
+}
+
+// TestLatestHold: a hold is judged against the eviction of the pod it held, not a later pod of
+// the same name (seed 1's 30-minute soak: redis-cluster-7 held at +11m22s, evicted at +14m16s;
+// its re-created pod evicted unheld at +20m45s was counted as held for 9m23s).
+func TestLatestHold(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	holds := []hold{
+		{at: at(682), pod: "redis/redis-cluster-7"},
+		{at: at(840), pod: "redis/redis-cluster-1"},
+		{at: at(1300), pod: "redis/redis-cluster-1"},
+	}
+	terms := []termination{
+		{at: at(856), pod: "redis-cluster-7", uid: "a", reason: "EvictionByEvictionAPI"},
+		{at: at(1245), pod: "redis-cluster-7", uid: "b", reason: "EvictionByEvictionAPI"},
+		{at: at(895), pod: "redis-cluster-1", uid: "c", reason: "DeletionByTaintManager"},
+		{at: at(1310), pod: "redis-cluster-1", uid: "d", reason: "EvictionByEvictionAPI"},
+		{at: at(900), pod: "redis-cluster-3", uid: "e", reason: "EvictionByEvictionAPI"},
+	}
+	for _, tc := range []struct {
+		name string
+		term int
+		want *time.Time
+	}{
+		{"the pod held, then evicted → its hold", 0, ptr.To(at(682))},
+		{"the pod re-created under the name, evicted unheld → no hold (the earlier one held the pod before)", 1, nil},
+		{"a hold of the re-created pod → that hold, not the earlier pod's", 3, ptr.To(at(1300))},
+		{"a pod never held → no hold", 4, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got *time.Time
+			if h := latestHold(holds, terms, terms[tc.term]); h != nil {
+				got = &h.at
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("latest hold (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -122,6 +122,26 @@ func (h *Holds) List() []Hold {
 	return out
 }
 
+// Renewed returns the holds a denial renewed within the last within (all remembered when within
+// is 0), oldest first: those of an evictor still retrying. kubectl drain retries a denied eviction
+// every 5 s, cluster-autoscaler and Karpenter within 10 s; a hold not renewed for longer belongs
+// to an evictor that has stopped asking (a drain given up, the descheduler's one try per cycle),
+// and is kept only to count guard.maxHold should it ask again.
+func (h *Holds) Renewed(within time.Duration) []Hold {
+	all := h.List()
+	if within <= 0 {
+		return all
+	}
+	now := h.clock.Now()
+	out := all[:0]
+	for _, e := range all {
+		if now.Sub(e.Last) <= within {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // gc forgets the holds no denial has renewed for h.forget.
 func (h *Holds) gc(now time.Time) {
 	for uid, e := range h.byUID {

@@ -503,3 +503,38 @@ func TestReviewJudgesOnlyMembers(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldsRenewed: the holds a denial renewed within the window, oldest first; 0 → all.
+func TestHoldsRenewed(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
+	h := NewHolds(clk, 10*time.Minute)
+	h.Hold(Hold{Namespace: "redis", Name: "a", UID: "a"})
+	clk.SetTime(clk.Now().Add(time.Second))
+	h.Hold(Hold{Namespace: "redis", Name: "b", UID: "b"})
+	clk.SetTime(clk.Now().Add(19 * time.Second))
+	h.Hold(Hold{Namespace: "redis", Name: "c", UID: "c"})
+	clk.SetTime(clk.Now().Add(20 * time.Second))
+	h.Hold(Hold{Namespace: "redis", Name: "b", UID: "b"}) // b's evictor retries; a's gave up
+	names := func(hs []Hold) []string {
+		out := []string{}
+		for _, x := range hs {
+			out = append(out, x.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		within time.Duration
+		want   []string
+	}{
+		{"within 30 s → b (renewed now) and c (20 s ago), not a (40 s ago)", 30 * time.Second, []string{"b", "c"}},
+		{"within 10 s → b only", 10 * time.Second, []string{"b"}},
+		{"0 → every hold remembered", 0, []string{"a", "b", "c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, names(h.Renewed(tc.within))); diff != "" {
+				t.Errorf("renewed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -56,6 +56,9 @@ const (
 	DefaultSettledFor = 30 * time.Second
 	// DefaultObserveTimeout is Config.ObserveTimeout.
 	DefaultObserveTimeout = 30 * time.Second
+	// DefaultStaleAfter is Config.StaleAfter: 6 of kubectl drain's retries, 3 of
+	// cluster-autoscaler's.
+	DefaultStaleAfter = 30 * time.Second
 )
 
 // Outcomes of one hand-off attempt (Observer.HandOff).
@@ -109,6 +112,12 @@ type Config struct {
 	// MaxHold is guard.maxHold: a hold older than this is not handed off any more (the guard
 	// admits its eviction).
 	MaxHold time.Duration
+	// StaleAfter is how long after its last denial a hold of this process's guard is still
+	// handed off (DefaultStaleAfter when 0): an evictor that has not retried for longer has
+	// stopped asking (a drain given up, its node uncordoned), and failing its master over then
+	// moves a master off a node that stays for nothing, maybe against MasterQuorum. A hold another
+	// replica made is known from its first Event only, and handed off until MaxHold.
+	StaleAfter time.Duration
 	// Planner plans the failovers (DrainPlanner when nil).
 	Planner Planner
 	// Workers is how many Redis clusters are handed off at once (1 when 0); one disruption at a
@@ -165,6 +174,9 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if cfg.ObserveTimeout == 0 {
 		cfg.ObserveTimeout = DefaultObserveTimeout
+	}
+	if cfg.StaleAfter == 0 {
+		cfg.StaleAfter = DefaultStaleAfter
 	}
 	return &Controller{cfg: cfg, remote: map[types.UID]guard.Hold{}, settled: map[string]settled{}, backoff: map[string]time.Time{}, active: map[string]string{}}, nil
 }
@@ -260,10 +272,10 @@ func (c *Controller) watchHeldEvents(ctx context.Context) {
 	f.Start(ctx.Done())
 }
 
-// holds returns the holds to hand off: this process's and the other replicas', not older than
-// MaxHold.
+// holds returns the holds to hand off: this process's renewed within StaleAfter, and the other
+// replicas' not older than MaxHold.
 func (c *Controller) holds() []guard.Hold {
-	hs := c.cfg.Holds.List()
+	hs := c.cfg.Holds.Renewed(c.cfg.StaleAfter)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for uid, h := range c.remote {
