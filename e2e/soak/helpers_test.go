@@ -27,8 +27,9 @@ func TestWithFlags(t *testing.T) {
 	}
 }
 
-// TestPlacementRuns: overlapping placement disruptions make one run, judged at its end; control
-// events (serve, kube-apiserver, the guard) join none.
+// TestPlacementRuns: overlapping placement disruptions make one run, judged at its end, and so
+// does one starting within quorumWithin (60 s) of a run's end; control events (serve,
+// kube-apiserver, the guard) join none.
 func TestPlacementRuns(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
@@ -38,6 +39,7 @@ func TestPlacementRuns(t *testing.T) {
 	events := []*Event{
 		ev(1, KindDrainNode, 0, 100), ev(2, KindNodeLost, 50, 200), ev(3, KindGuardDown, 190, 400),
 		ev(4, KindAutoscaler, 300, 350), ev(5, KindReplicaKilled, 340, 360), ev(6, KindLeaderKilled, 500, 520),
+		ev(7, KindDrainNode, 380, 390), // 20 s after run {4, 5} ended: joins it
 	}
 	var got [][]int
 	var ends []time.Time
@@ -45,10 +47,10 @@ func TestPlacementRuns(t *testing.T) {
 		got = append(got, indexes(r.events))
 		ends = append(ends, r.end)
 	}
-	if diff := cmp.Diff([][]int{{1, 2}, {4, 5}}, got); diff != "" {
+	if diff := cmp.Diff([][]int{{1, 2}, {4, 5, 7}}, got); diff != "" {
 		t.Errorf("runs (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]time.Time{at(200), at(360)}, ends); diff != "" {
+	if diff := cmp.Diff([]time.Time{at(200), at(390)}, ends); diff != "" {
 		t.Errorf("ends (-want +got):\n%s", diff)
 	}
 }
