@@ -103,8 +103,9 @@ type FailoverResult struct {
 // fresh: role, master address, master_link_status, offset lag, master_last_io_seconds_ago, with
 // the Client's MaxLagBytes and MaxLastIOSeconds) qualify. Among those, replicas for which prefer
 // returns true (for example "its pod placement complies"; nil prefers none) come first, then the
-// smallest lag, then the smallest master_last_io_seconds_ago, then the address. The error wraps
-// ErrNoInSyncReplica and says why each replica was rejected.
+// smallest lag, then the smallest master_last_io_seconds_ago when they differ by more than a
+// second (a replica acknowledges every second, so 0 against 1 says only when each last did), then
+// the address. The error wraps ErrNoInSyncReplica and says why each replica was rejected.
 func (c *Client) ChooseReplica(ctx context.Context, topo *Topology, masterID string, prefer func(Node) bool) (Node, error) {
 	m, ok := topo.Node(masterID)
 	if !ok {
@@ -161,8 +162,8 @@ func (c *Client) ChooseReplica(ctx context.Context, topo *Topology, masterID str
 		if x.s.LagBytes != y.s.LagBytes {
 			return x.s.LagBytes < y.s.LagBytes
 		}
-		if x.s.LastIOSeconds != y.s.LastIOSeconds {
-			return x.s.LastIOSeconds < y.s.LastIOSeconds
+		if d := x.s.LastIOSeconds - y.s.LastIOSeconds; d > 1 || d < -1 {
+			return d < 0
 		}
 		return x.n.Addr() < y.n.Addr()
 	})
