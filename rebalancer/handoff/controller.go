@@ -112,7 +112,9 @@ type Config struct {
 	// handed off (DefaultStaleAfter when 0): an evictor that has not retried for longer has
 	// stopped asking (a drain given up, its node uncordoned), and failing its master over then
 	// moves a master off a node that stays for nothing, maybe against MasterQuorum. A hold another
-	// replica made is known from its first Event only, and handed off until MaxHold.
+	// replica made is known from its Event, which tells its first denial only: it is handed off
+	// within StaleAfter of that Event (an evictor still retrying reaches this replica too, behind
+	// the Service, and renews a hold of its own), and kept until MaxHold for nothing else.
 	StaleAfter time.Duration
 	// Planner plans the failovers (DrainPlanner when nil).
 	Planner Planner
@@ -251,17 +253,23 @@ func (c *Controller) watchHeldEvents(ctx context.Context) {
 }
 
 // holds returns the holds to hand off: this process's renewed within StaleAfter, and the other
-// replicas' not older than MaxHold.
+// replicas' whose Event came within StaleAfter (forgotten after MaxHold). The 3-minute soak in
+// make test: a zone drain given up at +3m32s, the zone uncordoned and the cluster compliant, a
+// hold another replica made during the drain was handed off at +4m31s, failing a master over
+// for an evictor long gone.
 func (c *Controller) holds() []guard.Hold {
 	hs := c.cfg.Holds.Renewed(c.cfg.StaleAfter)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for uid, h := range c.remote {
-		if c.cfg.MaxHold > 0 && time.Since(h.Last) > c.cfg.MaxHold {
+		age := time.Since(h.Last)
+		if c.cfg.MaxHold > 0 && age > c.cfg.MaxHold {
 			delete(c.remote, uid)
 			continue
 		}
-		hs = append(hs, h)
+		if age <= c.cfg.StaleAfter {
+			hs = append(hs, h)
+		}
 	}
 	return hs
 }

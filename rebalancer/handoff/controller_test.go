@@ -283,7 +283,15 @@ func TestControllerLeavesStaleHolds(t *testing.T) {
 	holds.Hold(guard.Hold{Namespace: "redis", Name: "redis-s3-0", UID: "pod-redis-s3-0"})
 	clk.SetTime(clk.Now().Add(DefaultStaleAfter + time.Second))
 	holds.Hold(guard.Hold{Namespace: "redis", Name: "redis-s4-0", UID: "pod-redis-s4-0"})
-	want := []string{"redis/redis-s4-0 → redis/redis-s4-1 (the guard held the eviction of pod redis/redis-s4-0)"}
+	// Another replica's holds, known from their Events: one just now, one older than StaleAfter.
+	now := time.Now()
+	c.remote["pod-redis-s1-0"] = guard.Hold{Namespace: "redis", Name: "redis-s1-0", UID: "pod-redis-s1-0", Since: now, Last: now}
+	old := now.Add(-DefaultStaleAfter - time.Second)
+	c.remote["pod-redis-s2-0"] = guard.Hold{Namespace: "redis", Name: "redis-s2-0", UID: "pod-redis-s2-0", Since: old, Last: old}
+	want := []string{
+		"redis/redis-s1-0 → redis/redis-s1-1 (the guard held the eviction of pod redis/redis-s1-0)",
+		"redis/redis-s4-0 → redis/redis-s4-1 (the guard held the eviction of pod redis/redis-s4-0)",
+	}
 	if diff := cmp.Diff(want, runFor(t, c, f, len(want)), cmpEmpty); diff != "" {
 		t.Errorf("hand-offs (-want +got):\n%s", diff)
 	}
