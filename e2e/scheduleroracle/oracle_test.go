@@ -42,7 +42,11 @@ const (
 // TestFilterAgreesWithKubeScheduler runs the random placements (see the package doc).
 func TestFilterAgreesWithKubeScheduler(t *testing.T) {
 	c := localcluster.StartForTest(t, localcluster.Config{PodNetwork: podNetwork})
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	// 32 cases take about a minute on v1.36 and v1.37, and up to 16 minutes on v1.35 (make
+	// test-compat), whose cases take 15 or 30 s each: multiples of kube-controller-manager's
+	// PersistentVolume binder resync (--pvclaimbinder-sync-period, 15 s), most likely the wait
+	// for each case's claims to be bound.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
 	var bound, pending int
 	seen := map[string]int{} // reason → nodes the filter rejected for it, over every verdict
