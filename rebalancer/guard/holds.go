@@ -78,6 +78,7 @@ func (h *Holds) Seen(uid types.UID, first, last time.Time) {
 	}
 }
 
+
 // BeginHandOff records that this process's hand-off of pod ("namespace/name": the master it
 // fails over) runs, until the returned end is called (once): from before its failover until its
 // clients have moved to the new master and the cluster has been observed again. Meanwhile the
