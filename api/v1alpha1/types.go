@@ -439,9 +439,8 @@ type Guard struct {
 	// off. The ValidatingWebhookConfiguration is installed apart (deploy/overlays/guard, the
 	// Helm chart's guard.enabled).
 	Enabled bool `json:"enabled"`
-	// maxHold is the longest the guard holds one pod's eviction, from the first 429 any replica
-	// of serve answered for it (their RedisEvictionHeld Events: a restart or a new leader does
-	// not start it again); a later eviction of the pod is admitted with a Warning Event
+	// maxHold is the longest the guard holds one pod's eviction, from the first 429 this replica
+	// answered for it; a later eviction of the pod is admitted with a Warning Event
 	// (RedisEvictionHoldExpired) and counted, so that a drain never hangs forever.
 	MaxHold metav1.Duration `json:"maxHold"`
 	// failurePolicy is the webhook configuration's failurePolicy: Ignore (an eviction goes

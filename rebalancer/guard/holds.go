@@ -30,9 +30,6 @@ type Holds struct {
 
 	mu    sync.Mutex
 	byUID map[types.UID]*Hold
-	// origins are the holds every guard replica recorded, by pod UID, as their RedisEvictionHeld
-	// Events tell: Seen.
-	origins map[types.UID]origin
 	// handingOff counts the hand-offs running per pod ("namespace/name"): BeginHandOff.
 	handingOff map[string]int
 }
@@ -43,41 +40,8 @@ func NewHolds(clk clock.PassiveClock, forget time.Duration) *Holds {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Holds{clock: clk, forget: forget, byUID: map[types.UID]*Hold{}, origins: map[types.UID]origin{}, handingOff: map[string]int{}}
+	return &Holds{clock: clk, forget: forget, byUID: map[types.UID]*Hold{}, handingOff: map[string]int{}}
 }
-
-// origin is what the RedisEvictionHeld Events of the guard replicas say of a pod's hold: the
-// first denial any of them recorded, and the latest seen.
-type origin struct{ first, last time.Time }
-
-// Seen records a RedisEvictionHeld Event of any guard replica (this one included) for the pod
-// with uid: a denial first at first, seen last at last. A hold of this process for the pod then
-// counts guard.maxHold from the earliest first seen rather than from its own first denial, so
-// that an eviction is held at most maxHold in all, however often serve's replicas restart or
-// leadership moves (each replica counted from its own first 429 before: the chaos soak saw a new
-// leader answer "held for 0s" to an eviction held for minutes).
-func (h *Holds) Seen(uid types.UID, first, last time.Time) {
-	if first.IsZero() {
-		return
-	}
-	if last.Before(first) {
-		last = first
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	o, ok := h.origins[uid]
-	if !ok || first.Before(o.first) {
-		o.first = first
-	}
-	if last.After(o.last) {
-		o.last = last
-	}
-	h.origins[uid] = o
-	if e, ok := h.byUID[uid]; ok && o.first.Before(e.Since) {
-		e.Since = o.first
-	}
-}
-
 
 // BeginHandOff records that this process's hand-off of pod ("namespace/name": the master it
 // fails over) runs, until the returned end is called (once): from before its failover until its
@@ -109,20 +73,16 @@ func (h *Holds) HandingOff(pod string) bool {
 	return h.handingOff[pod] > 0
 }
 
-// HeldFor returns how long the pod with uid has been held, and whether it is: by this process
-// (from the earliest first denial Seen when earlier than its own), or, when this process has not
-// held it, by another guard replica whose Event was Seen within the forget period.
+// HeldFor returns how long the pod with uid has been held, and whether it is.
 func (h *Holds) HeldFor(uid types.UID) (time.Duration, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.clock.Now()
-	if e, ok := h.byUID[uid]; ok && now.Sub(e.Last) <= h.forget {
-		return now.Sub(e.Since), true
+	e, ok := h.byUID[uid]
+	if !ok || now.Sub(e.Last) > h.forget {
+		return 0, false
 	}
-	if o, ok := h.origins[uid]; ok && now.Sub(o.last) <= h.forget {
-		return now.Sub(o.first), true
-	}
-	return 0, false
+	return now.Sub(e.Since), true
 }
 
 // Hold records a denial of hold's pod now: a new hold starts unless one is remembered for its UID.
@@ -135,9 +95,6 @@ func (h *Holds) Hold(hold Hold) (Hold, bool) {
 	e, ok := h.byUID[hold.UID]
 	if !ok {
 		hold.Since = now
-		if o, seen := h.origins[hold.UID]; seen && o.first.Before(now) {
-			hold.Since = o.first
-		}
 		e = &hold
 		h.byUID[hold.UID] = e
 	}
@@ -145,13 +102,11 @@ func (h *Holds) Hold(hold Hold) (Hold, bool) {
 	return *e, !ok
 }
 
-// Release forgets the hold of the pod with uid (its eviction passed, or the pod is gone), the
-// other replicas' included.
+// Release forgets the hold of the pod with uid (its eviction passed, or the pod is gone).
 func (h *Holds) Release(uid types.UID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.byUID, uid)
-	delete(h.origins, uid)
 }
 
 // List returns the holds remembered, oldest first.
@@ -187,16 +142,11 @@ func (h *Holds) Renewed(within time.Duration) []Hold {
 	return out
 }
 
-// gc forgets the holds no denial has renewed for h.forget, this process's and the others'.
+// gc forgets the holds no denial has renewed for h.forget.
 func (h *Holds) gc(now time.Time) {
 	for uid, e := range h.byUID {
 		if now.Sub(e.Last) > h.forget {
 			delete(h.byUID, uid)
-		}
-	}
-	for uid, o := range h.origins {
-		if now.Sub(o.last) > h.forget {
-			delete(h.origins, uid)
 		}
 	}
 }

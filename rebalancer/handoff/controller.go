@@ -30,9 +30,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -237,19 +241,37 @@ func (c *Controller) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// watchHeldEvents watches the Events the guards record when they hold an eviction (reason
-// RedisEvictionHeld), so that holds answered by other replicas are handed off here.
+// watchHeldEvents starts an informer on the Events the guards record when they hold an eviction
+// (reason RedisEvictionHeld), so that holds answered by other replicas are handed off here.
 func (c *Controller) watchHeldEvents(ctx context.Context) {
-	guard.WatchHeldEvents(ctx, c.cfg.Client, c.cfg.Selection.Namespace, execute.EventSource, func(ev guard.HeldEvent) {
-		if c.cfg.MaxHold > 0 && time.Since(ev.Last) > c.cfg.MaxHold {
+	f := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 0, informers.WithNamespace(c.cfg.Selection.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("reason", guard.EventEvictionHeld).String()
+		}))
+	inf := f.Core().V1().Events().Informer()
+	add := func(obj any) {
+		ev, ok := obj.(*corev1.Event)
+		if !ok || ev.InvolvedObject.Kind != "Pod" || ev.ReportingController != "" && ev.ReportingController != execute.EventSource {
 			return
 		}
-		h := guard.Hold{Namespace: ev.Namespace, Name: ev.Name, UID: ev.UID, Since: ev.First, Last: ev.Last}
+		when := ev.EventTime.Time
+		if ev.Series != nil {
+			when = ev.Series.LastObservedTime.Time
+		}
+		if when.IsZero() {
+			when = ev.LastTimestamp.Time
+		}
+		if c.cfg.MaxHold > 0 && time.Since(when) > c.cfg.MaxHold {
+			return
+		}
+		h := guard.Hold{Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name, UID: ev.InvolvedObject.UID, Since: when, Last: when}
 		c.mu.Lock()
 		c.remote[h.UID] = h
 		c.mu.Unlock()
 		c.Enqueue(h)
-	})
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, obj any) { add(obj) }})
+	f.Start(ctx.Done())
 }
 
 // holds returns the holds to hand off: this process's renewed within StaleAfter, and the other

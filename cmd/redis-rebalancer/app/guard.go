@@ -183,11 +183,6 @@ func (o *serveOptions) startGuard(ctx context.Context, stop <-chan struct{}, cli
 
 	maxHold := p.Guard.MaxHold.Duration
 	holds := guard.NewHolds(nil, 2*maxHold)
-	// Every replica counts guard.maxHold from the first denial of any replica, as their
-	// RedisEvictionHeld Events tell: a hold stays bounded when leadership moves.
-	guard.WatchHeldEvents(ctx, client, sel.Namespace, execute.EventSource, func(ev guard.HeldEvent) {
-		holds.Seen(ev.UID, ev.First, ev.Last)
-	})
 	if !dryRun {
 		gr.handOff, err = handoff.New(handoff.Config{
 			Client: client, Source: src, Holds: holds, Executor: ex,
