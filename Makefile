@@ -111,7 +111,8 @@ e2e: tools descheduler-plugin ## end-to-end tests on a local cluster with real R
 test: tools vet descheduler-plugin descheduler ## every test: unit and end-to-end (a short soak among them: e2e/soak, 3 minutes, seed 1), in a shuffled order (SHUFFLE=<seed> replays one)
 	@echo "go test -shuffle $(SHUFFLE) (replay this order: make test SHUFFLE=$(SHUFFLE))"
 	cd hack/descheduler-plugin && $(GO) test -count=1 -shuffle=$(SHUFFLE) ./...
-	$(GO) test -count=1 -shuffle=$(SHUFFLE) -timeout $(TEST_TIMEOUT) ./...
+	@mkdir -p _output
+	set -o pipefail; $(GO) test -count=1 -shuffle=$(SHUFFLE) -timeout $(TEST_TIMEOUT) ./... 2>&1 | tee _output/test.log || { ./hack/failure-digest.sh _output/test.log; exit 1; }
 
 # make test-stress: the end-to-end suite 3 times (STRESS_RUNS), each in a new shuffled order
 # (STRESS_SEEDS="s1 s2 s3" replays them) under a CPU hog on every core (hack/cpuhog), with a line

@@ -36,6 +36,7 @@ type Writer struct {
 	mu        sync.Mutex
 	retried   int // writes that needed the UnboundSlotRetry
 	acked     []int64
+	ackedAt   []time.Time // when each of acked was acknowledged
 	failures  []string
 	latencies []time.Duration
 	started   time.Time
@@ -103,6 +104,7 @@ func (w *Writer) loop(ctx context.Context) {
 			w.failures = append(w.failures, fmt.Sprintf("seq %d: %v", seq, err))
 		} else {
 			w.acked = append(w.acked, seq)
+			w.ackedAt = append(w.ackedAt, time.Now())
 			w.latencies = append(w.latencies, d)
 		}
 		w.mu.Unlock()
@@ -191,29 +193,62 @@ func (w *Writer) Stats() WriterStats {
 // Verify reads every acknowledged key back and returns an error naming the keys that are missing
 // or hold another value (an acknowledged write was lost).
 func (w *Writer) Verify(ctx context.Context) error {
-	lost, err := w.Lost(ctx)
+	lost, err := w.LostWrites(ctx)
 	if err != nil {
 		return err
 	}
-	if len(lost) > 0 {
-		n := len(lost)
-		if n > 20 {
-			lost = append(lost[:20], fmt.Sprintf("... (%d in all)", n))
-		}
-		return fmt.Errorf("%d acknowledged writes lost: %v", n, lost)
-	}
-	return nil
+	return LostError(lost)
 }
+
+// LostError returns nil for no lost writes, else an error naming them (the first 20).
+func LostError(lost []LostWrite) error {
+	if len(lost) == 0 {
+		return nil
+	}
+	var names []string
+	for _, l := range lost[:min(len(lost), 20)] {
+		names = append(names, l.String())
+	}
+	if len(lost) > 20 {
+		names = append(names, fmt.Sprintf("... (%d in all)", len(lost)))
+	}
+	return fmt.Errorf("%d acknowledged writes lost: %v", len(lost), names)
+}
+
+// LostWrite is an acknowledged write that was not read back.
+type LostWrite struct {
+	// Key is the key written ("seq:12"), Got what it holds now ("(missing)" when it is gone).
+	Key, Got string
+	// Slot is the key's hash slot (CLUSTER KEYSLOT), Acked when Redis acknowledged the write.
+	Slot  int
+	Acked time.Time
+}
+
+// String gives the key and what it holds: "seq:12=(missing)".
+func (l LostWrite) String() string { return l.Key + "=" + l.Got }
 
 // Lost reads every acknowledged key back and returns the ones that are missing or hold another
 // value ("seq:12=(missing)"), in write order. It fails when a key cannot be read within 10 s.
 func (w *Writer) Lost(ctx context.Context) ([]string, error) {
+	lost, err := w.LostWrites(ctx)
+	var out []string
+	for _, l := range lost {
+		out = append(out, l.String())
+	}
+	return out, err
+}
+
+// LostWrites is Lost with each lost write's hash slot and acknowledgement time, so that a test
+// can tell a write Redis Cluster may lose by design (see harness.Loss) from one the rebalancer
+// lost. It fails when a key cannot be read, or its slot asked, within 10 s.
+func (w *Writer) LostWrites(ctx context.Context) ([]LostWrite, error) {
 	w.mu.Lock()
 	acked := append([]int64(nil), w.acked...)
+	ackedAt := append([]time.Time(nil), w.ackedAt...)
 	w.mu.Unlock()
 	w.client.ReloadState(ctx)
-	var lost []string
-	for _, seq := range acked {
+	var lost []LostWrite
+	for i, seq := range acked {
 		key := "seq:" + strconv.FormatInt(seq, 10)
 		var v string
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -231,9 +266,19 @@ func (w *Writer) Lost(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %s back: %w", key, err)
 		}
-		if v != strconv.FormatInt(seq, 10) {
-			lost = append(lost, key+"="+v)
+		if v == strconv.FormatInt(seq, 10) {
+			continue
 		}
+		var slot int64
+		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			slot, err = w.client.ClusterKeySlot(ctx, key).Result()
+			return err == nil, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("CLUSTER KEYSLOT %s: %w", key, err)
+		}
+		lost = append(lost, LostWrite{Key: key, Got: v, Slot: int(slot), Acked: ackedAt[i]})
 	}
 	return lost, nil
 }
