@@ -66,6 +66,13 @@ var guardAddrRE = regexp.MustCompile(`"address":"([^"]+)"`)
 // later flag wins). Everything is stopped and removed when the test ends.
 func startGuard(t *testing.T, f *faultEnv, replicas int, fp admissionregistrationv1.FailurePolicyType, extra ...string) *guardedEnv {
 	t.Helper()
+	return startGuardWith(t, f, replicas, fp, "", extra...)
+}
+
+// startGuardWith is startGuard with more of the RebalancerPolicy's YAML (policyExtra: top-level
+// fields other than guard and those of e2ePolicy, "failover: {drainQuiet: 5s}\n").
+func startGuardWith(t *testing.T, f *faultEnv, replicas int, fp admissionregistrationv1.FailurePolicyType, policyExtra string, extra ...string) *guardedEnv {
+	t.Helper()
 	dir := t.TempDir()
 	ca, err := harness.GuardTLS(dir)
 	if err != nil {
@@ -74,7 +81,7 @@ func startGuard(t *testing.T, f *faultEnv, replicas int, fp admissionregistratio
 	g := &guardedEnv{faultEnv: f}
 	name := "guard-" + f.Namespace
 	policy := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(policy, []byte(e2ePolicy+"guard: {webhookConfigurationName: "+name+", maxHold: 3m}\n"), 0o600); err != nil {
+	if err := os.WriteFile(policy, []byte(e2ePolicy+policyExtra+"guard: {webhookConfigurationName: "+name+", maxHold: 3m}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for range replicas {

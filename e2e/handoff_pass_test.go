@@ -21,13 +21,16 @@ import (
 // shard. Here n1 holds 2 of the 5 masters (TwoMastersOnN1): handing them off for `kubectl drain
 // n1` takes 3 failovers, the first making room in zone-b by putting s3's master on n2, which
 // leaves zone-a 3 of the 5 masters (n1's two still count) until the next; serve passes every
-// second. Every failover during the drain is the hand-off's (RedisHandOff), none a pass's
+// second. The hand-off waits failover.drainQuiet (5 s here, 1 s by default) for the old master's
+// clients after each failover, so that the state between its first and second failover lasts
+// several passes even on a loaded machine (with 1 s, a make test run under two soaks' load saw no
+// pass there). Every failover during the drain is the hand-off's (RedisHandOff), none a pass's
 // (RedisFailover); the passes that found the cluster mid-hand-off said they left it to the
 // hand-off (at least one did: the race was run); the drain evicts replicas only, no write fails
 // or is lost, MasterQuorum holds after. It drains a node of the shared bed, so it runs alone.
 func TestPassLeavesTheHandOffAlone(t *testing.T) {
 	f := newFaultEnv(t, scenario.TwoMastersOnN1(), harness.Options{}, true)
-	g := startGuard(t, f, 1, admissionregistrationv1.Ignore, "--schedule", "@every 1s")
+	g := startGuardWith(t, f, 1, admissionregistrationv1.Ignore, "failover: {drainQuiet: 5s}\n", "--schedule", "@every 1s")
 	lead := g.leader(time.Minute)
 	start := time.Now()
 	kubectlDrain(t, f.Env, "n1", f.Namespace, time.Second)

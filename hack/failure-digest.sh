@@ -7,5 +7,5 @@ set -euo pipefail
 log=${1:?usage: failure-digest.sh LOG}
 echo "== failure digest (the whole output: $log)"
 grep -E -- '^\s*--- FAIL|^(FAIL|panic:)|^\s+[A-Za-z0-9_]+_test\.go:[0-9]+: ' "$log" \
-	| grep -vE '\$ redis-rebalancer |exited \(.*\); its output' \
+	| grep -vE '\$ redis-rebalancer |exited \(.*\); its output|: drain: (evicting pod|error when evicting)' \
 	| cut -c1-400 | tail -n 60 || true
