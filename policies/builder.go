@@ -22,8 +22,8 @@ type builder struct {
 	// reqByContainers memoizes template requests by container slice.
 	reqByContainers map[*corev1.Container]podRequests
 	// scratch holds the templates of the cluster being converted (templatePods).
-	scratch []corev1.Pod
-	sig, selSig     sigBuf
+	scratch     []corev1.Pod
+	sig, selSig sigBuf
 }
 
 func newBuilder(m *Model) *builder {
