@@ -6,29 +6,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // eagerTemplate is the re-creation template as Build built and kept it for every StatefulSet
-// member before Member.Template became lazy (templatePod as it was then, its volumes merged
-// through a set of names): the reference the lazily built one must equal.
+// member before Member.Template became lazy: templatePod with labels of its own (templateLabels),
+// its volumes merged as they were then, through a set of names. The reference the lazily built
+// template must equal.
 func eagerTemplate(p *corev1.Pod, sts *appsv1.StatefulSet) *corev1.Pod {
 	t := new(corev1.Pod)
+	templatePod(t, p, sts, nil)
 	tmpl := &sts.Spec.Template
-	t.TypeMeta = p.TypeMeta
-	t.ObjectMeta = metav1.ObjectMeta{
-		Name: p.Name, Namespace: p.Namespace, UID: p.UID,
-		Annotations:     tmpl.Annotations,
-		OwnerReferences: p.OwnerReferences,
-	}
-	t.Spec = tmpl.Spec
-	t.Labels = templateLabels(p, sts)
-	if rev := sts.Status.UpdateRevision; rev != "" && p.Labels[appsv1.ControllerRevisionHashLabelKey] == rev {
-		t.Spec.Containers, t.Spec.InitContainers = p.Spec.Containers, p.Spec.InitContainers
-		t.Spec.Overhead, t.Spec.Resources = p.Spec.Overhead, p.Spec.Resources
-	} else {
-		podDefaults(&t.Spec)
-	}
 	t.Spec.Volumes = p.Spec.Volumes
 	if len(tmpl.Spec.Volumes) > 0 {
 		have := make(map[string]bool, len(p.Spec.Volumes))
