@@ -515,23 +515,6 @@ func (m *Model) pdbSelectors(pdbs []*policyv1.PodDisruptionBudget) map[string][]
 
 // finish derives N, shards, zones and the constraint instances of a cluster.
 func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
-	// Re-creation templates, allocated together.
-	n := 0
-	for _, mem := range c.Members {
-		if mem.sts != nil {
-			n++
-		}
-	}
-	arena := make([]corev1.Pod, n)
-	for _, mem := range c.Members {
-		if mem.sts == nil {
-			mem.Template = mem.Pod
-			continue
-		}
-		mem.Template = &arena[0]
-		arena = arena[1:]
-		templatePod(mem.Template, mem.Pod, mem.sts)
-	}
 	c.groupShards()
 	c.ShardSource = c.model.Options.ShardSource
 	if c.ShardSource.Kind == ShardAuto {

@@ -21,7 +21,9 @@ type builder struct {
 	usableIn  map[string]map[string]int
 	// reqByContainers memoizes template requests by container slice.
 	reqByContainers map[*corev1.Container]podRequests
-	sig, selSig     sigBuf
+	// scratch holds the templates of the cluster being converted (templatePods).
+	scratch     []corev1.Pod
+	sig, selSig sigBuf
 }
 
 func newBuilder(m *Model) *builder {
@@ -35,6 +37,17 @@ func newBuilder(m *Model) *builder {
 		usableIn:        map[string]map[string]int{},
 		reqByContainers: map[*corev1.Container]podRequests{},
 	}
+}
+
+// templatePods returns n zeroed pods to build one cluster's re-creation templates in
+// (Cluster.buildSpecs), reusing those of the cluster converted before.
+func (b *builder) templatePods(n int) []corev1.Pod {
+	if cap(b.scratch) < n {
+		b.scratch = make([]corev1.Pod, n)
+	}
+	s := b.scratch[:n]
+	clear(s)
+	return s
 }
 
 // interner maps the signatures of pod-spec parts (node affinity, tolerations, a spread

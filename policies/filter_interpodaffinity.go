@@ -179,7 +179,7 @@ func (f *fitter) preFilterInterPodAffinity() {
 		}
 		f.selfAff = true
 		for _, t := range s.affinity {
-			if !t.matches(m, s.pod.Namespace, s.labels) {
+			if !t.matches(m, s.namespace(), s.labels) {
 				f.selfAff = false
 			}
 		}
@@ -192,14 +192,14 @@ func (f *fitter) preFilterInterPodAffinity() {
 // incoming pod, and where it matches every affinity term of the incoming pod.
 func (f *fitter) addInterPodAffinity(nj int, sj *podSpec) {
 	m, s := f.c.model, f.spec
-	ns := sj.pod.Namespace
+	ns := sj.namespace()
 	for _, t := range s.anti {
 		if d := t.dom.ofNode[nj]; d >= 0 && t.matches(m, ns, sj.labels) {
 			f.anti = append(f.anti, domainRef{t.dom, d})
 		}
 	}
 	for _, t := range sj.anti {
-		if d := t.dom.ofNode[nj]; d >= 0 && t.matches(m, s.pod.Namespace, s.labels) {
+		if d := t.dom.ofNode[nj]; d >= 0 && t.matches(m, s.namespace(), s.labels) {
 			f.existing = append(f.existing, domainRef{t.dom, d})
 		}
 	}

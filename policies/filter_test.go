@@ -391,7 +391,7 @@ func TestTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := m.Clusters[0].Members[0]
-	tp := mem.Template
+	tp := mem.Template()
 	if tp == mem.Pod {
 		t.Fatal("Template is the pod itself")
 	}

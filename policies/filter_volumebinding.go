@@ -152,8 +152,8 @@ func restrictsNodes(pv *corev1.PersistentVolume) bool {
 func (c *Cluster) findClaims() {
 	m := c.model
 	for _, mem := range c.Members {
-		p := mem.Template
-		for _, v := range p.Spec.Volumes {
+		p := mem.Pod // its Template's name and namespace
+		for v := range templateVolumes(mem) {
 			if v.PersistentVolumeClaim == nil {
 				continue
 			}

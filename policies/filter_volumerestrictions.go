@@ -137,12 +137,12 @@ func (c *Cluster) claimInUse(ns string, claims []string) bool {
 // any node).
 func (f *fitter) addVolumeRestrictions(nj int, sj *podSpec) {
 	s := f.spec
-	if s.disks != nil && disksConflict(s.disks, sj.pod) {
+	if s.disks != nil && disksConflict(s.disks, sj.podOf()) {
 		f.diskNodes = append(f.diskNodes, nj)
 	}
-	if s.rwop != nil && sj.pod.Namespace == s.pod.Namespace {
+	if s.rwop != nil && sj.namespace() == s.namespace() {
 		for _, claim := range s.rwop {
-			if usesClaim(sj.pod, claim) {
+			if usesClaim(sj.podOf(), claim) {
 				f.rwopInUse = true
 			}
 		}

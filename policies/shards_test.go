@@ -473,7 +473,7 @@ func TestOwners(t *testing.T) {
 				if mem.Owner != tc.wantOwner {
 					t.Errorf("%s: owner %q, want %q", mem.Name(), mem.Owner, tc.wantOwner)
 				}
-				if tc.kind != "StatefulSet" && mem.Template != mem.Pod {
+				if tc.kind != "StatefulSet" && mem.Template() != mem.Pod {
 					t.Errorf("%s: re-created from a template; a pod of another owner comes back as it is", mem.Name())
 				}
 			}

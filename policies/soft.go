@@ -68,7 +68,7 @@ func (c *Cluster) buildSoftIndex() *softIndex {
 			if _, done := x.spreadOf[s]; done {
 				continue
 			}
-			template := s == mem.next && mem.Template != mem.Pod
+			template := s == mem.next && mem.sts != nil
 			x.spreadOf[s] = c.softInstances(b, s, x, seen, eligible)
 			x.preferred[s] = c.preferredTerms(b, s, template, terms)
 		}
@@ -86,7 +86,7 @@ func (c *Cluster) buildSoftIndex() *softIndex {
 // and its tolerations (nodeTaintsPolicy Honor), and the matching pods that are not members.
 func (c *Cluster) softInstances(b *builder, s *podSpec, x *softIndex, seen map[string]int, eligible map[string]*eligibility) []int {
 	m := c.model
-	p := s.pod
+	p := s.podOf()
 	var keys []string
 	for k := range p.Spec.TopologySpreadConstraints {
 		if tsc := &p.Spec.TopologySpreadConstraints[k]; tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
@@ -221,7 +221,7 @@ func (c *Cluster) countExternal(in *spreadInstance, ns string) {
 // given; a template's matchLabelKeys merged), each with the domains where a pod that is not a
 // member matches it. Terms are shared by content.
 func (c *Cluster) preferredTerms(b *builder, s *podSpec, template bool, seen map[string]*affinityTerm) []preferredTerm {
-	p := s.pod
+	p := s.podOf()
 	a := p.Spec.Affinity
 	if a == nil || a.PodAntiAffinity == nil {
 		return nil

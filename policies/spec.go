@@ -17,7 +17,12 @@ import (
 // its template's, the templates of one StatefulSet.
 type podSpec struct {
 	*specCore
-	pod    *corev1.Pod
+	// pod is the pod converted: a running (or Pending) pod, or, while Build runs, a re-creation
+	// template. A template's is dropped once its cluster is built (owner then builds it again on
+	// demand): read it through podOf, or namespace.
+	pod *corev1.Pod
+	// owner is the member whose template the spec is, once pod is dropped (else nil).
+	owner  *Member
 	labels labels.Set
 	// extAnti are the domains where a pod that is not a member of the cluster has a required
 	// anti-affinity term matching this pod (InterPodAffinity's existing-pods check).
@@ -83,6 +88,23 @@ type rareSpec struct {
 	csi []csiVolume
 }
 
+// podOf returns the pod the spec was converted from: a template's is built again on first use
+// (Member.Template).
+func (s *podSpec) podOf() *corev1.Pod {
+	if s.pod != nil {
+		return s.pod
+	}
+	return s.owner.Template()
+}
+
+// namespace returns the namespace of the spec's pod (a template's is its member's).
+func (s *podSpec) namespace() string {
+	if s.pod != nil {
+		return s.pod.Namespace
+	}
+	return s.owner.Pod.Namespace
+}
+
 // noRare is the rareSpec of every spec that needs none of its plugins.
 var noRare = &rareSpec{}
 
@@ -113,26 +135,41 @@ func (c *Cluster) specOf(j int, p Placement) *podSpec {
 	return c.Members[j].next
 }
 
-// buildSpecs converts every member's current pod and re-creation template once.
+// buildSpecs converts every member's current pod and re-creation template once. The templates
+// (templatePod) are built into the builder's scratch pods (builder.templatePods), which are
+// reused for the next cluster: once every spec is built, no spec keeps a template's pod
+// (podSpec.owner builds it again on demand), so that the model does not hold a pod per
+// StatefulSet member.
 func (c *Cluster) buildSpecs() error {
 	seen := map[string]int{}
 	c.terms = map[string]*affinityTerm{}
 	byTemplate := map[*corev1.PodTemplateSpec]*podSpec{}
 	var sibling *podSpec // a template spec of another shard: its parts are likely equal
+	n := 0
+	for _, mem := range c.Members {
+		if mem.sts != nil {
+			n++
+		}
+	}
+	scratch := c.b.templatePods(n)
+	defer clear(scratch) // what a stale pointer would read: nothing
 	for _, mem := range c.Members {
 		var err error
 		req := podRequests{mem.req, c.model.podScalars[mem.Pod]}
-		if mem.Template != mem.Pod {
+		if mem.sts != nil {
 			// The template first: its parts are memoized by address, and the running pod's parts
 			// that equal them reuse their ids.
+			tp := &scratch[0]
+			scratch = scratch[1:]
+			templatePod(tp, mem.Pod, mem.sts, nil)
 			tmpl := &mem.sts.Spec.Template
-			treq := c.b.templateRequests(mem.Template)
-			if first := byTemplate[tmpl]; first != nil && sameLabelKeys(mem.Template, first.pod) {
-				if mem.next, err = c.derivedSpec(mem.Template, treq, first); err != nil {
+			treq := c.b.templateRequests(tp)
+			if first := byTemplate[tmpl]; first != nil && sameLabelKeys(tp, first.pod) {
+				if mem.next, err = c.derivedSpec(tp, treq, first); err != nil {
 					return fmt.Errorf("template of pod %s: %w", mem.Key(), err)
 				}
 			} else {
-				if mem.next, err = c.newPodSpec(mem.Template, treq, true, sibling, seen); err != nil {
+				if mem.next, err = c.newPodSpec(tp, treq, true, sibling, seen); err != nil {
 					return fmt.Errorf("template of pod %s: %w", mem.Key(), err)
 				}
 				if first == nil {
@@ -150,6 +187,11 @@ func (c *Cluster) buildSpecs() error {
 		}
 		if mem.next == nil {
 			mem.next = mem.cur
+		}
+	}
+	for _, mem := range c.Members {
+		if mem.sts != nil {
+			mem.next.pod, mem.next.owner = nil, mem
 		}
 	}
 	for _, in := range c.spread {

@@ -23,8 +23,8 @@ func (c *Cluster) ExtAntiMismatches() []string {
 	var bad []string
 	for _, mem := range c.Members {
 		for _, s := range [2]*podSpec{mem.cur, mem.next} {
-			if got, want := key(s.extAnti), key(c.model.anti.against(c, s.pod)); !slices.Equal(got, want) {
-				bad = append(bad, fmt.Sprintf("%s (spec of %s): extAnti %v, want %v", mem.Key(), s.pod.Name, got, want))
+			if got, want := key(s.extAnti), key(c.model.anti.against(c, s.podOf())); !slices.Equal(got, want) {
+				bad = append(bad, fmt.Sprintf("%s (spec of %s): extAnti %v, want %v", mem.Key(), s.podOf().Name, got, want))
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package policies
 
 import (
+	"iter"
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +19,9 @@ import (
 // (the re-created pod is admitted as p was: LimitRange defaults, injected sidecars and
 // RuntimeClass overhead included); otherwise the template's with the API server's pod defaults
 // (podDefaults). The template's spec is shared, not copied: a Template is read, never modified.
-func templatePod(t, p *corev1.Pod, sts *appsv1.StatefulSet) {
+// lbl, when not nil, are the template's labels as templateLabels returned them before (the map a
+// spec of the template holds): they are taken instead of being built again.
+func templatePod(t, p *corev1.Pod, sts *appsv1.StatefulSet, lbl map[string]string) {
 	tmpl := &sts.Spec.Template
 	t.TypeMeta = p.TypeMeta
 	t.ObjectMeta = metav1.ObjectMeta{
@@ -25,7 +30,10 @@ func templatePod(t, p *corev1.Pod, sts *appsv1.StatefulSet) {
 		OwnerReferences: p.OwnerReferences,
 	}
 	t.Spec = tmpl.Spec
-	t.Labels = templateLabels(p, sts)
+	t.Labels = lbl
+	if lbl == nil {
+		t.Labels = templateLabels(p, sts)
+	}
 	if rev := sts.Status.UpdateRevision; rev != "" && p.Labels[appsv1.ControllerRevisionHashLabelKey] == rev {
 		t.Spec.Containers, t.Spec.InitContainers = p.Spec.Containers, p.Spec.InitContainers
 		t.Spec.Overhead, t.Spec.Resources = p.Spec.Overhead, p.Spec.Resources
@@ -33,19 +41,44 @@ func templatePod(t, p *corev1.Pod, sts *appsv1.StatefulSet) {
 		podDefaults(&t.Spec)
 	}
 	t.Spec.Volumes = p.Spec.Volumes
-	if len(tmpl.Spec.Volumes) > 0 {
-		have := make(map[string]bool, len(p.Spec.Volumes))
-		for _, v := range p.Spec.Volumes {
-			have[v.Name] = true
-		}
-		var extra []corev1.Volume
-		for _, v := range tmpl.Spec.Volumes {
-			if !have[v.Name] {
-				extra = append(extra, v)
+	var extra []corev1.Volume
+	for v := range extraVolumes(p, sts) {
+		extra = append(extra, *v)
+	}
+	if len(extra) > 0 {
+		t.Spec.Volumes = append(append([]corev1.Volume(nil), p.Spec.Volumes...), extra...)
+	}
+}
+
+// extraVolumes yields the volumes of sts's template that pod p lacks (by name), in the template's
+// order: the template pod's volumes are p's, then these (templatePod).
+func extraVolumes(p *corev1.Pod, sts *appsv1.StatefulSet) iter.Seq[*corev1.Volume] {
+	return func(yield func(*corev1.Volume) bool) {
+		tv := sts.Spec.Template.Spec.Volumes
+		for k := range tv {
+			if !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == tv[k].Name }) && !yield(&tv[k]) {
+				return
 			}
 		}
-		if len(extra) > 0 {
-			t.Spec.Volumes = append(append([]corev1.Volume(nil), p.Spec.Volumes...), extra...)
+	}
+}
+
+// templateVolumes yields the volumes of member mem's Template without building it: its pod's,
+// then (with a StatefulSet) the template's the pod lacks.
+func templateVolumes(mem *Member) iter.Seq[*corev1.Volume] {
+	return func(yield func(*corev1.Volume) bool) {
+		pv := mem.Pod.Spec.Volumes
+		for k := range pv {
+			if !yield(&pv[k]) {
+				return
+			}
+		}
+		if mem.sts != nil {
+			for v := range extraVolumes(mem.Pod, mem.sts) {
+				if !yield(v) {
+					return
+				}
+			}
 		}
 	}
 }

@@ -366,15 +366,6 @@ type Member struct {
 	Index int
 	// Pod is the pod as it is now.
 	Pod *corev1.Pod
-	// Template is the pod as its StatefulSet would re-create it now: the current template's
-	// labels (plus the controller's pod-name, pod-index and controller-revision-hash labels),
-	// scheduling constraints (spec.nodeName included), tolerations and resources, with the pod's
-	// name, namespace and volumes. Its containers, overhead and pod-level resources are the pod's
-	// own when the pod is of the update revision (as admitted: LimitRange defaults, injected
-	// sidecars), else the template's with the API server's pod defaults (requests default to
-	// limits; with hostNetwork, container ports are host ports). Equal to Pod when there is no StatefulSet (another owner, one of
-	// Options.RecreatingOwners, is taken to re-create the pod as it is).
-	Template *corev1.Pod
 	// Shard is the shard's name, ShardIndex its position in Cluster.Shards.
 	Shard      string
 	ShardIndex int
@@ -414,6 +405,9 @@ type Member struct {
 	claims    []string
 	claimWhy  string
 	cur, next *podSpec
+	// template is the member's Template once built (nil until then; always nil without a
+	// StatefulSet).
+	template atomic.Pointer[corev1.Pod]
 	// ownerWhy says why the pod's owner never re-creates it ("" when it does); shardWhy why its
 	// shard is unknown ("" when it is known).
 	ownerWhy, shardWhy string
@@ -439,6 +433,38 @@ func (m *Member) ShardKnown() bool { return m.shardWhy == "" }
 
 // Name returns the pod name.
 func (m *Member) Name() string { return m.Pod.Name }
+
+// Template returns the pod as the member's StatefulSet would re-create it now: the current
+// template's labels (plus the controller's pod-name, pod-index and controller-revision-hash
+// labels), scheduling constraints (spec.nodeName included), tolerations and resources, with the
+// pod's name, namespace and volumes. Its containers, overhead and pod-level resources are the
+// pod's own when the pod is of the update revision (as admitted: LimitRange defaults, injected
+// sidecars), else the template's with the API server's pod defaults (requests default to limits;
+// with hostNetwork, container ports are host ports). It is Pod itself when there is no
+// StatefulSet (another owner, one of Options.RecreatingOwners, is taken to re-create the pod as
+// it is).
+//
+// Build converts every template into what the rules read (its labels map is the one Template's
+// pod carries) without keeping the pod: the pod is built again from Pod and the StatefulSet on the
+// first call, then kept. Safe for concurrent use; the pod is shared: read it, never modify it.
+func (m *Member) Template() *corev1.Pod {
+	if m.sts == nil {
+		return m.Pod
+	}
+	if t := m.template.Load(); t != nil {
+		return t
+	}
+	var lbl map[string]string
+	if m.next != nil {
+		lbl = m.next.labels
+	}
+	t := new(corev1.Pod)
+	templatePod(t, m.Pod, m.sts, lbl)
+	if m.template.CompareAndSwap(nil, t) {
+		return t
+	}
+	return m.template.Load()
+}
 
 // pending reports a member that is not bound and not terminating: when the scheduler places it,
 // it places this very pod (its own spec), not a re-created one.

@@ -81,7 +81,7 @@ func separated(c *policies.Cluster, key string, fromPod bool) (bad *policies.Sha
 		shards = true
 		for _, i := range s.Members {
 			mem := c.Members[i]
-			specs := []*corev1.Pod{mem.Template}
+			specs := []*corev1.Pod{mem.Template()}
 			if fromPod {
 				specs = append(specs, mem.Pod)
 			}
@@ -115,7 +115,7 @@ func anyTerm(c *policies.Cluster, key string, fromPod bool) bool {
 		return false
 	}
 	for _, m := range c.Members {
-		if !has(m.Template) && !(fromPod && has(m.Pod)) {
+		if !has(m.Template()) && !(fromPod && has(m.Pod)) {
 			return false
 		}
 	}
