@@ -29,11 +29,19 @@ import (
 // nodeTimeout is the test bed's cluster-node-timeout (test/redisserver's default).
 const nodeTimeout = 2 * time.Second
 
-// healWindow is how long a lost node or zone may take to heal: 4 × cluster-node-timeout.
-const healWindow = 4 * nodeTimeout
+// healWindow is how long a lost node or zone may take to heal: 10 × cluster-node-timeout. Redis
+// heals in 2–3 × cluster-node-timeout on a quiet machine (failure detection, then the replica's
+// election); a make test run beside two soaks once took longer than 4 ×, the window before: the
+// window bounds the test's wait, the heal time is logged, not asserted.
+const healWindow = 10 * nodeTimeout
 
-// downWindow is how long a test watches a cluster that is not expected to heal.
-const downWindow = 8 * nodeTimeout
+// downWindow is how long a test watches a cluster that is not expected to heal: longer than
+// healWindow, so that "down" means what "healed" would not have allowed.
+const downWindow = 15 * nodeTimeout
+
+// probeTimeout bounds each survivor's answer in loseNodes' watch: its own, so that one slow
+// answer on a loaded machine does not fail the others' in the same round.
+const probeTimeout = 2 * time.Second
 
 // lossOutcome is what the survivors of a lost node or zone did.
 type lossOutcome struct {
@@ -143,10 +151,10 @@ func loseNodes(t *testing.T, f *faultEnv, nodes []string, masters int, window ti
 	out := lossOutcome{masters: masters}
 	t.Logf("lost %v: %d redis-servers stopped (%d masters), %d survive", nodes, len(paused), masters, len(survivors))
 	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, window, true, func(ctx context.Context) (bool, error) {
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
 		ok, states := true, make([]string, 0, len(survivors))
 		for _, a := range survivors {
+			rctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			defer cancel()
 			info, err := f.Redis.ClusterInfo(rctx, a)
 			state := "?"
 			if err == nil {
@@ -229,7 +237,7 @@ func (p writerPhase) rate(w *harness.Writer) float64 {
 // TestMasterQuorumSurvivesLosses runs post-scale-down end to end (n1 holds 4 of the 5 masters,
 // zone-a all 5): the run ends with every hard rule holding, MasterQuorum included, with 1
 // eviction and at most 2 failover steps. Then the node holding the most masters is lost (every
-// redis-server on it stopped): the survivors heal by themselves within 4 × cluster-node-timeout,
+// redis-server on it stopped): the survivors heal by themselves (within healWindow; the time is logged),
 // no acknowledged write lost but those Redis Cluster may lose by design (faultEnv.drain). After it comes back (its masters now replicas elsewhere), a run
 // moves the masters back with failovers only, and losing the zone holding the most masters heals
 // the same way.
@@ -289,7 +297,7 @@ func TestMasterQuorumSurvivesLosses(t *testing.T) {
 // TestMasterQuorumPreviousPlacementStaysDown is the control: the placement the run left before
 // MasterQuorum (post-scale-down after its one eviction: every rule about pods holds, but n1 holds
 // 3 of the 5 masters and zone-a 4) does not survive the same losses: the survivors report
-// cluster_state:fail and no replica is promoted while the test watches (8 × cluster-node-timeout).
+// cluster_state:fail and no replica is promoted while the test watches (downWindow: 15 × cluster-node-timeout).
 // Acknowledged writes are not lost either way.
 func TestMasterQuorumPreviousPlacementStaysDown(t *testing.T) {
 	// Shard 0's master was failed over to redis-s0-1 (n3), then redis-s0-0 evicted to n6.
