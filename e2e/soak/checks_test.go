@@ -351,7 +351,7 @@ func (s *Soak) judge(verifyErr error) *result {
 		if t.reason != "EvictionByEvictionAPI" {
 			continue
 		}
-		latest := latestHold(rec.holds, terms, t)
+		latest := latestHold(rec.holds, terms, fos, t)
 		if latest == nil || t.at.Sub(latest.at) <= s.cfg.MaxHold+15*time.Second {
 			continue
 		}
@@ -497,14 +497,23 @@ func firstQuorum(samples []sample, t time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// latestHold returns the latest hold of the pod t terminated, made before t and after the
-// previous termination of a pod of the same name (nil if none): the StatefulSet re-creates a pod
-// under its name, and the guard's "Eviction held" line names the pod, not its UID.
-func latestHold(holds []hold, terms []termination, t termination) *hold {
+// latestHold returns the latest hold of the pod t terminated, made before t, after the previous
+// termination of a pod of the same name and after the last failover from that pod (nil if none):
+// the StatefulSet re-creates a pod under its name, and the guard's "Eviction held" line names the
+// pod, not its UID; and a master's hold ends when it is failed over (seed 3's 30-minute soak: a
+// drain held redis-cluster-5 at +6m38s and gave up at +7m34s, the hand-off failed it over at
+// +11m20s, and a later drain evicted the replica at +13m1s unheld — not a hold of 6m23s). A hold
+// made within the monitor's sampling delay after the failover is taken as ended too.
+func latestHold(holds []hold, terms []termination, fos []failover, t termination) *hold {
 	var since time.Time
 	for _, o := range terms {
 		if o.pod == t.pod && o.uid != t.uid && o.at.Before(t.at) && o.at.After(since) {
 			since = o.at
+		}
+	}
+	for _, f := range fos {
+		if f.from == t.pod && f.at.Before(t.at) && f.at.After(since) {
+			since = f.at
 		}
 	}
 	var latest *hold

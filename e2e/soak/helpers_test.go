@@ -72,7 +72,10 @@ func TestLatestHold(t *testing.T) {
 		{at: at(895), pod: "redis-cluster-1", uid: "c", reason: "DeletionByTaintManager"},
 		{at: at(1310), pod: "redis-cluster-1", uid: "d", reason: "EvictionByEvictionAPI"},
 		{at: at(900), pod: "redis-cluster-3", uid: "e", reason: "EvictionByEvictionAPI"},
+		{at: at(783), pod: "redis-cluster-5", uid: "f", reason: "EvictionByEvictionAPI"},
 	}
+	holds = append(holds, hold{at: at(398), pod: "redis/redis-cluster-5"})
+	fos := []failover{{at: at(680), shard: 5, from: "redis-cluster-5", to: "redis-cluster-6"}}
 	for _, tc := range []struct {
 		name string
 		term int
@@ -82,10 +85,11 @@ func TestLatestHold(t *testing.T) {
 		{"the pod re-created under the name, evicted unheld → no hold (the earlier one held the pod before)", 1, nil},
 		{"a hold of the re-created pod → that hold, not the earlier pod's", 3, ptr.To(at(1300))},
 		{"a pod never held → no hold", 4, nil},
+		{"a master held, then failed over, then evicted as a replica → no hold (seed 3: held +6m38s, failed over +11m20s, evicted +13m1s)", 5, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got *time.Time
-			if h := latestHold(holds, terms, terms[tc.term]); h != nil {
+			if h := latestHold(holds, terms, fos, terms[tc.term]); h != nil {
 				got = &h.at
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
