@@ -103,12 +103,7 @@ type Loss struct {
 
 // Explains reports whether w may have been lost to l by Redis Cluster's design (see Loss).
 func (l Loss) Explains(w LostWrite) bool {
-	in := false
-	for _, r := range l.Slots {
-		if r.Start <= w.Slot && w.Slot <= r.End {
-			in = true
-		}
-	}
+	in := slices.ContainsFunc(l.Slots, func(r redisctl.SlotRange) bool { return r.Start <= w.Slot && w.Slot <= r.End })
 	within := func(from, to time.Time) bool { return !w.Acked.Before(from) && !w.Acked.After(to) }
 	return in && (within(l.Paused.Add(-ReplicationLag), l.PauseDone) || within(l.Resumed, l.Settled))
 }
