@@ -29,6 +29,10 @@ const (
 	ReasonNoConnectedReplica ReasonCode = "no_connected_replica"
 	// ReasonSlotMigration: a slot is importing or migrating.
 	ReasonSlotMigration ReasonCode = "slot_migration"
+	// ReasonStrayMaster: a master serving no slot holds a copy of another master's keys, its
+	// slots marked importing though no migration runs (StrayMaster): its shard has lost a
+	// replica. One reason per stray master, instead of one slot_migration per slot.
+	ReasonStrayMaster ReasonCode = "stray_master"
 	// ReasonViewsDisagree: nodes report different addresses, roles, masters, slots, config
 	// epochs or failure flags for a node, or one does not know it.
 	ReasonViewsDisagree ReasonCode = "views_disagree"
@@ -315,9 +319,18 @@ func EvaluateHealth(t *Topology, opts HealthOptions) *Health {
 			add(Reason{Code: ReasonNodeHandshake, Addr: n.Addr(), NodeID: n.ID, Message: "flags " + strings.Join(n.Flags, ",")})
 		}
 	}
+	strays := map[string]StrayMaster{}
+	for _, s := range t.StrayMasters() {
+		strays[s.Addr] = s
+	}
 	for _, v := range t.Views {
 		me, ok := v.Myself()
 		if !ok {
+			continue
+		}
+		if s, ok := strays[v.Addr]; ok {
+			add(Reason{Code: ReasonStrayMaster, Addr: v.Addr, NodeID: me.ID, Message: fmt.Sprintf("a master without slots holding a copy of %d slots (%s) of %s (node %s), marked importing by Redis's start-up check though no migration runs: its shard lost this replica; a run inside a maintenance window makes it a replica of %s again, or by hand: %s",
+				s.Count, abbreviate(slotsString(s.Slots), 60), s.Owner.Addr(), shortID(s.Owner.ID), s.Owner.Addr(), strayFix(s))})
 			continue
 		}
 		for _, m := range me.Migrating {

@@ -3,6 +3,7 @@ package redisctl_test
 import (
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,6 +95,28 @@ type fakeCluster struct {
 	unreachable map[string]bool
 	// viewEdit changes what the node at addr reports (after the myself flag is set).
 	viewEdit func(addr string, nodes []redisctl.Node) []redisctl.Node
+}
+
+// strayNode4 makes replica 4 a master without slots in every view, its own marking slots 0-2
+// importing from master 1 (what Redis's start-up check leaves); with resharding, master 1's own
+// view also migrates slot 1 to it.
+func strayNode4(f *fakeCluster, resharding bool) {
+	f.viewEdit = func(a string, nodes []redisctl.Node) []redisctl.Node {
+		for i := range nodes {
+			if nodes[i].ID == id(4) {
+				nodes[i].Flags = slices.DeleteFunc(slices.Clone(nodes[i].Flags), func(f string) bool { return f == "slave" })
+				nodes[i].Flags = append(nodes[i].Flags, "master")
+				nodes[i].MasterID, nodes[i].ConfigEpoch = "", 4
+				if a == addr(4) {
+					nodes[i].Importing = []redisctl.SlotMove{{Slot: 0, NodeID: id(1)}, {Slot: 1, NodeID: id(1)}, {Slot: 2, NodeID: id(1)}}
+				}
+			}
+			if resharding && a == addr(1) && nodes[i].ID == id(1) {
+				nodes[i].Migrating = []redisctl.SlotMove{{Slot: 1, NodeID: id(4)}}
+			}
+		}
+		return nodes
+	}
 }
 
 func id(n int) string { return strings.Repeat(strconv.Itoa(n), 40) }
@@ -204,6 +227,14 @@ func TestEvaluateHealth(t *testing.T) {
 				}
 			},
 			want: []redisctl.ReasonCode{redisctl.ReasonSlotMigration}, wantMessage: "slot 5 migrating to 22222222"},
+		{name: "replica 4 back as a master without slots, slots 0-2 importing from master 1 which migrates none: one stray_master, master 1 without connected replica",
+			setup:       func(f *fakeCluster) { strayNode4(f, false) },
+			want:        []redisctl.ReasonCode{redisctl.ReasonNoConnectedReplica, redisctl.ReasonStrayMaster},
+			wantMessage: "stray_master 10.0.0.4:6379: a master without slots holding a copy of 3 slots (0-2) of 10.0.0.1:6379 (node 11111111)"},
+		{name: "node 4 importing slots 0-2 while master 1 migrates slot 1 to it (a resharding): slot_migration per slot, no stray_master",
+			setup:       func(f *fakeCluster) { strayNode4(f, true) },
+			want:        []redisctl.ReasonCode{redisctl.ReasonNoConnectedReplica, redisctl.ReasonSlotMigration},
+			wantMessage: "slot 1 importing from 11111111"},
 		{name: "replica 4's link down: replica_link_down and master 1 without connected replica",
 			setup: func(f *fakeCluster) {
 				r := f.repl[addr(4)]

@@ -309,7 +309,12 @@ func quorumHolds(c *policies.Cluster, violations []policies.Violation) bool {
 // reintroduced re-introduces the nodes a stopped move left empty (reintroduceEmpty), records them
 // in rep and returns the cluster observed again after them (c when there were none).
 func (cr *clusterRun) reintroduced(ctx context.Context, c *policies.Cluster, rep *report.ClusterRun) (*policies.Cluster, error) {
-	lines, err := cr.reintroduceEmpty(ctx, c)
+	lines, err := cr.rejoinStrays(ctx, c)
+	if err == nil {
+		var more []string
+		more, err = cr.reintroduceEmpty(ctx, c)
+		lines = append(lines, more...)
+	}
 	rep.Reintroduced = lines
 	if err != nil || len(lines) == 0 {
 		return c, err

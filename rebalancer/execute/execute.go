@@ -97,6 +97,9 @@ type Redis interface {
 	// Reintroduce makes a pod's node that came back empty (its claims released) a replica of
 	// its shard's master again, and the cluster forget the node it replaces.
 	Reintroduce(ctx context.Context, addr, oldID, masterID string, addrs []string, timeout time.Duration, progress func(string)) (string, error)
+	// RejoinStray makes a stray master (a master without slots holding a copy of its owner's
+	// keys, redisctl.StrayMaster) a replica of its owner again.
+	RejoinStray(ctx context.Context, addr, ownerID string, addrs []string, timeout time.Duration, progress func(string)) error
 }
 
 // Config configures an Executor. Client and Redis are required.

@@ -423,6 +423,14 @@ func (r *fakeRedis) Reintroduce(_ context.Context, addr, oldID, masterID string,
 	return oldID, nil
 }
 
+// RejoinStray records the call.
+func (r *fakeRedis) RejoinStray(_ context.Context, addr, ownerID string, _ []string, _ time.Duration, _ func(string)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.record("rejoin stray %s as a replica of %s", addr, ownerID)
+	return nil
+}
+
 func (r *fakeRedis) WaitRejoin(_ context.Context, addr, _ string, _ time.Duration, _ func(string)) error {
 	r.mu.Lock()
 	r.record("rejoin %s", addr)

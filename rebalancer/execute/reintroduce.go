@@ -102,3 +102,53 @@ func (cr *clusterRun) reintroduceEmpty(ctx context.Context, c *policies.Cluster)
 	}
 	return done, nil
 }
+
+// rejoinStrays makes each member pod's Redis node that is a stray master (redisctl.StrayMaster:
+// a master without slots holding a copy of another master's keys, which Redis's start-up check
+// marked importing though no migration runs) a replica of that master again
+// (Redis.RejoinStray: FLUSHALL, CLUSTER REPLICATE), then waits for its full sync
+// (FullSyncTimeout). Until then its shard has no replica and every health gate refuses. It acts
+// only in a run that may act (a window open, not a dry run); otherwise it says what it would do.
+// A stray master at no member pod's address is left alone. It returns one line per node rejoined.
+func (cr *clusterRun) rejoinStrays(ctx context.Context, c *policies.Cluster) ([]string, error) {
+	podAt := map[string]string{} // Redis address → member pod
+	var addrs []string
+	for _, mem := range c.Members {
+		if ip := mem.Pod.Status.PodIP; ip != "" && mem.Node >= 0 && !mem.Terminating {
+			a := cr.cfg.Redis.AddrOf(ip)
+			podAt[a] = mem.Pod.Name
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, nil
+	}
+	topo, err := cr.cfg.Redis.Topology(ctx, addrs)
+	if err != nil {
+		return nil, fmt.Errorf("stray masters: %w", err)
+	}
+	var done []string
+	for _, s := range topo.StrayMasters() {
+		pod := podAt[s.Addr]
+		if pod == "" {
+			continue
+		}
+		if cr.cfg.DryRun || !cr.act {
+			cr.printf("  ! %s is a stray master, %s: a run that may act makes it a replica of %s again\n", pod, s, s.Owner.Addr())
+			continue
+		}
+		cr.printf("  … %s is a stray master, %s, no migration running: making it a replica of %s again\n", pod, s, s.Owner.Addr())
+		progress := func(line string) { cr.printf("    … %s: %s\n", pod, line) }
+		start := cr.cfg.Clock.Now()
+		if err := cr.cfg.Redis.RejoinStray(ctx, s.Addr, s.Owner.ID, addrs, cr.cfg.FullSyncTimeout, progress); err != nil {
+			return done, fmt.Errorf("rejoin stray master %s: %w", pod, err)
+		}
+		if err := cr.cfg.Redis.WaitRejoin(ctx, s.Addr, s.Owner.ID, cr.cfg.FullSyncTimeout-cr.cfg.Clock.Since(start), progress); err != nil {
+			return done, fmt.Errorf("rejoin stray master %s: %w", pod, err)
+		}
+		line := fmt.Sprintf("%s: stray master %s (a copy of %d slots of %s) made a replica of it again, in sync after a full sync", pod, short(s.ID), s.Count, s.Owner.Addr())
+		cr.printf("  ✓ %s\n", line)
+		done = append(done, line)
+	}
+	return done, nil
+}

@@ -176,7 +176,9 @@ type ClusterRun struct {
 	Partial *PartialRun `json:"partial,omitempty"`
 	// Reintroduced says, one line per node, which pods' Redis nodes the run re-introduced before
 	// its moves: pods back with empty volumes in place of a replica the cluster still listed, left
-	// so by a move that released their claims and was stopped before its rejoin.
+	// so by a move that released their claims and was stopped before its rejoin; and stray
+	// masters (redisctl.StrayMaster: a master without slots holding a copy of another master's
+	// keys) made replicas of that master again.
 	Reintroduced []string `json:"reintroduced,omitempty"`
 	// Seconds is the time spent on the cluster.
 	Seconds float64 `json:"seconds"`
