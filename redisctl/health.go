@@ -328,7 +328,11 @@ func EvaluateHealth(t *Topology, opts HealthOptions) *Health {
 		if !ok {
 			continue
 		}
-		if s, ok := strays[v.Addr]; ok {
+		if s, ok := strays[v.Addr]; ok && s.Replicating {
+			add(Reason{Code: ReasonStrayMaster, Addr: v.Addr, NodeID: me.ID, Message: fmt.Sprintf("flags itself a master without slots while it replicates %s (node %s), as Redis 7.0 leaves a replica after an UPDATE message about itself: its shard lost this replica, and its next restart brings it back holding a copy of that master's keys; a run inside a maintenance window restarts it and makes it a replica of %s again, or by hand: %s",
+				s.Owner.Addr(), shortID(s.Owner.ID), s.Owner.Addr(), strayFix(s))})
+			continue
+		} else if ok {
 			add(Reason{Code: ReasonStrayMaster, Addr: v.Addr, NodeID: me.ID, Message: fmt.Sprintf("a master without slots holding a copy of %d slots (%s) of %s (node %s), marked importing by Redis's start-up check though no migration runs: its shard lost this replica; a run inside a maintenance window makes it a replica of %s again, or by hand: %s",
 				s.Count, abbreviate(slotsString(s.Slots), 60), s.Owner.Addr(), shortID(s.Owner.ID), s.Owner.Addr(), strayFix(s))})
 			continue

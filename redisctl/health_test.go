@@ -231,6 +231,20 @@ func TestEvaluateHealth(t *testing.T) {
 			setup:       func(f *fakeCluster) { strayNode4(f, false) },
 			want:        []redisctl.ReasonCode{redisctl.ReasonNoConnectedReplica, redisctl.ReasonStrayMaster},
 			wantMessage: "stray_master 10.0.0.4:6379: a master without slots holding a copy of 3 slots (0-2) of 10.0.0.1:6379 (node 11111111)"},
+		{name: "replica 4 flags itself a master without slots while INFO says it replicates master 1 (Redis 7.0 before its restart): one stray_master, master 1 without connected replica",
+			setup: func(f *fakeCluster) {
+				strayNode4(f, false)
+				edit := f.viewEdit
+				f.viewEdit = func(a string, nodes []redisctl.Node) []redisctl.Node {
+					nodes = edit(a, nodes)
+					for i := range nodes {
+						nodes[i].Importing = nil
+					}
+					return nodes
+				}
+			},
+			want:        []redisctl.ReasonCode{redisctl.ReasonNoConnectedReplica, redisctl.ReasonStrayMaster},
+			wantMessage: "stray_master 10.0.0.4:6379: flags itself a master without slots while it replicates 10.0.0.1:6379 (node 11111111)"},
 		{name: "node 4 importing slots 0-2 while master 1 migrates slot 1 to it (a resharding): slot_migration per slot, no stray_master",
 			setup:       func(f *fakeCluster) { strayNode4(f, true) },
 			want:        []redisctl.ReasonCode{redisctl.ReasonNoConnectedReplica, redisctl.ReasonSlotMigration},

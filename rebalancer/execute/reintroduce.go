@@ -106,7 +106,8 @@ func (cr *clusterRun) reintroduceEmpty(ctx context.Context, c *policies.Cluster)
 // rejoinStrays makes each member pod's Redis node that is a stray master (redisctl.StrayMaster:
 // a master without slots holding a copy of another master's keys, which Redis's start-up check
 // marked importing though no migration runs) a replica of that master again
-// (Redis.RejoinStray: FLUSHALL, CLUSTER REPLICATE), then waits for its full sync
+// (Redis.RejoinStray: FLUSHALL, CLUSTER REPLICATE; a Replicating one's server is restarted
+// first, SHUTDOWN NOSAVE, as Redis refuses both until then), then waits for its full sync
 // (FullSyncTimeout). Until then its shard has no replica and every health gate refuses. It acts
 // only in a run that may act (a window open, not a dry run); otherwise it says what it would do.
 // A stray master at no member pod's address is left alone. It returns one line per node rejoined.
@@ -137,7 +138,11 @@ func (cr *clusterRun) rejoinStrays(ctx context.Context, c *policies.Cluster) ([]
 			cr.printf("  ! %s is a stray master, %s: a run that may act makes it a replica of %s again\n", pod, s, s.Owner.Addr())
 			continue
 		}
-		cr.printf("  … %s is a stray master, %s, no migration running: making it a replica of %s again\n", pod, s, s.Owner.Addr())
+		how := "no migration running: making it a replica of " + s.Owner.Addr() + " again"
+		if s.Replicating {
+			how = "as Redis 7.0 leaves a replica after an UPDATE about itself: restarting its server, then making it a replica of " + s.Owner.Addr() + " again"
+		}
+		cr.printf("  … %s is a stray master, %s, %s\n", pod, s, how)
 		progress := func(line string) { cr.printf("    … %s: %s\n", pod, line) }
 		start := cr.cfg.Clock.Now()
 		if err := cr.cfg.Redis.RejoinStray(ctx, s.Addr, s.Owner.ID, addrs, cr.cfg.FullSyncTimeout, progress); err != nil {
@@ -146,7 +151,11 @@ func (cr *clusterRun) rejoinStrays(ctx context.Context, c *policies.Cluster) ([]
 		if err := cr.cfg.Redis.WaitRejoin(ctx, s.Addr, s.Owner.ID, cr.cfg.FullSyncTimeout-cr.cfg.Clock.Since(start), progress); err != nil {
 			return done, fmt.Errorf("rejoin stray master %s: %w", pod, err)
 		}
-		line := fmt.Sprintf("%s: stray master %s (a copy of %d slots of %s) made a replica of it again, in sync after a full sync", pod, short(s.ID), s.Count, s.Owner.Addr())
+		what := fmt.Sprintf("a copy of %d slots of %s", s.Count, s.Owner.Addr())
+		if s.Replicating {
+			what = "flagged master while it replicated " + s.Owner.Addr() + ", restarted"
+		}
+		line := fmt.Sprintf("%s: stray master %s (%s) made a replica of it again, in sync after a full sync", pod, short(s.ID), what)
 		cr.printf("  ✓ %s\n", line)
 		done = append(done, line)
 	}
