@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/harness"
 	"github.com/redis-rebalancer/redis-rebalancer/e2e/redisrt"
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
+	"github.com/redis-rebalancer/redis-rebalancer/test/redistest"
 	"github.com/redis-rebalancer/redis-rebalancer/test/scenario"
 )
 
@@ -39,29 +38,13 @@ func TestStrayMasterRejoined(t *testing.T) {
 	if s.Pid == 0 {
 		t.Fatalf("no redis-server runs for %s", victim)
 	}
-	conf := filepath.Join(s.Dir, "nodes.conf")
-	b, err := os.ReadFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(b), "\n")
-	edited := false
-	for i, l := range lines {
-		if fl := strings.Fields(l); len(fl) > 3 && strings.HasPrefix(fl[2], "myself,slave") {
-			fl[2], fl[3] = "myself,master", "-"
-			lines[i], edited = strings.Join(fl, " "), true
-		}
-	}
-	if !edited {
-		t.Fatalf("%s: no myself,slave line in %s:\n%s", victim, conf, b)
-	}
-	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+	if err := redistest.FlagMyselfMaster(s.Dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Kill(s.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		topo, err := f.Redis.Topology(ctx, f.Addrs())
 		if err != nil {
 			return false, nil

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redis/redis/v8"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/redis-rebalancer/redis-rebalancer/redisctl"
@@ -41,46 +42,18 @@ func TestRejoinStray(t *testing.T) {
 
 	// What Redis 7.0 saves after an UPDATE message about itself: "myself,master -".
 	replica.Stop()
-	conf := filepath.Join(replica.Dir, "nodes.conf")
-	b, err := os.ReadFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(b), "\n")
-	for i, l := range lines {
-		f := strings.Fields(l)
-		if len(f) > 3 && strings.Contains(f[2], "myself") {
-			f[2], f[3] = "myself,master", "-"
-			lines[i] = strings.Join(f, " ")
-		}
-	}
-	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+	if err := redistest.FlagMyselfMaster(replica.Dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := replica.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var stray redisctl.StrayMaster
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		topo, err := c.Client.Topology(ctx, c.Addrs())
-		if err != nil {
-			return false, nil
-		}
-		for _, s := range topo.StrayMasters() {
-			if s.Addr == replica.Addr() {
-				stray = s
-				return true, nil
-			}
-		}
-		return false, nil
-	}); err != nil {
-		t.Fatalf("%s never became a stray master: %v", replica.Addr(), err)
-	}
+	stray := waitStray(t, c, replica.Addr())
 	t.Logf("stray master: %s", stray)
 	if stray.Owner.ID != owner.ID || stray.Count == 0 {
 		t.Fatalf("stray master %s: want owner %s and importing slots", stray, owner.ID)
 	}
-	_, err = c.Client.CheckHealth(ctx, c.Addrs(), redisctl.HealthOptions{})
+	_, err := c.Client.CheckHealth(ctx, c.Addrs(), redisctl.HealthOptions{})
 	var he *redisctl.HealthError
 	if !errors.As(err, &he) || !he.Has(redisctl.ReasonStrayMaster) || he.Has(redisctl.ReasonSlotMigration) {
 		t.Fatalf("health gate: %v, want stray_master and no slot_migration", err)
@@ -91,26 +64,8 @@ func TestRejoinStray(t *testing.T) {
 	if err := c.Client.RejoinStray(ctx, replica.Addr(), other.ID, c.Addrs(), 10*time.Second, nil); !errors.Is(err, redisctl.ErrNotStray) {
 		t.Fatalf("RejoinStray with another owner: %v, want ErrNotStray", err)
 	}
-	var steps []string
-	progress := func(s string) { steps = append(steps, s) }
-	if err := c.Client.RejoinStray(ctx, replica.Addr(), owner.ID, c.Addrs(), 30*time.Second, progress); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Client.WaitRejoin(ctx, replica.Addr(), owner.ID, 60*time.Second, progress); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range steps {
-		t.Log(s)
-	}
-	if _, err := redistest.WaitFormed(ctx, c.Client, c.Addrs(), 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	for i := range keys {
-		k := fmt.Sprintf("stray:%d", i)
-		if v, err := cc.Get(ctx, k).Int(); err != nil || v != i {
-			t.Errorf("%s = %d, %v; want %d", k, v, err, i)
-		}
-	}
+	rejoinStray(t, c, replica.Addr(), owner.ID, nil)
+	readBack(t, cc, "stray:", keys)
 }
 
 // sendUpdateAbout sends the node at busAddr (its cluster bus) one UPDATE message, as the cluster
@@ -175,22 +130,7 @@ func TestRejoinReplicatingStray(t *testing.T) {
 	}
 	sendUpdateAbout(t, bus, owner.ID, owner.ConfigEpoch, me.ID, uint64(current)+1)
 
-	var stray redisctl.StrayMaster
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		topo, err := c.Client.Topology(ctx, c.Addrs())
-		if err != nil {
-			return false, nil
-		}
-		for _, s := range topo.StrayMasters() {
-			if s.Addr == replica.Addr() {
-				stray = s
-				return true, nil
-			}
-		}
-		return false, nil
-	}); err != nil {
-		t.Fatalf("%s never became a stray master after the UPDATE about itself: %v\n%s", replica.Addr(), err, replica.Server().LogTail())
-	}
+	stray := waitStray(t, c, replica.Addr())
 	t.Logf("stray master: %s", stray)
 	if !stray.Replicating || stray.Owner.ID != owner.ID {
 		t.Fatalf("stray master %s: want replicating %s", stray, owner.ID)
@@ -211,26 +151,67 @@ func TestRejoinReplicatingStray(t *testing.T) {
 		replica.Stop()
 		restarted <- replica.Start()
 	}()
+	rejoinStray(t, c, replica.Addr(), owner.ID, restarted)
+	readBack(t, cc, "replicating:", keys)
+}
+
+// waitStray waits (30 s) until the node at addr is a stray master of c and returns it.
+func waitStray(t *testing.T, c *redistest.Cluster, addr string) redisctl.StrayMaster {
+	t.Helper()
+	var stray redisctl.StrayMaster
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		topo, err := c.Client.Topology(ctx, c.Addrs())
+		if err != nil {
+			return false, nil
+		}
+		for _, s := range topo.StrayMasters() {
+			if s.Addr == addr {
+				stray = s
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("%s never became a stray master: %v", addr, err)
+	}
+	return stray
+}
+
+// rejoinStray makes the stray master at addr a replica of ownerID (RejoinStray; then, when
+// restarted is not nil, the error of the restart the test played), waits until it is in sync
+// and the cluster healthy, and logs each step.
+func rejoinStray(t *testing.T, c *redistest.Cluster, addr, ownerID string, restarted <-chan error) {
+	t.Helper()
+	ctx := context.Background()
 	var steps []string
 	progress := func(s string) { steps = append(steps, s) }
-	if err := c.Client.RejoinStray(ctx, replica.Addr(), owner.ID, c.Addrs(), 60*time.Second, progress); err != nil {
+	defer func() {
+		for _, s := range steps {
+			t.Log(s)
+		}
+	}()
+	if err := c.Client.RejoinStray(ctx, addr, ownerID, c.Addrs(), 60*time.Second, progress); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-restarted; err != nil {
-		t.Fatal(err)
+	if restarted != nil {
+		if err := <-restarted; err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := c.Client.WaitRejoin(ctx, replica.Addr(), owner.ID, 60*time.Second, progress); err != nil {
+	if err := c.Client.WaitRejoin(ctx, addr, ownerID, 60*time.Second, progress); err != nil {
 		t.Fatal(err)
-	}
-	for _, s := range steps {
-		t.Log(s)
 	}
 	if _, err := redistest.WaitFormed(ctx, c.Client, c.Addrs(), 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for i := range keys {
-		k := fmt.Sprintf("replicating:%d", i)
-		if v, err := cc.Get(ctx, k).Int(); err != nil || v != i {
+}
+
+// readBack checks that keys prefix0 … prefix<n-1> hold 0 … n-1.
+func readBack(t *testing.T, cc *redis.ClusterClient, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		k := prefix + strconv.Itoa(i)
+		if v, err := cc.Get(context.Background(), k).Int(); err != nil || v != i {
 			t.Errorf("%s = %d, %v; want %d", k, v, err, i)
 		}
 	}

@@ -25,15 +25,7 @@ func (cr *clusterRun) reintroduceEmpty(ctx context.Context, c *policies.Cluster)
 	if !cr.cfg.Policy.ReleaseReplicaClaims || cr.cfg.DryRun || !cr.act {
 		return nil, nil
 	}
-	podAt := map[string]string{} // Redis address → member pod
-	var addrs []string
-	for _, mem := range c.Members {
-		if ip := mem.Pod.Status.PodIP; ip != "" && mem.Node >= 0 && !mem.Terminating {
-			a := cr.cfg.Redis.AddrOf(ip)
-			podAt[a] = mem.Pod.Name
-			addrs = append(addrs, a)
-		}
-	}
+	podAt, addrs := cr.memberAddrs(c)
 	if len(addrs) == 0 {
 		return nil, nil
 	}
@@ -112,15 +104,7 @@ func (cr *clusterRun) reintroduceEmpty(ctx context.Context, c *policies.Cluster)
 // only in a run that may act (a window open, not a dry run); otherwise it says what it would do.
 // A stray master at no member pod's address is left alone. It returns one line per node rejoined.
 func (cr *clusterRun) rejoinStrays(ctx context.Context, c *policies.Cluster) ([]string, error) {
-	podAt := map[string]string{} // Redis address → member pod
-	var addrs []string
-	for _, mem := range c.Members {
-		if ip := mem.Pod.Status.PodIP; ip != "" && mem.Node >= 0 && !mem.Terminating {
-			a := cr.cfg.Redis.AddrOf(ip)
-			podAt[a] = mem.Pod.Name
-			addrs = append(addrs, a)
-		}
-	}
+	podAt, addrs := cr.memberAddrs(c)
 	if len(addrs) == 0 {
 		return nil, nil
 	}
@@ -160,4 +144,18 @@ func (cr *clusterRun) rejoinStrays(ctx context.Context, c *policies.Cluster) ([]
 		done = append(done, line)
 	}
 	return done, nil
+}
+
+// memberAddrs returns the Redis addresses of c's member pods that are placed, have an IP and are
+// not terminating, and the pod at each.
+func (cr *clusterRun) memberAddrs(c *policies.Cluster) (podAt map[string]string, addrs []string) {
+	podAt = map[string]string{}
+	for _, mem := range c.Members {
+		if ip := mem.Pod.Status.PodIP; ip != "" && mem.Node >= 0 && !mem.Terminating {
+			a := cr.cfg.Redis.AddrOf(ip)
+			podAt[a] = mem.Pod.Name
+			addrs = append(addrs, a)
+		}
+	}
+	return podAt, addrs
 }
