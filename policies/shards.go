@@ -149,20 +149,33 @@ func (c *Cluster) groupShards() (old []int) {
 		}
 		return a.Pod.Name < b.Pod.Name
 	})
+	// Sorted by shard, each shard's members are a run of positions: its Members are a window
+	// (capacity capped) of one array of every position, its Shard one of an array of shards.
 	old = make([]int, len(c.Members))
-	c.Shards = nil
-	shardIdx := map[string]int{}
+	pos := make([]int, len(c.Members))
+	runs := 0
+	for i, mem := range c.Members {
+		if i == 0 || mem.Shard != c.Members[i-1].Shard {
+			runs++
+		}
+	}
+	shards := make([]Shard, runs)
+	c.Shards = make([]*Shard, 0, runs)
+	start := 0
 	for i, mem := range c.Members {
 		old[i] = mem.Index
 		mem.Index = i
-		si, ok := shardIdx[mem.Shard]
-		if !ok {
-			si = len(c.Shards)
-			shardIdx[mem.Shard] = si
-			c.Shards = append(c.Shards, &Shard{Name: mem.Shard})
+		pos[i] = i
+		if i > 0 && mem.Shard != c.Members[i-1].Shard {
+			start = i
 		}
-		mem.ShardIndex = si
-		c.Shards[si].Members = append(c.Shards[si].Members, i)
+		if start == i {
+			sh := &shards[len(c.Shards)]
+			sh.Name = mem.Shard
+			c.Shards = append(c.Shards, sh)
+		}
+		mem.ShardIndex = len(c.Shards) - 1
+		c.Shards[mem.ShardIndex].Members = pos[start : i+1 : i+1]
 	}
 	// A shard's StatefulSet: the one controlling every member of the shard and no other shard's.
 	// shardOf: a StatefulSet's one shard, -1 when it controls members of several.
