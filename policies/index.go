@@ -205,14 +205,13 @@ type antiEntry struct {
 }
 
 // rarestRequirement returns the label pairs of the requirement of selector ls that the fewest
-// terms require, by freq: a matchLabels entry (one pair) or an `In` expression (a pair per
-// value). ok is false when ls has no such requirement.
-func rarestRequirement(ls *metav1.LabelSelector, freq map[labelPair]int32) (key string, values []string, ok bool) {
+// terms require, by freq: a matchLabels entry (one pair: key and one, values nil) or an `In`
+// expression (a pair per value of values). ok is false when ls has no such requirement.
+func rarestRequirement(ls *metav1.LabelSelector, freq map[labelPair]int32) (key, one string, values []string, ok bool) {
 	if ls == nil {
-		return "", nil, false
+		return "", "", nil, false
 	}
 	var best int32 = -1
-	var one string
 	for k, v := range ls.MatchLabels {
 		if n := freq[labelPair{k, v}]; best < 0 || n < best || n == best && k < key {
 			best, key, one, values = n, k, v, nil
@@ -230,10 +229,7 @@ func rarestRequirement(ls *metav1.LabelSelector, freq map[labelPair]int32) (key 
 			best, key, values = n, e.Key, e.Values
 		}
 	}
-	if best >= 0 && values == nil {
-		values = []string{one}
-	}
-	return key, values, best >= 0
+	return key, one, values, best >= 0
 }
 
 // reserve sizes the index for the required anti-affinity terms of pods (at most those add
@@ -303,9 +299,14 @@ func (x *antiIndex) index(n *nsAnti) {
 		n.keys = x.selectorKeys(n.entries, x.selectorKeys(x.selected, nil))
 		n.byPair = make(map[labelPair][]int32, len(n.entries))
 		for _, ei := range n.entries {
-			key, values, ok := rarestRequirement(x.entries[ei].term.LabelSelector, freq)
+			key, one, values, ok := rarestRequirement(x.entries[ei].term.LabelSelector, freq)
 			if !ok {
 				n.generic = append(n.generic, ei)
+				continue
+			}
+			if values == nil {
+				lp := labelPair{key, one}
+				n.byPair[lp] = append(n.byPair[lp], ei)
 				continue
 			}
 			for _, v := range values {
