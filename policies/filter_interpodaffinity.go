@@ -13,7 +13,9 @@ import (
 // holds it: the label selector, the namespaces (the pod's own when neither namespaces nor a
 // namespaceSelector is given) and the namespace selector (Nothing when nil, Everything when {}).
 type affinityTerm struct {
-	selector   labels.Selector
+	selector labels.Selector
+	// namespaces and scope are read only: a term of the pod's own namespace shares them
+	// (builder.ownNS).
 	namespaces sets.Set[string]
 	nsSelector labels.Selector
 	key        string
@@ -63,13 +65,20 @@ func (b *builder) newTerm(p *corev1.Pod, t *corev1.PodAffinityTerm, template boo
 	if err != nil {
 		return nil, fmt.Errorf("pod affinity term %s namespaceSelector: %w", t.TopologyKey, err)
 	}
-	ns := sets.New(t.Namespaces...)
+	at := &affinityTerm{selector: sel, nsSelector: nsSel, key: t.TopologyKey, dom: m.domain(t.TopologyKey)}
 	if len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
-		ns.Insert(p.Namespace)
+		// The pod's own namespace: the set and the scope shared by the builder's terms.
+		own, ok := b.ownNS[p.Namespace]
+		if !ok {
+			own = ownNamespace{set: sets.New(p.Namespace), scope: []string{p.Namespace}}
+			b.ownNS[p.Namespace] = own
+		}
+		at.namespaces, at.scope = own.set, own.scope
+		return at, nil
 	}
-	at := &affinityTerm{selector: sel, namespaces: ns, nsSelector: nsSel, key: t.TopologyKey, dom: m.domain(t.TopologyKey)}
+	at.namespaces = sets.New(t.Namespaces...)
 	if t.NamespaceSelector == nil {
-		at.scope = sets.List(ns)
+		at.scope = sets.List(at.namespaces)
 	}
 	return at, nil
 }
