@@ -551,7 +551,7 @@ func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
 			}
 		}
 	}
-	c.memberUse = map[int]resources{}
+	c.memberUse = make(map[int]resources, len(c.Members))
 	for _, mem := range c.Members {
 		if mem.Node >= 0 && !mem.Terminating {
 			c.memberUse[mem.Node] = c.memberUse[mem.Node].add(mem.req)
