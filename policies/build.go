@@ -540,13 +540,18 @@ func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
 	} else {
 		c.N = len(c.Members)
 	}
+	// Whether a PDB selects some member; the search starts from the member the previous PDB
+	// selected (a shard's PDB selects a run of members sorted by shard, like the PDBs' order).
+	from := 0
 	for _, ps := range pdbs[c.Namespace] {
 		if ps.byLabels && ps.cluster != c.Name {
 			continue
 		}
-		for _, mem := range c.Members {
-			if ps.matches(mem.Pod.Labels) {
+		for k := range c.Members {
+			j := (from + k) % len(c.Members)
+			if ps.matches(c.Members[j].Pod.Labels) {
 				c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, ps.pdb)
+				from = j
 				break
 			}
 		}
