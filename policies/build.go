@@ -562,6 +562,7 @@ func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
 			c.memberUse[mem.Node] = c.memberUse[mem.Node].add(mem.req)
 		}
 	}
+	c.notMemberPods = c.scheduledNotMembers()
 	if err := c.buildSpecs(); err != nil {
 		return err
 	}

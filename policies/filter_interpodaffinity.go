@@ -134,7 +134,7 @@ func (c *Cluster) termFor(p *corev1.Pod, t *corev1.PodAffinityTerm, template, an
 func (c *Cluster) externalDomains(at *affinityTerm) map[int32]bool {
 	m := c.model
 	out := map[int32]bool{}
-	m.forCandidates(at.selector, at.scope, func(k int32) {
+	c.forNonMembers(at.selector, at.scope, func(k int32) {
 		op := m.pods[k]
 		if c.memberOf(op) || !at.matches(m, op.Namespace, labels.Set(op.Labels)) {
 			return
@@ -157,7 +157,7 @@ func (c *Cluster) affinityExternal(s *podSpec) {
 	for k := range s.affinityExt {
 		s.affinityExt[k] = map[int32]bool{}
 	}
-	m.forCandidates(s.affinity[0].selector, s.affinity[0].scope, func(k int32) {
+	c.forNonMembers(s.affinity[0].selector, s.affinity[0].scope, func(k int32) {
 		op := m.pods[k]
 		if c.memberOf(op) {
 			return

@@ -155,6 +155,81 @@ func (m *Model) forCandidates(sel labels.Selector, namespaces []string, fn func(
 	}
 }
 
+// forNonMembers calls fn for every scheduled pod of the namespaces (all when nil) that may match
+// sel and may not be a member of c; fn still has to check the namespace, membership and the
+// selector. When the namespaces are c's alone and sel requires the cluster label to be c's name,
+// those pods are c's scheduled NotMembers: every unfinished pod of c's namespace carrying that
+// value is a member or a NotMember of c (collectClusters), so no label index is read. Otherwise
+// they are Model.forCandidates's.
+func (c *Cluster) forNonMembers(sel labels.Selector, namespaces []string, fn func(k int32)) {
+	if len(namespaces) == 1 && namespaces[0] == c.Namespace && c.requiresOwnName(sel) {
+		for _, k := range c.notMemberPods {
+			fn(k)
+		}
+		return
+	}
+	c.model.forCandidates(sel, namespaces, fn)
+}
+
+// requiresOwnName reports whether sel has a requirement that the cluster label's value be c's
+// name (`=`, `==`, or `in` with that one value).
+func (c *Cluster) requiresOwnName(sel labels.Selector) bool {
+	reqs, ok := sel.Requirements()
+	if !ok {
+		return false
+	}
+	own := oneLabel{c.model.Options.ClusterLabel, c.Name}
+	for i := range reqs {
+		r := &reqs[i]
+		if r.Key() != own.key {
+			continue
+		}
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals: // one value
+			if r.Matches(own) {
+				return true
+			}
+		case selection.In:
+			if vs := r.ValuesUnsorted(); len(vs) == 1 && vs[0] == c.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// oneLabel is a label set of one label (labels.Labels).
+type oneLabel struct{ key, value string }
+
+func (l oneLabel) Has(k string) bool { return k == l.key }
+
+func (l oneLabel) Get(k string) string {
+	v, _ := l.Lookup(k)
+	return v
+}
+
+func (l oneLabel) Lookup(k string) (string, bool) {
+	if k == l.key {
+		return l.value, true
+	}
+	return "", false
+}
+
+// scheduledNotMembers returns the positions in Model.pods of c's NotMembers that are scheduled
+// (those forNonMembers yields).
+func (c *Cluster) scheduledNotMembers() []int32 {
+	if len(c.NotMembers) == 0 {
+		return nil
+	}
+	var out []int32
+	for _, k := range c.model.podsInNS[c.Namespace] {
+		if c.notMember[c.model.pods[k]] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // namespaceLabels returns a namespace's labels: from Snapshot.Namespaces, else the
 // kubernetes.io/metadata.name label the API server sets on every namespace. Build fills the
 // entries of every pod's namespace; later calls only read.

@@ -195,7 +195,7 @@ func (c *Cluster) spreadInstanceFor(p *corev1.Pod, s *podSpec, tsc *corev1.Topol
 	}
 	in.numDomains = nd
 	if in.countable {
-		m.forCandidates(sel, []string{p.Namespace}, func(k int32) {
+		c.forNonMembers(sel, []string{p.Namespace}, func(k int32) {
 			op, ni := m.pods[k], m.podNode[k]
 			if op.Namespace != p.Namespace || !in.eligible[ni] || c.memberOf(op) || !sel.Matches(labels.Set(op.Labels)) {
 				return

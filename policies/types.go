@@ -288,9 +288,12 @@ type Cluster struct {
 
 	model     *Model
 	notMember map[*corev1.Pod]bool // the pods of NotMembers
-	b         *builder             // during Build only
-	allowed   map[string]bool
-	zones     []string // node index → zone name for the rules (model.zoneNames[x])
+	// notMemberPods are the positions in Model.pods of the scheduled NotMembers
+	// (forNonMembers).
+	notMemberPods []int32
+	b             *builder // during Build only
+	allowed       map[string]bool
+	zones         []string // node index → zone name for the rules (model.zoneNames[x])
 	// zoneID numbers zones (model.zoneIDs[x]), zoneName maps the numbers back to the names, and
 	// allowedID tells the allowed zones by number.
 	zoneID    []int32
