@@ -327,6 +327,10 @@ func (m *Model) collectClusters(snap *Snapshot, reqs []resources) []*Cluster {
 				c.notMember = map[*corev1.Pod]bool{}
 			}
 			c.notMember[p] = true
+			if m.notMembers == nil {
+				m.notMembers = map[*corev1.Pod]bool{}
+			}
+			m.notMembers[p] = true
 			continue
 		}
 		mem := &Member{Pod: p, Node: -1, Ordinal: -1, Terminating: p.DeletionTimestamp != nil, req: reqs[pi], sts: sts}

@@ -263,6 +263,9 @@ type nsAnti struct {
 	once    sync.Once
 	byPair  map[labelPair][]int32
 	generic []int32
+	// own are the entries whose term can only match pods of its own pod's cluster (ownCluster),
+	// which the index leaves out.
+	own []int32
 	// keys are the label keys the selectors of the namespace's terms and of the terms with a
 	// namespaceSelector read (keysFor).
 	keys []string
@@ -353,11 +356,47 @@ func (x *antiIndex) add(k int32, p *corev1.Pod) {
 	}
 }
 
-// index builds a namespace's label-pair index (once).
-func (x *antiIndex) index(n *nsAnti) {
+// ownCluster reports whether the term of entry ei can only match pods of the cluster of its pod:
+// the pod is a member of the cluster its cluster label names (m.notMembers), and the term, of
+// the pod's namespace alone, requires the cluster label to have that value.
+func (x *antiIndex) ownCluster(m *Model, ei int32) bool {
+	e := &x.entries[ei]
+	t := e.term
+	if len(t.Namespaces) > 0 || t.NamespaceSelector != nil || t.LabelSelector == nil {
+		return false
+	}
+	op := m.pods[e.pod]
+	key := m.Options.ClusterLabel
+	v, ok := op.Labels[key]
+	if !ok || m.notMembers[op] {
+		return false
+	}
+	if w, ok := t.LabelSelector.MatchLabels[key]; ok && w == v {
+		return true
+	}
+	for _, r := range t.LabelSelector.MatchExpressions {
+		if r.Key == key && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) == 1 && r.Values[0] == v {
+			return true
+		}
+	}
+	return false
+}
+
+// index builds a namespace's label-pair index (once), the entries of own-cluster terms
+// (ownCluster) apart.
+func (x *antiIndex) index(m *Model, n *nsAnti) {
 	n.once.Do(func() {
-		freq := make(map[labelPair]int32, len(n.entries))
+		n.keys = x.selectorKeys(n.entries, x.selectorKeys(x.selected, nil))
+		indexed := make([]int32, 0, len(n.entries))
 		for _, ei := range n.entries {
+			if x.ownCluster(m, ei) {
+				n.own = append(n.own, ei)
+			} else {
+				indexed = append(indexed, ei)
+			}
+		}
+		freq := make(map[labelPair]int32, len(indexed))
+		for _, ei := range indexed {
 			if ls := x.entries[ei].term.LabelSelector; ls != nil {
 				for k, v := range ls.MatchLabels {
 					freq[labelPair{k, v}]++
@@ -371,9 +410,8 @@ func (x *antiIndex) index(n *nsAnti) {
 				}
 			}
 		}
-		n.keys = x.selectorKeys(n.entries, x.selectorKeys(x.selected, nil))
-		n.byPair = make(map[labelPair][]int32, len(n.entries))
-		for _, ei := range n.entries {
+		n.byPair = make(map[labelPair][]int32, len(indexed))
+		for _, ei := range indexed {
 			key, one, values, ok := rarestRequirement(x.entries[ei].term.LabelSelector, freq)
 			if !ok {
 				n.generic = append(n.generic, ei)
@@ -414,13 +452,13 @@ func (x *antiIndex) selectorKeys(entries []int32, keys []string) []string {
 
 // keysFor returns the label keys whose values decide against's answer for a pod of namespace ns:
 // two pods of ns whose labels agree on them get the same domains.
-func (x *antiIndex) keysFor(ns string) []string {
+func (x *antiIndex) keysFor(m *Model, ns string) []string {
 	n := x.byNS[ns]
 	if n == nil {
 		x.selectedOnce.Do(func() { x.selectedKeys = x.selectorKeys(x.selected, nil) })
 		return x.selectedKeys
 	}
-	x.index(n)
+	x.index(m, n)
 	return n.keys
 }
 
@@ -464,7 +502,7 @@ func (x *antiIndex) against(c *Cluster, p *corev1.Pod) []domainRef {
 		out = append(out, domainRef{t.dom, d})
 	}
 	if n != nil {
-		x.index(n)
+		x.index(m, n)
 		for k, v := range p.Labels {
 			for _, ei := range n.byPair[labelPair{k, v}] {
 				check(ei)
@@ -472,6 +510,13 @@ func (x *antiIndex) against(c *Cluster, p *corev1.Pod) []domainRef {
 		}
 		for _, ei := range n.generic {
 			check(ei)
+		}
+		// An own-cluster term matches only pods of its pod's cluster: c's pods are members (its
+		// own terms skipped), and a pod of c carries c's name. Unless p names another cluster.
+		if v, ok := p.Labels[m.Options.ClusterLabel]; ok && v != c.Name {
+			for _, ei := range n.own {
+				check(ei)
+			}
 		}
 	}
 	for _, ei := range x.selected {

@@ -3,6 +3,7 @@ package policies
 import (
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -26,4 +27,52 @@ func (c *Cluster) NonMembersMatching(sel labels.Selector, namespaces []string) (
 	slices.Sort(got)
 	slices.Sort(want)
 	return got, want, len(namespaces) == 1 && namespaces[0] == c.Namespace && c.requiresOwnName(sel)
+}
+
+// ExternalAntiDomains returns, for each member of the cluster, its pod's and its re-creation
+// template's domains where a scheduled pod that is not a member has a required anti-affinity
+// term matching it: as antiIndex.against finds them (got) and as a scan of every scheduled pod's
+// terms finds them (want), each list "key=value", sorted.
+func (c *Cluster) ExternalAntiDomains() (got, want [][]string) {
+	m := c.model
+	c.b = newBuilder(m)
+	defer func() { c.b = nil }()
+	names := func(refs []domainRef) []string {
+		var out []string
+		for _, r := range refs {
+			for key, d := range m.domains {
+				if d == r.dom {
+					out = append(out, key+"="+d.names[r.id])
+				}
+			}
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	scan := func(p *corev1.Pod) []domainRef {
+		var out []domainRef
+		for k, op := range m.pods {
+			a := op.Spec.Affinity
+			if c.memberOf(op) || a == nil || a.PodAntiAffinity == nil {
+				continue
+			}
+			for ti := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				t, err := c.b.newTerm(op, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[ti], false)
+				if err != nil || !t.matches(m, p.Namespace, labels.Set(p.Labels)) {
+					continue
+				}
+				if d := t.dom.ofNode[m.podNode[k]]; d >= 0 {
+					out = append(out, domainRef{t.dom, d})
+				}
+			}
+		}
+		return out
+	}
+	for _, mem := range c.Members {
+		for _, p := range []*corev1.Pod{mem.Pod, mem.Template()} {
+			got = append(got, names(m.anti.against(c, p)))
+			want = append(want, names(scan(p)))
+		}
+	}
+	return got, want
 }

@@ -211,6 +211,8 @@ type Model struct {
 	usedByAll   []resources // requests of pods, per node
 	// podScalars are the scalar resources of the pods requesting any (requestsOf).
 	podScalars map[*corev1.Pod][]scalarRequest
+	// notMembers are the pods of every cluster's NotMembers (nil when none).
+	notMembers map[*corev1.Pod]bool
 	// usedScalar[n] sums the scalar resources the pods of node n request (nil when none do).
 	usedScalar []map[corev1.ResourceName]int64
 	// hostPorts lists the host ports the scheduled pods bind, by protocol and port (NodePorts).
