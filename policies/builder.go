@@ -205,11 +205,8 @@ func (b *builder) keysID(keys []string) int32 {
 // Everything), cached by content. A selector of matchLabels only is built without re-validating
 // what the API server has validated (labels.SelectorFromValidatedSet gives the same requirements).
 func (b *builder) selector(ls *metav1.LabelSelector) (labels.Selector, error) {
-	if ls == nil {
-		return labels.Nothing(), nil
-	}
-	if len(ls.MatchLabels)+len(ls.MatchExpressions) == 0 {
-		return labels.Everything(), nil
+	if ls == nil || len(ls.MatchLabels)+len(ls.MatchExpressions) == 0 {
+		return selectorOf(ls) // Nothing, Everything
 	}
 	sb := &b.selSig
 	sb.reset()
@@ -224,6 +221,17 @@ func (b *builder) selector(ls *metav1.LabelSelector) (labels.Selector, error) {
 	}
 	b.selectors[key] = sel
 	return sel, nil
+}
+
+// selectorOf parses a label selector as builder.selector does, without its cache.
+func selectorOf(ls *metav1.LabelSelector) (labels.Selector, error) {
+	if ls == nil {
+		return labels.Nothing(), nil
+	}
+	if len(ls.MatchLabels)+len(ls.MatchExpressions) == 0 {
+		return labels.Everything(), nil
+	}
+	return parseSelector(ls)
 }
 
 // parseSelector converts a label selector with at least one requirement (validated by the API

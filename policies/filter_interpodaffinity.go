@@ -38,10 +38,17 @@ func (t *affinityTerm) matches(m *Model, ns string, lbl labels.Set) bool {
 
 // newTerm parses a pod (anti-)affinity term of pod p as kube-scheduler's newAffinityTerm does.
 // For a template, matchLabelKeys and mismatchLabelKeys are merged into the selector as the API
-// server does when it creates the pod (existing pods carry them merged already).
-func (b *builder) newTerm(p *corev1.Pod, t *corev1.PodAffinityTerm, template bool) (*affinityTerm, error) {
+// server does when it creates the pod (existing pods carry them merged already). The label
+// selector goes through the builder's cache when cached (the terms of other workloads' pods, alike
+// across their pods), else it is parsed (a cluster's own terms, which name the cluster and are
+// deduplicated per cluster by the caller: a cache would only grow).
+func (b *builder) newTerm(p *corev1.Pod, t *corev1.PodAffinityTerm, template, cached bool) (*affinityTerm, error) {
 	m := b.m
-	sel, err := b.selector(t.LabelSelector)
+	parse := b.selector
+	if !cached {
+		parse = selectorOf
+	}
+	sel, err := parse(t.LabelSelector)
 	if err != nil {
 		return nil, fmt.Errorf("pod affinity term %s: %w", t.TopologyKey, err)
 	}
@@ -118,7 +125,7 @@ func (c *Cluster) termFor(p *corev1.Pod, t *corev1.PodAffinityTerm, template, an
 		return at, nil
 	}
 	key := string(sb.b)
-	at, err := c.b.newTerm(p, t, template)
+	at, err := c.b.newTerm(p, t, template, false)
 	if err != nil {
 		return nil, err
 	}

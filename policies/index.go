@@ -481,7 +481,7 @@ func (x *antiIndex) against(c *Cluster, p *corev1.Pod) []domainRef {
 		t := e.parsed.Load()
 		if t == nil {
 			var err error
-			if t, err = c.b.newTerm(op, e.term, false); err != nil {
+			if t, err = c.b.newTerm(op, e.term, false, true); err != nil {
 				e.bad.Store(true) // kube-scheduler cannot parse it either; the pod's terms are ignored
 				return
 			}

@@ -57,7 +57,7 @@ func (c *Cluster) ExternalAntiDomains() (got, want [][]string) {
 				continue
 			}
 			for ti := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				t, err := c.b.newTerm(op, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[ti], false)
+				t, err := c.b.newTerm(op, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[ti], false, false)
 				if err != nil || !t.matches(m, p.Namespace, labels.Set(p.Labels)) {
 					continue
 				}

@@ -242,7 +242,7 @@ func (c *Cluster) preferredTerms(b *builder, s *podSpec, template bool, seen map
 		if !ok {
 			key := string(sb.b)
 			var err error
-			if at, err = b.newTerm(p, &wt.PodAffinityTerm, template); err != nil {
+			if at, err = b.newTerm(p, &wt.PodAffinityTerm, template, false); err != nil {
 				continue
 			}
 			at.external = c.externalDomains(at)
