@@ -491,7 +491,19 @@ func (ps *pdbSelector) matches(l map[string]string) bool {
 // every pod of the namespace and a nil one none. Only selectors with matchExpressions are parsed
 // (pdbSelector.matches).
 func (m *Model) pdbSelectors(pdbs []*policyv1.PodDisruptionBudget) map[string][]pdbSelector {
-	out := map[string][]pdbSelector{}
+	// Each namespace's selectors are a window of one array, sized by a first count.
+	count := map[string]int{}
+	for _, pdb := range pdbs {
+		if pdb.Spec.Selector != nil {
+			count[pdb.Namespace]++
+		}
+	}
+	all := make([]pdbSelector, 0, len(pdbs))
+	out := make(map[string][]pdbSelector, len(count))
+	for ns, n := range count {
+		out[ns] = all[len(all) : len(all) : len(all)+n]
+		all = all[:len(all)+n]
+	}
 	for _, pdb := range pdbs {
 		ls := pdb.Spec.Selector
 		if ls == nil {
