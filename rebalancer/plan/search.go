@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
@@ -69,6 +70,7 @@ type planner struct {
 	// members occupy and on the first free node of each class.
 	classes [][]int32
 	classOf []int32
+	all     []int32 // the array of classes' nodes (release)
 	// failed[pending] maps a placement to the most moves from it proven not to reach
 	// compliance under that model.
 	failed [2]map[policies.StateKey]int
@@ -128,7 +130,7 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 	// The classes, numbered in order of their first node, share one backing array of every node.
 	index := map[uint64]int32{}
 	nodes := len(c.Model().Nodes)
-	pl.classOf = make([]int32, nodes)
+	pl.classOf = nodeInts(nodes)
 	var size []int
 	for n := range nodes {
 		k := c.NodeClass(n)
@@ -141,7 +143,8 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 		size[g]++
 		pl.classOf[n] = g
 	}
-	all := make([]int32, nodes)
+	all := nodeInts(nodes)
+	pl.all = all
 	pl.classes = make([][]int32, len(size))
 	at := 0
 	for g, k := range size {
@@ -157,6 +160,29 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 	pl.sr = &search{}
 	pl.tgt = target{soft: -1}
 	return pl
+}
+
+// nodeIntsPool recycles the planners' per-node arrays (planner.release).
+var nodeIntsPool sync.Pool
+
+// nodeInts returns an array of n int32s, recycled (its values are not reset).
+func nodeInts(n int) []int32 {
+	if p, ok := nodeIntsPool.Get().(*[]int32); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]int32, n)
+}
+
+// release recycles the planner's per-node arrays (classOf, and the array of classes): the
+// planner is not used after (Compute, once the plan is made; nothing the plan holds refers to
+// them).
+func (pl *planner) release() {
+	for _, s := range [][]int32{pl.classOf, pl.all} {
+		if s != nil {
+			nodeIntsPool.Put(&s)
+		}
+	}
+	pl.classOf, pl.all, pl.classes = nil, nil, nil
 }
 
 func (pl *planner) mode() int {
