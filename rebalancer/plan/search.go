@@ -173,10 +173,11 @@ func nodeInts(n int) []int32 {
 	return make([]int32, n)
 }
 
-// release recycles the planner's per-node arrays (classOf, and the array of classes): the
-// planner is not used after (Compute, once the plan is made; nothing the plan holds refers to
-// them).
+// release recycles the planner's per-node arrays (classOf, the array of classes, its state's
+// counts): the planner is not used after (Compute, once the plan is made; nothing the plan holds
+// refers to them).
 func (pl *planner) release() {
+	pl.st.Release()
 	for _, s := range [][]int32{pl.classOf, pl.all} {
 		if s != nil {
 			nodeIntsPool.Put(&s)
