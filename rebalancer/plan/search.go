@@ -178,6 +178,11 @@ func nodeInts(n int) []int32 {
 // refers to them).
 func (pl *planner) release() {
 	pl.st.Release()
+	for _, l := range pl.leaves {
+		clear(l[:cap(l)]) // hold no step's places
+		leafListPool.Put(&l)
+	}
+	pl.leaves = nil
 	for _, s := range [][]int32{pl.classOf, pl.all} {
 		if s != nil {
 			nodeIntsPool.Put(&s)
@@ -469,15 +474,22 @@ func (pl *planner) successors(j, r int) []leafStep {
 	return out
 }
 
-// leafList returns an empty list for successors, from freeLeaves when it holds one.
+// leafList returns an empty list for successors, from freeLeaves when it holds one, else one an
+// earlier planner left (release).
 func (pl *planner) leafList() []leafStep {
 	if k := len(pl.leaves) - 1; k >= 0 {
 		l := pl.leaves[k]
 		pl.leaves = pl.leaves[:k]
 		return l[:0]
 	}
+	if p, ok := leafListPool.Get().(*[]leafStep); ok {
+		return (*p)[:0]
+	}
 	return nil
 }
+
+// leafListPool recycles the successors' lists of released planners.
+var leafListPool sync.Pool
 
 // freeLeaves gives back a list successors returned, once nothing reads it (the steps' places are
 // not in it: they stay valid).
