@@ -531,7 +531,7 @@ func (m *Model) pdbSelectors(pdbs []*policyv1.PodDisruptionBudget) map[string][]
 
 // finish derives N, shards, zones and the constraint instances of a cluster.
 func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
-	c.groupShards()
+	c.groupShards(nil)
 	c.ShardSource = c.model.Options.ShardSource
 	if c.ShardSource.Kind == ShardAuto {
 		c.ShardSource.Kind = ShardOwner

@@ -134,8 +134,9 @@ func (m *Model) ownerEvictable(mem *Member, kind, name string) {
 }
 
 // groupShards sorts the members by shard, ordinal and name, numbers them, and builds c.Shards
-// from their Shard names. It returns old, the members' previous positions by their new ones.
-func (c *Cluster) groupShards() (old []int) {
+// from their Shard names. It sets old, when not nil (one element per member), to the members'
+// previous positions by their new ones.
+func (c *Cluster) groupShards(old []int) {
 	for i, mem := range c.Members {
 		mem.Index = i
 	}
@@ -151,7 +152,6 @@ func (c *Cluster) groupShards() (old []int) {
 	})
 	// Sorted by shard, each shard's members are a run of positions: its Members are a window
 	// (capacity capped) of one array of every position, its Shard one of an array of shards.
-	old = make([]int, len(c.Members))
 	pos := make([]int, len(c.Members))
 	runs := 0
 	for i, mem := range c.Members {
@@ -163,7 +163,9 @@ func (c *Cluster) groupShards() (old []int) {
 	c.Shards = make([]*Shard, 0, runs)
 	start := 0
 	for i, mem := range c.Members {
-		old[i] = mem.Index
+		if old != nil {
+			old[i] = mem.Index
+		}
 		mem.Index = i
 		pos[i] = i
 		if i > 0 && mem.Shard != c.Members[i-1].Shard {
@@ -179,7 +181,7 @@ func (c *Cluster) groupShards() (old []int) {
 	}
 	// A shard's StatefulSet: the one controlling every member of the shard and no other shard's.
 	// shardOf: a StatefulSet's one shard, -1 when it controls members of several.
-	shardOf := map[*appsv1.StatefulSet]int{}
+	shardOf := make(map[*appsv1.StatefulSet]int, len(c.Shards))
 	for _, mem := range c.Members {
 		if mem.sts != nil {
 			if si, ok := shardOf[mem.sts]; !ok {
@@ -200,7 +202,6 @@ func (c *Cluster) groupShards() (old []int) {
 			sh.StatefulSet = sts
 		}
 	}
-	return old
 }
 
 // ApplyRedis sets, from the nodes of the cluster's Redis Cluster as CLUSTER NODES lists them,
@@ -290,7 +291,8 @@ func (c *Cluster) ApplyRedis(nodes []RedisNode) {
 			}
 			mem.Shard = name
 		}
-		old := c.groupShards()
+		old := make([]int, len(c.Members))
+		c.groupShards(old)
 		c.permuteMembers(old)
 	} else {
 		for i, mem := range c.Members {
