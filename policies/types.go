@@ -314,9 +314,12 @@ type Cluster struct {
 	scalars             *scalarIndex
 	csiIdx              *csiIndex
 	classOnce           sync.Once
-	classes             []uint64 // node index → NodeClass, built on first use
-	stateOnce           sync.Once
-	stateIdx            *stateIndex // what States share, built on first use
+	// classOf numbers the nodes' classes (NodeClass) in order of their first node, classPrints
+	// holds each class's fingerprint; built on first use.
+	classOf     []int32
+	classPrints []uint64
+	stateOnce   sync.Once
+	stateIdx    *stateIndex // what States share, built on first use
 	// soft holds what the optional soft rules read (the ScheduleAnyway constraint instances, the
 	// preferred anti-affinity terms), built on first use.
 	softOnce sync.Once

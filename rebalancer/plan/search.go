@@ -69,7 +69,7 @@ type planner struct {
 	// in node order; classOf maps a node to its class. A member is only tried on the nodes other
 	// members occupy and on the first free node of each class.
 	classes [][]int32
-	classOf []int32
+	classOf []int32 // the cluster's (policies.Cluster.NodeClasses): read only
 	all     []int32 // the array of classes' nodes (release)
 	// failed[pending] maps a placement to the most moves from it proven not to reach
 	// compliance under that model.
@@ -127,21 +127,14 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 		}
 		return ma.Pod.Name < mb.Pod.Name
 	})
-	// The classes, numbered in order of their first node, share one backing array of every node.
-	index := map[uint64]int32{}
+	// The classes, numbered in order of their first node (the cluster's, shared), share one
+	// backing array of every node.
 	nodes := len(c.Model().Nodes)
-	pl.classOf = nodeInts(nodes)
-	var size []int
-	for n := range nodes {
-		k := c.NodeClass(n)
-		g, ok := index[k]
-		if !ok {
-			g = int32(len(size))
-			index[k] = g
-			size = append(size, 0)
-		}
+	classOf, count := c.NodeClasses()
+	pl.classOf = classOf
+	size := make([]int, count)
+	for _, g := range classOf {
 		size[g]++
-		pl.classOf[n] = g
 	}
 	all := nodeInts(nodes)
 	pl.all = all
@@ -173,9 +166,9 @@ func nodeInts(n int) []int32 {
 	return make([]int32, n)
 }
 
-// release recycles the planner's per-node arrays (classOf, the array of classes, its state's
-// counts): the planner is not used after (Compute, once the plan is made; nothing the plan holds
-// refers to them).
+// release recycles the planner's per-node arrays (the array of classes, its state's counts):
+// the planner is not used after (Compute, once the plan is made; nothing the plan holds refers to
+// them).
 func (pl *planner) release() {
 	pl.st.Release()
 	for _, l := range pl.leaves {
@@ -183,10 +176,8 @@ func (pl *planner) release() {
 		leafListPool.Put(&l)
 	}
 	pl.leaves = nil
-	for _, s := range [][]int32{pl.classOf, pl.all} {
-		if s != nil {
-			nodeIntsPool.Put(&s)
-		}
+	if all := pl.all; all != nil {
+		nodeIntsPool.Put(&all)
 	}
 	pl.classOf, pl.all, pl.classes = nil, nil, nil
 }
