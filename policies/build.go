@@ -70,13 +70,7 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		ids := map[string]int32{}
 		m.zoneIDs[x] = make([]int32, len(nodes))
 		for i, z := range m.zoneNames[x] {
-			id, ok := ids[z]
-			if !ok {
-				id = int32(len(m.zoneIDNames[x]))
-				ids[z] = id
-				m.zoneIDNames[x] = append(m.zoneIDNames[x], z)
-			}
-			m.zoneIDs[x][i] = id
+			m.zoneIDs[x][i] = firstSeen(ids, &m.zoneIDNames[x], z)
 		}
 	}
 	for _, ns := range snap.Namespaces {

@@ -33,16 +33,22 @@ func (m *Model) domain(key string) *domainIndex {
 			d.ofNode[i] = -1
 			continue
 		}
-		id, seen := ids[v]
-		if !seen {
-			id = int32(len(d.names))
-			ids[v] = id
-			d.names = append(d.names, v)
-		}
-		d.ofNode[i] = id
+		d.ofNode[i] = firstSeen(ids, &d.names, v)
 	}
 	m.domains[key] = d
 	return d
+}
+
+// firstSeen returns the number of k in order of first sight: its id in ids, else the next one
+// (len(*seen)), recorded in ids and appended to *seen.
+func firstSeen[K comparable](ids map[K]int32, seen *[]K, k K) int32 {
+	id, ok := ids[k]
+	if !ok {
+		id = int32(len(*seen))
+		ids[k] = id
+		*seen = append(*seen, k)
+	}
+	return id
 }
 
 // domainRef is one topology domain: a value (id) of a domain index.

@@ -202,14 +202,7 @@ func (c *Cluster) buildNodeClasses() {
 			// Its members may not become masters (State.Promotable).
 			h = h.add(-2)
 		}
-		k := uint64(h.add(max(fit, -1)))
-		g, ok := index[k]
-		if !ok {
-			g = int32(len(c.classPrints))
-			index[k] = g
-			c.classPrints = append(c.classPrints, k)
-		}
-		c.classOf[n] = g
+		c.classOf[n] = firstSeen(index, &c.classPrints, uint64(h.add(max(fit, -1))))
 	}
 }
 
