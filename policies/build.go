@@ -70,13 +70,7 @@ func Build(snap *Snapshot, opts Options) (*Model, error) {
 		ids := map[string]int32{}
 		m.zoneIDs[x] = make([]int32, len(nodes))
 		for i, z := range m.zoneNames[x] {
-			id, ok := ids[z]
-			if !ok {
-				id = int32(len(m.zoneIDNames[x]))
-				ids[z] = id
-				m.zoneIDNames[x] = append(m.zoneIDNames[x], z)
-			}
-			m.zoneIDs[x][i] = id
+			m.zoneIDs[x][i] = firstSeen(ids, &m.zoneIDNames[x], z)
 		}
 	}
 	for _, ns := range snap.Namespaces {
@@ -327,6 +321,10 @@ func (m *Model) collectClusters(snap *Snapshot, reqs []resources) []*Cluster {
 				c.notMember = map[*corev1.Pod]bool{}
 			}
 			c.notMember[p] = true
+			if m.notMembers == nil {
+				m.notMembers = map[*corev1.Pod]bool{}
+			}
+			m.notMembers[p] = true
 			continue
 		}
 		mem := &Member{Pod: p, Node: -1, Ordinal: -1, Terminating: p.DeletionTimestamp != nil, req: reqs[pi], sts: sts}
@@ -487,7 +485,19 @@ func (ps *pdbSelector) matches(l map[string]string) bool {
 // every pod of the namespace and a nil one none. Only selectors with matchExpressions are parsed
 // (pdbSelector.matches).
 func (m *Model) pdbSelectors(pdbs []*policyv1.PodDisruptionBudget) map[string][]pdbSelector {
-	out := map[string][]pdbSelector{}
+	// Each namespace's selectors are a window of one array, sized by a first count.
+	count := map[string]int{}
+	for _, pdb := range pdbs {
+		if pdb.Spec.Selector != nil {
+			count[pdb.Namespace]++
+		}
+	}
+	all := make([]pdbSelector, 0, len(pdbs))
+	out := make(map[string][]pdbSelector, len(count))
+	for ns, n := range count {
+		out[ns] = all[len(all) : len(all) : len(all)+n]
+		all = all[:len(all)+n]
+	}
 	for _, pdb := range pdbs {
 		ls := pdb.Spec.Selector
 		if ls == nil {
@@ -515,7 +525,7 @@ func (m *Model) pdbSelectors(pdbs []*policyv1.PodDisruptionBudget) map[string][]
 
 // finish derives N, shards, zones and the constraint instances of a cluster.
 func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
-	c.groupShards()
+	c.groupShards(nil)
 	c.ShardSource = c.model.Options.ShardSource
 	if c.ShardSource.Kind == ShardAuto {
 		c.ShardSource.Kind = ShardOwner
@@ -540,23 +550,29 @@ func (c *Cluster) finish(pdbs map[string][]pdbSelector) error {
 	} else {
 		c.N = len(c.Members)
 	}
+	// Whether a PDB selects some member; the search starts from the member the previous PDB
+	// selected (a shard's PDB selects a run of members sorted by shard, like the PDBs' order).
+	from := 0
 	for _, ps := range pdbs[c.Namespace] {
 		if ps.byLabels && ps.cluster != c.Name {
 			continue
 		}
-		for _, mem := range c.Members {
-			if ps.matches(mem.Pod.Labels) {
+		for k := range c.Members {
+			j := (from + k) % len(c.Members)
+			if ps.matches(c.Members[j].Pod.Labels) {
 				c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, ps.pdb)
+				from = j
 				break
 			}
 		}
 	}
-	c.memberUse = map[int]resources{}
+	c.memberUse = make(map[int]resources, len(c.Members))
 	for _, mem := range c.Members {
 		if mem.Node >= 0 && !mem.Terminating {
 			c.memberUse[mem.Node] = c.memberUse[mem.Node].add(mem.req)
 		}
 	}
+	c.notMemberPods = c.scheduledNotMembers()
 	if err := c.buildSpecs(); err != nil {
 		return err
 	}

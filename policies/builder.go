@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // builder holds the caches one worker of Build uses while it converts clusters: interned
@@ -24,6 +25,14 @@ type builder struct {
 	// scratch holds the templates of the cluster being converted (templatePods).
 	scratch     []corev1.Pod
 	sig, selSig sigBuf
+	// ownNS holds, by namespace, the namespaces and scope of a term that names none (newTerm).
+	ownNS map[string]ownNamespace
+}
+
+// ownNamespace is an affinity term's namespaces and scope when they are its pod's namespace only.
+type ownNamespace struct {
+	set   sets.Set[string]
+	scope []string
 }
 
 func newBuilder(m *Model) *builder {
@@ -36,6 +45,7 @@ func newBuilder(m *Model) *builder {
 		zoneSets:        map[zoneSetKey][]string{},
 		usableIn:        map[string]map[string]int{},
 		reqByContainers: map[*corev1.Container]podRequests{},
+		ownNS:           map[string]ownNamespace{},
 	}
 }
 
@@ -195,11 +205,8 @@ func (b *builder) keysID(keys []string) int32 {
 // Everything), cached by content. A selector of matchLabels only is built without re-validating
 // what the API server has validated (labels.SelectorFromValidatedSet gives the same requirements).
 func (b *builder) selector(ls *metav1.LabelSelector) (labels.Selector, error) {
-	if ls == nil {
-		return labels.Nothing(), nil
-	}
-	if len(ls.MatchLabels)+len(ls.MatchExpressions) == 0 {
-		return labels.Everything(), nil
+	if ls == nil || len(ls.MatchLabels)+len(ls.MatchExpressions) == 0 {
+		return selectorOf(ls) // Nothing, Everything
 	}
 	sb := &b.selSig
 	sb.reset()
@@ -214,6 +221,17 @@ func (b *builder) selector(ls *metav1.LabelSelector) (labels.Selector, error) {
 	}
 	b.selectors[key] = sel
 	return sel, nil
+}
+
+// selectorOf parses a label selector as builder.selector does, without its cache.
+func selectorOf(ls *metav1.LabelSelector) (labels.Selector, error) {
+	if ls == nil {
+		return labels.Nothing(), nil
+	}
+	if len(ls.MatchLabels)+len(ls.MatchExpressions) == 0 {
+		return labels.Everything(), nil
+	}
+	return parseSelector(ls)
 }
 
 // parseSelector converts a label selector with at least one requirement (validated by the API

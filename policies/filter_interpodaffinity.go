@@ -13,7 +13,9 @@ import (
 // holds it: the label selector, the namespaces (the pod's own when neither namespaces nor a
 // namespaceSelector is given) and the namespace selector (Nothing when nil, Everything when {}).
 type affinityTerm struct {
-	selector   labels.Selector
+	selector labels.Selector
+	// namespaces and scope are read only: a term of the pod's own namespace shares them
+	// (builder.ownNS).
 	namespaces sets.Set[string]
 	nsSelector labels.Selector
 	key        string
@@ -36,10 +38,17 @@ func (t *affinityTerm) matches(m *Model, ns string, lbl labels.Set) bool {
 
 // newTerm parses a pod (anti-)affinity term of pod p as kube-scheduler's newAffinityTerm does.
 // For a template, matchLabelKeys and mismatchLabelKeys are merged into the selector as the API
-// server does when it creates the pod (existing pods carry them merged already).
-func (b *builder) newTerm(p *corev1.Pod, t *corev1.PodAffinityTerm, template bool) (*affinityTerm, error) {
+// server does when it creates the pod (existing pods carry them merged already). The label
+// selector goes through the builder's cache when cached (the terms of other workloads' pods, alike
+// across their pods), else it is parsed (a cluster's own terms, which name the cluster and are
+// deduplicated per cluster by the caller: a cache would only grow).
+func (b *builder) newTerm(p *corev1.Pod, t *corev1.PodAffinityTerm, template, cached bool) (*affinityTerm, error) {
 	m := b.m
-	sel, err := b.selector(t.LabelSelector)
+	parse := b.selector
+	if !cached {
+		parse = selectorOf
+	}
+	sel, err := parse(t.LabelSelector)
 	if err != nil {
 		return nil, fmt.Errorf("pod affinity term %s: %w", t.TopologyKey, err)
 	}
@@ -63,13 +72,20 @@ func (b *builder) newTerm(p *corev1.Pod, t *corev1.PodAffinityTerm, template boo
 	if err != nil {
 		return nil, fmt.Errorf("pod affinity term %s namespaceSelector: %w", t.TopologyKey, err)
 	}
-	ns := sets.New(t.Namespaces...)
+	at := &affinityTerm{selector: sel, nsSelector: nsSel, key: t.TopologyKey, dom: m.domain(t.TopologyKey)}
 	if len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
-		ns.Insert(p.Namespace)
+		// The pod's own namespace: the set and the scope shared by the builder's terms.
+		own, ok := b.ownNS[p.Namespace]
+		if !ok {
+			own = ownNamespace{set: sets.New(p.Namespace), scope: []string{p.Namespace}}
+			b.ownNS[p.Namespace] = own
+		}
+		at.namespaces, at.scope = own.set, own.scope
+		return at, nil
 	}
-	at := &affinityTerm{selector: sel, namespaces: ns, nsSelector: nsSel, key: t.TopologyKey, dom: m.domain(t.TopologyKey)}
+	at.namespaces = sets.New(t.Namespaces...)
 	if t.NamespaceSelector == nil {
-		at.scope = sets.List(ns)
+		at.scope = sets.List(at.namespaces)
 	}
 	return at, nil
 }
@@ -109,7 +125,7 @@ func (c *Cluster) termFor(p *corev1.Pod, t *corev1.PodAffinityTerm, template, an
 		return at, nil
 	}
 	key := string(sb.b)
-	at, err := c.b.newTerm(p, t, template)
+	at, err := c.b.newTerm(p, t, template, false)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +141,7 @@ func (c *Cluster) termFor(p *corev1.Pod, t *corev1.PodAffinityTerm, template, an
 func (c *Cluster) externalDomains(at *affinityTerm) map[int32]bool {
 	m := c.model
 	out := map[int32]bool{}
-	m.forCandidates(at.selector, at.scope, func(k int32) {
+	c.forNonMembers(at.selector, at.scope, func(k int32) {
 		op := m.pods[k]
 		if c.memberOf(op) || !at.matches(m, op.Namespace, labels.Set(op.Labels)) {
 			return
@@ -148,7 +164,7 @@ func (c *Cluster) affinityExternal(s *podSpec) {
 	for k := range s.affinityExt {
 		s.affinityExt[k] = map[int32]bool{}
 	}
-	m.forCandidates(s.affinity[0].selector, s.affinity[0].scope, func(k int32) {
+	c.forNonMembers(s.affinity[0].selector, s.affinity[0].scope, func(k int32) {
 		op := m.pods[k]
 		if c.memberOf(op) {
 			return

@@ -11,9 +11,23 @@ import (
 // (builder.affinityID); staticMask folds it into the node-level checks.
 func (m *Model) nodeAffinityMask(p *corev1.Pod) []bool {
 	req := nodeaffinity.GetRequiredNodeAffinity(p)
+	// Without matchFields only the node's labels are read: each node is matched as a node with
+	// its labels and no name, for which the matcher builds no field set.
+	byFields := false
+	if ns := requiredNodeAffinity(p); ns != nil {
+		for k := range ns.NodeSelectorTerms {
+			byFields = byFields || len(ns.NodeSelectorTerms[k].MatchFields) > 0
+		}
+	}
 	mask := make([]bool, len(m.Nodes))
+	var bare corev1.Node
 	for i, n := range m.Nodes {
-		mask[i], _ = req.Match(n.Obj)
+		if byFields {
+			mask[i], _ = req.Match(n.Obj)
+			continue
+		}
+		bare.Labels = n.Obj.Labels
+		mask[i], _ = req.Match(&bare)
 	}
 	return mask
 }

@@ -11,7 +11,7 @@ func (f *fitter) preFilterPodTopologySpread(p Placement) {
 	c, s := f.c, f.spec
 	for _, idx := range s.spread {
 		in := c.spread[idx]
-		counts, min := c.spreadCounts(in, p, f.i)
+		counts, min := c.spreadCounts(in, p, f.i, nil)
 		f.counts = append(f.counts, counts)
 		f.mins = append(f.mins, min)
 		self := 0

@@ -33,16 +33,22 @@ func (m *Model) domain(key string) *domainIndex {
 			d.ofNode[i] = -1
 			continue
 		}
-		id, seen := ids[v]
-		if !seen {
-			id = int32(len(d.names))
-			ids[v] = id
-			d.names = append(d.names, v)
-		}
-		d.ofNode[i] = id
+		d.ofNode[i] = firstSeen(ids, &d.names, v)
 	}
 	m.domains[key] = d
 	return d
+}
+
+// firstSeen returns the number of k in order of first sight: its id in ids, else the next one
+// (len(*seen)), recorded in ids and appended to *seen.
+func firstSeen[K comparable](ids map[K]int32, seen *[]K, k K) int32 {
+	id, ok := ids[k]
+	if !ok {
+		id = int32(len(*seen))
+		ids[k] = id
+		*seen = append(*seen, k)
+	}
+	return id
 }
 
 // domainRef is one topology domain: a value (id) of a domain index.
@@ -155,6 +161,81 @@ func (m *Model) forCandidates(sel labels.Selector, namespaces []string, fn func(
 	}
 }
 
+// forNonMembers calls fn for every scheduled pod of the namespaces (all when nil) that may match
+// sel and may not be a member of c; fn still has to check the namespace, membership and the
+// selector. When the namespaces are c's alone and sel requires the cluster label to be c's name,
+// those pods are c's scheduled NotMembers: every unfinished pod of c's namespace carrying that
+// value is a member or a NotMember of c (collectClusters), so no label index is read. Otherwise
+// they are Model.forCandidates's.
+func (c *Cluster) forNonMembers(sel labels.Selector, namespaces []string, fn func(k int32)) {
+	if len(namespaces) == 1 && namespaces[0] == c.Namespace && c.requiresOwnName(sel) {
+		for _, k := range c.notMemberPods {
+			fn(k)
+		}
+		return
+	}
+	c.model.forCandidates(sel, namespaces, fn)
+}
+
+// requiresOwnName reports whether sel has a requirement that the cluster label's value be c's
+// name (`=`, `==`, or `in` with that one value).
+func (c *Cluster) requiresOwnName(sel labels.Selector) bool {
+	reqs, ok := sel.Requirements()
+	if !ok {
+		return false
+	}
+	own := oneLabel{c.model.Options.ClusterLabel, c.Name}
+	for i := range reqs {
+		r := &reqs[i]
+		if r.Key() != own.key {
+			continue
+		}
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals: // one value
+			if r.Matches(own) {
+				return true
+			}
+		case selection.In:
+			if vs := r.ValuesUnsorted(); len(vs) == 1 && vs[0] == c.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// oneLabel is a label set of one label (labels.Labels).
+type oneLabel struct{ key, value string }
+
+func (l oneLabel) Has(k string) bool { return k == l.key }
+
+func (l oneLabel) Get(k string) string {
+	v, _ := l.Lookup(k)
+	return v
+}
+
+func (l oneLabel) Lookup(k string) (string, bool) {
+	if k == l.key {
+		return l.value, true
+	}
+	return "", false
+}
+
+// scheduledNotMembers returns the positions in Model.pods of c's NotMembers that are scheduled
+// (those forNonMembers yields).
+func (c *Cluster) scheduledNotMembers() []int32 {
+	if len(c.NotMembers) == 0 {
+		return nil
+	}
+	var out []int32
+	for _, k := range c.model.podsInNS[c.Namespace] {
+		if c.notMember[c.model.pods[k]] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // namespaceLabels returns a namespace's labels: from Snapshot.Namespaces, else the
 // kubernetes.io/metadata.name label the API server sets on every namespace. Build fills the
 // entries of every pod's namespace; later calls only read.
@@ -188,6 +269,9 @@ type nsAnti struct {
 	once    sync.Once
 	byPair  map[labelPair][]int32
 	generic []int32
+	// own are the entries whose term can only match pods of its own pod's cluster (ownCluster),
+	// which the index leaves out.
+	own []int32
 	// keys are the label keys the selectors of the namespace's terms and of the terms with a
 	// namespaceSelector read (keysFor).
 	keys []string
@@ -205,14 +289,13 @@ type antiEntry struct {
 }
 
 // rarestRequirement returns the label pairs of the requirement of selector ls that the fewest
-// terms require, by freq: a matchLabels entry (one pair) or an `In` expression (a pair per
-// value). ok is false when ls has no such requirement.
-func rarestRequirement(ls *metav1.LabelSelector, freq map[labelPair]int32) (key string, values []string, ok bool) {
+// terms require, by freq: a matchLabels entry (one pair: key and one, values nil) or an `In`
+// expression (a pair per value of values). ok is false when ls has no such requirement.
+func rarestRequirement(ls *metav1.LabelSelector, freq map[labelPair]int32) (key, one string, values []string, ok bool) {
 	if ls == nil {
-		return "", nil, false
+		return "", "", nil, false
 	}
 	var best int32 = -1
-	var one string
 	for k, v := range ls.MatchLabels {
 		if n := freq[labelPair{k, v}]; best < 0 || n < best || n == best && k < key {
 			best, key, one, values = n, k, v, nil
@@ -230,10 +313,7 @@ func rarestRequirement(ls *metav1.LabelSelector, freq map[labelPair]int32) (key 
 			best, key, values = n, e.Key, e.Values
 		}
 	}
-	if best >= 0 && values == nil {
-		values = []string{one}
-	}
-	return key, values, best >= 0
+	return key, one, values, best >= 0
 }
 
 // reserve sizes the index for the required anti-affinity terms of pods (at most those add
@@ -282,11 +362,47 @@ func (x *antiIndex) add(k int32, p *corev1.Pod) {
 	}
 }
 
-// index builds a namespace's label-pair index (once).
-func (x *antiIndex) index(n *nsAnti) {
+// ownCluster reports whether the term of entry ei can only match pods of the cluster of its pod:
+// the pod is a member of the cluster its cluster label names (m.notMembers), and the term, of
+// the pod's namespace alone, requires the cluster label to have that value.
+func (x *antiIndex) ownCluster(m *Model, ei int32) bool {
+	e := &x.entries[ei]
+	t := e.term
+	if len(t.Namespaces) > 0 || t.NamespaceSelector != nil || t.LabelSelector == nil {
+		return false
+	}
+	op := m.pods[e.pod]
+	key := m.Options.ClusterLabel
+	v, ok := op.Labels[key]
+	if !ok || m.notMembers[op] {
+		return false
+	}
+	if w, ok := t.LabelSelector.MatchLabels[key]; ok && w == v {
+		return true
+	}
+	for _, r := range t.LabelSelector.MatchExpressions {
+		if r.Key == key && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) == 1 && r.Values[0] == v {
+			return true
+		}
+	}
+	return false
+}
+
+// index builds a namespace's label-pair index (once), the entries of own-cluster terms
+// (ownCluster) apart.
+func (x *antiIndex) index(m *Model, n *nsAnti) {
 	n.once.Do(func() {
-		freq := make(map[labelPair]int32, len(n.entries))
+		n.keys = x.selectorKeys(n.entries, x.selectorKeys(x.selected, nil))
+		indexed := make([]int32, 0, len(n.entries))
 		for _, ei := range n.entries {
+			if x.ownCluster(m, ei) {
+				n.own = append(n.own, ei)
+			} else {
+				indexed = append(indexed, ei)
+			}
+		}
+		freq := make(map[labelPair]int32, len(indexed))
+		for _, ei := range indexed {
 			if ls := x.entries[ei].term.LabelSelector; ls != nil {
 				for k, v := range ls.MatchLabels {
 					freq[labelPair{k, v}]++
@@ -300,12 +416,16 @@ func (x *antiIndex) index(n *nsAnti) {
 				}
 			}
 		}
-		n.keys = x.selectorKeys(n.entries, x.selectorKeys(x.selected, nil))
-		n.byPair = make(map[labelPair][]int32, len(n.entries))
-		for _, ei := range n.entries {
-			key, values, ok := rarestRequirement(x.entries[ei].term.LabelSelector, freq)
+		n.byPair = make(map[labelPair][]int32, len(indexed))
+		for _, ei := range indexed {
+			key, one, values, ok := rarestRequirement(x.entries[ei].term.LabelSelector, freq)
 			if !ok {
 				n.generic = append(n.generic, ei)
+				continue
+			}
+			if values == nil {
+				lp := labelPair{key, one}
+				n.byPair[lp] = append(n.byPair[lp], ei)
 				continue
 			}
 			for _, v := range values {
@@ -338,13 +458,13 @@ func (x *antiIndex) selectorKeys(entries []int32, keys []string) []string {
 
 // keysFor returns the label keys whose values decide against's answer for a pod of namespace ns:
 // two pods of ns whose labels agree on them get the same domains.
-func (x *antiIndex) keysFor(ns string) []string {
+func (x *antiIndex) keysFor(m *Model, ns string) []string {
 	n := x.byNS[ns]
 	if n == nil {
 		x.selectedOnce.Do(func() { x.selectedKeys = x.selectorKeys(x.selected, nil) })
 		return x.selectedKeys
 	}
-	x.index(n)
+	x.index(m, n)
 	return n.keys
 }
 
@@ -367,7 +487,7 @@ func (x *antiIndex) against(c *Cluster, p *corev1.Pod) []domainRef {
 		t := e.parsed.Load()
 		if t == nil {
 			var err error
-			if t, err = c.b.newTerm(op, e.term, false); err != nil {
+			if t, err = c.b.newTerm(op, e.term, false, true); err != nil {
 				e.bad.Store(true) // kube-scheduler cannot parse it either; the pod's terms are ignored
 				return
 			}
@@ -388,7 +508,7 @@ func (x *antiIndex) against(c *Cluster, p *corev1.Pod) []domainRef {
 		out = append(out, domainRef{t.dom, d})
 	}
 	if n != nil {
-		x.index(n)
+		x.index(m, n)
 		for k, v := range p.Labels {
 			for _, ei := range n.byPair[labelPair{k, v}] {
 				check(ei)
@@ -396,6 +516,13 @@ func (x *antiIndex) against(c *Cluster, p *corev1.Pod) []domainRef {
 		}
 		for _, ei := range n.generic {
 			check(ei)
+		}
+		// An own-cluster term matches only pods of its pod's cluster: c's pods are members (its
+		// own terms skipped), and a pod of c carries c's name. Unless p names another cluster.
+		if v, ok := p.Labels[m.Options.ClusterLabel]; ok && v != c.Name {
+			for _, ei := range n.own {
+				check(ei)
+			}
 		}
 	}
 	for _, ei := range x.selected {

@@ -266,7 +266,7 @@ func (c *Cluster) spreadInfeasibility(w *Work) []string {
 			continue
 		}
 		if b == nil {
-			b = c.newSpreadBasis(w)
+			b = c.newSpreadBasis(sc, w)
 		}
 		if s := c.spreadCount(in, b, sc, w); s != "" {
 			why = append(why, s)
@@ -308,6 +308,10 @@ type spreadScratch struct {
 	pos, doms, mark, lands       []int32
 	fixed, free, capacity, upper []int
 	kinds                        []domainBounds
+	// hold is the basis's spreadBasis.hold, by node; bounds counts domains by (lo, hi)
+	// (spreadCount's kinds).
+	hold   []int
+	bounds []int32
 }
 
 // spreadScratchPool recycles spreadScratch between the clusters planned.
@@ -331,10 +335,12 @@ type landingGroup struct {
 	members        []int
 }
 
-// newSpreadBasis computes the basis: one pass over the members and one over the nodes.
-func (c *Cluster) newSpreadBasis(w *Work) *spreadBasis {
+// newSpreadBasis computes the basis: one pass over the members and one over the nodes. Its hold
+// is sc's (valid while sc is not put back).
+func (c *Cluster) newSpreadBasis(sc *spreadScratch, w *Work) *spreadBasis {
 	m := c.model
-	b := &spreadBasis{hold: make([]int, len(m.Nodes))}
+	sc.hold = zeroed(sc.hold, len(m.Nodes))
+	b := &spreadBasis{hold: sc.hold}
 	minReq := resources{pods: 1, cpu: -1, mem: -1}
 	type key struct{ static, volume *reasonCode }
 	group := map[key]int{}
@@ -441,6 +447,7 @@ func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, sc *spreadScra
 		lands = lands[:0]  // the domains the group may land in
 		uncounted := false // whether it may land on a node this constraint does not count
 		started := false
+		mayLand := 0 // members that may land in every domain of lands
 		for _, j := range g.members {
 			if !in.matchCur[j] {
 				continue
@@ -480,12 +487,15 @@ func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, sc *spreadScra
 			if cur >= 0 && mark[cur] != stamp {
 				free[cur]++
 			}
-			for _, i := range lands {
-				free[i]++
-			}
+			mayLand++
 			mayCount++
 			if !mayUncounted {
 				mustCount++
+			}
+		}
+		if mayLand > 0 {
+			for _, i := range lands {
+				free[i] += mayLand
 			}
 		}
 	}
@@ -510,10 +520,8 @@ func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, sc *spreadScra
 	for i := range doms {
 		upper[i] = min(fixed[i]+free[i], fixed[i]+capacity[i])
 		top = max(top, upper[i])
-		kinds = append(kinds, domainBounds{fixed[i], upper[i], 1})
 	}
-	slices.SortFunc(kinds, func(a, b domainBounds) int { return cmp.Or(a.lo-b.lo, a.hi-b.hi) })
-	kinds = compactBounds(kinds)
+	kinds, sc.bounds = boundKinds(kinds, sc.bounds, fixed, upper)
 	lows := []int{0}
 	if in.numDomains >= in.minDomains {
 		lows = lows[:0]
@@ -567,6 +575,42 @@ func (c *Cluster) spreadCount(in *spreadInstance, b *spreadBasis, sc *spreadScra
 
 // domainBounds are the least (lo) and the most (hi) matching pods of n domains.
 type domainBounds struct{ lo, hi, n int }
+
+// maxBoundCells is the most (lo, hi) cells boundKinds counts in a table; beyond, it sorts.
+const maxBoundCells = 1 << 16
+
+// boundKinds returns in ks (emptied) the domains' bounds (lo[i], hi[i]) with the domains of equal
+// bounds merged (n: how many), ordered by lo then hi. Bounds within a small range are counted in
+// a table (cells, reused: returned), others sorted and compacted.
+func boundKinds(ks []domainBounds, cells []int32, lo, hi []int) ([]domainBounds, []int32) {
+	ks = ks[:0]
+	if len(lo) == 0 {
+		return ks, cells
+	}
+	minLo, maxLo, minHi, maxHi := lo[0], lo[0], hi[0], hi[0]
+	for i := range lo {
+		minLo, maxLo = min(minLo, lo[i]), max(maxLo, lo[i])
+		minHi, maxHi = min(minHi, hi[i]), max(maxHi, hi[i])
+	}
+	rows, width := maxLo-minLo+1, maxHi-minHi+1
+	if rows*width > maxBoundCells {
+		for i := range lo {
+			ks = append(ks, domainBounds{lo[i], hi[i], 1})
+		}
+		slices.SortFunc(ks, func(a, b domainBounds) int { return cmp.Or(a.lo-b.lo, a.hi-b.hi) })
+		return compactBounds(ks), cells
+	}
+	cells = zeroed(cells, rows*width)
+	for i := range lo {
+		cells[(lo[i]-minLo)*width+hi[i]-minHi]++
+	}
+	for k, n := range cells {
+		if n > 0 {
+			ks = append(ks, domainBounds{k/width + minLo, k%width + minHi, int(n)})
+		}
+	}
+	return ks, cells
+}
 
 // compactBounds merges the sorted entries with equal lo and hi, summing their n.
 func compactBounds(ks []domainBounds) []domainBounds {

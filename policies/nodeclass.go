@@ -16,7 +16,14 @@ package policies
 // classes costs O(nodes × distinct parts).
 func (c *Cluster) NodeClass(n int) uint64 {
 	c.classOnce.Do(c.buildNodeClasses)
-	return c.classes[n]
+	return c.classPrints[c.classOf[n]]
+}
+
+// NodeClasses numbers the nodes by NodeClass: classOf[n] is node n's class, the classes numbered
+// 0 to count-1 in order of their first node. classOf is shared: read only.
+func (c *Cluster) NodeClasses() (classOf []int32, count int) {
+	c.classOnce.Do(c.buildNodeClasses)
+	return c.classOf, len(c.classPrints)
 }
 
 func (c *Cluster) buildNodeClasses() {
@@ -132,7 +139,8 @@ func (c *Cluster) buildNodeClasses() {
 			sharedOn[nv.node] = true
 		}
 	}
-	c.classes = make([]uint64, len(m.Nodes))
+	c.classOf = make([]int32, len(m.Nodes))
+	index := map[uint64]int32{}
 	fitCap := int64(min(len(c.Members), NodeLimit(c.N, true)+2))
 	for n := range m.Nodes {
 		h := fingerprint(0).add(int64(c.zoneID[n]))
@@ -194,7 +202,7 @@ func (c *Cluster) buildNodeClasses() {
 			// Its members may not become masters (State.Promotable).
 			h = h.add(-2)
 		}
-		c.classes[n] = uint64(h.add(max(fit, -1)))
+		c.classOf[n] = firstSeen(index, &c.classPrints, uint64(h.add(max(fit, -1))))
 	}
 }
 

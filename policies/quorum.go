@@ -132,18 +132,20 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // allowed zones (with a zone list; otherwise every node) that are usable or run a member.
 func (c *Cluster) quorumNodes() int {
 	c.quorumOnce.Do(func() {
-		runs := make([]bool, len(c.model.Nodes))
-		for _, mem := range c.Members {
-			if mem.Node >= 0 && !mem.Terminating {
-				runs[mem.Node] = true
-			}
-		}
+		allowed := func(n int) bool { return c.allowedID[c.zoneID[n]] || !c.ZoneList }
 		for n := range c.model.Nodes {
-			z := c.zoneID[n]
-			if (c.allowedID[z] || !c.ZoneList) && (runs[n] || c.isUsable(n)) {
+			if allowed(n) && c.isUsable(n) {
 				c.quorumNodeCount++
 			}
 		}
+		// The nodes that run a member and are not usable, each once.
+		var runs []int
+		for _, mem := range c.Members {
+			if n := mem.Node; n >= 0 && !mem.Terminating && allowed(n) && !c.isUsable(n) && !slices.Contains(runs, n) {
+				runs = append(runs, n)
+			}
+		}
+		c.quorumNodeCount += len(runs)
 	})
 	return c.quorumNodeCount
 }

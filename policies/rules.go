@@ -474,6 +474,9 @@ func (c *Cluster) softTopologySpread(p Placement, brief bool) []Violation {
 	return c.spreadViolations(SoftTopologySpread, ss.instances, p, brief, func(s *podSpec) []int { return ss.of[s] })
 }
 
+// countsPool recycles spreadViolations' per-domain counts.
+var countsPool sync.Pool
+
 // spreadViolations reports rule's violations of the constraint instances in effect under p:
 // the instances of list that instancesOf gives for the spec some placed member runs with.
 func (c *Cluster) spreadViolations(rule Rule, list []*spreadInstance, p Placement, brief bool, instancesOf func(*podSpec) []int) []Violation {
@@ -491,9 +494,15 @@ func (c *Cluster) spreadViolations(rule Rule, list []*spreadInstance, p Placemen
 	slices.Sort(inEffect)
 	var out []Violation
 	reported := map[string]bool{}
+	counts, _ := countsPool.Get().(map[int32]int)
+	if counts == nil {
+		counts = map[int32]int{}
+	}
+	defer countsPool.Put(counts)
 	for _, idx := range inEffect {
 		in := list[idx]
-		members, min := c.spreadCounts(in, p, -1)
+		clear(counts)
+		members, min := c.spreadCounts(in, p, -1, counts)
 		var over []domainCount // domains whose skew exceeds maxSkew
 		for d, n := range members {
 			if cnt := in.external[d] + n; cnt-min > in.maxSkew {

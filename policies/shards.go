@@ -134,8 +134,9 @@ func (m *Model) ownerEvictable(mem *Member, kind, name string) {
 }
 
 // groupShards sorts the members by shard, ordinal and name, numbers them, and builds c.Shards
-// from their Shard names. It returns old, the members' previous positions by their new ones.
-func (c *Cluster) groupShards() (old []int) {
+// from their Shard names. It sets old, when not nil (one element per member), to the members'
+// previous positions by their new ones.
+func (c *Cluster) groupShards(old []int) {
 	for i, mem := range c.Members {
 		mem.Index = i
 	}
@@ -149,24 +150,38 @@ func (c *Cluster) groupShards() (old []int) {
 		}
 		return a.Pod.Name < b.Pod.Name
 	})
-	old = make([]int, len(c.Members))
-	c.Shards = nil
-	shardIdx := map[string]int{}
+	// Sorted by shard, each shard's members are a run of positions: its Members are a window
+	// (capacity capped) of one array of every position, its Shard one of an array of shards.
+	pos := make([]int, len(c.Members))
+	runs := 0
 	for i, mem := range c.Members {
-		old[i] = mem.Index
-		mem.Index = i
-		si, ok := shardIdx[mem.Shard]
-		if !ok {
-			si = len(c.Shards)
-			shardIdx[mem.Shard] = si
-			c.Shards = append(c.Shards, &Shard{Name: mem.Shard})
+		if i == 0 || mem.Shard != c.Members[i-1].Shard {
+			runs++
 		}
-		mem.ShardIndex = si
-		c.Shards[si].Members = append(c.Shards[si].Members, i)
+	}
+	shards := make([]Shard, runs)
+	c.Shards = make([]*Shard, 0, runs)
+	start := 0
+	for i, mem := range c.Members {
+		if old != nil {
+			old[i] = mem.Index
+		}
+		mem.Index = i
+		pos[i] = i
+		if i > 0 && mem.Shard != c.Members[i-1].Shard {
+			start = i
+		}
+		if start == i {
+			sh := &shards[len(c.Shards)]
+			sh.Name = mem.Shard
+			c.Shards = append(c.Shards, sh)
+		}
+		mem.ShardIndex = len(c.Shards) - 1
+		c.Shards[mem.ShardIndex].Members = pos[start : i+1 : i+1]
 	}
 	// A shard's StatefulSet: the one controlling every member of the shard and no other shard's.
 	// shardOf: a StatefulSet's one shard, -1 when it controls members of several.
-	shardOf := map[*appsv1.StatefulSet]int{}
+	shardOf := make(map[*appsv1.StatefulSet]int, len(c.Shards))
 	for _, mem := range c.Members {
 		if mem.sts != nil {
 			if si, ok := shardOf[mem.sts]; !ok {
@@ -187,7 +202,6 @@ func (c *Cluster) groupShards() (old []int) {
 			sh.StatefulSet = sts
 		}
 	}
-	return old
 }
 
 // ApplyRedis sets, from the nodes of the cluster's Redis Cluster as CLUSTER NODES lists them,
@@ -277,7 +291,8 @@ func (c *Cluster) ApplyRedis(nodes []RedisNode) {
 			}
 			mem.Shard = name
 		}
-		old := c.groupShards()
+		old := make([]int, len(c.Members))
+		c.groupShards(old)
 		c.permuteMembers(old)
 	} else {
 		for i, mem := range c.Members {

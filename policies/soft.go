@@ -205,7 +205,7 @@ func mergeMatchLabelKeys(sel labels.Selector, keys []string, lbl map[string]stri
 func (c *Cluster) countExternal(in *spreadInstance, ns string) {
 	m := c.model
 	if in.countable {
-		m.forCandidates(in.selector, []string{ns}, func(k int32) {
+		c.forNonMembers(in.selector, []string{ns}, func(k int32) {
 			op, ni := m.pods[k], m.podNode[k]
 			if op.Namespace != ns || !in.eligible[ni] || c.memberOf(op) || !in.selector.Matches(labels.Set(op.Labels)) {
 				return
@@ -242,7 +242,7 @@ func (c *Cluster) preferredTerms(b *builder, s *podSpec, template bool, seen map
 		if !ok {
 			key := string(sb.b)
 			var err error
-			if at, err = b.newTerm(p, &wt.PodAffinityTerm, template); err != nil {
+			if at, err = b.newTerm(p, &wt.PodAffinityTerm, template, false); err != nil {
 				continue
 			}
 			at.external = c.externalDomains(at)

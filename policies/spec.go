@@ -289,7 +289,7 @@ func (c *Cluster) derivedSpec(p *corev1.Pod, req podRequests, t *podSpec) (*podS
 	r.scalars = req.scalars
 	// The anti-affinity of other pods against p: t's when the labels agree on every key the terms
 	// read (a template differs from its pod by its pod-name label, role labels, …).
-	if !sameMap(s.labels, t.labels) && !sameValues(c.model.anti.keysFor(p.Namespace), s.labels, t.labels) {
+	if !sameMap(s.labels, t.labels) && !sameValues(c.model.anti.keysFor(c.model, p.Namespace), s.labels, t.labels) {
 		s.extAnti = c.model.anti.against(c, p)
 	}
 	if !sameContainers(p, t.pod) {

@@ -195,7 +195,7 @@ func (c *Cluster) spreadInstanceFor(p *corev1.Pod, s *podSpec, tsc *corev1.Topol
 	}
 	in.numDomains = nd
 	if in.countable {
-		m.forCandidates(sel, []string{p.Namespace}, func(k int32) {
+		c.forNonMembers(sel, []string{p.Namespace}, func(k int32) {
 			op, ni := m.pods[k], m.podNode[k]
 			if op.Namespace != p.Namespace || !in.eligible[ni] || c.memberOf(op) || !sel.Matches(labels.Set(op.Labels)) {
 				return
@@ -240,14 +240,18 @@ func (c *Cluster) counted(in *spreadInstance, j int, p Placement) bool {
 // out (-1: none), and the global minimum: kube-scheduler's minMatchNum, the smallest count of
 // matching pods (members and in.external) over the eligible domains, or 0 when there are fewer
 // eligible domains than minDomains. A domain's count, kube-scheduler's TpValueToMatchNum, is
-// in.external[d] + members[d]. The cost is O(members), whatever the number of domains.
-func (c *Cluster) spreadCounts(in *spreadInstance, p Placement, skip int) (members map[int32]int, min int) {
-	// A counted member is on an eligible node: in one of the numDomains eligible domains.
-	hint := len(p)
-	if in.numDomains < hint {
-		hint = in.numDomains
+// in.external[d] + members[d]. The cost is O(members), whatever the number of domains. The
+// counts are written into into (empty) when it is not nil, else into a new map.
+func (c *Cluster) spreadCounts(in *spreadInstance, p Placement, skip int, into map[int32]int) (members map[int32]int, min int) {
+	members = into
+	if members == nil {
+		// A counted member is on an eligible node: in one of the numDomains eligible domains.
+		hint := len(p)
+		if in.numDomains < hint {
+			hint = in.numDomains
+		}
+		members = make(map[int32]int, hint)
 	}
-	members = make(map[int32]int, hint)
 	for j := range p {
 		if j != skip && c.counted(in, j, p) {
 			members[in.dom.ofNode[p[j]]]++

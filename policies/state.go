@@ -2,6 +2,7 @@ package policies
 
 import (
 	"math/bits"
+	"sync"
 )
 
 // State is one cluster's placement together with the counts that its hard rules and the filter
@@ -88,7 +89,7 @@ func (c *Cluster) NewStateWith(p Placement, ms Masters) *State {
 	ms = ms.Clone()
 	st := &State{
 		c: c, x: x, p: make(Placement, len(p)), masters: ms, q: c.enforcedQuorum(ms.Count()),
-		nodeCount: make([]int32, len(m.Nodes)),
+		nodeCount: nodeCounts(len(m.Nodes)),
 		occupied:  make([]uint64, (len(m.Nodes)+63)/64),
 		zoneCount: make([]int32, len(x.zoneNames)),
 		use:       map[int]resources{},
@@ -97,7 +98,7 @@ func (c *Cluster) NewStateWith(p Placement, ms Masters) *State {
 		groups:    make([][]shardGroup, len(c.Shards)),
 	}
 	if st.q.Applies {
-		st.mNode = make([]int32, len(m.Nodes))
+		st.mNode = nodeCounts(len(m.Nodes))
 		st.mZone = make([]int32, len(x.zoneNames))
 	}
 	for j, is := range ms {
@@ -131,6 +132,30 @@ func (c *Cluster) NewStateWith(p Placement, ms Masters) *State {
 		}
 	}
 	return st
+}
+
+// nodeCountsPool recycles the per-node counts of released states (State.Release).
+var nodeCountsPool sync.Pool
+
+// nodeCounts returns n zeroed counts, recycled when a released state left some.
+func nodeCounts(n int) []int32 {
+	if p, ok := nodeCountsPool.Get().(*[]int32); ok && cap(*p) >= n {
+		s := (*p)[:n]
+		clear(s)
+		return s
+	}
+	return make([]int32, n)
+}
+
+// Release recycles the state's per-node counts for states made later: the state must not be
+// used after. Optional (the planner releases its state once its plan is made).
+func (st *State) Release() {
+	for _, s := range [][]int32{st.nodeCount, st.mNode} {
+		if s != nil {
+			nodeCountsPool.Put(&s)
+		}
+	}
+	st.nodeCount, st.mNode = nil, nil
 }
 
 // with returns k updated for member j on node n (a Zobrist hash: XOR in, XOR out).

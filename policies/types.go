@@ -211,6 +211,8 @@ type Model struct {
 	usedByAll   []resources // requests of pods, per node
 	// podScalars are the scalar resources of the pods requesting any (requestsOf).
 	podScalars map[*corev1.Pod][]scalarRequest
+	// notMembers are the pods of every cluster's NotMembers (nil when none).
+	notMembers map[*corev1.Pod]bool
 	// usedScalar[n] sums the scalar resources the pods of node n request (nil when none do).
 	usedScalar []map[corev1.ResourceName]int64
 	// hostPorts lists the host ports the scheduled pods bind, by protocol and port (NodePorts).
@@ -288,9 +290,12 @@ type Cluster struct {
 
 	model     *Model
 	notMember map[*corev1.Pod]bool // the pods of NotMembers
-	b         *builder             // during Build only
-	allowed   map[string]bool
-	zones     []string // node index → zone name for the rules (model.zoneNames[x])
+	// notMemberPods are the positions in Model.pods of the scheduled NotMembers
+	// (forNonMembers).
+	notMemberPods []int32
+	b             *builder // during Build only
+	allowed       map[string]bool
+	zones         []string // node index → zone name for the rules (model.zoneNames[x])
 	// zoneID numbers zones (model.zoneIDs[x]), zoneName maps the numbers back to the names, and
 	// allowedID tells the allowed zones by number.
 	zoneID    []int32
@@ -309,9 +314,12 @@ type Cluster struct {
 	scalars             *scalarIndex
 	csiIdx              *csiIndex
 	classOnce           sync.Once
-	classes             []uint64 // node index → NodeClass, built on first use
-	stateOnce           sync.Once
-	stateIdx            *stateIndex // what States share, built on first use
+	// classOf numbers the nodes' classes (NodeClass) in order of their first node, classPrints
+	// holds each class's fingerprint; built on first use.
+	classOf     []int32
+	classPrints []uint64
+	stateOnce   sync.Once
+	stateIdx    *stateIndex // what States share, built on first use
 	// soft holds what the optional soft rules read (the ScheduleAnyway constraint instances, the
 	// preferred anti-affinity terms), built on first use.
 	softOnce sync.Once

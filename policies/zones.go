@@ -21,12 +21,12 @@ func isZoneKey(key string) bool { return key == LabelZone || key == LabelZoneLeg
 // findZones sets ZoneKey, the allowed zones, and the usable nodes per zone.
 func (c *Cluster) findZones() {
 	m := c.model
-	// The reference specs: each distinct re-creation template (the operator's current intent).
-	var refs []*podSpec
-	seen := map[*podSpec]bool{}
+	// The reference specs: each distinct re-creation template (the operator's current intent),
+	// by the parts read here (zone key and list, node affinity mask: its specCore), in member
+	// order.
+	var refs []*specCore
 	for _, mem := range c.Members {
-		if s := mem.next; !seen[s] {
-			seen[s] = true
+		if s := mem.next.specCore; !slices.Contains(refs, s) {
 			refs = append(refs, s)
 		}
 	}

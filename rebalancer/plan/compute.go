@@ -48,6 +48,7 @@ func Compute(c *policies.Cluster, opts Options) (plan Plan) {
 		plan.Work.Searched = plan.Searched
 		if pl != nil {
 			plan.Work.FilterChecks = pl.st.FilterChecks()
+			pl.release()
 		}
 	}()
 	planner := func() *planner {

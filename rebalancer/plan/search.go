@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/redis-rebalancer/redis-rebalancer/policies"
 )
@@ -68,7 +69,8 @@ type planner struct {
 	// in node order; classOf maps a node to its class. A member is only tried on the nodes other
 	// members occupy and on the first free node of each class.
 	classes [][]int32
-	classOf []int32
+	classOf []int32 // the cluster's (policies.Cluster.NodeClasses): read only
+	all     []int32 // the array of classes' nodes (release)
 	// failed[pending] maps a placement to the most moves from it proven not to reach
 	// compliance under that model.
 	failed [2]map[policies.StateKey]int
@@ -125,23 +127,17 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 		}
 		return ma.Pod.Name < mb.Pod.Name
 	})
-	// The classes, numbered in order of their first node, share one backing array of every node.
-	index := map[uint64]int32{}
+	// The classes, numbered in order of their first node (the cluster's, shared), share one
+	// backing array of every node.
 	nodes := len(c.Model().Nodes)
-	pl.classOf = make([]int32, nodes)
-	var size []int
-	for n := range nodes {
-		k := c.NodeClass(n)
-		g, ok := index[k]
-		if !ok {
-			g = int32(len(size))
-			index[k] = g
-			size = append(size, 0)
-		}
+	classOf, count := c.NodeClasses()
+	pl.classOf = classOf
+	size := make([]int, count)
+	for _, g := range classOf {
 		size[g]++
-		pl.classOf[n] = g
 	}
-	all := make([]int32, nodes)
+	all := nodeInts(nodes)
+	pl.all = all
 	pl.classes = make([][]int32, len(size))
 	at := 0
 	for g, k := range size {
@@ -157,6 +153,33 @@ func newPlanner(c *policies.Cluster, opts Options) *planner {
 	pl.sr = &search{}
 	pl.tgt = target{soft: -1}
 	return pl
+}
+
+// nodeIntsPool recycles the planners' per-node arrays (planner.release).
+var nodeIntsPool sync.Pool
+
+// nodeInts returns an array of n int32s, recycled (its values are not reset).
+func nodeInts(n int) []int32 {
+	if p, ok := nodeIntsPool.Get().(*[]int32); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]int32, n)
+}
+
+// release recycles the planner's per-node arrays (the array of classes, its state's counts):
+// the planner is not used after (Compute, once the plan is made; nothing the plan holds refers to
+// them).
+func (pl *planner) release() {
+	pl.st.Release()
+	for _, l := range pl.leaves {
+		clear(l[:cap(l)]) // hold no step's places
+		leafListPool.Put(&l)
+	}
+	pl.leaves = nil
+	if all := pl.all; all != nil {
+		nodeIntsPool.Put(&all)
+	}
+	pl.classOf, pl.all, pl.classes = nil, nil, nil
 }
 
 func (pl *planner) mode() int {
@@ -442,15 +465,22 @@ func (pl *planner) successors(j, r int) []leafStep {
 	return out
 }
 
-// leafList returns an empty list for successors, from freeLeaves when it holds one.
+// leafList returns an empty list for successors, from freeLeaves when it holds one, else one an
+// earlier planner left (release).
 func (pl *planner) leafList() []leafStep {
 	if k := len(pl.leaves) - 1; k >= 0 {
 		l := pl.leaves[k]
 		pl.leaves = pl.leaves[:k]
 		return l[:0]
 	}
+	if p, ok := leafListPool.Get().(*[]leafStep); ok {
+		return (*p)[:0]
+	}
 	return nil
 }
+
+// leafListPool recycles the successors' lists of released planners.
+var leafListPool sync.Pool
 
 // freeLeaves gives back a list successors returned, once nothing reads it (the steps' places are
 // not in it: they stay valid).
