@@ -228,10 +228,17 @@ func TestGuardClusterAutoscalerTaint(t *testing.T) {
 // TestGuardLeaderKilledMidDrain runs two replicas of serve behind the proxy; once the leader has
 // handed the first master off during `kubectl drain n1`, it is killed (SIGKILL). The other
 // replica keeps answering the reviews, takes the Lease over and hands the rest off; the drain
-// completes, every pod evicted is a replica, no acknowledged write is lost.
+// completes, every pod evicted is a replica, no acknowledged write is lost. The webhook's
+// failurePolicy is Fail here: a review in flight to the killed leader fails, and under Ignore
+// kube-apiserver admits that eviction unreviewed (a make test run beside a soak once saw both
+// masters' evictions admitted so, the kill landing while both were reviewed); under Fail it is
+// refused (kubectl drain stops on it, and the test drains again, as the drain's caller would) and
+// the next review reaches the other replica, so a master evicted fails the test only when a
+// guard admitted it. What Ignore admits while the guard is down is
+// TestGuardForgedReviewAndGuardDown's and the soak's guard-down events'.
 func TestGuardLeaderKilledMidDrain(t *testing.T) {
 	f := newFaultEnv(t, scenario.TwoMastersOnN1(), harness.Options{}, true)
-	g := startGuard(t, f, 2, admissionregistrationv1.Ignore)
+	g := startGuard(t, f, 2, admissionregistrationv1.Fail)
 	lead := g.leader(time.Minute)
 	done := make(chan struct{})
 	go func() {
@@ -240,7 +247,9 @@ func TestGuardLeaderKilledMidDrain(t *testing.T) {
 		lead.kill()
 		t.Log("the leader was killed after its first hand-off")
 	}()
-	kubectlDrain(t, f.Env, "n1", f.Namespace, time.Second)
+	kubectlDrainNodesAgain(t, f.Env, []string{"n1"}, f.Namespace, time.Second, func(err error) bool {
+		return strings.Contains(err.Error(), "failed calling webhook")
+	})
 	<-done
 	if !lead.exited() {
 		t.Error("the leader was not killed during the drain")
