@@ -104,6 +104,11 @@ func (cr *clusterRun) reintroduceEmpty(ctx context.Context, c *policies.Cluster)
 // only in a run that may act (a window open, not a dry run); otherwise it says what it would do.
 // A stray master at no member pod's address is left alone. It returns one line per node rejoined.
 func (cr *clusterRun) rejoinStrays(ctx context.Context, c *policies.Cluster) ([]string, error) {
+	// A stray master serves no slot: without a member Redis reports so (observe.ApplyRedis),
+	// there is none, and no topology is read again.
+	if !slices.ContainsFunc(c.Members, func(m *policies.Member) bool { return m.EmptyMaster }) {
+		return nil, nil
+	}
 	podAt, addrs := cr.memberAddrs(c)
 	if len(addrs) == 0 {
 		return nil, nil

@@ -350,6 +350,11 @@ func TestLoggingFormat(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	// Start from logging as no command has set it up: a test run before this one (go test
+	// -shuffle) may have left its options applied.
+	if err := logsapi.ResetForTest(nil); err != nil {
+		t.Fatal(err)
+	}
 	_, errOut, code := runCLI(t, "version", "--logging-format", "xml")
 	if code != ExitError || !strings.Contains(errOut, `format: Invalid value: "xml": Unsupported log format`) {
 		t.Errorf("exit %d, stderr %q; want 1 and the unsupported format", code, errOut)

@@ -103,6 +103,9 @@ It runs as a Kubernetes CronJob, as a one-shot Job, or from a workstation with a
 func applyLogging(c *logsapi.LoggingConfiguration, errOut io.Writer) error {
 	logOut.set(errOut)
 	if err := logsapi.ValidateAndApplyWithOptions(c, &logsapi.LoggingOptions{ErrorStream: logOut, InfoStream: logOut}, nil); err != nil {
+		// Not applied: this command's error is a plain line on errOut, whatever an earlier
+		// command in the same process (tests, e2e) set up.
+		jsonLogs.Store(false)
 		return &exitError{ExitError, fmt.Errorf("logging: %w", err)}
 	}
 	jsonLogs.Store(c.Format == logsapi.JSONLogFormat)
